@@ -1,0 +1,63 @@
+#include "cli/client.h"
+
+#include <iostream>
+
+#include "common/token.h"
+
+namespace ladder::cli {
+
+std::string ResolveToken(const std::string& explicit_token) {
+  if (!explicit_token.empty()) return explicit_token;
+  if (const char* t = std::getenv("LADDER_TOKEN"); t && *t) return t;
+  try {
+    if (auto t = ReadTokenFile("ladder.db.token")) return *t;
+  } catch (const std::exception&) {
+  }
+  return "";
+}
+
+Client::Client(const GlobalOptions& g) : server_(g.server), token_(ResolveToken(g.token)) {
+  channel_ = grpc::CreateChannel(server_, grpc::InsecureChannelCredentials());
+  stub_ = v1::Ladder::NewStub(channel_);
+}
+
+std::unique_ptr<grpc::ClientContext> Client::Context(std::chrono::milliseconds deadline) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+  if (deadline.count() > 0) ctx->set_deadline(std::chrono::system_clock::now() + deadline);
+  return ctx;
+}
+
+bool Client::Reachable(std::chrono::milliseconds timeout) {
+  auto ctx = Context(timeout);
+  v1::ServerInfoRequest req;
+  v1::ServerInfoResponse resp;
+  return stub_->ServerInfo(ctx.get(), req, &resp).ok();
+}
+
+int ReportRpcError(const grpc::Status& st, const std::string& what, const std::string& server) {
+  switch (st.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      std::cerr << "ladder: " << what << ": cannot reach the coordinator at " << server << " ("
+                << st.error_message() << ")\n  start one with `ladder up`, or pass --server HOST:PORT\n";
+      return kUnreachable;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::UNIMPLEMENTED:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      std::cerr << "ladder: " << what << ":\n" << st.error_message() << "\n";
+      return kBadInput;
+    case grpc::StatusCode::NOT_FOUND:
+      std::cerr << "ladder: " << what << ": " << st.error_message() << "\n";
+      return kNotFound;
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      std::cerr << "ladder: " << what << ": " << st.error_message() << "\n";
+      return kUnauthorized;
+    default:
+      std::cerr << "ladder: " << what << ": " << st.error_message() << "\n";
+      return kFailed;
+  }
+}
+
+}  // namespace ladder::cli

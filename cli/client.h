@@ -1,0 +1,48 @@
+#pragma once
+// Client: the CLI's connection to a coordinator — address, token, deadlines — and the mapping from gRPC
+// status to the CLI's exit codes (documented in README.md):
+//   0 ok · 1 the operation failed (a search failed, a server error) · 2 bad input (usage, invalid spec)
+//   3 cannot reach the coordinator · 4 no such search/trial · 5 not authorized
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "ladder/v1/ladder.grpc.pb.h"
+
+namespace ladder::cli {
+
+namespace v1 = ::ladder::v1;
+
+enum ExitCode { kOk = 0, kFailed = 1, kBadInput = 2, kUnreachable = 3, kNotFound = 4, kUnauthorized = 5 };
+
+struct GlobalOptions {
+  std::string server = "127.0.0.1:50051";
+  std::string token;       // --token, else LADDER_TOKEN, else ./ladder.db.token if present
+  bool json = false;
+};
+
+class Client {
+ public:
+  explicit Client(const GlobalOptions& g);
+  v1::Ladder::Stub& stub() { return *stub_; }
+  // A context with the token and a deadline (0: none).
+  std::unique_ptr<grpc::ClientContext> Context(std::chrono::milliseconds deadline = std::chrono::seconds(30)) const;
+  // True when a coordinator answers within `timeout`.
+  bool Reachable(std::chrono::milliseconds timeout);
+  const std::string& server() const { return server_; }
+
+ private:
+  std::string server_, token_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Ladder::Stub> stub_;
+};
+
+// Prints "ladder: <what>: <message>" on stderr and returns the exit code for the status.
+int ReportRpcError(const grpc::Status& st, const std::string& what, const std::string& server);
+
+// The token for talking to `server` per the rules above ("" if none found).
+std::string ResolveToken(const std::string& explicit_token);
+
+}  // namespace ladder::cli

@@ -1,0 +1,100 @@
+// ladder demo: the main job on the embedded default. Uses a running coordinator if one answers at --server,
+// otherwise starts one (with a local worker) in this process; runs the shipped demo search; prints progress,
+// the leaderboard and the best configuration.
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/demo_spec.h"
+#include "cli/format.h"
+#include "cli/local_stack.h"
+#include "cli/search_progress.h"
+
+namespace ladder::cli {
+
+void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code) {
+  struct Options {
+    std::string spec_path;
+    std::string db_path = "ladder.db";
+    int slots = 2;
+  };
+  auto opt = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("demo", "Run the demo search (starts a local coordinator + worker if none runs)");
+  cmd->add_option("--spec", opt->spec_path, "run this spec instead of the shipped demo (data/demo.yaml)");
+  cmd->add_option("--db", opt->db_path, "database for the local coordinator")->capture_default_str();
+  cmd->add_option("--slots", opt->slots, "trial slots of the local worker")->capture_default_str()->check(
+      CLI::Range(1, 4096));
+  cmd->callback([opt, &g, &exit_code] {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string yaml = kDemoSpecYaml;
+    std::string path = "data/demo.yaml (built in)";
+    if (!opt->spec_path.empty()) {
+      if (!LoadAndValidateSpec(opt->spec_path, true, &yaml, true)) {
+        exit_code = kBadInput;
+        return;
+      }
+      path = opt->spec_path;
+    }
+    auto interrupt = std::make_shared<Interrupt>();
+    HandleStopSignals([interrupt](int) { interrupt->Fire(); });
+
+    GlobalOptions use = g;
+    std::unique_ptr<LocalStack> stack;
+    {
+      Client probe(g);
+      if (probe.Reachable(std::chrono::milliseconds(500))) {
+        if (!g.json) std::cout << "ladder demo: using the coordinator at " << g.server << "\n";
+      } else {
+        LocalStackOptions so;
+        so.listen = g.server;
+        so.db_path = opt->db_path;
+        so.slots = opt->slots;
+        stack = std::make_unique<LocalStack>(so);
+        try {
+          stack->Start();
+        } catch (const std::exception& e) {
+          std::cerr << "ladder demo: cannot start the local coordinator: " << e.what() << "\n";
+          exit_code = kFailed;
+          return;
+        }
+        use.server = stack->address();
+        use.token = stack->token();
+        if (!g.json) {
+          std::cout << "ladder demo: started a local coordinator on " << use.server << " (database " << opt->db_path
+                    << ") and a worker with " << opt->slots << " slots\n";
+        }
+      }
+    }
+    Client client(use);
+    v1::CreateSearchRequest req;
+    req.set_spec_yaml(yaml);
+    req.set_spec_path(path);
+    v1::CreateSearchResponse resp;
+    auto ctx = client.Context();
+    auto st = client.stub().CreateSearch(ctx.get(), req, &resp);
+    if (!st.ok()) {
+      exit_code = ReportRpcError(st, "demo", client.server());
+      return;
+    }
+    const auto& s = resp.search();
+    if (!g.json) {
+      std::cout << "ladder demo: search " << s.id() << " '" << s.name() << "': " << s.max_trials() << " trials, "
+                << s.parallelism() << " at a time, maximizing " << s.objective_metric() << "\n";
+      std::cout.flush();
+    }
+    auto final_search = FollowSearch(client, s.id(), g.json, interrupt.get(), &exit_code);
+    if (final_search) {
+      exit_code = PrintResultTable(client, *final_search, use, 0);
+      if (!g.json) {
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::cout << "\ndemo finished in " << FormatDuration(secs) << "; everything is in " << opt->db_path
+                  << " (try: sqlite3 " << opt->db_path << " 'select * from trials')\n";
+      }
+    }
+    if (stack) stack->Stop();
+  });
+}
+
+}  // namespace ladder::cli

@@ -1,0 +1,228 @@
+// ladder search start|validate|list|show|cancel
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <signal.h>
+#include <sstream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/search_progress.h"
+#include "common/executable.h"
+#include "search/spec.h"
+
+namespace ladder::cli {
+
+namespace {
+
+struct SearchOptions {
+  std::string spec_path;
+  int64_t id = 0;
+  bool wait = false;
+  bool no_command_check = false;
+};
+
+}  // namespace
+
+void HandleStopSignals(std::function<void(int)> on_signal) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set, on_signal] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    on_signal(sig);
+  }).detach();
+}
+
+bool LoadAndValidateSpec(const std::string& path, bool check_command, std::string* yaml, bool quiet) {
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "ladder: cannot read spec '" << path << "': " << std::strerror(errno) << "\n";
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *yaml = ss.str();
+  auto parsed = search::ParseSpec(*yaml, path);
+  if (!parsed.ok()) {
+    std::cerr << "ladder: invalid spec " << path << " (" << parsed.errors.size() << " error"
+              << (parsed.errors.size() == 1 ? "" : "s") << "):\n";
+    for (const auto& e : parsed.errors) std::cerr << "  " << e.ToString() << "\n";
+    return false;
+  }
+  if (check_command) {
+    std::string error;
+    if (ResolveExecutable(parsed.spec->command.front(), {OwnBinDir()}, &error).empty()) {
+      std::cerr << "ladder: " << path << ": command[0]: " << error
+                << "\n  (pass --no-command-check if it exists only on the worker nodes)\n";
+      return false;
+    }
+  }
+  if (!quiet) {
+    const auto& s = *parsed.spec;
+    std::cout << path << ": ok — search '" << s.name << "', " << s.space.params.size() << " parameters, "
+              << s.max_trials << " trials, " << s.parallelism << " at a time, sampler " << s.sampler << ", "
+              << (s.objective.maximize ? "maximize " : "minimize ") << s.objective.metric << "\n";
+  }
+  return true;
+}
+
+void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
+  auto* search = app.add_subcommand("search", "Start, inspect and cancel searches");
+  search->require_subcommand(1);
+  auto opt = std::make_shared<SearchOptions>();
+
+  auto* validate = search->add_subcommand("validate", "Check a search spec without starting it");
+  validate->add_option("SPEC", opt->spec_path, "YAML search spec")->required();
+  validate->add_flag("--no-command-check", opt->no_command_check, "don't check that the trial command exists here");
+  validate->callback([opt, &exit_code] {
+    std::string yaml;
+    exit_code = LoadAndValidateSpec(opt->spec_path, !opt->no_command_check, &yaml, false) ? kOk : kBadInput;
+  });
+
+  auto* start = search->add_subcommand("start", "Submit a search spec to the coordinator");
+  start->add_option("SPEC", opt->spec_path, "YAML search spec")->required();
+  start->add_flag("--wait", opt->wait, "follow the search until it ends, then print the leaderboard");
+  start->add_flag("--no-command-check", opt->no_command_check, "don't check that the trial command exists here");
+  start->callback([opt, &g, &exit_code] {
+    std::string yaml;
+    if (!LoadAndValidateSpec(opt->spec_path, !opt->no_command_check, &yaml, true)) {
+      exit_code = kBadInput;
+      return;
+    }
+    Client client(g);
+    v1::CreateSearchRequest req;
+    req.set_spec_yaml(yaml);
+    req.set_spec_path(opt->spec_path);
+    v1::CreateSearchResponse resp;
+    auto ctx = client.Context();
+    auto st = client.stub().CreateSearch(ctx.get(), req, &resp);
+    if (!st.ok()) {
+      exit_code = ReportRpcError(st, "search start", client.server());
+      return;
+    }
+    if (!opt->wait) {
+      if (g.json) {
+        std::cout << ToJson(resp.search()) << "\n";
+      } else {
+        std::cout << "started search " << resp.search().id() << " '" << resp.search().name() << "'\n"
+                  << "  follow it: ladder search show " << resp.search().id() << "   leaderboard: ladder trials "
+                  << resp.search().id() << "\n";
+      }
+      exit_code = kOk;
+      return;
+    }
+    if (!g.json) std::cout << "started search " << resp.search().id() << " '" << resp.search().name() << "'\n";
+    auto interrupt = std::make_shared<Interrupt>();
+    HandleStopSignals([interrupt](int) { interrupt->Fire(); });
+    auto final_search = FollowSearch(client, resp.search().id(), g.json, interrupt.get(), &exit_code);
+    if (!final_search) return;
+    exit_code = PrintResultTable(client, *final_search, g, 10);
+  });
+
+  auto* list = search->add_subcommand("list", "List searches");
+  list->callback([&g, &exit_code] {
+    Client client(g);
+    v1::ListSearchesRequest req;
+    v1::ListSearchesResponse resp;
+    auto ctx = client.Context();
+    auto st = client.stub().ListSearches(ctx.get(), req, &resp);
+    if (!st.ok()) {
+      exit_code = ReportRpcError(st, "search list", client.server());
+      return;
+    }
+    if (g.json) {
+      std::cout << ToJson(resp) << "\n";
+    } else if (resp.searches().empty()) {
+      std::cout << "no searches yet (start one: ladder search start SPEC)\n";
+    } else {
+      std::printf("%-4s  %-24s  %-9s  %5s  %5s  %5s  %s\n", "id", "name", "state", "done", "run", "fail", "best");
+      for (const auto& s : resp.searches()) {
+        std::printf("%-4lld  %-24s  %-9s  %2d/%-2d  %5d  %5d  %s\n", static_cast<long long>(s.id()),
+                    s.name().c_str(), StateName(s.state()).c_str(), s.completed(), s.max_trials(), s.running(),
+                    s.failed(),
+                    s.best_trial_id() ? (s.objective_metric() + "=" + std::to_string(s.best_objective())).c_str()
+                                      : "-");
+      }
+    }
+    exit_code = kOk;
+  });
+
+  auto* show = search->add_subcommand("show", "Show one search");
+  show->add_option("ID", opt->id, "search id")->required();
+  show->callback([opt, &g, &exit_code] {
+    Client client(g);
+    v1::GetSearchRequest req;
+    req.set_search_id(opt->id);
+    v1::GetSearchResponse resp;
+    auto ctx = client.Context();
+    auto st = client.stub().GetSearch(ctx.get(), req, &resp);
+    if (!st.ok()) {
+      exit_code = ReportRpcError(st, "search show", client.server());
+      return;
+    }
+    if (g.json) {
+      std::cout << ToJson(resp.search()) << "\n";
+    } else {
+      PrintSearchSummary(resp.search(), std::cout);
+    }
+    exit_code = kOk;
+  });
+
+  auto* cancel = search->add_subcommand("cancel", "Cancel a running search (its running trials are stopped)");
+  cancel->add_option("ID", opt->id, "search id")->required();
+  cancel->callback([opt, &g, &exit_code] {
+    Client client(g);
+    v1::CancelSearchRequest req;
+    req.set_search_id(opt->id);
+    v1::CancelSearchResponse resp;
+    auto ctx = client.Context();
+    auto st = client.stub().CancelSearch(ctx.get(), req, &resp);
+    if (!st.ok()) {
+      exit_code = ReportRpcError(st, "search cancel", client.server());
+      return;
+    }
+    if (g.json) {
+      std::cout << ToJson(resp.search()) << "\n";
+    } else {
+      std::cout << "cancelled search " << opt->id << "\n";
+    }
+    exit_code = kOk;
+  });
+}
+
+int PrintResultTable(Client& client, const v1::Search& s, const GlobalOptions& g, size_t top) {
+  v1::ListTrialsRequest req;
+  req.set_search_id(s.id());
+  v1::ListTrialsResponse resp;
+  auto ctx = client.Context();
+  auto st = client.stub().ListTrials(ctx.get(), req, &resp);
+  if (!st.ok()) return ReportRpcError(st, "list trials", client.server());
+  auto ranked = RankTrials(s, {resp.trials().begin(), resp.trials().end()});
+  if (g.json) {
+    v1::ListTrialsResponse out;
+    for (auto& t : ranked) *out.add_trials() = t;
+    std::cout << ToJson(out) << "\n";
+  } else {
+    std::cout << "\n";
+    PrintSearchSummary(s, std::cout);
+    std::cout << "\n";
+    PrintLeaderboard(s, ranked, top, std::cout);
+    if (!ranked.empty() && ranked.front().state() == v1::TRIAL_COMPLETED) {
+      const auto& best = ranked.front();
+      std::cout << "\nbest configuration (trial " << best.number() << ", " << s.objective_metric() << " "
+                << best.objective() << "):\n";
+      for (const auto& [k, v] : best.params()) std::cout << "  " << k << ": " << FormatParam(v) << "\n";
+      std::cout << "  command: ";
+      for (const auto& a : best.command()) std::cout << a << " ";
+      std::cout << "\n";
+    }
+  }
+  return s.state() == v1::SEARCH_COMPLETED ? kOk : kFailed;
+}
+
+}  // namespace ladder::cli

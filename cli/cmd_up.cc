@@ -1,0 +1,52 @@
+// ladder up: a coordinator and one local worker in the foreground (the embedded default).
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+
+#include "cli/commands.h"
+#include "cli/local_stack.h"
+
+namespace ladder::cli {
+
+void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code) {
+  auto opt = std::make_shared<LocalStackOptions>();
+  auto* cmd = app.add_subcommand("up", "Run a coordinator and a local worker on 127.0.0.1 until Ctrl-C");
+  cmd->add_option("--listen", opt->listen, "host:port to listen on")->capture_default_str();
+  cmd->add_option("--db", opt->db_path, "SQLite database file")->capture_default_str();
+  cmd->add_option("--slots", opt->slots, "trials this machine runs at once (default: number of cores)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--trial-dir", opt->trial_dir, "per-trial logs and outputs (default: <db dir>/ladder-trials)");
+  cmd->callback([opt, &exit_code] {
+    struct StopFlag {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool stop = false;
+    };
+    auto flag = std::make_shared<StopFlag>();
+    HandleStopSignals([flag](int) {
+      std::lock_guard<std::mutex> l(flag->mu);
+      flag->stop = true;
+      flag->cv.notify_all();
+    });
+    try {
+      LocalStack stack(*opt);
+      stack.Start();
+      std::cout << "ladder up: coordinator on " << stack.address() << ", database " << opt->db_path
+                << ", local worker registered\n"
+                << "  token in " << opt->db_path << ".token (the CLI reads it from the current directory)\n"
+                << "  try: ladder search start data/specs/demo.yaml --wait      Ctrl-C stops\n";
+      std::cout.flush();
+      std::unique_lock<std::mutex> l(flag->mu);
+      flag->cv.wait(l, [&] { return flag->stop; });
+      std::cout << "ladder up: stopping (running trials are terminated)\n";
+      l.unlock();
+      stack.Stop();
+      exit_code = kOk;
+    } catch (const std::exception& e) {
+      std::cerr << "ladder up: " << e.what() << "\n";
+      exit_code = kFailed;
+    }
+  });
+}
+
+}  // namespace ladder::cli

@@ -1,0 +1,27 @@
+#pragma once
+// Each subcommand: an options struct, a Setup function that adds it to the CLI11 app, and a Run function
+// (one file each). Run returns the process exit code (client.h).
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "cli/client.h"
+
+namespace ladder::cli {
+
+void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code);
+void SetupTrials(CLI::App& app, GlobalOptions& g, int& exit_code);
+void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code);
+void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code);
+
+// Reads a spec file and validates it locally (the same parser the coordinator uses), also checking that the
+// trial command can be found on this machine. Prints the errors and returns false when invalid.
+bool LoadAndValidateSpec(const std::string& path, bool check_command, std::string* yaml, bool quiet);
+
+// Prints a finished search's summary, leaderboard (top N) and best configuration (or JSON with --json).
+// Returns kOk when the search completed, kFailed otherwise.
+int PrintResultTable(Client& client, const v1::Search& s, const GlobalOptions& g, size_t top);
+
+// Blocks SIGINT/SIGTERM in every thread and starts a thread that runs `on_signal` on the first one.
+void HandleStopSignals(std::function<void(int)> on_signal);
+
+}  // namespace ladder::cli

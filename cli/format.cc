@@ -1,0 +1,160 @@
+#include "cli/format.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+namespace ladder::cli {
+
+std::string FormatParam(const v1::ParamValue& v) {
+  switch (v.kind_case()) {
+    case v1::ParamValue::kFloatValue: {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.4g", v.float_value());
+      return buf;
+    }
+    case v1::ParamValue::kIntValue: return std::to_string(v.int_value());
+    default: return v.string_value();
+  }
+}
+
+std::string FormatParams(const v1::Trial& t) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : t.params()) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : " ") + k + "=" + FormatParam(t.params().at(k));
+  return out;
+}
+
+std::string StateName(v1::TrialState s) {
+  switch (s) {
+    case v1::TRIAL_PENDING: return "pending";
+    case v1::TRIAL_RUNNING: return "running";
+    case v1::TRIAL_COMPLETED: return "completed";
+    case v1::TRIAL_FAILED: return "failed";
+    case v1::TRIAL_CANCELLED: return "cancelled";
+    default: return "?";
+  }
+}
+
+std::string StateName(v1::SearchState s) {
+  switch (s) {
+    case v1::SEARCH_RUNNING: return "running";
+    case v1::SEARCH_COMPLETED: return "completed";
+    case v1::SEARCH_CANCELLED: return "cancelled";
+    case v1::SEARCH_FAILED: return "failed";
+    default: return "?";
+  }
+}
+
+std::string FormatDuration(double seconds) {
+  if (seconds < 0) seconds = 0;
+  char buf[32];
+  if (seconds < 60) {
+    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+  } else if (seconds < 3600) {
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(seconds) / 60, static_cast<int>(seconds) % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(seconds) / 3600, static_cast<int>(seconds) / 60 % 60);
+  }
+  return buf;
+}
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opt;
+  opt.preserve_proto_field_names = true;
+  opt.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opt);
+  return out;
+}
+
+std::vector<v1::Trial> RankTrials(const v1::Search& s, std::vector<v1::Trial> trials) {
+  auto group = [](const v1::Trial& t) {
+    switch (t.state()) {
+      case v1::TRIAL_COMPLETED: return 0;
+      case v1::TRIAL_RUNNING: return 1;
+      case v1::TRIAL_PENDING: return 2;
+      case v1::TRIAL_FAILED: return 3;
+      default: return 4;
+    }
+  };
+  const bool maximize = s.direction() == v1::MAXIMIZE;
+  std::stable_sort(trials.begin(), trials.end(), [&](const v1::Trial& a, const v1::Trial& b) {
+    if (group(a) != group(b)) return group(a) < group(b);
+    if (group(a) == 0 && a.objective() != b.objective()) {
+      return maximize ? a.objective() > b.objective() : a.objective() < b.objective();
+    }
+    return a.number() < b.number();
+  });
+  return trials;
+}
+
+void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked, size_t top, std::ostream& out) {
+  std::vector<std::string> keys;
+  if (!ranked.empty()) {
+    for (const auto& [k, v] : ranked.front().params()) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"rank", "trial", "state", s.objective_metric()};
+  for (const auto& k : keys) header.push_back(k);
+  header.push_back("time");
+  header.push_back("note");
+  rows.push_back(header);
+  size_t rank = 0;
+  for (const auto& t : ranked) {
+    if (top && rank >= top) break;
+    ++rank;
+    std::vector<std::string> row;
+    row.push_back(t.state() == v1::TRIAL_COMPLETED ? std::to_string(rank) : "-");
+    row.push_back(std::to_string(t.number()));
+    row.push_back(StateName(t.state()));
+    char obj[32] = "-";
+    if (t.has_objective()) std::snprintf(obj, sizeof obj, "%.4f", t.objective());
+    row.push_back(obj);
+    for (const auto& k : keys) {
+      auto it = t.params().find(k);
+      row.push_back(it == t.params().end() ? "" : FormatParam(it->second));
+    }
+    double end = t.finished_unix() > 0 ? t.finished_unix() : 0;
+    row.push_back(t.started_unix() > 0 && end > 0 ? FormatDuration(end - t.started_unix()) : "");
+    std::string note = t.error();
+    if (t.ignored_lines() > 0) note += (note.empty() ? "" : "; ") + std::to_string(t.ignored_lines()) + " ignored lines";
+    if (note.size() > 60) note = note.substr(0, 57) + "...";
+    row.push_back(note);
+    rows.push_back(row);
+  }
+  std::vector<size_t> width(header.size(), 0);
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    std::string line;
+    for (size_t i = 0; i < rows[ri].size(); ++i) {
+      std::string cell = rows[ri][i];
+      if (i + 1 < rows[ri].size()) cell.resize(width[i], ' ');
+      line += (i ? "  " : "") + cell;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+}
+
+void PrintSearchSummary(const v1::Search& s, std::ostream& out) {
+  out << "search " << s.id() << " '" << s.name() << "': " << StateName(s.state()) << " — " << s.completed()
+      << " completed, " << s.running() << " running, " << s.pending() << " pending, " << s.failed() << " failed, "
+      << s.cancelled() << " cancelled of " << s.max_trials() << " (" << s.parallelism() << " at a time)\n";
+  if (!s.error().empty()) out << "  error: " << s.error() << "\n";
+  if (s.best_trial_id() != 0) {
+    out << "  best " << s.objective_metric() << " = " << s.best_objective() << " (trial id " << s.best_trial_id()
+        << ")\n";
+  }
+}
+
+}  // namespace ladder::cli

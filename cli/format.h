@@ -1,0 +1,28 @@
+#pragma once
+// Human-readable and JSON renderings of searches and trials for the CLI.
+#include <google/protobuf/message.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ladder/v1/ladder.pb.h"
+
+namespace ladder::cli {
+
+namespace v1 = ::ladder::v1;
+
+std::string FormatParam(const v1::ParamValue& v);
+std::string FormatParams(const v1::Trial& t);  // "lr=0.003 batch_size=32"
+std::string StateName(v1::TrialState s);
+std::string StateName(v1::SearchState s);
+std::string FormatDuration(double seconds);
+// The proto3 JSON mapping with the .proto field names.
+std::string ToJson(const google::protobuf::Message& m);
+
+// Trials ordered best first: completed by objective (per direction), then running, pending, failed, cancelled.
+std::vector<v1::Trial> RankTrials(const v1::Search& s, std::vector<v1::Trial> trials);
+void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked, size_t top, std::ostream& out);
+void PrintSearchSummary(const v1::Search& s, std::ostream& out);
+
+}  // namespace ladder::cli

@@ -1,0 +1,37 @@
+#pragma once
+// LocalStack: the embedded default — a coordinator and one worker in this process on 127.0.0.1, with the
+// database in a local file. Used by `ladder up` (foreground) and `ladder demo` (when no coordinator runs).
+#include <memory>
+#include <string>
+
+#include "server/server.h"
+#include "worker/worker.h"
+
+namespace ladder::cli {
+
+struct LocalStackOptions {
+  std::string listen = "127.0.0.1:50051";
+  std::string db_path = "ladder.db";
+  int slots = 0;                        // 0: number of cores
+  std::string trial_dir;                // default: <db dir>/ladder-trials
+  bool token = true;                    // require <db>.token for state-changing calls
+};
+
+class LocalStack {
+ public:
+  explicit LocalStack(LocalStackOptions opt);
+  ~LocalStack();
+  // Starts both and waits until the worker has registered; throws std::runtime_error on failure.
+  void Start();
+  void Stop();
+  std::string address() const { return server_ ? server_->address() : ""; }
+  const std::string& token() const { return token_; }
+
+ private:
+  LocalStackOptions opt_;
+  std::string token_;
+  std::unique_ptr<server::Server> server_;
+  std::unique_ptr<worker::Worker> worker_;
+};
+
+}  // namespace ladder::cli

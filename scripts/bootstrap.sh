@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian packages ladder's build and tests need. Idempotent: when every package is
+# already present it only runs dpkg-query and exits (well under a second).
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake ninja-build pkg-config
+  libtorch-dev                       # trainer: LibTorch 1.13 (CPU, with c10d Gloo)
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler   # the ladder.v1 API
+  libboost-dev libboost-system-dev   # worker: Boost.Asio event loop, process groups, pipes
+  libsqlite3-dev                     # server: the embedded store
+  libyaml-cpp-dev                    # search: YAML specs with line/column marks
+  libcli11-dev                       # cli and daemons: command-line parsing, --help
+  nlohmann-json3-dev                 # metrics JSON lines, --json output
+  libgtest-dev libgmock-dev          # tests
+  sqlite3                            # inspecting ./ladder.db by hand and in docs
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "bootstrap: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "bootstrap: done" >&2

@@ -1,0 +1,927 @@
+#include "server/coordinator.h"
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "common/id_set.h"
+#include "common/log.h"
+
+namespace ladder::server {
+
+namespace {
+
+constexpr const char* kLog = "coordinator";
+
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+v1::ParamValue ToProto(const search::Value& v) {
+  v1::ParamValue p;
+  if (const auto* d = std::get_if<double>(&v)) p.set_float_value(*d);
+  if (const auto* i = std::get_if<int64_t>(&v)) p.set_int_value(*i);
+  if (const auto* s = std::get_if<std::string>(&v)) p.set_string_value(*s);
+  return p;
+}
+
+search::Value FromProto(const v1::ParamValue& p) {
+  switch (p.kind_case()) {
+    case v1::ParamValue::kFloatValue: return p.float_value();
+    case v1::ParamValue::kIntValue: return p.int_value();
+    default: return p.string_value();
+  }
+}
+
+std::string ParamsJson(const search::Params& params) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : params) {
+    std::visit([&](const auto& x) { j[k] = x; }, v);
+  }
+  return j.dump();
+}
+
+bool IsTerminal(v1::TrialState s) {
+  return s == v1::TRIAL_COMPLETED || s == v1::TRIAL_FAILED || s == v1::TRIAL_CANCELLED;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, CoordinatorOptions options)
+    : loop_(loop), store_(store), opt_(std::move(options)), flush_timer_(loop), lease_timer_(loop) {}
+
+Coordinator::~Coordinator() = default;
+
+double Coordinator::Now() const { return WallNow(); }
+
+// ------------------------------------------------------------------------------------------------------
+// Start-up and restart recovery
+// ------------------------------------------------------------------------------------------------------
+
+void Coordinator::Start() {
+  started_unix_ = Now();
+  auto reattach_deadline = Clock::now() + opt_.heartbeat_timeout;
+  for (auto& proto : store_.LoadSearches()) {
+    SearchRt s;
+    s.proto = std::move(proto);
+    if (s.proto.state() == v1::SEARCH_RUNNING) {
+      auto parsed = search::ParseSpec(s.proto.spec_yaml(), s.proto.name());
+      if (!parsed.ok()) {
+        // The spec was valid when accepted; a newer parser may disagree. Fail it visibly, don't guess.
+        s.proto.set_state(v1::SEARCH_FAILED);
+        s.proto.set_error("stored spec no longer parses: " + parsed.errors.front().ToString());
+        store_.UpdateSearch(s.proto);
+      } else {
+        s.spec = std::move(*parsed.spec);
+        s.sampler = search::MakeSampler(s.spec);
+      }
+    }
+    int64_t id = s.proto.id();
+    searches_.emplace(id, std::move(s));
+  }
+  std::vector<int64_t> epochs;
+  auto loaded = store_.LoadTrials(&epochs);
+  int64_t max_epoch = store_.MaxAssignmentEpoch();
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    TrialRt t;
+    t.proto = std::move(loaded[i]);
+    t.epoch = epochs[i];
+    max_epoch = std::max(max_epoch, t.epoch);
+    for (const auto& [k, v] : t.proto.params()) t.params[k] = FromProto(v);
+    auto sit = searches_.find(t.proto.search_id());
+    if (sit == searches_.end()) continue;
+    SearchRt& s = sit->second;
+    s.trial_ids.push_back(t.proto.id());
+    s.next_number = std::max(s.next_number, t.proto.number() + 1);
+    if (t.proto.has_objective()) t.last_objective = t.best_objective = t.proto.objective();
+    switch (t.proto.state()) {
+      case v1::TRIAL_PENDING: s.pending.insert(t.proto.id()); break;
+      case v1::TRIAL_RUNNING:
+        s.running.insert(t.proto.id());
+        for (const auto& p : t.proto.placement()) t.slots.assign(p.slots().begin(), p.slots().end());
+        t.reattach_deadline = reattach_deadline;
+        // Rebuild the objective seen so far from the stored points.
+        for (const auto& point : store_.LoadMetrics(t.proto.id())) {
+          auto it = point.values().find(s.proto.objective_metric());
+          if (it == point.values().end()) continue;
+          t.last_objective = it->second;
+          bool better = !t.best_objective || (s.proto.direction() == v1::MAXIMIZE ? it->second > *t.best_objective
+                                                                                 : it->second < *t.best_objective);
+          if (better) t.best_objective = it->second;
+        }
+        break;
+      case v1::TRIAL_COMPLETED: ++s.completed; break;
+      case v1::TRIAL_FAILED: ++s.failed; break;
+      case v1::TRIAL_CANCELLED: ++s.cancelled; break;
+      default: break;
+    }
+    if (s.sampler && IsTerminal(t.proto.state())) {
+      s.sampler->Tell(t.proto.number(), t.params,
+                      t.proto.has_objective() ? std::optional<double>(t.proto.objective()) : std::nullopt);
+    }
+    int64_t id = t.proto.id();
+    trials_.emplace(id, std::move(t));
+  }
+  next_assignment_epoch_ = max_epoch + 1;
+  for (auto& [id, s] : searches_) {
+    for (int64_t tid : s.trial_ids) {
+      const auto& t = trials_.at(tid);
+      if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective()) ConsiderBest(s, t);
+    }
+    UpdateSearchCounts(s);
+  }
+  store_.AppendEvent("coordinator_started", 0, 0, "", Now());
+  store_.Flush();
+  if (!trials_.empty()) {
+    LogInfo(kLog, "recovered " + std::to_string(searches_.size()) + " searches and " +
+                      std::to_string(trials_.size()) + " trials from " + store_.path());
+  }
+  ArmFlushTimer();
+  ArmLeaseTimer();
+  RequestSchedule();
+}
+
+void Coordinator::Stop() {
+  stopped_ = true;
+  flush_timer_.cancel();
+  lease_timer_.cancel();
+  try {
+    store_.Flush();
+  } catch (const std::exception& e) {
+    LogError(kLog, std::string("final flush failed: ") + e.what());
+  }
+  watchers_.clear();
+}
+
+void Coordinator::ArmFlushTimer() {
+  if (stopped_) return;
+  flush_timer_.expires_after(opt_.flush_interval);
+  flush_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    try {
+      if (store_.pending_writes()) store_.Flush();
+    } catch (const std::exception& e) {
+      LogError(kLog, std::string("flush failed: ") + e.what());
+    }
+    ArmFlushTimer();
+  });
+}
+
+void Coordinator::ArmLeaseTimer() {
+  if (stopped_) return;
+  lease_timer_.expires_after(std::max(opt_.heartbeat_interval / 2, std::chrono::milliseconds(10)));
+  lease_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    CheckLeases();
+    ArmLeaseTimer();
+  });
+}
+
+void Coordinator::CheckLeases() {
+  auto now = Clock::now();
+  for (auto& [node, w] : workers_) {
+    if (w.info.state() == v1::WORKER_UP && now > w.lease_deadline) {
+      LogWarning(kLog, "worker " + node + " missed its heartbeats; lease expired");
+      if (w.link) {
+        link_nodes_.erase(w.link.get());
+        w.link->Close(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "lease expired"));
+      }
+      MarkWorkerDown(w, "lease expired (no heartbeat for " + std::to_string(opt_.heartbeat_timeout.count()) +
+                            " ms)");
+    }
+  }
+  // Trials that were running before a restart and that no worker re-attached.
+  for (auto& [id, t] : trials_) {
+    if (t.proto.state() == v1::TRIAL_RUNNING && t.node_id.empty() && t.reattach_deadline != Clock::time_point{} &&
+        now > t.reattach_deadline) {
+      t.reattach_deadline = {};
+      RequeueOrFail(t, "no worker re-attached it after the coordinator restarted");
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Ladder service
+// ------------------------------------------------------------------------------------------------------
+
+grpc::Status Coordinator::CreateSearch(const v1::CreateSearchRequest& req, v1::CreateSearchResponse* resp) {
+  std::string path = req.spec_path().empty() ? "<spec>" : req.spec_path();
+  auto parsed = search::ParseSpec(req.spec_yaml(), path);
+  if (!parsed.ok()) {
+    std::string msg;
+    for (const auto& e : parsed.errors) msg += (msg.empty() ? "" : "\n") + e.ToString();
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
+  }
+  SearchRt s;
+  s.spec = std::move(*parsed.spec);
+  if (s.spec.group.nodes != 1 || s.spec.group.ranks_per_node != 1) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        path + ": resources: this coordinator schedules 1 node x 1 rank per trial so far (got " +
+                            std::to_string(s.spec.group.nodes) + " x " +
+                            std::to_string(s.spec.group.ranks_per_node) + ")");
+  }
+  s.sampler = search::MakeSampler(s.spec);
+  auto& p = s.proto;
+  p.set_name(s.spec.name);
+  p.set_state(v1::SEARCH_RUNNING);
+  p.set_spec_yaml(req.spec_yaml());
+  p.set_objective_metric(s.spec.objective.metric);
+  p.set_direction(s.spec.objective.maximize ? v1::MAXIMIZE : v1::MINIMIZE);
+  p.set_max_trials(s.spec.max_trials);
+  p.set_parallelism(s.spec.parallelism);
+  p.mutable_group()->set_nodes(s.spec.group.nodes);
+  p.mutable_group()->set_ranks_per_node(s.spec.group.ranks_per_node);
+  p.mutable_group()->set_gpus_per_rank(s.spec.group.gpus_per_rank);
+  p.set_created_unix(Now());
+  store_.InsertSearch(&p);
+  store_.AppendEvent("search_created", p.id(), 0, p.name(), Now());
+  store_.Flush();
+  int64_t id = p.id();
+  LogInfo(kLog, "search " + std::to_string(id) + " '" + p.name() + "' created: " + std::to_string(p.max_trials()) +
+                    " trials, " + std::to_string(p.parallelism()) + " at a time");
+  auto& stored = searches_.emplace(id, std::move(s)).first->second;
+  *resp->mutable_search() = stored.proto;
+  EmitSearch(stored);
+  RequestSchedule();
+  return grpc::Status::OK;
+}
+
+grpc::Status Coordinator::ListSearches(const v1::ListSearchesRequest&, v1::ListSearchesResponse* resp) {
+  for (const auto& [id, s] : searches_) {
+    auto* out = resp->add_searches();
+    *out = s.proto;
+    out->clear_spec_yaml();
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status Coordinator::GetSearch(const v1::GetSearchRequest& req, v1::GetSearchResponse* resp) {
+  auto it = searches_.find(req.search_id());
+  if (it == searches_.end()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(req.search_id()));
+  }
+  *resp->mutable_search() = it->second.proto;
+  return grpc::Status::OK;
+}
+
+grpc::Status Coordinator::CancelSearch(const v1::CancelSearchRequest& req, v1::CancelSearchResponse* resp) {
+  auto it = searches_.find(req.search_id());
+  if (it == searches_.end()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(req.search_id()));
+  }
+  SearchRt& s = it->second;
+  if (s.proto.state() != v1::SEARCH_RUNNING) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "search " + std::to_string(req.search_id()) + " is already " +
+                            v1::SearchState_Name(s.proto.state()));
+  }
+  SetSearchState(s, v1::SEARCH_CANCELLED, "cancelled by request");
+  store_.Flush();
+  *resp->mutable_search() = s.proto;
+  return grpc::Status::OK;
+}
+
+grpc::Status Coordinator::ListTrials(const v1::ListTrialsRequest& req, v1::ListTrialsResponse* resp) {
+  auto it = searches_.find(req.search_id());
+  if (it == searches_.end()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(req.search_id()));
+  }
+  for (int64_t id : it->second.trial_ids) *resp->add_trials() = trials_.at(id).proto;
+  return grpc::Status::OK;
+}
+
+grpc::Status Coordinator::GetTrial(const v1::GetTrialRequest& req, v1::GetTrialResponse* resp) {
+  auto it = trials_.find(req.trial_id());
+  if (it == trials_.end()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no trial with id " + std::to_string(req.trial_id()));
+  }
+  *resp->mutable_trial() = it->second.proto;
+  if (req.include_metrics()) {
+    for (auto& p : store_.LoadMetrics(req.trial_id())) *resp->mutable_trial()->add_metrics() = std::move(p);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status Coordinator::ServerInfo(const v1::ServerInfoRequest&, v1::ServerInfoResponse* resp) {
+  resp->set_version(opt_.version);
+  resp->set_db_path(store_.path());
+  resp->set_started_unix(started_unix_);
+  for (const auto& [node, w] : workers_) *resp->add_workers() = w.info;
+  return grpc::Status::OK;
+}
+
+int64_t Coordinator::AddWatcher(int64_t search_id, EventSink sink) {
+  int64_t id = next_watcher_id_++;
+  auto send_search = [&](const SearchRt& s) {
+    v1::Event ev;
+    ev.set_seq(event_seq_);
+    ev.set_time_unix(Now());
+    ev.set_kind(v1::Event::SEARCH_UPDATED);
+    *ev.mutable_search() = s.proto;
+    sink(ev);
+  };
+  for (const auto& [node, w] : workers_) {
+    v1::Event ev;
+    ev.set_seq(event_seq_);
+    ev.set_kind(v1::Event::WORKER_UPDATED);
+    *ev.mutable_worker() = w.info;
+    sink(ev);
+  }
+  for (const auto& [sid, s] : searches_) {
+    if (search_id != 0 && sid != search_id) continue;
+    send_search(s);
+    if (search_id != 0) {
+      for (int64_t tid : s.trial_ids) {
+        v1::Event ev;
+        ev.set_seq(event_seq_);
+        ev.set_kind(v1::Event::TRIAL_UPDATED);
+        *ev.mutable_trial() = trials_.at(tid).proto;
+        sink(ev);
+      }
+    }
+  }
+  watchers_.emplace(id, std::make_pair(search_id, std::move(sink)));
+  return id;
+}
+
+void Coordinator::RemoveWatcher(int64_t id) { watchers_.erase(id); }
+
+// ------------------------------------------------------------------------------------------------------
+// Worker service
+// ------------------------------------------------------------------------------------------------------
+
+Coordinator::WorkerRt* Coordinator::WorkerFor(const std::shared_ptr<WorkerLink>& link) {
+  auto it = link_nodes_.find(link.get());
+  if (it == link_nodes_.end()) return nullptr;
+  auto wit = workers_.find(it->second);
+  if (wit == workers_.end() || wit->second.link != link) return nullptr;
+  return &wit->second;
+}
+
+void Coordinator::OnWorkerMessage(const std::shared_ptr<WorkerLink>& link, const v1::WorkerMessage& msg) {
+  if (stopped_) return;
+  try {
+    if (msg.has_register_()) {
+      Register(link, msg.register_());
+      return;
+    }
+    WorkerRt* w = WorkerFor(link);
+    if (!w) {
+      link->Close(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                               "the first message on a worker stream must be register (or this connection was "
+                               "replaced by a newer one)"));
+      return;
+    }
+    w->lease_deadline = Clock::now() + opt_.heartbeat_timeout;
+    w->info.set_last_seen_unix(Now());
+    switch (msg.body_case()) {
+      case v1::WorkerMessage::kHeartbeat: break;
+      case v1::WorkerMessage::kStarted: OnStarted(*w, msg.started()); break;
+      case v1::WorkerMessage::kMetrics: OnMetrics(*w, msg.metrics()); break;
+      case v1::WorkerMessage::kExited: OnExited(*w, msg.exited()); break;
+      default: break;
+    }
+  } catch (const std::exception& e) {
+    LogError(kLog, std::string("handling a worker message failed: ") + e.what());
+  }
+}
+
+void Coordinator::OnWorkerGone(const std::shared_ptr<WorkerLink>& link, const std::string& reason) {
+  auto it = link_nodes_.find(link.get());
+  if (it == link_nodes_.end()) return;
+  std::string node = it->second;
+  link_nodes_.erase(it);
+  auto wit = workers_.find(node);
+  if (wit == workers_.end() || wit->second.link != link || stopped_) return;
+  LogWarning(kLog, "worker " + node + " disconnected: " + reason);
+  MarkWorkerDown(wit->second, "worker " + node + " disconnected: " + reason);
+}
+
+void Coordinator::Register(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg) {
+  std::string node = reg.node_id().empty() ? reg.resources().hostname() : reg.node_id();
+  if (node.empty() || reg.resources().slots() <= 0) {
+    link->Close(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "register: node_id and slots > 0 are required"));
+    return;
+  }
+  WorkerRt& w = workers_[node];
+  if (w.link && w.link != link) {
+    // An older connection of the same node: fence it. Its trials are judged by this registration.
+    link_nodes_.erase(w.link.get());
+    w.link->Close(grpc::Status(grpc::StatusCode::ABORTED, "replaced by a newer connection of node " + node));
+  }
+  std::set<int64_t> previous = std::move(w.trials);
+  w.trials.clear();
+  w.link = link;
+  link_nodes_[link.get()] = node;
+  w.info.set_node_id(node);
+  w.info.set_state(v1::WORKER_UP);
+  *w.info.mutable_resources() = reg.resources();
+  w.info.set_epoch(next_worker_epoch_++);
+  w.info.set_last_seen_unix(Now());
+  w.slot_busy.assign(static_cast<size_t>(reg.resources().slots()), false);
+  w.lease_deadline = Clock::now() + opt_.heartbeat_timeout;
+
+  v1::CoordinatorMessage reply;
+  auto* r = reply.mutable_registered();
+  r->set_node_id(node);
+  r->set_worker_epoch(w.info.epoch());
+  r->set_heartbeat_interval_ms(static_cast<int32_t>(opt_.heartbeat_interval.count()));
+  for (const auto& run : reg.running()) {
+    auto it = trials_.find(run.trial_id());
+    bool ours = it != trials_.end() && it->second.epoch == run.assignment_epoch() &&
+                it->second.proto.state() == v1::TRIAL_RUNNING &&
+                (it->second.node_id == node || it->second.node_id.empty());
+    bool slots_fit = ours;
+    if (ours) {
+      for (int sl : it->second.slots) {
+        if (sl < 0 || sl >= reg.resources().slots() || w.slot_busy[static_cast<size_t>(sl)]) slots_fit = false;
+      }
+    }
+    if (!slots_fit) {
+      r->add_cancel_trials(run.trial_id());
+      continue;
+    }
+    TrialRt& t = it->second;
+    t.node_id = node;
+    t.reattach_deadline = {};
+    for (int sl : t.slots) w.slot_busy[static_cast<size_t>(sl)] = true;
+    w.trials.insert(t.proto.id());
+    previous.erase(t.proto.id());
+    store_.AppendEvent("trial_reattached", t.proto.search_id(), t.proto.id(), node, Now());
+    LogInfo(kLog, "worker " + node + " re-attached trial " + std::to_string(t.proto.id()));
+  }
+  store_.UpsertNode(w.info);
+  store_.AppendEvent("worker_up", 0, 0, node, Now());
+  link->Send(reply);
+  LogInfo(kLog, "worker " + node + " registered: " + std::to_string(reg.resources().slots()) + " slots, epoch " +
+                    std::to_string(w.info.epoch()));
+  // Trials this node had before but no longer reports are lost.
+  for (int64_t id : previous) {
+    auto it = trials_.find(id);
+    if (it != trials_.end() && it->second.proto.state() == v1::TRIAL_RUNNING) {
+      it->second.node_id.clear();
+      RequeueOrFail(it->second, "worker " + node + " came back without it");
+    }
+  }
+  EmitWorker(w);
+  RequestSchedule();
+}
+
+void Coordinator::OnStarted(WorkerRt& w, const v1::TrialStarted& m) {
+  auto it = trials_.find(m.trial_id());
+  if (it == trials_.end() || it->second.epoch != m.assignment_epoch()) return;
+  store_.AppendEvent("trial_started", it->second.proto.search_id(), m.trial_id(),
+                     "pid " + std::to_string(m.pid()), Now());
+}
+
+void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
+  auto it = trials_.find(m.trial_id());
+  if (it == trials_.end() || it->second.epoch != m.assignment_epoch() || it->second.node_id != w.info.node_id()) {
+    // Fencing: a run the coordinator no longer owns.
+    v1::CoordinatorMessage cancel;
+    cancel.mutable_cancel()->set_trial_id(m.trial_id());
+    cancel.mutable_cancel()->set_assignment_epoch(m.assignment_epoch());
+    cancel.mutable_cancel()->set_reason("stale assignment");
+    w.link->Send(cancel);
+    return;
+  }
+  TrialRt& t = it->second;
+  const SearchRt& s = searches_.at(t.proto.search_id());
+  for (const auto& point : m.points()) {
+    store_.AppendMetrics(t.proto.id(), point);
+    t.proto.set_metric_count(t.proto.metric_count() + 1);
+    auto vit = point.values().find(s.proto.objective_metric());
+    if (vit != point.values().end()) {
+      t.last_objective = vit->second;
+      bool better = !t.best_objective || (s.proto.direction() == v1::MAXIMIZE ? vit->second > *t.best_objective
+                                                                             : vit->second < *t.best_objective);
+      if (better) t.best_objective = vit->second;
+    }
+    v1::Event ev;
+    ev.set_kind(v1::Event::TRIAL_METRICS);
+    ev.mutable_trial()->set_id(t.proto.id());
+    ev.mutable_trial()->set_search_id(t.proto.search_id());
+    ev.mutable_trial()->set_number(t.proto.number());
+    *ev.mutable_metrics() = point;
+    Emit(std::move(ev));
+  }
+  if (m.points_size() > 0) *t.proto.mutable_last_metrics() = m.points(m.points_size() - 1);
+  t.proto.set_ignored_lines(m.ignored_lines());
+  if (!m.last_ignored_line().empty()) t.proto.set_last_ignored_line(m.last_ignored_line());
+}
+
+void Coordinator::OnExited(WorkerRt& w, const v1::TrialExited& m) {
+  auto it = trials_.find(m.trial_id());
+  if (it == trials_.end() || it->second.epoch != m.assignment_epoch() || it->second.node_id != w.info.node_id()) {
+    return;  // a stale run; its slots were already given back
+  }
+  TrialRt& t = it->second;
+  if (t.proto.state() == v1::TRIAL_CANCELLED) {
+    t.proto.set_exit_code(m.exit_code());
+    SaveTrial(t);
+    Release(t, "cancelled");
+    RequestSchedule();
+    return;
+  }
+  const SearchRt& s = searches_.at(t.proto.search_id());
+  if (m.cancelled()) {
+    Release(t, "cancelled");
+    FinishTrial(t, v1::TRIAL_CANCELLED, m.exit_code(), m.error().empty() ? "cancelled" : m.error());
+    return;
+  }
+  Release(t, m.exit_code() == 0 ? "exited" : "failed");
+  if (m.exit_code() != 0 || !m.error().empty()) {
+    std::string err = m.error().empty() ? "exited with code " + std::to_string(m.exit_code()) : m.error();
+    FinishTrial(t, v1::TRIAL_FAILED, m.exit_code(), err);
+    return;
+  }
+  auto objective = s.spec.objective.scope == search::Objective::Scope::kBest ? t.best_objective : t.last_objective;
+  if (!objective) {
+    FinishTrial(t, v1::TRIAL_FAILED, 0,
+                "exited 0 without reporting the objective metric '" + s.proto.objective_metric() + "' (" +
+                    std::to_string(t.proto.metric_count()) + " metrics lines, " +
+                    std::to_string(t.proto.ignored_lines()) + " ignored lines)");
+    return;
+  }
+  t.proto.set_has_objective(true);
+  t.proto.set_objective(*objective);
+  FinishTrial(t, v1::TRIAL_COMPLETED, 0, "");
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Trial and worker state changes
+// ------------------------------------------------------------------------------------------------------
+
+void Coordinator::SetTrialState(TrialRt& t, v1::TrialState state) {
+  SearchRt& s = searches_.at(t.proto.search_id());
+  auto bucket = [&](v1::TrialState st, int delta) {
+    switch (st) {
+      case v1::TRIAL_PENDING:
+        if (delta > 0) s.pending.insert(t.proto.id()); else s.pending.erase(t.proto.id());
+        break;
+      case v1::TRIAL_RUNNING:
+        if (delta > 0) s.running.insert(t.proto.id()); else s.running.erase(t.proto.id());
+        break;
+      case v1::TRIAL_COMPLETED: s.completed += delta; break;
+      case v1::TRIAL_FAILED: s.failed += delta; break;
+      case v1::TRIAL_CANCELLED: s.cancelled += delta; break;
+      default: break;
+    }
+  };
+  bucket(t.proto.state(), -1);
+  t.proto.set_state(state);
+  bucket(state, +1);
+  UpdateSearchCounts(s);
+}
+
+void Coordinator::Release(TrialRt& t, const std::string& outcome) {
+  if (t.epoch != 0) store_.CloseAllocation(t.proto.id(), t.epoch, outcome, Now());
+  if (t.node_id.empty()) return;
+  auto wit = workers_.find(t.node_id);
+  if (wit != workers_.end()) {
+    for (int sl : t.slots) {
+      if (sl >= 0 && static_cast<size_t>(sl) < wit->second.slot_busy.size()) {
+        wit->second.slot_busy[static_cast<size_t>(sl)] = false;
+      }
+    }
+    wit->second.trials.erase(t.proto.id());
+    wit->second.info.set_busy_slots(static_cast<int32_t>(
+        std::count(wit->second.slot_busy.begin(), wit->second.slot_busy.end(), true)));
+    EmitWorker(wit->second);
+  }
+  t.node_id.clear();
+  t.slots.clear();
+}
+
+void Coordinator::MarkWorkerDown(WorkerRt& w, const std::string& reason) {
+  w.info.set_state(v1::WORKER_DOWN);
+  w.link = nullptr;
+  std::set<int64_t> ids = w.trials;
+  for (int64_t id : ids) {
+    auto it = trials_.find(id);
+    if (it != trials_.end()) RequeueOrFail(it->second, reason);
+  }
+  w.trials.clear();
+  std::fill(w.slot_busy.begin(), w.slot_busy.end(), false);
+  w.info.set_busy_slots(0);
+  store_.UpsertNode(w.info);
+  store_.AppendEvent("worker_down", 0, 0, w.info.node_id() + ": " + reason, Now());
+  EmitWorker(w);
+  RequestSchedule();
+}
+
+void Coordinator::RequeueOrFail(TrialRt& t, const std::string& reason) {
+  Release(t, "lost");
+  if (t.proto.state() != v1::TRIAL_RUNNING) {
+    SaveTrial(t);
+    return;
+  }
+  SearchRt& s = searches_.at(t.proto.search_id());
+  if (s.proto.state() == v1::SEARCH_RUNNING && t.proto.attempt() < s.spec.max_retries) {
+    t.proto.set_attempt(t.proto.attempt() + 1);
+    t.proto.set_error(reason + "; requeued (attempt " + std::to_string(t.proto.attempt()) + ")");
+    t.proto.clear_placement();
+    t.proto.set_started_unix(0);
+    t.epoch = 0;
+    t.last_objective.reset();
+    t.best_objective.reset();
+    SetTrialState(t, v1::TRIAL_PENDING);
+    SaveTrial(t);
+    store_.AppendEvent("trial_requeued", t.proto.search_id(), t.proto.id(), reason, Now());
+    LogWarning(kLog, "trial " + std::to_string(t.proto.id()) + " requeued: " + reason);
+    EmitTrial(t);
+    EmitSearch(s);
+    RequestSchedule();
+    return;
+  }
+  FinishTrial(t, v1::TRIAL_FAILED, -1, reason + " (no retries left)");
+}
+
+void Coordinator::FinishTrial(TrialRt& t, v1::TrialState state, int exit_code, const std::string& error) {
+  SearchRt& s = searches_.at(t.proto.search_id());
+  t.proto.set_exit_code(exit_code);
+  t.proto.set_error(error);
+  t.proto.set_finished_unix(Now());
+  SetTrialState(t, state);
+  SaveTrial(t);
+  store_.AppendEvent(std::string("trial_") + (state == v1::TRIAL_COMPLETED ? "completed"
+                                                : state == v1::TRIAL_FAILED ? "failed"
+                                                                            : "cancelled"),
+                     t.proto.search_id(), t.proto.id(), error, Now());
+  if (s.sampler) {
+    s.sampler->Tell(t.proto.number(), t.params,
+                    t.proto.has_objective() ? std::optional<double>(t.proto.objective()) : std::nullopt);
+  }
+  if (state == v1::TRIAL_COMPLETED) ConsiderBest(s, t);
+  UpdateSearchCounts(s);
+  EmitTrial(t);
+  if (state == v1::TRIAL_FAILED) {
+    LogWarning(kLog, "trial " + std::to_string(t.proto.id()) + " failed: " + error);
+    if (s.proto.state() == v1::SEARCH_RUNNING && s.failed >= s.spec.max_failed_trials) {
+      SetSearchState(s, v1::SEARCH_FAILED,
+                     std::to_string(s.failed) + " trials failed (budget.max_failed_trials is " +
+                         std::to_string(s.spec.max_failed_trials) + "); last error: trial " +
+                         std::to_string(t.proto.number()) + ": " + error);
+    }
+  }
+  MaybeFinishSearch(s);
+  EmitSearch(s);
+  RequestSchedule();
+}
+
+void Coordinator::ConsiderBest(SearchRt& s, const TrialRt& t) {
+  bool better = s.proto.best_trial_id() == 0 ||
+                (s.proto.direction() == v1::MAXIMIZE ? t.proto.objective() > s.proto.best_objective()
+                                                     : t.proto.objective() < s.proto.best_objective());
+  if (better) {
+    s.proto.set_best_trial_id(t.proto.id());
+    s.proto.set_best_objective(t.proto.objective());
+  }
+}
+
+void Coordinator::SaveTrial(TrialRt& t) { store_.UpdateTrial(t.proto, t.epoch); }
+
+// ------------------------------------------------------------------------------------------------------
+// Scheduling
+// ------------------------------------------------------------------------------------------------------
+
+void Coordinator::RequestSchedule() {
+  if (schedule_posted_ || stopped_) return;
+  schedule_posted_ = true;
+  boost::asio::post(loop_, [this] { Schedule(); });
+}
+
+void Coordinator::Schedule() {
+  schedule_posted_ = false;
+  if (stopped_) return;
+  try {
+    for (auto& [id, s] : searches_) {
+      if (s.proto.state() != v1::SEARCH_RUNNING) continue;
+      while (AssignOne(s)) {
+      }
+      MaybeFinishSearch(s);
+    }
+  } catch (const std::exception& e) {
+    LogError(kLog, std::string("scheduling failed: ") + e.what());
+  }
+}
+
+bool Coordinator::AssignOne(SearchRt& s) {
+  if (static_cast<int>(s.running.size()) >= s.proto.parallelism()) return false;
+  if (s.pending.empty() && (s.exhausted || s.next_number >= s.proto.max_trials())) return false;
+  const int needed = s.spec.group.ranks_per_node;
+  const int gpus_needed = s.spec.group.ranks_per_node * s.spec.group.gpus_per_rank;
+  // Best fit: the UP worker with the fewest free slots that still fits (packs small trials together).
+  WorkerRt* best = nullptr;
+  int best_free = 0;
+  for (auto& [node, w] : workers_) {
+    if (w.info.state() != v1::WORKER_UP || !w.link) continue;
+    if (w.info.resources().gpus() < gpus_needed) continue;
+    int free = static_cast<int>(std::count(w.slot_busy.begin(), w.slot_busy.end(), false));
+    if (free >= needed && (!best || free < best_free)) {
+      best = &w;
+      best_free = free;
+    }
+  }
+  if (!best) return false;
+
+  TrialRt* t = nullptr;
+  if (!s.pending.empty()) {
+    t = &trials_.at(*s.pending.begin());
+  } else {
+    auto params = s.sampler->Ask(s.next_number);
+    if (!params) {
+      s.exhausted = true;
+      return false;
+    }
+    TrialRt fresh;
+    fresh.params = std::move(*params);
+    auto& p = fresh.proto;
+    p.set_search_id(s.proto.id());
+    p.set_number(s.next_number++);
+    p.set_state(v1::TRIAL_PENDING);
+    *p.mutable_group() = s.proto.group();
+    p.set_created_unix(Now());
+    for (const auto& [k, v] : fresh.params) (*p.mutable_params())[k] = ToProto(v);
+    store_.InsertTrial(&p);
+    int64_t id = p.id();
+    s.trial_ids.push_back(id);
+    t = &trials_.emplace(id, std::move(fresh)).first->second;
+    s.pending.insert(id);
+  }
+  std::vector<int> slots;
+  for (size_t i = 0; i < best->slot_busy.size() && static_cast<int>(slots.size()) < needed; ++i) {
+    if (!best->slot_busy[i]) slots.push_back(static_cast<int>(i));
+  }
+  Launch(s, *t, *best, std::move(slots));
+  return true;
+}
+
+void Coordinator::Launch(SearchRt& s, TrialRt& t, WorkerRt& w, std::vector<int> slots) {
+  const auto& p = t.proto;
+  std::map<std::string, std::string> builtins = {{"trial_id", std::to_string(p.id())},
+                                                 {"trial_number", std::to_string(p.number())},
+                                                 {"search_id", std::to_string(p.search_id())}};
+  auto sub = search::SubstituteCommand(s.spec, t.params, builtins);
+  if (!sub.error.empty()) {
+    SetTrialState(t, v1::TRIAL_RUNNING);
+    FinishTrial(t, v1::TRIAL_FAILED, -1, "command: " + sub.error);
+    return;
+  }
+  t.epoch = next_assignment_epoch_++;
+  t.node_id = w.info.node_id();
+  t.slots = slots;
+  for (int sl : slots) w.slot_busy[static_cast<size_t>(sl)] = true;
+  w.trials.insert(p.id());
+  w.info.set_busy_slots(static_cast<int32_t>(std::count(w.slot_busy.begin(), w.slot_busy.end(), true)));
+
+  t.proto.clear_placement();
+  auto* pl = t.proto.add_placement();
+  pl->set_node_id(w.info.node_id());
+  pl->set_hostname(w.info.resources().hostname());
+  for (int sl : slots) pl->add_slots(sl);
+  pl->set_first_rank(0);
+  t.proto.clear_command();
+  for (const auto& a : sub.argv) t.proto.add_command(a);
+  t.proto.set_started_unix(Now());
+  t.proto.clear_last_metrics();
+  t.proto.set_metric_count(0);
+  t.proto.set_ignored_lines(0);
+  t.proto.clear_last_ignored_line();
+  SetTrialState(t, v1::TRIAL_RUNNING);
+  store_.OpenAllocation(p.id(), p.attempt(), w.info.node_id(), FormatIdSet(slots), t.epoch, Now());
+  SaveTrial(t);
+  store_.AppendEvent("trial_assigned", p.search_id(), p.id(),
+                     w.info.node_id() + ":s[" + FormatIdSet(slots) + "] epoch " + std::to_string(t.epoch), Now());
+
+  v1::CoordinatorMessage msg;
+  auto* st = msg.mutable_start();
+  st->set_trial_id(p.id());
+  st->set_search_id(p.search_id());
+  st->set_assignment_epoch(t.epoch);
+  for (const auto& a : sub.argv) st->add_argv(a);
+  auto& env = *st->mutable_env();
+  for (const auto& [k, v] : sub.env) env[k] = v;
+  const int world = s.spec.group.nodes * s.spec.group.ranks_per_node;
+  env["RANK"] = "0";
+  env["LOCAL_RANK"] = "0";
+  env["WORLD_SIZE"] = std::to_string(world);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(s.spec.group.ranks_per_node);
+  env["MASTER_ADDR"] = opt_.master_addr;
+  env["MASTER_PORT"] = std::to_string(29500 + p.id() % 20000);
+  env["LADDER_TRIAL_ID"] = std::to_string(p.id());
+  env["LADDER_TRIAL_NUMBER"] = std::to_string(p.number());
+  env["LADDER_SEARCH_ID"] = std::to_string(p.search_id());
+  env["LADDER_ATTEMPT"] = std::to_string(p.attempt());
+  env["LADDER_PARAMS"] = ParamsJson(t.params);
+  for (int sl : slots) st->add_slots(sl);
+  w.link->Send(msg);
+  EmitTrial(t);
+  EmitWorker(w);
+  EmitSearch(s);
+}
+
+void Coordinator::MaybeFinishSearch(SearchRt& s) {
+  if (s.proto.state() != v1::SEARCH_RUNNING) return;
+  if (!s.running.empty() || !s.pending.empty()) return;
+  if (!s.exhausted && s.next_number < s.proto.max_trials()) return;
+  SetSearchState(s, v1::SEARCH_COMPLETED, "");
+}
+
+void Coordinator::SetSearchState(SearchRt& s, v1::SearchState state, const std::string& error) {
+  s.proto.set_state(state);
+  s.proto.set_error(error);
+  if (state != v1::SEARCH_RUNNING) s.proto.set_finished_unix(Now());
+  if (state == v1::SEARCH_CANCELLED || state == v1::SEARCH_FAILED) {
+    std::vector<int64_t> pending(s.pending.begin(), s.pending.end());
+    for (int64_t id : pending) {
+      TrialRt& t = trials_.at(id);
+      t.proto.set_finished_unix(Now());
+      t.proto.set_error("search " + std::string(state == v1::SEARCH_CANCELLED ? "cancelled" : "failed"));
+      SetTrialState(t, v1::TRIAL_CANCELLED);
+      SaveTrial(t);
+      EmitTrial(t);
+    }
+    std::vector<int64_t> running(s.running.begin(), s.running.end());
+    for (int64_t id : running) {
+      TrialRt& t = trials_.at(id);
+      auto wit = workers_.find(t.node_id);
+      if (wit != workers_.end() && wit->second.link) {
+        v1::CoordinatorMessage cancel;
+        cancel.mutable_cancel()->set_trial_id(id);
+        cancel.mutable_cancel()->set_assignment_epoch(t.epoch);
+        cancel.mutable_cancel()->set_reason(t.proto.error());
+        wit->second.link->Send(cancel);
+      } else {
+        Release(t, "cancelled");
+      }
+      t.proto.set_finished_unix(Now());
+      t.proto.set_error("search " + std::string(state == v1::SEARCH_CANCELLED ? "cancelled" : "failed"));
+      SetTrialState(t, v1::TRIAL_CANCELLED);
+      SaveTrial(t);
+      EmitTrial(t);
+    }
+  }
+  store_.UpdateSearch(s.proto);
+  store_.AppendEvent("search_" + std::string(state == v1::SEARCH_COMPLETED   ? "completed"
+                                             : state == v1::SEARCH_CANCELLED ? "cancelled"
+                                             : state == v1::SEARCH_FAILED    ? "failed"
+                                                                             : "running"),
+                     s.proto.id(), 0, error, Now());
+  LogInfo(kLog, "search " + std::to_string(s.proto.id()) + " " + v1::SearchState_Name(state) +
+                    (error.empty() ? "" : ": " + error));
+  UpdateSearchCounts(s);
+  // A search's end is durable before anyone hears of it.
+  store_.Flush();
+  EmitSearch(s);
+}
+
+void Coordinator::UpdateSearchCounts(SearchRt& s) {
+  s.proto.set_pending(static_cast<int32_t>(s.pending.size()));
+  s.proto.set_running(static_cast<int32_t>(s.running.size()));
+  s.proto.set_completed(s.completed);
+  s.proto.set_failed(s.failed);
+  s.proto.set_cancelled(s.cancelled);
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Events
+// ------------------------------------------------------------------------------------------------------
+
+void Coordinator::Emit(v1::Event ev) {
+  if (watchers_.empty()) return;
+  ev.set_seq(++event_seq_);
+  ev.set_time_unix(Now());
+  int64_t sid = ev.has_search() ? ev.search().id() : ev.has_trial() ? ev.trial().search_id() : 0;
+  for (auto& [id, w] : watchers_) {
+    if (w.first == 0 || sid == 0 || w.first == sid) {
+      // Whole-cluster watchers get search and worker updates, not every trial's metrics.
+      if (w.first == 0 && ev.kind() == v1::Event::TRIAL_METRICS) continue;
+      w.second(ev);
+    }
+  }
+}
+
+void Coordinator::EmitTrial(const TrialRt& t) {
+  v1::Event ev;
+  ev.set_kind(v1::Event::TRIAL_UPDATED);
+  *ev.mutable_trial() = t.proto;
+  Emit(std::move(ev));
+}
+
+void Coordinator::EmitSearch(const SearchRt& s) {
+  v1::Event ev;
+  ev.set_kind(v1::Event::SEARCH_UPDATED);
+  *ev.mutable_search() = s.proto;
+  ev.mutable_search()->clear_spec_yaml();
+  Emit(std::move(ev));
+}
+
+void Coordinator::EmitWorker(const WorkerRt& w) {
+  v1::Event ev;
+  ev.set_kind(v1::Event::WORKER_UPDATED);
+  *ev.mutable_worker() = w.info;
+  Emit(std::move(ev));
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,179 @@
+#pragma once
+// Coordinator: the state of ladder-server — searches, trials, workers — owned by ONE event loop.
+//
+// Threading: every public method must run on `loop` (the gRPC adapters post onto it). Nothing here blocks
+// except SQLite writes, which are batched (store.h).
+//
+// Trial lifecycle (proto TrialState):
+//
+//   PENDING ──Schedule(): worker with free slots──► RUNNING ──exit 0 + objective──► COMPLETED
+//      ▲                                              │ ├──exit ≠ 0, launch error, no objective──► FAILED
+//      └──worker lost, attempt < max_retries──────────┘ └──search cancelled──► CANCELLED
+//
+// Every assignment carries a fresh, monotonically increasing assignment epoch. Messages about a trial that
+// carry a stale epoch (a worker that lost its lease and came back) are ignored and the worker is told to stop
+// that run: fencing.
+//
+// Workers: a worker is UP while its lease (renewed by every message on its stream) is valid. When the stream
+// ends or the lease expires, the worker is DOWN and its trials are requeued (or failed when out of retries).
+// After a coordinator restart, trials that were RUNNING stay RUNNING for one lease period so that their
+// workers can re-register and re-attach them; unclaimed ones are then requeued.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <grpcpp/support/status.h>
+
+#include "ladder/v1/ladder.pb.h"
+#include "search/sampler.h"
+#include "search/spec.h"
+#include "server/store/store.h"
+
+namespace ladder::server {
+
+namespace v1 = ::ladder::v1;
+using Clock = std::chrono::steady_clock;
+
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
+inline constexpr std::chrono::milliseconds kDefaultFlushInterval{50};
+
+struct CoordinatorOptions {
+  std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
+  std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;  // the lease
+  std::chrono::milliseconds flush_interval = kDefaultFlushInterval;
+  std::string master_addr = "127.0.0.1";  // rendezvous address given to rank 0 of 1-node trials
+  std::string version = "0.1.0";
+};
+
+// The coordinator's handle on one connected worker stream. Implemented by the gRPC bidi reactor and by fakes
+// in tests. Send and Close are thread-safe and never block.
+class WorkerLink {
+ public:
+  virtual ~WorkerLink() = default;
+  virtual void Send(const v1::CoordinatorMessage& msg) = 0;
+  virtual void Close(const grpc::Status& status) = 0;
+};
+
+// A subscriber to the event stream. Push is called on the loop and must not block.
+using EventSink = std::function<void(const v1::Event&)>;
+
+class Coordinator {
+ public:
+  Coordinator(boost::asio::io_context& loop, store::Store& store, CoordinatorOptions options = {});
+  ~Coordinator();
+
+  // Loads state from the store and starts the timers.
+  void Start();
+  // Cancels the timers and flushes the store; workers' streams are closed by the gRPC server.
+  void Stop();
+
+  // --- Ladder service -------------------------------------------------------------------------------
+  grpc::Status CreateSearch(const v1::CreateSearchRequest& req, v1::CreateSearchResponse* resp);
+  grpc::Status ListSearches(const v1::ListSearchesRequest& req, v1::ListSearchesResponse* resp);
+  grpc::Status GetSearch(const v1::GetSearchRequest& req, v1::GetSearchResponse* resp);
+  grpc::Status CancelSearch(const v1::CancelSearchRequest& req, v1::CancelSearchResponse* resp);
+  grpc::Status ListTrials(const v1::ListTrialsRequest& req, v1::ListTrialsResponse* resp);
+  grpc::Status GetTrial(const v1::GetTrialRequest& req, v1::GetTrialResponse* resp);
+  grpc::Status ServerInfo(const v1::ServerInfoRequest& req, v1::ServerInfoResponse* resp);
+
+  // Watch: sends the snapshot to `sink` at once, then every later event. Returns an id for RemoveWatcher.
+  int64_t AddWatcher(int64_t search_id, EventSink sink);
+  void RemoveWatcher(int64_t id);
+
+  // --- Worker service ------------------------------------------------------------------------------
+  void OnWorkerMessage(const std::shared_ptr<WorkerLink>& link, const v1::WorkerMessage& msg);
+  void OnWorkerGone(const std::shared_ptr<WorkerLink>& link, const std::string& reason);
+
+ private:
+  struct SearchRt {
+    v1::Search proto;
+    search::SearchSpec spec;
+    std::unique_ptr<search::Sampler> sampler;
+    int next_number = 0;     // trials created so far
+    bool exhausted = false;  // the sampler has no more configurations
+    std::vector<int64_t> trial_ids;      // in creation order
+    std::set<int64_t> pending, running;  // by trial id (pending in requeue order = id order)
+    int completed = 0, failed = 0, cancelled = 0;
+  };
+  struct TrialRt {
+    v1::Trial proto;
+    search::Params params;
+    int64_t epoch = 0;        // current assignment epoch (0: none)
+    std::string node_id;      // where it runs (empty: nowhere)
+    std::vector<int> slots;   // slots held on node_id, released on exit or worker loss
+    std::optional<double> last_objective, best_objective;
+    Clock::time_point reattach_deadline{};  // after a restart: unclaimed RUNNING trials are requeued then
+  };
+  struct WorkerRt {
+    v1::WorkerInfo info;
+    std::shared_ptr<WorkerLink> link;
+    std::vector<bool> slot_busy;
+    Clock::time_point lease_deadline;
+    std::set<int64_t> trials;
+  };
+
+  void Register(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg);
+  void OnStarted(WorkerRt& w, const v1::TrialStarted& m);
+  void OnMetrics(WorkerRt& w, const v1::MetricReport& m);
+  void OnExited(WorkerRt& w, const v1::TrialExited& m);
+  WorkerRt* WorkerFor(const std::shared_ptr<WorkerLink>& link);
+  // Releases the trial's slots on its worker and closes its allocation.
+  void Release(TrialRt& t, const std::string& outcome);
+  void MarkWorkerDown(WorkerRt& w, const std::string& reason);
+  // Worker lost while running `t`: requeue (attempt+1) or fail.
+  void RequeueOrFail(TrialRt& t, const std::string& reason);
+  void FinishTrial(TrialRt& t, v1::TrialState state, int exit_code, const std::string& error);
+  // The one place a trial changes state: keeps the search's per-state sets and counts in step.
+  void SetTrialState(TrialRt& t, v1::TrialState state);
+  void ConsiderBest(SearchRt& s, const TrialRt& t);
+
+  // Posts one Schedule() pass (coalesced).
+  void RequestSchedule();
+  void Schedule();
+  bool AssignOne(SearchRt& s);
+  void Launch(SearchRt& s, TrialRt& t, WorkerRt& w, std::vector<int> slots);
+  void MaybeFinishSearch(SearchRt& s);
+  void SetSearchState(SearchRt& s, v1::SearchState state, const std::string& error);
+  void UpdateSearchCounts(SearchRt& s);
+
+  void SaveTrial(TrialRt& t);
+  void Emit(v1::Event ev);
+  void EmitTrial(const TrialRt& t);
+  void EmitSearch(const SearchRt& s);
+  void EmitWorker(const WorkerRt& w);
+
+  void ArmFlushTimer();
+  void ArmLeaseTimer();
+  void CheckLeases();
+  double Now() const;
+
+  boost::asio::io_context& loop_;
+  store::Store& store_;
+  CoordinatorOptions opt_;
+  boost::asio::steady_timer flush_timer_;
+  boost::asio::steady_timer lease_timer_;
+  bool stopped_ = false;
+  bool schedule_posted_ = false;
+  double started_unix_ = 0;
+
+  std::map<int64_t, SearchRt> searches_;
+  std::map<int64_t, TrialRt> trials_;
+  std::map<std::string, WorkerRt> workers_;  // by node id
+  std::map<const WorkerLink*, std::string> link_nodes_;  // registered links → node id
+  int64_t next_assignment_epoch_ = 1;
+  int64_t next_worker_epoch_ = 1;
+
+  std::map<int64_t, std::pair<int64_t, EventSink>> watchers_;  // id → (search filter, sink)
+  int64_t next_watcher_id_ = 1;
+  int64_t event_seq_ = 0;
+};
+
+}  // namespace ladder::server

@@ -1,0 +1,53 @@
+// ladder-server: the coordinator as its own process (ladder up runs it in-process with a worker).
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "common/log.h"
+#include "common/token.h"
+#include "server/server.h"
+
+int main(int argc, char** argv) {
+  ladder::SetLogLevelFromEnv();
+  CLI::App app{"ladder-server: the ladder coordinator (gRPC API, SQLite store, scheduler)"};
+  ladder::server::ServerOptions opt;
+  std::string token_file;
+  bool no_token = false;
+  int heartbeat_timeout_ms = static_cast<int>(ladder::server::kDefaultHeartbeatTimeout.count());
+  app.add_option("--listen", opt.listen, "host:port to listen on (port 0: any free port)")->capture_default_str();
+  app.add_option("--db", opt.db_path, "SQLite database file")->capture_default_str();
+  app.add_option("--token-file", token_file, "file holding the access token (created when absent); default <db>.token");
+  app.add_flag("--no-token", no_token, "accept state-changing calls without a token (only on a trusted host)");
+  app.add_option("--heartbeat-timeout-ms", heartbeat_timeout_ms, "worker lease: a worker silent this long is down")
+      ->check(CLI::Range(100, 3600000))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  opt.coordinator.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);
+  opt.coordinator.heartbeat_interval = std::min(ladder::server::kDefaultHeartbeatInterval,
+                                                opt.coordinator.heartbeat_timeout / 3);
+
+  // Block the stop signals before any thread starts; the main thread waits for them below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  try {
+    if (!no_token) opt.token = ladder::EnsureTokenFile(token_file.empty() ? opt.db_path + ".token" : token_file);
+    ladder::server::Server server(opt);
+    server.Start();
+    std::printf("ladder-server listening on %s (database %s)\n", server.address().c_str(), opt.db_path.c_str());
+    std::fflush(stdout);
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    ladder::LogInfo("server", std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+    server.Stop();
+  } catch (const std::exception& e) {
+    std::cerr << "ladder-server: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,85 @@
+#include "server/server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <boost/asio/post.hpp>
+#include <future>
+
+#include "common/log.h"
+#include "server/grpc_services.h"
+
+namespace ladder::server {
+
+Server::Server(ServerOptions options) : opt_(std::move(options)) {}
+
+Server::~Server() { Stop(); }
+
+std::string Server::address() const {
+  auto colon = opt_.listen.rfind(':');
+  return opt_.listen.substr(0, colon) + ":" + std::to_string(port_);
+}
+
+void Server::Start() {
+  try {
+    store_ = std::make_unique<store::Store>(opt_.db_path);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("cannot open the store: ") + e.what());
+  }
+  coord_ = std::make_unique<Coordinator>(loop_, *store_, opt_.coordinator);
+  work_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+      loop_.get_executor());
+  // Recover state before anything can call in.
+  coord_->Start();
+  loop_thread_ = std::thread([this] {
+    for (;;) {
+      try {
+        loop_.run();
+        return;
+      } catch (const std::exception& e) {
+        LogError("server", std::string("event loop handler threw: ") + e.what());
+      }
+    }
+  });
+
+  ladder_service_ = std::make_unique<LadderService>(loop_, *coord_, opt_.token);
+  worker_service_ = std::make_unique<WorkerServiceImpl>(loop_, *coord_, opt_.token);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(opt_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(ladder_service_.get());
+  builder.RegisterService(worker_service_.get());
+  builder.SetMaxReceiveMessageSize(16 * 1024 * 1024);
+  grpc_ = builder.BuildAndStart();
+  if (!grpc_ || port_ == 0) {
+    Stop();
+    throw std::runtime_error("cannot listen on " + opt_.listen + " (address in use or invalid?)");
+  }
+  LogInfo("server", "listening on " + address() + ", database " + opt_.db_path);
+}
+
+void Server::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (grpc_) {
+    // The loop keeps running so that posted handlers can finish their reactors.
+    grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  }
+  if (coord_ && loop_thread_.joinable()) {
+    std::promise<void> done;
+    boost::asio::post(loop_, [&] {
+      coord_->Stop();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+  if (grpc_) grpc_->Wait();
+  // Let the loop drain (reactors' OnDone handlers free them there), then end.
+  work_.reset();
+  if (loop_thread_.joinable()) loop_thread_.join();
+  grpc_.reset();
+}
+
+void Server::Wait() {
+  if (grpc_) grpc_->Wait();
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,61 @@
+#pragma once
+// Server: ladder-server as a class — a SQLite store, a Coordinator on its own event-loop thread, and a gRPC
+// server with the Ladder and WorkerService services. Start twice in one process on port 0 for tests.
+//
+// Lifecycle: Start() (opens the store, recovers state, binds; throws std::runtime_error with a clear message
+// on failure) → serving → Stop() (gRPC shutdown with a short deadline while the loop still runs, then the
+// loop stops and the store is flushed). The destructor calls Stop().
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "server/coordinator.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace ladder::server {
+
+class LadderService;
+class WorkerServiceImpl;
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free one
+  std::string db_path = "ladder.db";
+  std::string token;        // empty: no token required
+  CoordinatorOptions coordinator;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+
+  void Start();
+  void Stop();
+  // Blocks until Stop() is called from another thread.
+  void Wait();
+
+  int port() const { return port_; }
+  std::string address() const;  // host:port actually bound
+  boost::asio::io_context& loop() { return loop_; }
+  Coordinator& coordinator() { return *coord_; }
+
+ private:
+  ServerOptions opt_;
+  boost::asio::io_context loop_;
+  std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<Coordinator> coord_;
+  std::unique_ptr<LadderService> ladder_service_;
+  std::unique_ptr<WorkerServiceImpl> worker_service_;
+  std::unique_ptr<grpc::Server> grpc_;
+  std::thread loop_thread_;
+  int port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace ladder::server

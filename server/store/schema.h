@@ -1,0 +1,96 @@
+#pragma once
+// The versioned schema of ladder.db. Migration i (0-based) moves the database from user_version i to i+1;
+// migrations are only ever appended. Every table is written by the coordinator's single writer connection.
+#include <string_view>
+#include <vector>
+
+namespace ladder::store {
+
+inline const std::vector<std::string_view>& Migrations() {
+  static const std::vector<std::string_view> kMigrations = {
+      // 1: the foundation.
+      R"sql(
+CREATE TABLE searches(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  spec_yaml TEXT NOT NULL,
+  objective_metric TEXT NOT NULL,
+  direction INTEGER NOT NULL,
+  max_trials INTEGER NOT NULL,
+  parallelism INTEGER NOT NULL,
+  nodes INTEGER NOT NULL,
+  ranks_per_node INTEGER NOT NULL,
+  gpus_per_rank INTEGER NOT NULL,
+  created_at REAL NOT NULL,
+  finished_at REAL,
+  error TEXT NOT NULL DEFAULT '');
+CREATE TABLE trials(
+  id INTEGER PRIMARY KEY,
+  search_id INTEGER NOT NULL REFERENCES searches(id),
+  number INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  exit_code INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  ignored_lines INTEGER NOT NULL DEFAULT 0,
+  last_ignored_line TEXT NOT NULL DEFAULT '',
+  objective REAL,
+  metric_count INTEGER NOT NULL DEFAULT 0,
+  command TEXT NOT NULL DEFAULT '[]',
+  placement TEXT NOT NULL DEFAULT '',
+  assignment_epoch INTEGER NOT NULL DEFAULT 0,
+  created_at REAL NOT NULL,
+  started_at REAL,
+  finished_at REAL,
+  UNIQUE(search_id, number));
+CREATE TABLE params(
+  trial_id INTEGER NOT NULL REFERENCES trials(id),
+  name TEXT NOT NULL,
+  kind INTEGER NOT NULL,            -- 1 float, 2 int, 3 string
+  real_value REAL,
+  int_value INTEGER,
+  text_value TEXT,
+  PRIMARY KEY(trial_id, name)) WITHOUT ROWID;
+CREATE TABLE metrics(
+  trial_id INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  value REAL NOT NULL,
+  time REAL NOT NULL);
+CREATE INDEX metrics_by_trial ON metrics(trial_id, step);
+CREATE TABLE nodes(
+  id TEXT PRIMARY KEY,
+  hostname TEXT NOT NULL,
+  cores INTEGER NOT NULL,
+  slots INTEGER NOT NULL,
+  gpus INTEGER NOT NULL,
+  memory_bytes INTEGER NOT NULL,
+  labels TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  epoch INTEGER NOT NULL,
+  last_seen REAL NOT NULL);
+CREATE TABLE allocations(
+  id INTEGER PRIMARY KEY,
+  trial_id INTEGER NOT NULL REFERENCES trials(id),
+  attempt INTEGER NOT NULL,
+  node_id TEXT NOT NULL,
+  slots TEXT NOT NULL,
+  assignment_epoch INTEGER NOT NULL,
+  started_at REAL NOT NULL,
+  released_at REAL,
+  outcome TEXT);
+CREATE INDEX allocations_open ON allocations(trial_id) WHERE released_at IS NULL;
+CREATE TABLE events(
+  seq INTEGER PRIMARY KEY,
+  time REAL NOT NULL,
+  kind TEXT NOT NULL,
+  search_id INTEGER,
+  trial_id INTEGER,
+  detail TEXT NOT NULL DEFAULT '');
+)sql",
+  };
+  return kMigrations;
+}
+
+}  // namespace ladder::store

@@ -1,0 +1,67 @@
+#pragma once
+// Store: everything the coordinator persists, in one SQLite file (WAL).
+//
+// Contract:
+// * One owner thread (the coordinator's event loop) calls every method.
+// * Writes are batched: each write joins an open transaction that Flush() commits. The coordinator calls
+//   Flush() from a short timer and before it acknowledges a state-changing request, so an acknowledged
+//   change is durable and a crash loses at most the last unacknowledged batch (metric points).
+// * Reads on the same connection see the batch's uncommitted writes.
+// * Opening runs pending migrations (PRAGMA user_version) in one transaction; a database from a newer
+//   ladder is refused with a clear error.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ladder/v1/ladder.pb.h"
+#include "server/store/sqlite_db.h"
+
+namespace ladder::store {
+
+namespace v1 = ::ladder::v1;
+
+class Store {
+ public:
+  explicit Store(const std::string& path);
+  ~Store();
+
+  int SchemaVersion();
+  const std::string& path() const { return path_; }
+
+  // Commits the open batch, if any.
+  void Flush();
+  size_t pending_writes() const { return pending_writes_; }
+
+  // Searches: InsertSearch sets search->id.
+  void InsertSearch(v1::Search* search);
+  void UpdateSearch(const v1::Search& search);
+
+  // Trials: InsertTrial sets trial->id and stores its params.
+  void InsertTrial(v1::Trial* trial);
+  void UpdateTrial(const v1::Trial& trial, int64_t assignment_epoch);
+  void AppendMetrics(int64_t trial_id, const v1::MetricPoint& point);
+
+  void UpsertNode(const v1::WorkerInfo& node);
+  void OpenAllocation(int64_t trial_id, int attempt, const std::string& node_id, const std::string& slots,
+                      int64_t assignment_epoch, double now);
+  void CloseAllocation(int64_t trial_id, int64_t assignment_epoch, const std::string& outcome, double now);
+  // Appends to the event journal.
+  void AppendEvent(const std::string& kind, int64_t search_id, int64_t trial_id, const std::string& detail,
+                   double now);
+
+  // Restart: everything needed to rebuild the coordinator's state.
+  std::vector<v1::Search> LoadSearches();
+  std::vector<v1::Trial> LoadTrials(std::vector<int64_t>* assignment_epochs);
+  int64_t MaxAssignmentEpoch();
+  std::vector<v1::MetricPoint> LoadMetrics(int64_t trial_id);
+
+ private:
+  void BeginIfNeeded();
+  void Migrate();
+
+  std::string path_;
+  Db db_;
+  size_t pending_writes_ = 0;
+};
+
+}  // namespace ladder::store

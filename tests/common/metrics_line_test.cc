@@ -1,0 +1,82 @@
+#include "common/metrics_line.h"
+
+#include <gtest/gtest.h>
+
+namespace ladder {
+namespace {
+
+TEST(MetricsLine, ParsesStepAndNumbers) {
+  auto r = ParseMetricsLine(R"({"step": 120, "epoch": 2, "val_loss": 0.19, "val_accuracy": 0.953})");
+  ASSERT_TRUE(r.metrics) << r.error;
+  EXPECT_EQ(*r.metrics->step, 120);
+  EXPECT_EQ(r.metrics->values.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.metrics->values.at("val_accuracy"), 0.953);
+  EXPECT_DOUBLE_EQ(r.metrics->values.at("epoch"), 2.0);
+}
+
+TEST(MetricsLine, StepIsOptional) {
+  auto r = ParseMetricsLine(R"(  {"loss": 1.5}  )");
+  ASSERT_TRUE(r.metrics);
+  EXPECT_FALSE(r.metrics->step.has_value());
+  EXPECT_DOUBLE_EQ(r.metrics->values.at("loss"), 1.5);
+}
+
+TEST(MetricsLine, SkipsNonNumericAndNullFields) {
+  auto r = ParseMetricsLine(R"({"step": 1, "phase": "train", "ok": true, "nested": {"a": 1}, "x": null, "y": 2})");
+  ASSERT_TRUE(r.metrics);
+  EXPECT_EQ(r.metrics->values.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.metrics->values.at("y"), 2.0);
+}
+
+TEST(MetricsLine, IntegralFloatStepAccepted) {
+  auto r = ParseMetricsLine(R"({"step": 3.0, "loss": 1})");
+  ASSERT_TRUE(r.metrics);
+  EXPECT_EQ(*r.metrics->step, 3);
+}
+
+TEST(MetricsLine, CarriageReturnTolerated) {
+  auto r = ParseMetricsLine("{\"loss\": 0.5}\r");
+  ASSERT_TRUE(r.metrics);
+}
+
+TEST(MetricsLine, BlankLineIsNeitherMetricNorError) {
+  auto r = ParseMetricsLine("   ");
+  EXPECT_FALSE(r.metrics);
+  EXPECT_TRUE(r.error.empty());
+}
+
+TEST(MetricsLine, RejectsMalformedLines) {
+  struct Case {
+    const char* line;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"hello world", "not a JSON object"},
+      {"Epoch 1/10 loss=0.3", "not a JSON object"},
+      {"{\"loss\": 0.3", "malformed JSON"},
+      {"{loss: 0.3}", "malformed JSON"},
+      {"[1, 2, 3]", "not a JSON object"},
+      {"{\"step\": -1, \"loss\": 1}", "non-negative integer"},
+      {"{\"step\": 1.5, \"loss\": 1}", "non-negative integer"},
+      {"{\"step\": \"7\", \"loss\": 1}", "non-negative integer"},
+      {"{\"step\": 4}", "no numeric values"},
+      {"{\"name\": \"x\"}", "no numeric values"},
+      {"{}", "no numeric values"},
+      {"{\"a\": 1} trailing", "malformed JSON"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseMetricsLine(c.line);
+    EXPECT_FALSE(r.metrics) << c.line;
+    EXPECT_NE(r.error.find(c.error), std::string::npos) << c.line << " -> " << r.error;
+  }
+}
+
+TEST(MetricsLine, RejectsOverlongLine) {
+  std::string line = "{\"a\": 1, \"pad\": \"" + std::string(kMaxMetricsLineBytes, 'x') + "\"}";
+  auto r = ParseMetricsLine(line);
+  EXPECT_FALSE(r.metrics);
+  EXPECT_NE(r.error.find("64 KiB"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ladder

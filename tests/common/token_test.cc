@@ -1,0 +1,44 @@
+#include "common/token.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace ladder {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("ladder-token-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+TEST(Token, GeneratedTokensAreHexAndDistinct) {
+  auto a = GenerateToken(), b = GenerateToken();
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+}
+
+TEST(Token, EnsureCreatesOwnerOnlyFileAndReusesIt) {
+  auto path = TempPath("t1.token");
+  std::filesystem::remove(path);
+  EXPECT_FALSE(ReadTokenFile(path).has_value());
+  auto t = EnsureTokenFile(path);
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(EnsureTokenFile(path), t);
+  EXPECT_EQ(*ReadTokenFile(path), t);
+}
+
+TEST(Token, EmptyFileIsAnError) {
+  auto path = TempPath("empty.token");
+  WriteFileAtomically(path, "", 0600);
+  EXPECT_THROW(ReadTokenFile(path), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace ladder

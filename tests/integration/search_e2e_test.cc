@@ -1,0 +1,215 @@
+// Server and worker in one process on port 0, real trial processes, then a look straight into SQLite.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <set>
+
+#include "server/server.h"
+#include "tests/integration/test_support.h"
+#include "worker/worker.h"
+
+namespace ladder {
+namespace {
+
+class SearchE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::FreshDir("e2e");
+    server::ServerOptions so;
+    so.listen = "127.0.0.1:0";
+    so.db_path = (dir_ / "ladder.db").string();
+    so.token = "secret-token";
+    server_ = std::make_unique<server::Server>(so);
+    server_->Start();
+    worker::WorkerOptions wo;
+    wo.server = server_->address();
+    wo.token = "secret-token";
+    wo.node_id = "w1";
+    wo.slots = 2;
+    wo.trial_dir = (dir_ / "trials").string();
+    worker_ = std::make_unique<worker::Worker>(wo);
+    worker_->Start();
+    ASSERT_TRUE(worker_->WaitRegistered(std::chrono::seconds(10)));
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    stub_ = v1::Ladder::NewStub(channel_);
+  }
+  void TearDown() override {
+    worker_->Stop();
+    server_->Stop();
+    std::filesystem::remove_all(dir_);
+  }
+  grpc::Status Create(const std::string& yaml, v1::CreateSearchResponse* resp, const std::string& token) {
+    grpc::ClientContext ctx;
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+    v1::CreateSearchRequest req;
+    req.set_spec_yaml(yaml);
+    req.set_spec_path("e2e.yaml");
+    return stub_->CreateSearch(&ctx, req, resp);
+  }
+  // Runs one query on the database file (a separate connection, so only committed data is visible).
+  std::vector<std::vector<std::string>> Query(const std::string& sql) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2((dir_ / "ladder.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    std::vector<std::vector<std::string>> rows;
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      std::vector<std::string> row;
+      for (int i = 0; i < sqlite3_column_count(st); ++i) {
+        auto* t = sqlite3_column_text(st, i);
+        row.push_back(t ? reinterpret_cast<const char*>(t) : "NULL");
+      }
+      rows.push_back(row);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rows;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<server::Server> server_;
+  std::unique_ptr<worker::Worker> worker_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Ladder::Stub> stub_;
+};
+
+// The fake trial: prints metrics for x, some garbage, and a blank line; the score peaks at x = 0.3.
+constexpr const char* kFakeTrialSpec = R"(
+name: e2e
+objective: {metric: score, mode: max}
+budget: {max_trials: 6, parallelism: 2}
+sampler: {type: random, seed: 11}
+command: [/bin/sh, -c, 'echo "{{\"step\": 1, \"score\": 0.5}}"; echo "not json"; echo; echo "{{\"step\": 2, \"score\": $(awk "BEGIN{{print 1 - ({x} - 0.3)^2}}")}}"; echo "{{broken"']
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)";
+
+TEST_F(SearchE2E, RunsTrialsAndStoresEverythingInSqlite) {
+  v1::CreateSearchResponse resp;
+  auto st = Create(kFakeTrialSpec, &resp, "secret-token");
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(60));
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->state(), v1::SEARCH_COMPLETED) << done->error();
+  EXPECT_EQ(done->completed(), 6);
+
+  auto trials = Query("SELECT state, objective, metric_count, ignored_lines, last_ignored_line FROM trials");
+  ASSERT_EQ(trials.size(), 6u);
+  for (const auto& t : trials) {
+    EXPECT_EQ(t[0], std::to_string(v1::TRIAL_COMPLETED));
+    EXPECT_NE(t[1], "NULL");
+    EXPECT_EQ(t[2], "2");
+    EXPECT_EQ(t[3], "2") << "'not json' and '{broken' are counted; the blank line is not";
+    EXPECT_EQ(t[4], "{broken");
+  }
+  // The objective is the last reported score, which matches the parameter the trial got.
+  auto check = Query(
+      "SELECT t.objective, p.real_value FROM trials t JOIN params p ON p.trial_id = t.id AND p.name = 'x'");
+  ASSERT_EQ(check.size(), 6u);
+  for (const auto& r : check) {
+    double x = std::stod(r[1]);
+    EXPECT_NEAR(std::stod(r[0]), 1 - (x - 0.3) * (x - 0.3), 1e-4);
+  }
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM metrics WHERE name = 'score'")[0][0], "12");
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM allocations WHERE released_at IS NOT NULL AND outcome = 'exited'")[0][0],
+            "6");
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM events WHERE kind = 'trial_completed'")[0][0], "6");
+  EXPECT_EQ(Query("SELECT state FROM searches")[0][0], std::to_string(v1::SEARCH_COMPLETED));
+  // Never more than 2 at a time: no two allocations of the 2 slots overlap beyond the slot count.
+  auto allocs = Query("SELECT started_at, released_at FROM allocations");
+  for (const auto& a : allocs) {
+    int overlapping = 0;
+    for (const auto& b : allocs) {
+      if (std::stod(b[0]) <= std::stod(a[0]) && std::stod(a[0]) < std::stod(b[1])) ++overlapping;
+    }
+    EXPECT_LE(overlapping, 2);
+  }
+}
+
+TEST_F(SearchE2E, StateChangesNeedTheToken) {
+  v1::CreateSearchResponse resp;
+  EXPECT_EQ(Create(kFakeTrialSpec, &resp, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Create(kFakeTrialSpec, &resp, "wrong").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM searches")[0][0], "0");
+}
+
+TEST_F(SearchE2E, MissingCommandFailsTrialsAndTheSearchWithAClearError) {
+  v1::CreateSearchResponse resp;
+  auto st = Create(R"(
+name: missing
+objective: {metric: score, mode: max}
+budget: {max_trials: 10, parallelism: 2, max_failed_trials: 3}
+command: [no-such-trainer-xyz, "--x={x}"]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)",
+                   &resp, "secret-token");
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(30));
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->state(), v1::SEARCH_FAILED);
+  EXPECT_NE(done->error().find("'no-such-trainer-xyz' not found"), std::string::npos) << done->error();
+  EXPECT_LE(done->failed() + done->cancelled(), 10);
+  auto rows = Query("SELECT DISTINCT error FROM trials WHERE state = " + std::to_string(v1::TRIAL_FAILED));
+  ASSERT_FALSE(rows.empty());
+  EXPECT_NE(rows[0][0].find("not found"), std::string::npos);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM trials WHERE state IN (1, 2)")[0][0], "0") << "nothing left pending/running";
+}
+
+TEST_F(SearchE2E, CancelStopsRunningTrialProcesses) {
+  v1::CreateSearchResponse resp;
+  auto st = Create(R"(
+name: sleepy
+objective: {metric: score, mode: max}
+budget: {max_trials: 4, parallelism: 2}
+command: [/bin/sh, -c, 'echo "{{\"score\": {x}}}"; exec sleep 600']
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)",
+                   &resp, "secret-token");
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  // Wait until both trials run (their first metric arrives), then cancel.
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::WatchRequest req;
+    req.set_search_id(resp.search().id());
+    auto reader = stub_->Watch(&ctx, req);
+    v1::Event ev;
+    std::set<int64_t> reporting;
+    while (reporting.size() < 2 && reader->Read(&ev)) {
+      if (ev.kind() == v1::Event::TRIAL_METRICS) reporting.insert(ev.trial().id());
+    }
+    ctx.TryCancel();
+    reader->Finish();
+    ASSERT_EQ(reporting.size(), 2u);
+  }
+  // Watch the cluster (worker updates carry busy slots) from before the cancel.
+  grpc::ClientContext wctx;
+  wctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::WatchRequest wreq;
+  auto watch = stub_->Watch(&wctx, wreq);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer secret-token");
+  v1::CancelSearchRequest creq;
+  creq.set_search_id(resp.search().id());
+  v1::CancelSearchResponse cresp;
+  ASSERT_TRUE(stub_->CancelSearch(&ctx, creq, &cresp).ok());
+  EXPECT_EQ(cresp.search().state(), v1::SEARCH_CANCELLED);
+  // The processes get SIGTERM; sleep dies of it, the worker reports the exits and the slots come free.
+  v1::Event ev;
+  bool freed = false;
+  while (!freed && watch->Read(&ev)) {
+    freed = ev.kind() == v1::Event::WORKER_UPDATED && ev.worker().busy_slots() == 0;
+  }
+  wctx.TryCancel();
+  watch->Finish();
+  ASSERT_TRUE(freed) << "trial processes were not stopped";
+  server_->Stop();  // flushes the store
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM allocations WHERE released_at IS NULL")[0][0], "0");
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM trials WHERE state = " + std::to_string(v1::TRIAL_CANCELLED))[0][0], "2");
+}
+
+}  // namespace
+}  // namespace ladder

@@ -1,0 +1,47 @@
+#pragma once
+// Helpers for the integration tests: temp dirs, a Watch-based wait for a search to end.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "ladder/v1/ladder.grpc.pb.h"
+
+namespace ladder::testing {
+
+inline std::filesystem::path FreshDir(const std::string& tag) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("ladder-" + tag + "-" + std::to_string(getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Follows the Watch stream until the search leaves RUNNING or the deadline passes.
+inline std::optional<v1::Search> WaitForSearchEnd(v1::Ladder::Stub& stub, int64_t search_id,
+                                                  std::chrono::seconds deadline, const std::string& token = "") {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  v1::WatchRequest req;
+  req.set_search_id(search_id);
+  auto reader = stub.Watch(&ctx, req);
+  v1::Event ev;
+  while (reader->Read(&ev)) {
+    if (ev.kind() == v1::Event::SEARCH_UPDATED && ev.search().id() == search_id &&
+        ev.search().state() != v1::SEARCH_RUNNING) {
+      ctx.TryCancel();
+      reader->Finish();
+      return ev.search();
+    }
+  }
+  reader->Finish();
+  return std::nullopt;
+}
+
+}  // namespace ladder::testing

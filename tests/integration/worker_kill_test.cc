@@ -1,0 +1,159 @@
+// System test: real ladder-server and ladder-worker processes; kill -9 of the worker during a search.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "tests/integration/test_support.h"
+
+extern char** environ;
+
+namespace ladder {
+namespace {
+
+std::string BinDir() {
+  const char* d = std::getenv("LADDER_BIN_DIR");
+  return d ? d : "bin";
+}
+
+// A child process; killed (SIGKILL) on destruction if still running.
+struct Child {
+  pid_t pid = -1;
+  FILE* out = nullptr;  // its stdout, when captured
+  Child() = default;
+  Child(const Child&) = delete;
+  ~Child() { Kill(SIGKILL); }
+  void Kill(int sig) {
+    if (pid > 0) {
+      kill(pid, sig);
+      waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
+    if (out) fclose(out), out = nullptr;
+  }
+};
+
+void Spawn(Child* c, std::vector<std::string> args, bool capture_stdout) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  int fds[2] = {-1, -1};
+  if (capture_stdout) {
+    ASSERT_EQ(pipe(fds), 0);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+  }
+  ASSERT_EQ(posix_spawn(&c->pid, argv[0], &fa, nullptr, argv.data(), environ), 0) << args[0];
+  posix_spawn_file_actions_destroy(&fa);
+  if (capture_stdout) {
+    close(fds[1]);
+    c->out = fdopen(fds[0], "r");
+  }
+}
+
+TEST(System, KilledWorkerTrialsAreRequeuedAndTheSearchFinishesOnANewWorker) {
+  auto dir = testing::FreshDir("system");
+  Child server;
+  Spawn(&server,
+        {BinDir() + "/ladder-server", "--listen", "127.0.0.1:0", "--db", (dir / "ladder.db").string(), "--no-token",
+         "--heartbeat-timeout-ms", "1500"},
+        true);
+  char line[512] = {};
+  ASSERT_TRUE(fgets(line, sizeof line, server.out)) << "server printed nothing";
+  std::string banner(line);
+  auto at = banner.find("listening on ");
+  ASSERT_NE(at, std::string::npos) << banner;
+  std::string address = banner.substr(at + 13, banner.find(' ', at + 13) - at - 13);
+
+  auto worker_args = [&](const std::string& node) {
+    return std::vector<std::string>{BinDir() + "/ladder-worker", "--server", address, "--node-id", node, "--slots",
+                                    "2", "--trial-dir", (dir / ("trials-" + node)).string()};
+  };
+  Child worker_a;
+  Spawn(&worker_a, worker_args("a"), false);
+
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto stub = v1::Ladder::NewStub(channel);
+  // Each trial reports 20 points, 0.1 s apart.
+  grpc::ClientContext cctx;
+  cctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  cctx.set_wait_for_ready(true);
+  v1::CreateSearchRequest req;
+  req.set_spec_yaml(R"(
+name: survive
+objective: {metric: score, mode: max}
+budget: {max_trials: 4, parallelism: 2, max_retries: 2}
+command: [/bin/sh, -c, 'i=0; while [ $i -lt 20 ]; do i=$((i+1)); echo "{{\"step\": $i, \"score\": {x}}}"; sleep 0.1; done']
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+  v1::CreateSearchResponse resp;
+  auto st = stub->CreateSearch(&cctx, req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  const int64_t sid = resp.search().id();
+
+  grpc::ClientContext wctx;
+  wctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(90));
+  v1::WatchRequest wreq;
+  wreq.set_search_id(sid);
+  auto watch = stub->Watch(&wctx, wreq);
+  v1::Event ev;
+  // 1. Both first trials report metrics on worker a → kill -9 the worker.
+  std::set<int64_t> reporting;
+  while (reporting.size() < 2 && watch->Read(&ev)) {
+    if (ev.kind() == v1::Event::TRIAL_METRICS) reporting.insert(ev.trial().id());
+  }
+  ASSERT_EQ(reporting.size(), 2u);
+  worker_a.Kill(SIGKILL);
+  // 2. The coordinator notices and requeues both.
+  std::set<int64_t> requeued;
+  while (requeued.size() < 2 && watch->Read(&ev)) {
+    if (ev.kind() == v1::Event::TRIAL_UPDATED && ev.trial().state() == v1::TRIAL_PENDING &&
+        ev.trial().attempt() == 1) {
+      requeued.insert(ev.trial().id());
+    }
+  }
+  EXPECT_EQ(requeued, reporting);
+  // 3. A new worker comes; the search finishes with every trial completed.
+  Child worker_b;
+  Spawn(&worker_b, worker_args("b"), false);
+  std::optional<v1::Search> final_search;
+  while (watch->Read(&ev)) {
+    if (ev.kind() == v1::Event::SEARCH_UPDATED && ev.search().state() != v1::SEARCH_RUNNING) {
+      final_search = ev.search();
+      break;
+    }
+  }
+  wctx.TryCancel();
+  watch->Finish();
+  ASSERT_TRUE(final_search) << "the search did not finish";
+  EXPECT_EQ(final_search->state(), v1::SEARCH_COMPLETED) << final_search->error();
+  EXPECT_EQ(final_search->completed(), 4);
+
+  grpc::ClientContext lctx;
+  v1::ListTrialsRequest lreq;
+  lreq.set_search_id(sid);
+  v1::ListTrialsResponse trials;
+  ASSERT_TRUE(stub->ListTrials(&lctx, lreq, &trials).ok());
+  int retried = 0;
+  for (const auto& t : trials.trials()) {
+    EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED);
+    EXPECT_EQ(t.placement(0).node_id(), "b") << "every trial finished on the new worker";
+    retried += t.attempt() == 1;
+  }
+  EXPECT_EQ(retried, 2);
+  worker_b.Kill(SIGTERM);
+  server.Kill(SIGTERM);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ladder

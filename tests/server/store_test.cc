@@ -1,0 +1,189 @@
+#include "server/store/store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace ladder::store {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ladder-store-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "ladder.db").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+v1::Search MakeSearch() {
+  v1::Search s;
+  s.set_name("s1");
+  s.set_state(v1::SEARCH_RUNNING);
+  s.set_spec_yaml("name: s1\n");
+  s.set_objective_metric("acc");
+  s.set_direction(v1::MAXIMIZE);
+  s.set_max_trials(8);
+  s.set_parallelism(2);
+  s.mutable_group()->set_nodes(1);
+  s.mutable_group()->set_ranks_per_node(1);
+  s.set_created_unix(1000.5);
+  return s;
+}
+
+TEST_F(StoreTest, MigratesToCurrentSchemaInWalMode) {
+  Store st(path_);
+  EXPECT_EQ(st.SchemaVersion(), 1);
+  Db raw(path_);
+  auto& q = raw.Prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(q.Step());
+  EXPECT_EQ(q.Text(0), "wal");
+}
+
+TEST_F(StoreTest, RoundTripsSearchesTrialsParamsAndMetrics) {
+  int64_t search_id = 0, trial_id = 0;
+  {
+    Store st(path_);
+    auto s = MakeSearch();
+    st.InsertSearch(&s);
+    search_id = s.id();
+    EXPECT_GT(search_id, 0);
+    v1::Trial t;
+    t.set_search_id(search_id);
+    t.set_number(0);
+    t.set_state(v1::TRIAL_PENDING);
+    t.set_created_unix(1001);
+    (*t.mutable_params())["lr"].set_float_value(0.003);
+    (*t.mutable_params())["width"].set_int_value(128);
+    (*t.mutable_params())["opt"].set_string_value("adam");
+    st.InsertTrial(&t);
+    trial_id = t.id();
+    t.set_state(v1::TRIAL_COMPLETED);
+    t.set_has_objective(true);
+    t.set_objective(0.97);
+    t.set_ignored_lines(3);
+    t.set_last_ignored_line("garbage");
+    t.add_command("ladder-train");
+    t.add_command("--lr=0.003");
+    auto* pl = t.add_placement();
+    pl->set_node_id("n1");
+    pl->add_slots(0);
+    pl->add_slots(1);
+    t.set_started_unix(1002);
+    t.set_finished_unix(1010);
+    st.UpdateTrial(t, 7);
+    v1::MetricPoint p;
+    p.set_step(10);
+    p.set_time_unix(1005);
+    (*p.mutable_values())["loss"] = 0.5;
+    (*p.mutable_values())["acc"] = 0.9;
+    st.AppendMetrics(trial_id, p);
+    p.set_step(20);
+    p.set_time_unix(1006);
+    (*p.mutable_values())["acc"] = 0.97;
+    st.AppendMetrics(trial_id, p);
+    s.set_state(v1::SEARCH_COMPLETED);
+    s.set_finished_unix(1011);
+    st.UpdateSearch(s);
+    st.OpenAllocation(trial_id, 0, "n1", "0-1", 7, 1002);
+    st.AppendEvent("trial_completed", search_id, trial_id, "", 1010);
+    // No explicit Flush: the destructor commits the batch.
+  }
+  Store st(path_);
+  auto searches = st.LoadSearches();
+  ASSERT_EQ(searches.size(), 1u);
+  EXPECT_EQ(searches[0].state(), v1::SEARCH_COMPLETED);
+  EXPECT_EQ(searches[0].direction(), v1::MAXIMIZE);
+  EXPECT_DOUBLE_EQ(searches[0].finished_unix(), 1011);
+  std::vector<int64_t> epochs;
+  auto trials = st.LoadTrials(&epochs);
+  ASSERT_EQ(trials.size(), 1u);
+  const auto& t = trials[0];
+  EXPECT_EQ(t.id(), trial_id);
+  EXPECT_EQ(epochs[0], 7);
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED);
+  EXPECT_TRUE(t.has_objective());
+  EXPECT_DOUBLE_EQ(t.objective(), 0.97);
+  EXPECT_EQ(t.ignored_lines(), 3);
+  EXPECT_EQ(t.last_ignored_line(), "garbage");
+  ASSERT_EQ(t.command_size(), 2);
+  EXPECT_EQ(t.command(1), "--lr=0.003");
+  ASSERT_EQ(t.placement_size(), 1);
+  EXPECT_EQ(t.placement(0).node_id(), "n1");
+  EXPECT_EQ(t.placement(0).slots_size(), 2);
+  EXPECT_DOUBLE_EQ(t.params().at("lr").float_value(), 0.003);
+  EXPECT_EQ(t.params().at("width").int_value(), 128);
+  EXPECT_EQ(t.params().at("opt").string_value(), "adam");
+  auto metrics = st.LoadMetrics(trial_id);
+  ASSERT_EQ(metrics.size(), 2u);
+  EXPECT_EQ(metrics[0].step(), 10);
+  EXPECT_DOUBLE_EQ(metrics[1].values().at("acc"), 0.97);
+  EXPECT_EQ(metrics[1].values().size(), 2u);
+  EXPECT_EQ(st.MaxAssignmentEpoch(), 7);
+}
+
+TEST_F(StoreTest, UnflushedBatchIsInvisibleToOtherConnectionsUntilFlush) {
+  Store st(path_);
+  auto s = MakeSearch();
+  st.InsertSearch(&s);
+  Db other(path_);
+  auto count = [&] {
+    auto& q = other.Prepare("SELECT COUNT(*) FROM searches");
+    q.Step();
+    int64_t n = q.Int(0);
+    q.Reset();
+    return n;
+  };
+  EXPECT_EQ(count(), 0);
+  st.Flush();
+  EXPECT_EQ(count(), 1);
+}
+
+TEST_F(StoreTest, RefusesDatabaseFromNewerLadder) {
+  {
+    Db raw(path_);
+    raw.Exec("PRAGMA user_version=99");
+  }
+  try {
+    Store st(path_);
+    FAIL() << "expected an error";
+  } catch (const SqliteError& e) {
+    EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(StoreTest, RefusesFileThatIsNotADatabase) {
+  {
+    FILE* f = fopen(path_.c_str(), "w");
+    fputs("this is not sqlite, just text that is long enough to fill a header..........................", f);
+    fclose(f);
+  }
+  EXPECT_THROW(Store st(path_), SqliteError);
+}
+
+TEST_F(StoreTest, TransactionRollsBackUnlessCommitted) {
+  Db db(path_);
+  db.Exec("CREATE TABLE t(x)");
+  {
+    Transaction txn(db);
+    db.Exec("INSERT INTO t VALUES(1)");
+  }
+  {
+    Transaction txn(db);
+    db.Exec("INSERT INTO t VALUES(2)");
+    txn.Commit();
+  }
+  auto& q = db.Prepare("SELECT GROUP_CONCAT(x) FROM t");
+  ASSERT_TRUE(q.Step());
+  EXPECT_EQ(q.Text(0), "2");
+}
+
+}  // namespace
+}  // namespace ladder::store

@@ -1,0 +1,154 @@
+#include "worker/trial_process.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <fstream>
+
+namespace ladder::worker {
+namespace {
+
+struct Outcome {
+  std::vector<std::string> lines;
+  int truncated = 0;
+  bool exited = false;
+  int code = -999;
+  std::string desc;
+};
+
+std::shared_ptr<TrialProcess> Run(boost::asio::io_context& loop, LaunchSpec spec, Outcome* out,
+                                  std::string* error) {
+  return TrialProcess::Launch(
+      loop, spec,
+      [out](const std::string& l, bool t) {
+        if (t) ++out->truncated;
+        else out->lines.push_back(l);
+      },
+      [out](int code, const std::string& d) {
+        out->exited = true;
+        out->code = code;
+        out->desc = d;
+      },
+      error);
+}
+
+TEST(TrialProcess, ReadsEveryLineBeforeReportingExit) {
+  boost::asio::io_context loop;
+  Outcome out;
+  std::string error;
+  LaunchSpec spec;
+  spec.argv = {"/bin/sh", "-c", "for i in 1 2 3 4 5; do echo line$i; done; printf 'no-newline'; exit 3"};
+  auto p = Run(loop, spec, &out, &error);
+  ASSERT_TRUE(p) << error;
+  loop.run();
+  ASSERT_TRUE(out.exited);
+  EXPECT_EQ(out.code, 3);
+  EXPECT_EQ(out.desc, "exited with code 3");
+  ASSERT_EQ(out.lines.size(), 6u);
+  EXPECT_EQ(out.lines[0], "line1");
+  EXPECT_EQ(out.lines[5], "no-newline");
+}
+
+TEST(TrialProcess, PassesEnvironmentAndWorkdirAndCapturesStderr) {
+  auto dir = std::filesystem::temp_directory_path() / ("ladder-tp-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  boost::asio::io_context loop;
+  Outcome out;
+  std::string error;
+  LaunchSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo $LADDER_X; pwd; echo oops >&2"};
+  spec.env = {{"LADDER_X", "forty two"}};
+  spec.workdir = dir.string();
+  spec.stderr_path = (dir / "stderr.log").string();
+  ASSERT_TRUE(Run(loop, spec, &out, &error)) << error;
+  loop.run();
+  ASSERT_EQ(out.lines.size(), 2u);
+  EXPECT_EQ(out.lines[0], "forty two");
+  EXPECT_EQ(std::filesystem::canonical(out.lines[1]), std::filesystem::canonical(dir));
+  std::ifstream err(spec.stderr_path);
+  std::string s;
+  std::getline(err, s);
+  EXPECT_EQ(s, "oops");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TrialProcess, MissingCommandIsAClearError) {
+  boost::asio::io_context loop;
+  Outcome out;
+  std::string error;
+  LaunchSpec spec;
+  spec.argv = {"definitely-not-a-command-xyz", "--flag"};
+  EXPECT_FALSE(Run(loop, spec, &out, &error));
+  EXPECT_NE(error.find("'definitely-not-a-command-xyz' not found"), std::string::npos) << error;
+  spec.argv = {"/nonexistent/dir/prog"};
+  EXPECT_FALSE(Run(loop, spec, &out, &error));
+  EXPECT_NE(error.find("does not exist"), std::string::npos) << error;
+}
+
+TEST(TrialProcess, FindsCommandInSearchDirsBeforePath) {
+  auto dir = std::filesystem::temp_directory_path() / ("ladder-tp-bin-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir / "ladder-fake-prog");
+    f << "#!/bin/sh\necho found-me\n";
+  }
+  std::filesystem::permissions(dir / "ladder-fake-prog", std::filesystem::perms::owner_all);
+  boost::asio::io_context loop;
+  Outcome out;
+  std::string error;
+  LaunchSpec spec;
+  spec.argv = {"ladder-fake-prog"};
+  spec.search_dirs = {dir.string()};
+  ASSERT_TRUE(Run(loop, spec, &out, &error)) << error;
+  loop.run();
+  ASSERT_EQ(out.lines.size(), 1u);
+  EXPECT_EQ(out.lines[0], "found-me");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TrialProcess, TerminateKillsTheWholeProcessGroup) {
+  boost::asio::io_context loop;
+  Outcome out;
+  std::string error;
+  LaunchSpec spec;
+  // A child that ignores SIGTERM, plus a grandchild: both must go.
+  spec.argv = {"/bin/sh", "-c", "trap '' TERM; sleep 300 & echo $!; echo ready; wait"};
+  auto p = Run(loop, spec, &out, &error);
+  ASSERT_TRUE(p) << error;
+  // Wait for the "ready" line, then terminate with a short grace.
+  while (out.lines.size() < 2) loop.run_one();
+  pid_t grandchild = std::stoi(out.lines[0]);
+  p->Terminate(std::chrono::milliseconds(100));
+  loop.run();
+  ASSERT_TRUE(out.exited);
+  EXPECT_EQ(out.code, 128 + SIGKILL);
+  EXPECT_EQ(out.desc, "killed by SIGKILL");
+  // The grandchild was in the group: gone (or a zombie reaped by init).
+  bool gone = kill(grandchild, 0) != 0;
+  if (!gone) {
+    std::ifstream stat("/proc/" + std::to_string(grandchild) + "/stat");
+    std::string s;
+    std::getline(stat, s);
+    gone = s.find(") Z") != std::string::npos || s.empty();
+  }
+  EXPECT_TRUE(gone);
+}
+
+TEST(TrialProcess, OverlongLineIsFlaggedNotBuffered) {
+  boost::asio::io_context loop;
+  Outcome out;
+  std::string error;
+  LaunchSpec spec;
+  spec.argv = {"/bin/sh", "-c", "head -c 200000 /dev/zero | tr '\\0' x; echo; echo after"};
+  ASSERT_TRUE(Run(loop, spec, &out, &error)) << error;
+  loop.run();
+  EXPECT_EQ(out.truncated, 1);
+  ASSERT_FALSE(out.lines.empty());
+  EXPECT_EQ(out.lines.back(), "after");
+}
+
+}  // namespace
+}  // namespace ladder::worker

@@ -1,0 +1,57 @@
+// ladder-worker: the per-node agent. Registers this node with the coordinator and runs the trials it assigns.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "common/log.h"
+#include "common/token.h"
+#include "worker/worker.h"
+
+int main(int argc, char** argv) {
+  ladder::SetLogLevelFromEnv();
+  CLI::App app{"ladder-worker: runs trials on this node for a ladder coordinator"};
+  ladder::worker::WorkerOptions opt;
+  std::string token_file;
+  std::vector<std::string> labels;
+  app.add_option("--server", opt.server, "coordinator address host:port")->capture_default_str();
+  app.add_option("--token-file", token_file, "file holding the coordinator's token (or set LADDER_TOKEN)");
+  app.add_option("--node-id", opt.node_id, "this node's name (default: hostname)");
+  app.add_option("--slots", opt.slots, "ranks this node runs at once (default: number of cores)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--gpus", opt.gpus, "GPUs on this node (default: count /dev/nvidiaN)")->check(CLI::Range(0, 1024));
+  app.add_option("--label", labels, "topology label KEY=VALUE (repeatable), e.g. rack=r12");
+  app.add_option("--trial-dir", opt.trial_dir, "directory for per-trial logs and outputs")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  for (const auto& l : labels) {
+    auto eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "ladder-worker: --label '" << l << "': expected KEY=VALUE\n";
+      return 2;
+    }
+    opt.labels[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  try {
+    if (const char* t = std::getenv("LADDER_TOKEN")) opt.token = t;
+    if (!token_file.empty()) {
+      auto t = ladder::ReadTokenFile(token_file);
+      if (!t) throw std::runtime_error("token file '" + token_file + "' does not exist");
+      opt.token = *t;
+    }
+    ladder::worker::Worker worker(opt);
+    worker.Start();
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    ladder::LogInfo("worker", "stopping: terminating running trials");
+    worker.Stop();
+  } catch (const std::exception& e) {
+    std::cerr << "ladder-worker: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,237 @@
+#include "worker/trial_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/executable.h"
+#include "common/metrics_line.h"
+
+extern char** environ;
+
+namespace ladder::worker {
+
+namespace {
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+}  // namespace
+
+std::string DescribeWaitStatus(int status, int* exit_code) {
+  if (WIFEXITED(status)) {
+    *exit_code = WEXITSTATUS(status);
+    return *exit_code == 0 ? "" : "exited with code " + std::to_string(*exit_code);
+  }
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    *exit_code = 128 + sig;
+    const char* name = sigabbrev_np(sig);
+    return std::string("killed by SIG") + (name ? name : std::to_string(sig));
+  }
+  *exit_code = -1;
+  return "ended with unknown status " + std::to_string(status);
+}
+
+std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop, const LaunchSpec& spec,
+                                                   LineFn on_line, ExitFn on_exit, std::string* error) {
+  if (spec.argv.empty()) {
+    *error = "empty command";
+    return nullptr;
+  }
+  std::string exe = ResolveExecutable(spec.argv[0], spec.search_dirs, error);
+  if (exe.empty()) return nullptr;
+
+  // Everything the child needs is built before spawning.
+  std::vector<std::string> env_strings;
+  std::map<std::string, std::string> merged;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : spec.env) merged[k] = v;
+  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int out_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
+    *error = std::string("pipe: ") + std::strerror(errno);
+    return nullptr;
+  }
+  int err_fd = open(spec.stderr_path.empty() ? "/dev/null" : spec.stderr_path.c_str(),
+                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (err_fd < 0) {
+    *error = "cannot open '" + spec.stderr_path + "': " + std::strerror(errno);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return nullptr;
+  }
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (!spec.workdir.empty()) posix_spawn_file_actions_addchdir_np(&fa, spec.workdir.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  sigdelset(&all, SIGKILL);
+  sigdelset(&all, SIGSTOP);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, exe.c_str(), &fa, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  close(out_pipe[1]);
+  close(err_fd);
+  if (rc != 0) {
+    close(out_pipe[0]);
+    *error = "cannot start '" + spec.argv[0] + "' (" + exe + "): " + std::strerror(rc);
+    if (!spec.workdir.empty() && rc == ENOENT) *error += " (or the working directory does not exist)";
+    return nullptr;
+  }
+  int pidfd = PidfdOpen(pid);
+  if (pidfd < 0) {
+    *error = std::string("pidfd_open: ") + std::strerror(errno);
+    kill(-pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    close(out_pipe[0]);
+    return nullptr;
+  }
+  auto proc = std::shared_ptr<TrialProcess>(
+      new TrialProcess(loop, pid, out_pipe[0], pidfd, std::move(on_line), std::move(on_exit)));
+  proc->Start();
+  return proc;
+}
+
+TrialProcess::TrialProcess(boost::asio::io_context& loop, int pid, int stdout_fd, int pidfd, LineFn on_line,
+                           ExitFn on_exit)
+    : loop_(loop),
+      pid_(pid),
+      out_(loop, stdout_fd),
+      pidfd_(loop, pidfd),
+      kill_timer_(loop),
+      eof_timer_(loop),
+      on_line_(std::move(on_line)),
+      on_exit_(std::move(on_exit)),
+      chunk_(64 * 1024) {}
+
+TrialProcess::~TrialProcess() {
+  if (!exited_) {
+    kill(-pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+void TrialProcess::Start() {
+  ReadMore();
+  auto self = shared_from_this();
+  pidfd_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                    [self](const boost::system::error_code& ec) {
+                      if (!ec) self->OnPidfdReadable();
+                    });
+}
+
+void TrialProcess::ReadMore() {
+  auto self = shared_from_this();
+  out_.async_read_some(boost::asio::buffer(chunk_), [self](const boost::system::error_code& ec, size_t n) {
+    if (ec) {
+      // EOF, or the descriptor was closed.
+      if (!self->buf_.empty() && !self->skipping_long_line_) self->on_line_(self->buf_, false);
+      self->buf_.clear();
+      self->eof_ = true;
+      self->MaybeFinish();
+      return;
+    }
+    self->buf_.append(self->chunk_.data(), n);
+    size_t start = 0;
+    for (;;) {
+      size_t nl = self->buf_.find('\n', start);
+      if (nl == std::string::npos) break;
+      if (self->skipping_long_line_) {
+        self->skipping_long_line_ = false;
+      } else {
+        self->on_line_(self->buf_.substr(start, nl - start), false);
+      }
+      start = nl + 1;
+    }
+    self->buf_.erase(0, start);
+    if (self->buf_.size() > kMaxMetricsLineBytes) {
+      if (!self->skipping_long_line_) self->on_line_(self->buf_.substr(0, 200), true);
+      self->skipping_long_line_ = true;
+      self->buf_.clear();
+    }
+    self->ReadMore();
+  });
+}
+
+void TrialProcess::OnPidfdReadable() {
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == 0) {  // spurious
+    auto self = shared_from_this();
+    pidfd_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                      [self](const boost::system::error_code& ec) {
+                        if (!ec) self->OnPidfdReadable();
+                      });
+    return;
+  }
+  exited_ = true;
+  description_ = r < 0 ? std::string("waitpid: ") + std::strerror(errno) : DescribeWaitStatus(status, &exit_code_);
+  if (r < 0) exit_code_ = -1;
+  kill_timer_.cancel();
+  // The leader is gone: take the rest of its group with it.
+  kill(-pid_, SIGKILL);
+  eof_timer_.expires_after(std::chrono::seconds(2));
+  auto self = shared_from_this();
+  eof_timer_.async_wait([self](const boost::system::error_code& ec) {
+    if (ec) return;
+    self->eof_ = true;
+    boost::system::error_code ignored;
+    self->out_.close(ignored);
+    self->MaybeFinish();
+  });
+  MaybeFinish();
+}
+
+void TrialProcess::MaybeFinish() {
+  if (!exited_ || !eof_ || reported_) return;
+  reported_ = true;
+  eof_timer_.cancel();
+  boost::system::error_code ignored;
+  pidfd_.close(ignored);
+  out_.close(ignored);
+  auto fn = std::move(on_exit_);
+  if (fn) fn(exit_code_, description_);
+}
+
+void TrialProcess::Terminate(std::chrono::milliseconds grace) {
+  if (exited_) return;
+  kill(-pid_, SIGTERM);
+  kill_timer_.expires_after(grace);
+  auto self = shared_from_this();
+  kill_timer_.async_wait([self](const boost::system::error_code& ec) {
+    if (!ec && !self->exited_) kill(-self->pid_, SIGKILL);
+  });
+}
+
+}  // namespace ladder::worker

@@ -1,0 +1,74 @@
+#pragma once
+// TrialProcess: one trial's process, started in its own process group, watched from an Asio loop.
+//
+// Contract:
+// * Launch() and every callback run on the loop's thread.
+// * stdout is read line by line (on_line gets each line without its newline; lines longer than the limit are
+//   cut and flagged); stderr goes to `stderr_path`.
+// * on_exit is called exactly once, after the process has exited AND its stdout has reached EOF (so no metric
+//   line printed before exit is lost), or 2 s after exit if a leftover child still holds stdout open.
+//   exit_code is the exit status, or 128 + signal when killed by a signal.
+// * Terminate() sends SIGTERM to the whole process group, then SIGKILL after the grace period. When the
+//   leader exits the rest of its group is killed too, so no rank outlives its trial.
+// * Exit is detected with a pidfd (Linux ≥ 5.3), so there is no SIGCHLD handler and no process-wide state.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ladder::worker {
+
+struct LaunchSpec {
+  std::vector<std::string> argv;              // argv[0] is looked up in `search_dirs` first, then PATH
+  std::map<std::string, std::string> env;     // added to (and overriding) the worker's environment
+  std::string workdir;                        // empty: the worker's cwd
+  std::string stderr_path;                    // empty: /dev/null
+  std::vector<std::string> search_dirs;       // e.g. the directory holding ladder-worker (for ladder-train)
+};
+
+class TrialProcess : public std::enable_shared_from_this<TrialProcess> {
+ public:
+  using LineFn = std::function<void(const std::string& line, bool truncated)>;
+  using ExitFn = std::function<void(int exit_code, const std::string& description)>;
+
+  // Starts the process. On failure (no such command, not executable, ...) returns nullptr and sets *error to
+  // a message naming the command and the reason.
+  static std::shared_ptr<TrialProcess> Launch(boost::asio::io_context& loop, const LaunchSpec& spec, LineFn on_line,
+                                              ExitFn on_exit, std::string* error);
+  ~TrialProcess();
+
+  void Terminate(std::chrono::milliseconds grace = std::chrono::seconds(5));
+  int pid() const { return pid_; }
+  bool exited() const { return exited_; }
+
+ private:
+  TrialProcess(boost::asio::io_context& loop, int pid, int stdout_fd, int pidfd, LineFn on_line, ExitFn on_exit);
+  void Start();
+  void ReadMore();
+  void OnPidfdReadable();
+  void MaybeFinish();
+
+  boost::asio::io_context& loop_;
+  int pid_;
+  boost::asio::posix::stream_descriptor out_;
+  boost::asio::posix::stream_descriptor pidfd_;
+  boost::asio::steady_timer kill_timer_;
+  boost::asio::steady_timer eof_timer_;
+  LineFn on_line_;
+  ExitFn on_exit_;
+  std::string buf_;
+  std::vector<char> chunk_;
+  bool eof_ = false, exited_ = false, reported_ = false, skipping_long_line_ = false;
+  int exit_code_ = 0;
+  std::string description_;
+};
+
+// "killed by SIGKILL" style description of a wait status.
+std::string DescribeWaitStatus(int status, int* exit_code);
+
+}  // namespace ladder::worker

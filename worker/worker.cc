@@ -1,0 +1,405 @@
+#include "worker/worker.h"
+
+#include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <regex>
+
+#include "common/executable.h"
+#include "common/log.h"
+#include "common/metrics_line.h"
+
+namespace ladder::worker {
+
+namespace {
+constexpr const char* kLog = "worker";
+
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+v1::WorkerResources DetectResources(const WorkerOptions& opt) {
+  v1::WorkerResources r;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  r.set_hostname(host);
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  r.set_cores(cores > 0 ? cores : 1);
+  r.set_slots(opt.slots > 0 ? opt.slots : r.cores());
+  int gpus = opt.gpus;
+  if (gpus < 0) {
+    gpus = 0;
+    std::error_code ec;
+    static const std::regex kNvidia("nvidia[0-9]+");
+    for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+      if (std::regex_match(e.path().filename().string(), kNvidia)) ++gpus;
+    }
+  }
+  r.set_gpus(gpus);
+  r.set_memory_bytes(static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE));
+  for (const auto& [k, v] : opt.labels) (*r.mutable_labels())[k] = v;
+  return r;
+}
+
+bool Worker::Session::Write(const v1::WorkerMessage& m) {
+  std::lock_guard<std::mutex> g(mu);
+  if (closed) return false;
+  return stream->Write(m);
+}
+
+Worker::Worker(WorkerOptions options)
+    : opt_(std::move(options)), flush_timer_(loop_), heartbeat_timer_(loop_) {
+  if (opt_.node_id.empty()) opt_.node_id = DetectResources(opt_).hostname();
+  if (opt_.search_dirs.empty()) opt_.search_dirs.push_back(OwnBinDir());
+}
+
+Worker::~Worker() { Stop(); }
+
+void Worker::Start() {
+  std::error_code ec;
+  std::filesystem::create_directories(opt_.trial_dir, ec);
+  if (ec) throw std::runtime_error("cannot create trial directory '" + opt_.trial_dir + "': " + ec.message());
+  channel_ = grpc::CreateChannel(opt_.server, grpc::InsecureChannelCredentials());
+  stub_ = v1::WorkerService::NewStub(channel_);
+  work_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+      loop_.get_executor());
+  loop_thread_ = std::thread([this] {
+    for (;;) {
+      try {
+        loop_.run();
+        return;
+      } catch (const std::exception& e) {
+        LogError(kLog, std::string("event loop handler threw: ") + e.what());
+      }
+    }
+  });
+  session_thread_ = std::thread([this] { SessionLoop(); });
+}
+
+void Worker::Stop() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (stopping_ || !loop_thread_.joinable()) {
+      stopping_ = true;
+      return;
+    }
+    stopping_ = true;
+  }
+  // Stop the trials and wait (bounded) for their exits to be reported.
+  std::promise<void> all_exited;
+  auto fut = all_exited.get_future();
+  boost::asio::post(loop_, [this, p = &all_exited]() mutable {
+    for (auto& [id, r] : trials_) {
+      r.cancelled = true;
+      if (r.proc) r.proc->Terminate(opt_.terminate_grace);
+    }
+    auto check = std::make_shared<std::function<void()>>();
+    auto timer = std::make_shared<boost::asio::steady_timer>(loop_);
+    auto deadline = std::chrono::steady_clock::now() + opt_.terminate_grace + std::chrono::seconds(3);
+    *check = [this, p, check, timer, deadline] {
+      if (trials_.empty() || std::chrono::steady_clock::now() > deadline) {
+        p->set_value();
+        *check = nullptr;  // break the self-reference
+        return;
+      }
+      timer->expires_after(std::chrono::milliseconds(20));
+      timer->async_wait([check](const boost::system::error_code&) {
+        if (*check) (*check)();
+      });
+    };
+    (*check)();
+  });
+  fut.wait();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (current_) current_->ctx.TryCancel();
+  }
+  cv_.notify_all();
+  if (session_thread_.joinable()) session_thread_.join();
+  boost::asio::post(loop_, [this] {
+    flush_timer_.cancel();
+    heartbeat_timer_.cancel();
+    trials_.clear();
+    session_.reset();
+  });
+  work_.reset();
+  loop_thread_.join();
+}
+
+bool Worker::WaitRegistered(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> g(mu_);
+  return cv_.wait_for(g, timeout, [this] { return registered_flag_ || stopping_; }) && registered_flag_;
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Session thread: connect, read until the stream ends, back off, repeat.
+// ------------------------------------------------------------------------------------------------------
+
+void Worker::SessionLoop() {
+  auto backoff = std::chrono::milliseconds(100);
+  for (;;) {
+    auto s = std::make_shared<Session>();
+    if (!opt_.token.empty()) s->ctx.AddMetadata("authorization", "Bearer " + opt_.token);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (stopping_) return;
+      current_ = s;
+    }
+    s->stream = stub_->Connect(&s->ctx);
+    boost::asio::post(loop_, [this, s] { OnConnected(s); });
+    v1::CoordinatorMessage msg;
+    bool got_any = false;
+    while (s->stream->Read(&msg)) {
+      got_any = true;
+      boost::asio::post(loop_, [this, msg] { Handle(msg); });
+    }
+    grpc::Status st;
+    {
+      std::lock_guard<std::mutex> g(s->mu);
+      s->closed = true;
+      st = s->stream->Finish();
+    }
+    std::string why = st.ok() ? "stream closed by the coordinator" : st.error_message();
+    boost::asio::post(loop_, [this, s, why] { OnDisconnected(s, why); });
+    if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      LogError(kLog, "coordinator refused the worker: " + st.error_message());
+    }
+    if (got_any) backoff = std::chrono::milliseconds(100);
+    std::unique_lock<std::mutex> g(mu_);
+    current_.reset();
+    if (cv_.wait_for(g, backoff, [this] { return stopping_; })) return;
+    backoff = std::min(backoff * 2, opt_.reconnect_max);
+  }
+}
+
+void Worker::OnConnected(std::shared_ptr<Session> s) {
+  session_ = s;
+  registered_ = false;
+  v1::WorkerMessage m;
+  auto* reg = m.mutable_register_();
+  reg->set_node_id(opt_.node_id);
+  *reg->mutable_resources() = DetectResources(opt_);
+  for (const auto& [id, r] : trials_) {
+    if (r.cancelled) continue;
+    auto* rt = reg->add_running();
+    rt->set_trial_id(id);
+    rt->set_assignment_epoch(r.epoch);
+  }
+  s->Write(m);
+}
+
+void Worker::OnDisconnected(std::shared_ptr<Session> s, const std::string& why) {
+  if (session_ != s) return;
+  if (registered_) LogWarning(kLog, "lost the coordinator: " + why + "; reconnecting");
+  session_.reset();
+  registered_ = false;
+  heartbeat_timer_.cancel();
+  std::lock_guard<std::mutex> g(mu_);
+  registered_flag_ = false;
+}
+
+void Worker::Handle(const v1::CoordinatorMessage& m) {
+  switch (m.body_case()) {
+    case v1::CoordinatorMessage::kRegistered: {
+      registered_ = true;
+      heartbeat_interval_ = std::chrono::milliseconds(std::max(10, m.registered().heartbeat_interval_ms()));
+      LogInfo(kLog, "registered with " + opt_.server + " as " + m.registered().node_id() + " (epoch " +
+                        std::to_string(m.registered().worker_epoch()) + ")");
+      for (int64_t id : m.registered().cancel_trials()) {
+        auto it = trials_.find(id);
+        if (it != trials_.end()) CancelTrial(id, it->second.epoch, "the coordinator no longer owns this run");
+      }
+      while (!outbox_.empty() && session_) {
+        // Points first, so a trial's metrics always precede its exit.
+        session_->Write(outbox_.front());
+        outbox_.pop_front();
+      }
+      for (auto& [id, r] : trials_) FlushMetrics(r);
+      ArmHeartbeat();
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        registered_flag_ = true;
+      }
+      cv_.notify_all();
+      break;
+    }
+    case v1::CoordinatorMessage::kStart: StartTrial(m.start()); break;
+    case v1::CoordinatorMessage::kCancel:
+      CancelTrial(m.cancel().trial_id(), m.cancel().assignment_epoch(), m.cancel().reason());
+      break;
+    default: break;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Trials
+// ------------------------------------------------------------------------------------------------------
+
+void Worker::StartTrial(const v1::StartTrial& m) {
+  if (trials_.count(m.trial_id())) {
+    LogWarning(kLog, "asked to start trial " + std::to_string(m.trial_id()) + " which is already running here");
+    return;
+  }
+  const int64_t id = m.trial_id();
+  std::string dir = opt_.trial_dir + "/trial-" + std::to_string(id);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  LaunchSpec spec;
+  spec.argv.assign(m.argv().begin(), m.argv().end());
+  for (const auto& [k, v] : m.env()) spec.env[k] = v;
+  spec.env["LADDER_TRIAL_DIR"] = std::filesystem::absolute(dir, ec).string();
+  spec.workdir = m.workdir();
+  spec.stderr_path = dir + "/stderr.log";
+  spec.search_dirs = opt_.search_dirs;
+
+  Running& r = trials_[id];
+  r.trial_id = id;
+  r.search_id = m.search_id();
+  r.epoch = m.assignment_epoch();
+  std::string error;
+  r.proc = TrialProcess::Launch(
+      loop_, spec, [this, id](const std::string& line, bool truncated) { OnLine(id, line, truncated); },
+      [this, id](int code, const std::string& desc) { OnExit(id, code, desc); }, &error);
+  if (!r.proc) {
+    LogWarning(kLog, "trial " + std::to_string(id) + " could not start: " + error);
+    v1::WorkerMessage out;
+    auto* ex = out.mutable_exited();
+    ex->set_trial_id(id);
+    ex->set_assignment_epoch(r.epoch);
+    ex->set_exit_code(127);
+    ex->set_error(error);
+    trials_.erase(id);
+    SendOrKeep(out);
+    return;
+  }
+  v1::WorkerMessage out;
+  out.mutable_started()->set_trial_id(id);
+  out.mutable_started()->set_assignment_epoch(r.epoch);
+  out.mutable_started()->set_pid(r.proc->pid());
+  Send(out);
+}
+
+void Worker::CancelTrial(int64_t trial_id, int64_t epoch, const std::string& reason) {
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end() || it->second.epoch != epoch) return;
+  it->second.cancelled = true;
+  LogInfo(kLog, "stopping trial " + std::to_string(trial_id) + ": " + reason);
+  if (it->second.proc) it->second.proc->Terminate(opt_.terminate_grace);
+}
+
+void Worker::OnLine(int64_t trial_id, const std::string& line, bool truncated) {
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end()) return;
+  Running& r = it->second;
+  MetricsLineResult parsed;
+  if (!truncated) parsed = ParseMetricsLine(line);
+  if (!parsed.metrics) {
+    if (!truncated && parsed.error.empty()) return;  // blank line
+    ++r.ignored;
+    r.last_ignored = line.substr(0, 200);
+    r.ignored_dirty = true;
+    ArmFlush();
+    return;
+  }
+  v1::MetricPoint p;
+  r.last_step = parsed.metrics->step ? *parsed.metrics->step : r.last_step + 1;
+  p.set_step(r.last_step);
+  p.set_time_unix(WallNow());
+  for (const auto& [k, v] : parsed.metrics->values) (*p.mutable_values())[k] = v;
+  r.points.push_back(std::move(p));
+  if (r.points.size() > kMaxBufferedPointsPerTrial) r.points.pop_front();
+  ArmFlush();
+}
+
+void Worker::OnExit(int64_t trial_id, int exit_code, const std::string& description) {
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end()) return;
+  Running& r = it->second;
+  FlushMetrics(r);
+  v1::WorkerMessage out;
+  auto* ex = out.mutable_exited();
+  ex->set_trial_id(trial_id);
+  ex->set_assignment_epoch(r.epoch);
+  ex->set_exit_code(exit_code);
+  ex->set_cancelled(r.cancelled);
+  if (exit_code != 0) ex->set_error(description);
+  // Metrics still buffered (disconnected) must reach the coordinator before the exit.
+  if (!r.points.empty() || r.ignored_dirty) {
+    v1::WorkerMessage rep;
+    auto* mr = rep.mutable_metrics();
+    mr->set_trial_id(trial_id);
+    mr->set_assignment_epoch(r.epoch);
+    for (auto& p : r.points) *mr->add_points() = std::move(p);
+    mr->set_ignored_lines(r.ignored);
+    mr->set_last_ignored_line(r.last_ignored);
+    outbox_.push_back(std::move(rep));
+  }
+  LogInfo(kLog, "trial " + std::to_string(trial_id) + " ended" + (description.empty() ? "" : ": " + description));
+  trials_.erase(it);
+  SendOrKeep(out);
+}
+
+void Worker::FlushMetrics(Running& r) {
+  if (!registered_ || !session_) return;
+  if (r.points.empty() && !r.ignored_dirty) return;
+  v1::WorkerMessage out;
+  auto* mr = out.mutable_metrics();
+  mr->set_trial_id(r.trial_id);
+  mr->set_assignment_epoch(r.epoch);
+  for (auto& p : r.points) *mr->add_points() = std::move(p);
+  mr->set_ignored_lines(r.ignored);
+  mr->set_last_ignored_line(r.last_ignored);
+  r.points.clear();
+  r.ignored_dirty = false;
+  session_->Write(out);
+}
+
+void Worker::ArmFlush() {
+  if (flush_armed_) return;
+  flush_armed_ = true;
+  flush_timer_.expires_after(opt_.metrics_flush);
+  flush_timer_.async_wait([this](const boost::system::error_code& ec) {
+    flush_armed_ = false;
+    if (ec) return;
+    for (auto& [id, r] : trials_) FlushMetrics(r);
+  });
+}
+
+void Worker::ArmHeartbeat() {
+  heartbeat_timer_.expires_after(heartbeat_interval_);
+  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || !registered_) return;
+    v1::WorkerMessage m;
+    auto* hb = m.mutable_heartbeat();
+    for (const auto& [id, r] : trials_) {
+      auto* rt = hb->add_running();
+      rt->set_trial_id(id);
+      rt->set_assignment_epoch(r.epoch);
+    }
+    Send(m);
+    ArmHeartbeat();
+  });
+}
+
+void Worker::Send(const v1::WorkerMessage& m) {
+  if (registered_ && session_) session_->Write(m);
+}
+
+void Worker::SendOrKeep(const v1::WorkerMessage& m) {
+  if (registered_ && session_) {
+    while (!outbox_.empty()) {
+      session_->Write(outbox_.front());
+      outbox_.pop_front();
+    }
+    if (session_->Write(m)) return;
+  }
+  outbox_.push_back(m);
+}
+
+}  // namespace ladder::worker

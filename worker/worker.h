@@ -1,0 +1,122 @@
+#pragma once
+// Worker: the ladder-worker agent as a class (start several in one process for tests, each acting as a node).
+//
+// Threads: an Asio loop thread owns all state (running trials, the outbox, timers); a session thread holds the
+// gRPC stream to the coordinator, blocks in Read() and posts every message to the loop. Writes happen on the
+// loop (sync Write under the session's mutex; they are small and the server reads promptly).
+//
+// Protocol (proto WorkerService.Connect): on every (re)connection the worker sends RegisterWorker listing the
+// trials it is still running, so a restarted coordinator re-attaches them; then heartbeats every interval the
+// coordinator asked for, TrialStarted/MetricReport/TrialExited as trials progress. Exits that happen while
+// disconnected are kept and sent after the next registration; metric points are kept up to a bound per trial.
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ladder/v1/ladder.grpc.pb.h"
+#include "worker/trial_process.h"
+
+namespace ladder::worker {
+
+namespace v1 = ::ladder::v1;
+
+inline constexpr std::chrono::milliseconds kDefaultMetricsFlush{50};
+inline constexpr size_t kMaxBufferedPointsPerTrial = 10000;
+
+struct WorkerOptions {
+  std::string server = "127.0.0.1:50051";
+  std::string token;
+  std::string node_id;                        // default: the hostname
+  int slots = 0;                              // default: the number of cores
+  int gpus = -1;                              // default: count /dev/nvidiaN
+  std::map<std::string, std::string> labels;  // topology labels (rack, switch, ...)
+  std::string trial_dir = "ladder-trials";    // per-trial directories (stderr.log, outputs)
+  std::vector<std::string> search_dirs;       // where argv[0] is looked up before PATH; default: own bin dir
+  std::chrono::milliseconds metrics_flush = kDefaultMetricsFlush;
+  std::chrono::milliseconds reconnect_max = std::chrono::milliseconds(2000);
+  std::chrono::milliseconds terminate_grace = std::chrono::milliseconds(5000);
+};
+
+class Worker {
+ public:
+  explicit Worker(WorkerOptions options);
+  ~Worker();
+
+  void Start();
+  // Stops every trial (SIGTERM, then SIGKILL after the grace), then disconnects.
+  void Stop();
+  // For tests and `ladder up`: true once registered with the coordinator.
+  bool WaitRegistered(std::chrono::milliseconds timeout);
+  std::string node_id() const { return opt_.node_id; }
+
+ private:
+  struct Session {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>> stream;
+    std::mutex mu;
+    bool closed = false;
+    bool Write(const v1::WorkerMessage& m);
+  };
+  struct Running {
+    int64_t trial_id = 0, search_id = 0, epoch = 0;
+    std::shared_ptr<TrialProcess> proc;
+    int64_t last_step = -1;
+    int64_t ignored = 0;
+    std::string last_ignored;
+    std::deque<v1::MetricPoint> points;  // not yet sent
+    bool ignored_dirty = false;
+    bool cancelled = false;
+  };
+
+  void SessionLoop();
+  void OnConnected(std::shared_ptr<Session> s);
+  void OnDisconnected(std::shared_ptr<Session> s, const std::string& why);
+  void Handle(const v1::CoordinatorMessage& m);
+  void StartTrial(const v1::StartTrial& m);
+  void CancelTrial(int64_t trial_id, int64_t epoch, const std::string& reason);
+  void OnLine(int64_t trial_id, const std::string& line, bool truncated);
+  void OnExit(int64_t trial_id, int exit_code, const std::string& description);
+  void Send(const v1::WorkerMessage& m);        // drops when disconnected
+  void SendOrKeep(const v1::WorkerMessage& m);  // keeps in the outbox when disconnected
+  void FlushMetrics(Running& r);
+  void ArmFlush();
+  void ArmHeartbeat();
+
+  WorkerOptions opt_;
+  boost::asio::io_context loop_;
+  std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::thread loop_thread_, session_thread_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+
+  // Loop-owned.
+  std::shared_ptr<Session> session_;
+  bool registered_ = false;
+  std::map<int64_t, Running> trials_;
+  std::deque<v1::WorkerMessage> outbox_;
+  boost::asio::steady_timer flush_timer_;
+  boost::asio::steady_timer heartbeat_timer_;
+  bool flush_armed_ = false;
+  std::chrono::milliseconds heartbeat_interval_{1000};
+
+  // Shared with the session thread.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool registered_flag_ = false;
+  std::shared_ptr<Session> current_;  // for TryCancel on Stop
+};
+
+// This machine's resources as the worker reports them.
+v1::WorkerResources DetectResources(const WorkerOptions& opt);
+
+}  // namespace ladder::worker
