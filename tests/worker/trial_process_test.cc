@@ -19,7 +19,7 @@ struct Outcome {
   std::string desc;
 };
 
-std::shared_ptr<TrialProcess> Run(boost::asio::io_context& loop, LaunchSpec spec, Outcome* out,
+std::shared_ptr<TrialProcess> StartTrial(boost::asio::io_context& loop, LaunchSpec spec, Outcome* out,
                                   std::string* error) {
   return TrialProcess::Launch(
       loop, spec,
@@ -41,7 +41,7 @@ TEST(TrialProcess, ReadsEveryLineBeforeReportingExit) {
   std::string error;
   LaunchSpec spec;
   spec.argv = {"/bin/sh", "-c", "for i in 1 2 3 4 5; do echo line$i; done; printf 'no-newline'; exit 3"};
-  auto p = Run(loop, spec, &out, &error);
+  auto p = StartTrial(loop, spec, &out, &error);
   ASSERT_TRUE(p) << error;
   loop.run();
   ASSERT_TRUE(out.exited);
@@ -63,7 +63,7 @@ TEST(TrialProcess, PassesEnvironmentAndWorkdirAndCapturesStderr) {
   spec.env = {{"LADDER_X", "forty two"}};
   spec.workdir = dir.string();
   spec.stderr_path = (dir / "stderr.log").string();
-  ASSERT_TRUE(Run(loop, spec, &out, &error)) << error;
+  ASSERT_TRUE(StartTrial(loop, spec, &out, &error)) << error;
   loop.run();
   ASSERT_EQ(out.lines.size(), 2u);
   EXPECT_EQ(out.lines[0], "forty two");
@@ -81,10 +81,10 @@ TEST(TrialProcess, MissingCommandIsAClearError) {
   std::string error;
   LaunchSpec spec;
   spec.argv = {"definitely-not-a-command-xyz", "--flag"};
-  EXPECT_FALSE(Run(loop, spec, &out, &error));
+  EXPECT_FALSE(StartTrial(loop, spec, &out, &error));
   EXPECT_NE(error.find("'definitely-not-a-command-xyz' not found"), std::string::npos) << error;
   spec.argv = {"/nonexistent/dir/prog"};
-  EXPECT_FALSE(Run(loop, spec, &out, &error));
+  EXPECT_FALSE(StartTrial(loop, spec, &out, &error));
   EXPECT_NE(error.find("does not exist"), std::string::npos) << error;
 }
 
@@ -102,7 +102,7 @@ TEST(TrialProcess, FindsCommandInSearchDirsBeforePath) {
   LaunchSpec spec;
   spec.argv = {"ladder-fake-prog"};
   spec.search_dirs = {dir.string()};
-  ASSERT_TRUE(Run(loop, spec, &out, &error)) << error;
+  ASSERT_TRUE(StartTrial(loop, spec, &out, &error)) << error;
   loop.run();
   ASSERT_EQ(out.lines.size(), 1u);
   EXPECT_EQ(out.lines[0], "found-me");
@@ -116,7 +116,7 @@ TEST(TrialProcess, TerminateKillsTheWholeProcessGroup) {
   LaunchSpec spec;
   // A child that ignores SIGTERM, plus a grandchild: both must go.
   spec.argv = {"/bin/sh", "-c", "trap '' TERM; sleep 300 & echo $!; echo ready; wait"};
-  auto p = Run(loop, spec, &out, &error);
+  auto p = StartTrial(loop, spec, &out, &error);
   ASSERT_TRUE(p) << error;
   // Wait for the "ready" line, then terminate with a short grace.
   while (out.lines.size() < 2) loop.run_one();
@@ -143,7 +143,7 @@ TEST(TrialProcess, OverlongLineIsFlaggedNotBuffered) {
   std::string error;
   LaunchSpec spec;
   spec.argv = {"/bin/sh", "-c", "head -c 200000 /dev/zero | tr '\\0' x; echo; echo after"};
-  ASSERT_TRUE(Run(loop, spec, &out, &error)) << error;
+  ASSERT_TRUE(StartTrial(loop, spec, &out, &error)) << error;
   loop.run();
   EXPECT_EQ(out.truncated, 1);
   ASSERT_FALSE(out.lines.empty());

@@ -1,0 +1,97 @@
+#include "trainer/train_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+#include <regex>
+
+namespace ladder::trainer {
+namespace {
+
+// Two well-separated Gaussian blobs in 4 dimensions.
+Dataset Blobs(int n, uint64_t seed) {
+  Dataset d;
+  d.rows = n;
+  d.features = 4;
+  d.classes = 2;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0, 1);
+  for (int i = 0; i < n; ++i) {
+    int label = i % 2;
+    for (int j = 0; j < 4; ++j) d.x.push_back(g(rng) + (label ? 3.0f : -3.0f));
+    d.y.push_back(label);
+  }
+  return d;
+}
+
+std::string RunCaptured(const TrainArgs& a, const Dataset& tr, const Dataset& va, TrainResult* r) {
+  std::FILE* f = std::tmpfile();
+  MetricsWriter w(f);
+  *r = Train(a, tr, va, w);
+  std::rewind(f);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+
+TEST(TrainLoop, LearnsASeparableProblemAndPrintsMetricsLines) {
+  auto tr = Blobs(400, 1), va = Blobs(100, 2);
+  TrainArgs a;
+  a.epochs = 3;
+  a.lr = 0.05;
+  a.width = 16;
+  a.batch_size = 32;
+  TrainResult r;
+  auto out = RunCaptured(a, tr, va, &r);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_GE(r.final_val_accuracy, 0.98);
+  // Every line is a JSON object with an integer step; epoch lines carry the validation metrics.
+  std::regex line(R"(^\{"step": \d+(, "[a-z_]+": (-?[0-9.e+-]+|null))+\}$)");
+  int epoch_lines = 0, lines = 0;
+  size_t start = 0;
+  while (start < out.size()) {
+    size_t nl = out.find('\n', start);
+    std::string l = out.substr(start, nl - start);
+    start = nl + 1;
+    ++lines;
+    EXPECT_TRUE(std::regex_match(l, line)) << l;
+    epoch_lines += l.find("\"val_accuracy\"") != std::string::npos;
+  }
+  EXPECT_EQ(epoch_lines, 3);
+  EXPECT_GT(lines, 3);
+}
+
+TEST(TrainLoop, SameSeedSameLosses) {
+  auto tr = Blobs(200, 1), va = Blobs(50, 2);
+  TrainArgs a;
+  a.epochs = 2;
+  a.log_every = 1;
+  a.optimizer = "adam";
+  a.lr = 0.01;
+  TrainResult r1, r2, r3;
+  RunCaptured(a, tr, va, &r1);
+  RunCaptured(a, tr, va, &r2);
+  EXPECT_EQ(r1.train_losses, r2.train_losses);
+  a.seed = 1;
+  RunCaptured(a, tr, va, &r3);
+  EXPECT_NE(r1.train_losses, r3.train_losses);
+}
+
+TEST(TrainLoop, DivergenceExitsWithCode3) {
+  auto tr = Blobs(200, 1), va = Blobs(50, 2);
+  TrainArgs a;
+  a.lr = 1e30;
+  a.momentum = 0;
+  a.epochs = 5;
+  TrainResult r;
+  auto out = RunCaptured(a, tr, va, &r);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(out.find("null"), std::string::npos) << "non-finite values are written as null";
+}
+
+}  // namespace
+}  // namespace ladder::trainer

@@ -1,0 +1,36 @@
+#pragma once
+// Command-line options of ladder-train. Every flag takes `--flag value` or `--flag=value`.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ladder::trainer {
+
+struct TrainArgs {
+  std::string data;              // CSV (optionally gzip): numeric features, integer class label last
+  double val_fraction = 0.2;     // held out with a fixed seed, the same for every trial
+  int width = 128;
+  int depth = 2;
+  double dropout = 0.0;
+  std::string optimizer = "sgd";  // sgd | adam | adamw
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  int batch_size = 64;
+  int epochs = 10;
+  int64_t max_steps = 0;         // 0: no cap
+  uint64_t seed = 0;
+  int threads = 1;
+  int log_every = 10;
+};
+
+struct ParsedArgs {
+  TrainArgs args;
+  bool help = false;
+  std::string error;  // names the flag and the value
+};
+
+ParsedArgs ParseArgs(const std::vector<std::string>& argv);
+std::string Usage();
+
+}  // namespace ladder::trainer

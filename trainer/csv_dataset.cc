@@ -1,0 +1,190 @@
+#include "trainer/csv_dataset.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+namespace ladder::trainer {
+
+namespace {
+
+std::vector<std::string> SplitFields(const std::string& line) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = line.find(',', start);
+    std::string f = line.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    while (!f.empty() && (f.back() == ' ' || f.back() == '\t')) f.pop_back();
+    size_t lead = f.find_first_not_of(" \t");
+    out.push_back(lead == std::string::npos ? "" : f.substr(lead));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+bool ParseNumber(const std::string& s, double* v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  *v = std::strtod(s.c_str(), &end);
+  return errno == 0 && *end == '\0' && std::isfinite(*v);
+}
+
+}  // namespace
+
+bool LoadCsv(const std::string& path, Dataset* out, std::string* error) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) {
+    *error = path + ": cannot open: " + std::strerror(errno ? errno : ENOENT);
+    return false;
+  }
+  Dataset d;
+  std::string line;
+  std::vector<char> buf(1 << 16);
+  int64_t lineno = 0;
+  int64_t max_label = -1;
+  bool ok = true;
+  while (ok) {
+    line.clear();
+    bool got = false;
+    while (gzgets(f, buf.data(), static_cast<int>(buf.size()))) {
+      got = true;
+      line += buf.data();
+      if (!line.empty() && line.back() == '\n') break;
+    }
+    if (!got) break;
+    ++lineno;
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    auto fields = SplitFields(line);
+    std::vector<double> values(fields.size());
+    bool numeric = true;
+    for (size_t i = 0; i < fields.size() && numeric; ++i) numeric = ParseNumber(fields[i], &values[i]);
+    if (!numeric) {
+      if (d.rows == 0 && d.features == 0 && lineno == 1) continue;  // header
+      for (size_t i = 0; i < fields.size(); ++i) {
+        if (!ParseNumber(fields[i], &values[i])) {
+          *error = path + ":" + std::to_string(lineno) + ": column " + std::to_string(i + 1) + ": '" + fields[i] +
+                   "' is not a number";
+          break;
+        }
+      }
+      ok = false;
+      break;
+    }
+    if (fields.size() < 2) {
+      *error = path + ":" + std::to_string(lineno) + ": need at least one feature and a label";
+      ok = false;
+      break;
+    }
+    if (d.features == 0) d.features = static_cast<int64_t>(fields.size()) - 1;
+    if (static_cast<int64_t>(fields.size()) != d.features + 1) {
+      *error = path + ":" + std::to_string(lineno) + ": expected " + std::to_string(d.features + 1) +
+               " columns, found " + std::to_string(fields.size());
+      ok = false;
+      break;
+    }
+    double label = values.back();
+    if (label < 0 || label != std::floor(label) || label > 1e6) {
+      *error = path + ":" + std::to_string(lineno) + ": the label (last column) must be an integer >= 0, got '" +
+               fields.back() + "'";
+      ok = false;
+      break;
+    }
+    for (int64_t i = 0; i < d.features; ++i) d.x.push_back(static_cast<float>(values[static_cast<size_t>(i)]));
+    d.y.push_back(static_cast<int64_t>(label));
+    max_label = std::max(max_label, static_cast<int64_t>(label));
+    ++d.rows;
+  }
+  int errnum = 0;
+  const char* zerr = gzerror(f, &errnum);
+  if (ok && errnum != Z_OK && errnum != Z_STREAM_END) {
+    *error = path + ": read error: " + (zerr ? zerr : "unknown");
+    ok = false;
+  }
+  gzclose(f);
+  if (!ok) return false;
+  if (d.rows == 0) {
+    *error = path + ": no data rows";
+    return false;
+  }
+  d.classes = max_label + 1;
+  if (d.classes < 2) {
+    *error = path + ": need at least 2 classes (labels 0..K-1), found only label 0";
+    return false;
+  }
+  *out = std::move(d);
+  return true;
+}
+
+void SplitDataset(const Dataset& all, double val_fraction, uint64_t split_seed, Dataset* train, Dataset* val) {
+  std::vector<int64_t> idx(static_cast<size_t>(all.rows));
+  std::iota(idx.begin(), idx.end(), 0);
+  std::mt19937_64 rng(split_seed);
+  std::shuffle(idx.begin(), idx.end(), rng);
+  int64_t n_val = std::clamp<int64_t>(std::llround(val_fraction * static_cast<double>(all.rows)), 1, all.rows - 1);
+  auto take = [&](Dataset* d, size_t from, size_t to) {
+    d->features = all.features;
+    d->classes = all.classes;
+    d->rows = static_cast<int64_t>(to - from);
+    d->x.clear();
+    d->y.clear();
+    for (size_t i = from; i < to; ++i) {
+      auto r = static_cast<size_t>(idx[i]);
+      d->x.insert(d->x.end(), all.x.begin() + static_cast<std::ptrdiff_t>(r * all.features),
+                  all.x.begin() + static_cast<std::ptrdiff_t>((r + 1) * all.features));
+      d->y.push_back(all.y[r]);
+    }
+  };
+  take(val, 0, static_cast<size_t>(n_val));
+  take(train, static_cast<size_t>(n_val), idx.size());
+}
+
+void Standardize(Dataset* train, Dataset* val) {
+  const auto f = static_cast<size_t>(train->features);
+  std::vector<double> mean(f, 0), var(f, 0);
+  for (size_t r = 0; r < static_cast<size_t>(train->rows); ++r) {
+    for (size_t j = 0; j < f; ++j) mean[j] += train->x[r * f + j];
+  }
+  for (auto& m : mean) m /= static_cast<double>(train->rows);
+  for (size_t r = 0; r < static_cast<size_t>(train->rows); ++r) {
+    for (size_t j = 0; j < f; ++j) var[j] += std::pow(train->x[r * f + j] - mean[j], 2);
+  }
+  for (auto& v : var) v = std::sqrt(v / static_cast<double>(train->rows));
+  for (Dataset* d : {train, val}) {
+    for (size_t r = 0; r < static_cast<size_t>(d->rows); ++r) {
+      for (size_t j = 0; j < f; ++j) {
+        float& x = d->x[r * f + j];
+        x = var[j] > 1e-12 ? static_cast<float>((x - mean[j]) / var[j]) : 0.0f;
+      }
+    }
+  }
+}
+
+std::string DefaultDataPath(std::string* tried) {
+  std::vector<std::string> candidates;
+  if (const char* d = std::getenv("LADDER_DATA_DIR"); d && *d) candidates.push_back(std::string(d) + "/digits.csv.gz");
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    candidates.push_back((exe.parent_path() / "../../data/digits.csv.gz").lexically_normal().string());
+    candidates.push_back((exe.parent_path() / "../share/ladder/digits.csv.gz").lexically_normal().string());
+  }
+  candidates.push_back("data/digits.csv.gz");
+  for (const auto& c : candidates) {
+    if (access(c.c_str(), R_OK) == 0) return c;
+    *tried += (tried->empty() ? "" : ", ") + c;
+  }
+  return "";
+}
+
+}  // namespace ladder::trainer

@@ -1,0 +1,50 @@
+// ladder-train: trains a classifier and reports metrics as JSON lines (docs/METRICS.md).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "trainer/args.h"
+#include "trainer/csv_dataset.h"
+#include "trainer/metrics_writer.h"
+#include "trainer/train_loop.h"
+
+int main(int argc, char** argv) {
+  using namespace ladder::trainer;
+  auto parsed = ParseArgs(std::vector<std::string>(argv + 1, argv + argc));
+  if (parsed.help) {
+    std::fputs(Usage().c_str(), stdout);
+    return 0;
+  }
+  if (!parsed.error.empty()) {
+    std::fprintf(stderr, "ladder-train: %s\n", parsed.error.c_str());
+    return 2;
+  }
+  TrainArgs args = parsed.args;
+  if (args.data.empty()) {
+    std::string tried;
+    args.data = DefaultDataPath(&tried);
+    if (args.data.empty()) {
+      std::fprintf(stderr, "ladder-train: no --data given and the digits data was not found (tried %s)\n",
+                   tried.c_str());
+      return 2;
+    }
+  }
+  Dataset all, train, val;
+  std::string error;
+  if (!LoadCsv(args.data, &all, &error)) {
+    std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
+    return 2;
+  }
+  SplitDataset(all, args.val_fraction, /*split_seed=*/20261122, &train, &val);
+  Standardize(&train, &val);
+  std::fprintf(stderr, "ladder-train: %s: %lld train / %lld validation rows, %lld features, %lld classes\n",
+               args.data.c_str(), static_cast<long long>(train.rows), static_cast<long long>(val.rows),
+               static_cast<long long>(all.features), static_cast<long long>(all.classes));
+  MetricsWriter metrics(stdout);
+  try {
+    return Train(args, train, val, metrics).exit_code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ladder-train: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,117 @@
+#include "trainer/train_loop.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+namespace ladder::trainer {
+
+namespace {
+
+torch::nn::Sequential MakeMlp(int64_t in, int64_t classes, const TrainArgs& a) {
+  torch::nn::Sequential net;
+  int64_t width = in;
+  for (int i = 0; i < a.depth; ++i) {
+    net->push_back(torch::nn::Linear(width, a.width));
+    net->push_back(torch::nn::ReLU());
+    if (a.dropout > 0) net->push_back(torch::nn::Dropout(a.dropout));
+    width = a.width;
+  }
+  net->push_back(torch::nn::Linear(width, classes));
+  return net;
+}
+
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainArgs& a, std::vector<torch::Tensor> params) {
+  if (a.optimizer == "adam") {
+    return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(a.lr).weight_decay(a.weight_decay));
+  }
+  if (a.optimizer == "adamw") {
+    return std::make_unique<torch::optim::AdamW>(params,
+                                                 torch::optim::AdamWOptions(a.lr).weight_decay(a.weight_decay));
+  }
+  return std::make_unique<torch::optim::SGD>(
+      params, torch::optim::SGDOptions(a.lr).momentum(a.momentum).weight_decay(a.weight_decay));
+}
+
+torch::Tensor Features(const Dataset& d) {
+  return torch::from_blob(const_cast<float*>(d.x.data()), {d.rows, d.features}, torch::kFloat32).clone();
+}
+torch::Tensor Labels(const Dataset& d) {
+  return torch::from_blob(const_cast<int64_t*>(d.y.data()), {d.rows}, torch::kInt64).clone();
+}
+
+}  // namespace
+
+TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, MetricsWriter& metrics) {
+  TrainResult result;
+  torch::manual_seed(a.seed);
+  torch::set_num_threads(a.threads);
+  auto net = MakeMlp(train.features, train.classes, a);
+  auto opt = MakeOptimizer(a, net->parameters());
+  const auto xtr = Features(train), ytr = Labels(train), xva = Features(val), yva = Labels(val);
+  const int64_t n = train.rows;
+  const int64_t batch = std::min<int64_t>(a.batch_size, n);
+  const int64_t steps_per_epoch = (n + batch - 1) / batch;
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  int64_t step = 0;
+  for (int epoch = 0; epoch < a.epochs; ++epoch) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(a.seed * 1000003ULL + static_cast<uint64_t>(epoch));
+    std::shuffle(order.begin(), order.end(), rng);
+    auto perm = torch::from_blob(order.data(), {n}, torch::kInt64);
+    net->train();
+    int64_t seen = 0;
+    for (int64_t b = 0; b < steps_per_epoch; ++b) {
+      int64_t from = b * batch, len = std::min(batch, n - from);
+      auto idx = perm.narrow(0, from, len);
+      auto logits = net->forward(xtr.index_select(0, idx));
+      auto loss = torch::nn::functional::cross_entropy(logits, ytr.index_select(0, idx));
+      opt->zero_grad();
+      loss.backward();
+      opt->step();
+      ++step;
+      seen += len;
+      double l = loss.item<double>();
+      if (!std::isfinite(l)) {
+        metrics.Write(step, {{"epoch", epoch + static_cast<double>(b + 1) / steps_per_epoch}, {"train_loss", l}});
+        std::fprintf(stderr, "ladder-train: training diverged at step %lld (loss is %f); try a smaller --lr\n",
+                     static_cast<long long>(step), l);
+        result.exit_code = 3;
+        return result;
+      }
+      if (step % a.log_every == 0) {
+        result.train_losses.push_back(l);
+        metrics.Write(step, {{"epoch", epoch + static_cast<double>(b + 1) / steps_per_epoch}, {"train_loss", l}});
+      }
+      if (a.max_steps > 0 && step >= a.max_steps) break;
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    net->eval();
+    torch::NoGradGuard no_grad;
+    auto train_loss = torch::nn::functional::cross_entropy(net->forward(xtr), ytr).item<double>();
+    auto val_logits = net->forward(xva);
+    double val_loss = torch::nn::functional::cross_entropy(val_logits, yva).item<double>();
+    double acc = val_logits.argmax(1).eq(yva).to(torch::kFloat64).mean().item<double>();
+    result.final_val_loss = val_loss;
+    result.final_val_accuracy = acc;
+    metrics.Write(step, {{"epoch", epoch + 1.0},
+                         {"train_loss", train_loss},
+                         {"val_loss", val_loss},
+                         {"val_accuracy", acc},
+                         {"samples_per_s", secs > 0 ? seen / secs : 0.0}});
+    if (!std::isfinite(val_loss)) {
+      std::fprintf(stderr, "ladder-train: validation loss is not finite; training diverged\n");
+      result.exit_code = 3;
+      return result;
+    }
+    if (a.max_steps > 0 && step >= a.max_steps) break;
+  }
+  return result;
+}
+
+}  // namespace ladder::trainer
