@@ -11,6 +11,7 @@
 #include "cli/format.h"
 #include "cli/local_stack.h"
 #include "cli/search_progress.h"
+#include "common/log.h"
 
 namespace ladder::cli {
 
@@ -28,6 +29,8 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code) {
       CLI::Range(1, 4096));
   cmd->callback([opt, &g, &exit_code] {
     const auto t0 = std::chrono::steady_clock::now();
+    // The in-process coordinator and worker only speak up when something is wrong (LADDER_LOG=info for more).
+    SetDefaultLogLevel(LogLevel::kWarning);
     std::string yaml = kDemoSpecYaml;
     std::string path = "data/demo.yaml (built in)";
     if (!opt->spec_path.empty()) {

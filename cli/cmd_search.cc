@@ -1,6 +1,7 @@
 // ladder search start|validate|list|show|cancel
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <signal.h>
 #include <sstream>
@@ -216,7 +217,8 @@ int PrintResultTable(Client& client, const v1::Search& s, const GlobalOptions& g
       const auto& best = ranked.front();
       std::cout << "\nbest configuration (trial " << best.number() << ", " << s.objective_metric() << " "
                 << best.objective() << "):\n";
-      for (const auto& [k, v] : best.params()) std::cout << "  " << k << ": " << FormatParam(v) << "\n";
+      std::map<std::string, v1::ParamValue> sorted(best.params().begin(), best.params().end());
+      for (const auto& [k, v] : sorted) std::cout << "  " << k << ": " << FormatParam(v) << "\n";
       std::cout << "  command: ";
       for (const auto& a : best.command()) std::cout << a << " ";
       std::cout << "\n";

@@ -37,6 +37,7 @@ std::optional<v1::Search> FollowSearch(Client& client, int64_t search_id, bool q
   std::optional<v1::Search> search;
   std::map<int64_t, v1::TrialState> seen;  // trial id → last printed state
   const double t0 = Now();
+  std::optional<double> best;  // best objective seen in trial events (search counts lag one event behind)
   int finished_at_start = -1;
   while (reader->Read(&ev)) {
     if (ev.kind() == v1::Event::SEARCH_UPDATED && ev.search().id() == search_id) {
@@ -53,6 +54,10 @@ std::optional<v1::Search> FollowSearch(Client& client, int64_t search_id, bool q
         std::printf("  trial %-3d started   %s\n", t.number(), FormatParams(t).c_str());
       } else if (t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_FAILED) {
         const auto& s = *search;
+        if (t.state() == v1::TRIAL_COMPLETED && t.has_objective()) {
+          bool better = !best || (s.direction() == v1::MAXIMIZE ? t.objective() > *best : t.objective() < *best);
+          if (better) best = t.objective();
+        }
         int done = std::min(s.max_trials(), s.completed() + s.failed() + s.cancelled() + 1);
         // The search counts arrive just after this event; count this trial if not yet included.
         double elapsed = Now() - t0;
@@ -63,7 +68,7 @@ std::optional<v1::Search> FollowSearch(Client& client, int64_t search_id, bool q
                                : "FAILED: " + t.error().substr(0, 100);
         std::printf("  trial %-3d %-9s %s   [%d/%d done, best %s, ETA %s]\n", t.number(),
                     StateName(t.state()).c_str(), what.c_str(), done, s.max_trials(),
-                    s.best_trial_id() ? std::to_string(s.best_objective()).substr(0, 6).c_str() : "-",
+                    best ? std::to_string(*best).substr(0, 6).c_str() : "-",
                     FormatDuration(eta).c_str());
       }
       std::fflush(stdout);

@@ -23,6 +23,10 @@ void SetLogLevelFromEnv() {
   if (s == "error") g_min_level = 3;
 }
 
+void SetDefaultLogLevel(LogLevel level) {
+  if (std::getenv("LADDER_LOG") == nullptr) g_min_level = static_cast<int>(level);
+}
+
 void Log(LogLevel level, std::string_view component, std::string_view message) {
   if (static_cast<int>(level) < g_min_level.load()) return;
   auto now = std::chrono::system_clock::now();

@@ -11,4 +11,6 @@ inline void LogWarning(std::string_view c, std::string_view m) { Log(LogLevel::k
 inline void LogError(std::string_view c, std::string_view m) { Log(LogLevel::kError, c, m); }
 // Lines below this level are dropped; set once from main (LADDER_LOG=debug|info|warning|error).
 void SetLogLevelFromEnv();
+// Sets the level unless LADDER_LOG chose one (the CLI quiets its in-process daemons this way).
+void SetDefaultLogLevel(LogLevel level);
 }  // namespace ladder

@@ -393,7 +393,9 @@ void Coordinator::OnWorkerGone(const std::shared_ptr<WorkerLink>& link, const st
   link_nodes_.erase(it);
   auto wit = workers_.find(node);
   if (wit == workers_.end() || wit->second.link != link || stopped_) return;
-  LogWarning(kLog, "worker " + node + " disconnected: " + reason);
+  // Only a loss that affects trials is worth a warning.
+  Log(wit->second.trials.empty() ? LogLevel::kInfo : LogLevel::kWarning, kLog,
+      "worker " + node + " disconnected: " + reason);
   MarkWorkerDown(wit->second, "worker " + node + " disconnected: " + reason);
 }
 

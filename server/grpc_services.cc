@@ -34,10 +34,13 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
   static constexpr size_t kMaxQueued = 10000;
 
   WatchReactor(boost::asio::io_context& loop, Coordinator& coord, int64_t search_id) : loop_(loop), coord_(coord) {
+    // Runs on the loop. The reactor cannot be freed meanwhile: OnDone frees it from a handler posted later.
     boost::asio::post(loop_, [this, search_id] {
-      std::lock_guard<std::mutex> g(mu_);
-      if (done_) return;  // the call ended before it was registered
-      // The sink runs on the loop under the coordinator's control, only while registered.
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        if (done_) return;  // the call ended before it was registered
+      }
+      // AddWatcher calls the sink at once with the snapshot (Push takes mu_ itself).
       watcher_id_ = coord_.AddWatcher(search_id, [this](const v1::Event& ev) { Push(ev); });
     });
   }

@@ -196,7 +196,12 @@ void Worker::OnConnected(std::shared_ptr<Session> s) {
 
 void Worker::OnDisconnected(std::shared_ptr<Session> s, const std::string& why) {
   if (session_ != s) return;
-  if (registered_) LogWarning(kLog, "lost the coordinator: " + why + "; reconnecting");
+  bool stopping;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stopping = stopping_;
+  }
+  if (registered_ && !stopping) LogWarning(kLog, "lost the coordinator: " + why + "; reconnecting");
   session_.reset();
   registered_ = false;
   heartbeat_timer_.cancel();

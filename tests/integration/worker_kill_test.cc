@@ -12,14 +12,13 @@
 
 #include "tests/integration/test_support.h"
 
-extern char** environ;
 
 namespace ladder {
 namespace {
 
 std::string BinDir() {
   const char* d = std::getenv("LADDER_BIN_DIR");
-  return d ? d : "bin";
+  return d ? d : LADDER_TEST_BIN_DIR;
 }
 
 // A child process; killed (SIGKILL) on destruction if still running.
@@ -60,7 +59,7 @@ void Spawn(Child* c, std::vector<std::string> args, bool capture_stdout) {
 }
 
 TEST(System, KilledWorkerTrialsAreRequeuedAndTheSearchFinishesOnANewWorker) {
-  auto dir = testing::FreshDir("system");
+  testing::TempDir dir("system");
   Child server;
   Spawn(&server,
         {BinDir() + "/ladder-server", "--listen", "127.0.0.1:0", "--db", (dir / "ladder.db").string(), "--no-token",
@@ -152,7 +151,6 @@ space:
   EXPECT_EQ(retried, 2);
   worker_b.Kill(SIGTERM);
   server.Kill(SIGTERM);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

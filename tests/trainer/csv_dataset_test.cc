@@ -99,7 +99,7 @@ TEST_F(CsvTest, SplitIsDeterministicAndStandardizationUsesTrainStatistics) {
 
 TEST(CsvShipped, DigitsDataLoads) {
   const char* src = std::getenv("LADDER_SOURCE_DIR");
-  std::string path = std::string(src ? src : ".") + "/data/digits.csv.gz";
+  std::string path = std::string(src ? src : LADDER_TEST_SOURCE_DIR) + "/data/digits.csv.gz";
   Dataset d;
   std::string err;
   ASSERT_TRUE(LoadCsv(path, &d, &err)) << err;

@@ -1,0 +1,535 @@
+#include "search/spec.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "search/command_template.h"
+#include "search/yaml_reader.h"
+
+namespace ladder::search {
+namespace {
+
+using internal::ErrorSink;
+using internal::Find;
+using internal::JoinField;
+using internal::MapEntries;
+using internal::MapEntry;
+
+constexpr int kMaxTrialsLimit = 1000000;
+constexpr int64_t kMaxExactInt = int64_t{1} << 53;  // int parameters stay exact as doubles
+constexpr size_t kMaxNameLength = 64;
+
+// A string that may hold placeholders, remembered with its position for the cross-field check.
+struct TemplateSite {
+  std::string field;
+  YAML::Mark mark;
+  std::string text;
+};
+
+bool HasKey(const YAML::Node& map, std::string_view key) {
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == key) return true;
+  }
+  return false;
+}
+
+// Reads one spec; the order of Read* calls does not matter for the errors, which are sorted at the end.
+class SpecReader {
+ public:
+  SpecReader(ErrorSink& sink, SearchSpec& spec) : sink_(sink), spec_(spec) {}
+
+  void Read(const YAML::Node& root) {
+    if (root.IsNull()) {
+      sink_.Add(YAML::Mark::null_mark(), "", "the spec is empty");
+      return;
+    }
+    auto top = internal::ReadMapping(sink_, root, "",
+                                     {"name", "description", "objective", "budget", "sampler", "resources",
+                                      "command", "env", "space"});
+    if (!top) return;
+    const MapEntries& t = *top;
+    auto required = [&](std::string_view key) -> const MapEntry* {
+      const MapEntry* e = Find(t, key);
+      if (e == nullptr) {
+        sink_.At(root, std::string(key), "missing required field '" + std::string(key) + "'");
+      }
+      return e;
+    };
+    if (const MapEntry* e = required("name")) ReadName(e->value);
+    if (const MapEntry* e = Find(t, "description")) internal::ReadString(sink_, e->value, "description");
+    if (const MapEntry* e = required("objective")) ReadObjective(e->value);
+    if (const MapEntry* e = Find(t, "sampler")) ReadSampler(e->value);
+    const MapEntry* budget = Find(t, "budget");
+    if (budget != nullptr) ReadBudget(budget->value);
+    if (const MapEntry* e = Find(t, "resources")) ReadResources(e->value);
+    if (const MapEntry* e = required("command")) ReadCommand(e->value);
+    if (const MapEntry* e = Find(t, "env")) ReadEnv(e->value);
+    const MapEntry* space = required("space");
+    if (space != nullptr) ReadSpace(space->value);
+
+    CheckBudget(root, budget);
+    if (space != nullptr && space_ok_) CheckGrid();
+    CheckPlaceholders();
+  }
+
+ private:
+  void ReadName(const YAML::Node& n) {
+    auto s = internal::ReadString(sink_, n, "name");
+    if (!s) return;
+    bool chars_ok = std::all_of(s->begin(), s->end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    });
+    if (s->empty() || !chars_ok) {
+      sink_.At(n, "name", "must match [A-Za-z0-9._-]+, got '" + *s + "'");
+    } else if (s->size() > kMaxNameLength) {
+      sink_.At(n, "name", "must be at most " + std::to_string(kMaxNameLength) + " characters, got " +
+                              std::to_string(s->size()));
+    } else {
+      spec_.name = *s;
+    }
+  }
+
+  void ReadObjective(const YAML::Node& n) {
+    auto m = internal::ReadMapping(sink_, n, "objective", {"metric", "mode", "scope"});
+    if (!m) return;
+    if (const MapEntry* e = Find(*m, "metric")) {
+      if (auto s = internal::ReadString(sink_, e->value, "objective.metric")) {
+        if (s->empty()) {
+          sink_.At(e->value, "objective.metric", "must not be empty");
+        } else {
+          spec_.objective.metric = *s;
+        }
+      }
+    } else {
+      sink_.At(n, "objective.metric", "missing required field 'metric'");
+    }
+    if (const MapEntry* e = Find(*m, "mode")) {
+      if (auto s = internal::ReadEnum(sink_, e->value, "objective.mode", {"max", "min"}, {"maximize", "minimize"})) {
+        spec_.objective.maximize = *s == "max" || *s == "maximize";
+      }
+    } else {
+      sink_.At(n, "objective.mode", "missing required field 'mode' (max or min)");
+    }
+    if (const MapEntry* e = Find(*m, "scope")) {
+      if (auto s = internal::ReadEnum(sink_, e->value, "objective.scope", {"last", "best"})) {
+        spec_.objective.scope = *s == "best" ? Objective::Scope::kBest : Objective::Scope::kLast;
+      }
+    }
+  }
+
+  void ReadSampler(const YAML::Node& n) {
+    const std::vector<std::string> types = {"random", "grid"};
+    if (n.IsScalar()) {
+      if (auto s = internal::ReadEnum(sink_, n, "sampler", types)) spec_.sampler = *s;
+      return;
+    }
+    if (!n.IsMap()) {
+      sink_.At(n, "sampler", "expected 'random', 'grid' or a mapping, got " + internal::Describe(n));
+      return;
+    }
+    auto m = internal::ReadMapping(sink_, n, "sampler", {"type", "seed"});
+    if (!m) return;
+    if (const MapEntry* e = Find(*m, "type")) {
+      if (auto s = internal::ReadEnum(sink_, e->value, "sampler.type", types)) spec_.sampler = *s;
+    }
+    if (const MapEntry* e = Find(*m, "seed")) {
+      if (auto v = internal::ReadUint64(sink_, e->value, "sampler.seed")) spec_.seed = *v;
+    }
+  }
+
+  void ReadBudget(const YAML::Node& n) {
+    auto m = internal::ReadMapping(sink_, n, "budget",
+                                   {"max_trials", "parallelism", "max_failed_trials", "max_retries"});
+    if (!m) return;
+    if (const MapEntry* e = Find(*m, "max_trials")) {
+      if (auto v = internal::ReadInt(sink_, e->value, "budget.max_trials", 1, kMaxTrialsLimit)) {
+        max_trials_ = static_cast<int>(*v);
+      }
+      max_trials_given_ = true;
+    }
+    if (const MapEntry* e = Find(*m, "parallelism")) {
+      if (auto v = internal::ReadInt(sink_, e->value, "budget.parallelism", 1, INT32_MAX)) {
+        spec_.parallelism = static_cast<int>(*v);
+      }
+    }
+    if (const MapEntry* e = Find(*m, "max_failed_trials")) {
+      if (auto v = internal::ReadInt(sink_, e->value, "budget.max_failed_trials", 1, INT32_MAX)) {
+        spec_.max_failed_trials = static_cast<int>(*v);
+      }
+    }
+    if (const MapEntry* e = Find(*m, "max_retries")) {
+      if (auto v = internal::ReadInt(sink_, e->value, "budget.max_retries", 0, INT32_MAX)) {
+        spec_.max_retries = static_cast<int>(*v);
+      }
+    }
+  }
+
+  void ReadResources(const YAML::Node& n) {
+    auto m = internal::ReadMapping(sink_, n, "resources", {"nodes", "ranks_per_node", "gpus_per_rank"});
+    if (!m) return;
+    auto read = [&](std::string_view key, int64_t min, int* out) {
+      if (const MapEntry* e = Find(*m, key)) {
+        if (auto v = internal::ReadInt(sink_, e->value, JoinField("resources", key), min, INT32_MAX)) {
+          *out = static_cast<int>(*v);
+        }
+      }
+    };
+    read("nodes", 1, &spec_.group.nodes);
+    read("ranks_per_node", 1, &spec_.group.ranks_per_node);
+    read("gpus_per_rank", 0, &spec_.group.gpus_per_rank);
+  }
+
+  void ReadCommand(const YAML::Node& n) {
+    if (n.IsScalar()) {
+      std::string err;
+      std::vector<std::string> words = SplitCommandLine(n.Scalar(), &err);
+      if (!err.empty()) {
+        sink_.At(n, "command", err);
+        return;
+      }
+      if (words.empty()) {
+        sink_.At(n, "command", "must not be empty");
+        return;
+      }
+      for (size_t i = 0; i < words.size(); ++i) {
+        sites_.push_back({"command[" + std::to_string(i) + "]", n.Mark(), words[i]});
+      }
+      spec_.command = std::move(words);
+      return;
+    }
+    if (!n.IsSequence()) {
+      sink_.At(n, "command", "expected a sequence of strings or a string, got " + internal::Describe(n));
+      return;
+    }
+    if (n.size() == 0) {
+      sink_.At(n, "command", "must not be empty");
+      return;
+    }
+    for (size_t i = 0; i < n.size(); ++i) {
+      const YAML::Node word = n[i];
+      std::string field = "command[" + std::to_string(i) + "]";
+      auto s = internal::ReadString(sink_, word, field);
+      if (!s) continue;
+      if (i == 0 && s->empty()) {
+        sink_.At(word, field, "the program must not be empty");
+        continue;
+      }
+      sites_.push_back({field, word.Mark(), *s});
+      spec_.command.push_back(*s);
+    }
+  }
+
+  void ReadEnv(const YAML::Node& n) {
+    if (n.IsNull()) return;
+    if (!n.IsMap()) {
+      sink_.At(n, "env", "expected a mapping of NAME: value, got " + internal::Describe(n));
+      return;
+    }
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Node key = it->first;
+      const YAML::Node value = it->second;
+      sink_.NoteKey(value, key);
+      if (!key.IsScalar() || !internal::IsIdentifier(key.Scalar())) {
+        sink_.At(key, "env", "an environment variable name is [A-Za-z_][A-Za-z0-9_]*, got " +
+                                 internal::Describe(key));
+        continue;
+      }
+      std::string field = "env." + key.Scalar();
+      if (spec_.env.count(key.Scalar()) != 0) {
+        sink_.At(key, field, "duplicate variable '" + key.Scalar() + "'");
+        continue;
+      }
+      auto s = internal::ReadString(sink_, value, field);
+      if (!s) continue;
+      sites_.push_back({field, value.Mark(), *s});
+      spec_.env[key.Scalar()] = *s;
+    }
+  }
+
+  void ReadSpace(const YAML::Node& n) {
+    if (!n.IsMap()) {
+      sink_.At(n, "space", "expected a mapping of parameter name to parameter, got " + internal::Describe(n));
+      space_ok_ = false;
+      return;
+    }
+    if (n.size() == 0) {
+      sink_.At(n, "space", "must have at least one parameter");
+      space_ok_ = false;
+      return;
+    }
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Node key = it->first;
+      const YAML::Node value = it->second;
+      sink_.NoteKey(value, key);
+      if (!key.IsScalar()) {
+        sink_.At(key, "space", "expected a parameter name, got " + internal::Describe(key));
+        space_ok_ = false;
+        continue;
+      }
+      const std::string& name = key.Scalar();
+      std::string field = "space." + name;
+      if (!internal::IsIdentifier(name)) {
+        sink_.At(key, field, "a parameter name is [A-Za-z_][A-Za-z0-9_]*, got '" + name + "'");
+        space_ok_ = false;
+        continue;
+      }
+      const auto& builtins = BuiltinPlaceholders();
+      if (std::find(builtins.begin(), builtins.end(), name) != builtins.end()) {
+        sink_.At(key, field, "'" + name + "' is a built-in placeholder; pick another parameter name");
+        space_ok_ = false;
+        continue;
+      }
+      if (std::find(param_names_.begin(), param_names_.end(), name) != param_names_.end()) {
+        sink_.At(key, field, "duplicate parameter '" + name + "'");
+        space_ok_ = false;
+        continue;
+      }
+      param_names_.push_back(name);
+      if (auto p = ReadParam(name, value, field)) {
+        spec_.space.params.push_back(std::move(*p));
+        param_marks_.push_back(value.Mark());
+      } else {
+        space_ok_ = false;
+      }
+    }
+  }
+
+  std::optional<ParamSpec> ReadParam(const std::string& name, const YAML::Node& n, const std::string& field) {
+    if (!n.IsMap()) {
+      sink_.At(n, field, "expected a mapping like {type: float, low: 0.001, high: 0.1}, got " +
+                             internal::Describe(n));
+      return std::nullopt;
+    }
+    ParamSpec p;
+    p.name = name;
+    // The type decides which fields are allowed; find it first.
+    std::optional<ParamKind> kind;
+    YAML::Node type_node;
+    bool has_type = false;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() == "type") {
+        has_type = true;
+        auto s = internal::ReadEnum(sink_, it->second, field + ".type", {"float", "int", "categorical"});
+        if (s) kind = *s == "float" ? ParamKind::kFloat : *s == "int" ? ParamKind::kInt : ParamKind::kCategorical;
+        break;
+      }
+    }
+    if (!has_type) sink_.At(n, field + ".type", "missing required field 'type' (float, int or categorical)");
+    std::vector<std::string> allowed;
+    if (!kind) {
+      allowed = {"type", "low", "high", "log", "grid_points", "values"};
+    } else if (*kind == ParamKind::kCategorical) {
+      allowed = {"type", "values"};
+    } else {
+      allowed = {"type", "low", "high", "log", "grid_points"};
+    }
+    auto m = internal::ReadMapping(sink_, n, field, allowed);
+    if (!m || !kind) return std::nullopt;
+    p.kind = *kind;
+    bool ok = true;
+    if (p.kind == ParamKind::kCategorical) {
+      ok = ReadValues(*m, n, field, &p);
+    } else {
+      ok = ReadRange(*m, n, field, &p);
+    }
+    if (!ok) return std::nullopt;
+    return p;
+  }
+
+  bool ReadValues(const MapEntries& m, const YAML::Node& n, const std::string& field, ParamSpec* p) {
+    const MapEntry* e = Find(m, "values");
+    if (e == nullptr) {
+      sink_.At(n, field + ".values", "missing required field 'values' (a list of choices)");
+      return false;
+    }
+    const YAML::Node& values = e->value;
+    const std::string vfield = field + ".values";
+    if (!values.IsSequence()) {
+      sink_.At(values, vfield, "expected a sequence of values, got " + internal::Describe(values));
+      return false;
+    }
+    if (values.size() == 0) {
+      sink_.At(values, vfield, "must have at least one value");
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const YAML::Node v = values[i];
+      std::string ifield = vfield + "[" + std::to_string(i) + "]";
+      if (!v.IsScalar()) {
+        sink_.At(v, ifield, "expected a scalar value, got " + internal::Describe(v));
+        ok = false;
+        continue;
+      }
+      if (std::find(p->choices.begin(), p->choices.end(), v.Scalar()) != p->choices.end()) {
+        sink_.At(v, ifield, "duplicate value '" + v.Scalar() + "'");
+        ok = false;
+        continue;
+      }
+      p->choices.push_back(v.Scalar());
+    }
+    return ok;
+  }
+
+  bool ReadRange(const MapEntries& m, const YAML::Node& n, const std::string& field, ParamSpec* p) {
+    const bool is_int = p->kind == ParamKind::kInt;
+    bool ok = true;
+    auto bound = [&](std::string_view key, double* out) -> const MapEntry* {
+      const MapEntry* e = Find(m, key);
+      std::string f = JoinField(field, key);
+      if (e == nullptr) {
+        // `min:`/`max:` (W&B spelling) was already reported as an unknown field that means this one.
+        if (!HasKey(n, key == "low" ? "min" : "max")) {
+          sink_.At(n, f, "missing required field '" + std::string(key) + "'");
+        }
+        ok = false;
+        return nullptr;
+      }
+      if (is_int) {
+        auto v = internal::ReadInt(sink_, e->value, f, -kMaxExactInt, kMaxExactInt);
+        if (v) *out = static_cast<double>(*v);
+        else ok = false;
+      } else {
+        auto v = internal::ReadNumber(sink_, e->value, f);
+        if (v) *out = *v;
+        else ok = false;
+      }
+      return e;
+    };
+    const MapEntry* low = bound("low", &p->low);
+    const MapEntry* high = bound("high", &p->high);
+    if (const MapEntry* e = Find(m, "log")) {
+      if (auto b = internal::ReadBool(sink_, e->value, field + ".log")) p->log = *b;
+      else ok = false;
+    }
+    if (const MapEntry* e = Find(m, "grid_points")) {
+      if (auto v = internal::ReadInt(sink_, e->value, field + ".grid_points", 2, kMaxTrialsLimit)) {
+        p->grid_points = static_cast<int>(*v);
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok || low == nullptr || high == nullptr) return false;
+    const std::string lows = internal::FormatNumber(p->low), highs = internal::FormatNumber(p->high);
+    if (is_int ? p->low > p->high : p->low >= p->high) {
+      sink_.At(low->value, field + ".low",
+               std::string("empty range: low (") + lows + ") must be " + (is_int ? "<=" : "<") + " high (" +
+                   highs + ")");
+      return false;
+    }
+    if (p->log && p->low <= 0) {
+      sink_.At(low->value, field + ".low",
+               std::string("must be ") + (is_int ? ">= 1" : "> 0") + " when log: true, got " + lows);
+      return false;
+    }
+    return true;
+  }
+
+  void CheckBudget(const YAML::Node& root, const MapEntry* budget) {
+    if (spec_.sampler != "grid" && !max_trials_given_) {
+      sink_.At(budget != nullptr ? budget->value : root, "budget.max_trials",
+               "missing required field 'max_trials' (only the grid sampler has a default)");
+    }
+  }
+
+  void CheckGrid() {
+    if (spec_.sampler != "grid") return;
+    int64_t size = 1;
+    bool ok = true;
+    for (size_t i = 0; i < spec_.space.params.size(); ++i) {
+      const ParamSpec& p = spec_.space.params[i];
+      if (p.kind != ParamKind::kCategorical && p.grid_points < 2) {
+        sink_.Add(param_marks_[i], "space." + p.name + ".grid_points",
+                  "the grid sampler needs grid_points (>= 2) for every float and int parameter");
+        ok = false;
+        continue;
+      }
+      size = std::min<int64_t>(size * static_cast<int64_t>(GridValues(p).size()), int64_t{kMaxTrialsLimit} + 1);
+    }
+    if (!ok) return;
+    if (size > kMaxTrialsLimit) {
+      sink_.Add(param_marks_.front(), "space",
+                "the grid has more than " + std::to_string(kMaxTrialsLimit) + " points; lower grid_points");
+      return;
+    }
+    grid_size_ = static_cast<int>(size);
+  }
+
+  void CheckPlaceholders() {
+    std::vector<std::string> names = param_names_;
+    for (const auto& b : BuiltinPlaceholders()) names.push_back(b);
+    for (const TemplateSite& site : sites_) {
+      ParsedTemplate parsed = ParseTemplate(site.text);
+      if (!parsed.error.empty()) {
+        sink_.Add(site.mark, site.field, parsed.error);
+        continue;
+      }
+      for (const auto& piece : parsed.pieces) {
+        if (!piece.is_placeholder || std::find(names.begin(), names.end(), piece.text) != names.end()) continue;
+        std::string msg = "unknown placeholder {" + piece.text + "}";
+        std::string hint = internal::ClosestMatch(piece.text, names);
+        if (!hint.empty()) msg += " (did you mean {" + hint + "}?)";
+        sink_.Add(site.mark, site.field, msg);
+      }
+    }
+  }
+
+ public:
+  // Fills the fields whose defaults depend on others; call once the reading found no error.
+  void Finish() {
+    if (spec_.sampler == "grid") {
+      spec_.max_trials = max_trials_given_ ? std::min(max_trials_, grid_size_) : grid_size_;
+    } else {
+      spec_.max_trials = max_trials_;
+    }
+    if (spec_.max_failed_trials == 0) spec_.max_failed_trials = std::max(3, spec_.max_trials / 10);
+  }
+
+ private:
+  ErrorSink& sink_;
+  SearchSpec& spec_;
+  std::vector<TemplateSite> sites_;
+  std::vector<std::string> param_names_;   // every well-formed name, even of parameters with errors
+  std::vector<YAML::Mark> param_marks_;    // parallel to spec_.space.params
+  bool space_ok_ = true;
+  bool max_trials_given_ = false;
+  int max_trials_ = 0;
+  int grid_size_ = 0;
+};
+
+}  // namespace
+
+std::string SpecError::ToString() const {
+  std::string out = file;
+  if (line > 0) {
+    out += ":" + std::to_string(line);
+    if (column > 0) out += ":" + std::to_string(column);
+  }
+  out += ": ";
+  if (!field.empty()) out += field + ": ";
+  out += message;
+  return out;
+}
+
+ParseResult ParseSpec(std::string_view yaml_text, std::string_view path_for_errors) {
+  ErrorSink sink{std::string(path_for_errors)};
+  ParseResult result;
+  SearchSpec spec;
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml_text));
+    SpecReader reader(sink, spec);
+    reader.Read(root);
+    if (sink.empty()) reader.Finish();
+  } catch (const YAML::ParserException& e) {
+    sink.Add(e.mark, "", e.msg);
+  } catch (const YAML::Exception& e) {
+    sink.Add(e.mark, "", e.msg);
+  } catch (const std::exception& e) {
+    sink.Add(YAML::Mark::null_mark(), "", std::string("cannot read the spec: ") + e.what());
+  }
+  result.errors = sink.Take();
+  if (result.errors.empty()) result.spec = std::move(spec);
+  return result;
+}
+
+}  // namespace ladder::search

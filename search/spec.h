@@ -1,0 +1,105 @@
+#pragma once
+// SearchSpec: a search as the user writes it, in YAML (W&B sweep / Katib / Determined conventions).
+//
+//   name: digits-mlp                 # required, [A-Za-z0-9._-]+, at most 64 characters
+//   objective:                       # required
+//     metric: val_accuracy           # a metric name the trial prints in its JSON lines (docs/METRICS.md)
+//     mode: max                      # max | min
+//     scope: last                    # last (default) | best: which reported value is the trial's objective
+//   budget:
+//     max_trials: 8                  # 1..1000000; required unless the sampler is grid (default: grid size)
+//     parallelism: 2                 # trials at once (default 1)
+//     max_failed_trials: 3           # the search fails after this many failed trials (default max(3, 10%))
+//     max_retries: 2                 # requeues of a trial whose worker was lost (default 2)
+//   sampler:                         # "random" or a mapping (default random, seed 0)
+//     type: random                   # random | grid
+//     seed: 1
+//   resources:                       # the node group each trial needs (default 1 x 1 x 0)
+//     nodes: 1
+//     ranks_per_node: 1
+//     gpus_per_rank: 0
+//   command: [ladder-train, --lr, "{lr}"]   # a list, or one string split into words like a shell would
+//                                           # (quotes, backslashes); no shell runs. {name} is replaced by
+//                                           # the parameter's value; also {trial_id} {trial_number}
+//                                           # {search_id}; {{ and }} are literal braces.
+//   env: {OMP_NUM_THREADS: "1"}      # extra environment for the trial; values may hold placeholders
+//   space:                           # required, at least one parameter
+//     lr: {type: float, low: 1.0e-4, high: 0.1, log: true}
+//     batch_size: {type: int, low: 16, high: 128, log: true}
+//     width: {type: int, low: 32, high: 256, grid_points: 3}
+//     optimizer: {type: categorical, values: [sgd, adam]}
+//
+// Also accepted: `description:` (free text, ignored); mode `maximize`/`minimize`. Float ranges need low < high,
+// int ranges low <= high (integers); log needs low > 0 (int: >= 1). Categorical values are non-empty and
+// distinct. The grid sampler needs grid_points >= 2 on every float/int parameter; its max_trials is at most
+// the grid size. Parameter names are [A-Za-z_][A-Za-z0-9_]* and may not be a built-in placeholder's name.
+//
+// ParseSpec reports every error it finds, each with file:line:column and the dotted field.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "search/space.h"
+
+namespace ladder::search {
+
+struct Objective {
+  std::string metric;
+  bool maximize = false;
+  enum class Scope { kLast, kBest } scope = Scope::kLast;
+};
+
+struct GroupRequest {
+  int nodes = 1, ranks_per_node = 1, gpus_per_rank = 0;
+};
+
+struct SearchSpec {
+  std::string name;
+  Objective objective;
+  int max_trials = 0;
+  int parallelism = 1;
+  int max_failed_trials = 0;
+  int max_retries = 2;
+  std::string sampler = "random";
+  uint64_t seed = 0;
+  GroupRequest group;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  SearchSpace space;
+};
+
+struct SpecError {
+  std::string file;
+  int line = 0, column = 0;  // 1-based; 0 when unknown
+  std::string field;         // dotted path, e.g. "space.lr.low"
+  std::string message;
+  std::string ToString() const;  // "spec.yaml:12:5: space.lr.low: must be > 0 when log: true"
+};
+
+struct ParseResult {
+  std::optional<SearchSpec> spec;  // set only when errors is empty
+  std::vector<SpecError> errors;   // every error found, in file order
+  bool ok() const { return errors.empty(); }
+};
+
+ParseResult ParseSpec(std::string_view yaml_text, std::string_view path_for_errors);
+
+// Substitutes {name} placeholders in argv and env values. An unknown placeholder sets `error`.
+struct Substituted {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::string error;
+};
+Substituted SubstituteCommand(const SearchSpec& spec, const Params& params,
+                              const std::map<std::string, std::string>& builtins);
+
+// The built-in placeholders every command may use.
+inline const std::vector<std::string>& BuiltinPlaceholders() {
+  static const std::vector<std::string> k = {"trial_id", "trial_number", "search_id"};
+  return k;
+}
+
+}  // namespace ladder::search

@@ -1,0 +1,101 @@
+// The ladder CLI as a user runs it: exit codes, error messages, and the demo end to end (small budget).
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "tests/integration/test_support.h"
+
+namespace ladder {
+namespace {
+
+std::string Bin(const std::string& name) {
+  const char* d = std::getenv("LADDER_BIN_DIR");
+  return std::string(d ? d : LADDER_TEST_BIN_DIR) + "/" + name;
+}
+std::string Source(const std::string& rel) { return std::string(LADDER_TEST_SOURCE_DIR) + "/" + rel; }
+
+TEST(Cli, HelpEverywhere) {
+  testing::TempDir dir("cli");
+  for (std::vector<std::string> args : {std::vector<std::string>{Bin("ladder"), "--help"},
+                                        {Bin("ladder"), "search", "start", "--help"},
+                                        {Bin("ladder"), "demo", "--help"},
+                                        {Bin("ladder-server"), "--help"},
+                                        {Bin("ladder-worker"), "--help"},
+                                        {Bin("ladder-train"), "--help"}}) {
+    auto r = testing::RunCommand(args, dir);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << " " << args[1] << "\n" << r.err;
+    EXPECT_NE(r.out.find("--"), std::string::npos) << args[0];
+  }
+  auto r = testing::RunCommand({Bin("ladder"), "no-such-command"}, dir);
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(Cli, ValidateReportsFieldLineAndExitCode2) {
+  testing::TempDir dir("cli");
+  auto ok = testing::RunCommand({Bin("ladder"), "search", "validate", Source("data/demo.yaml")}, dir);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("ok"), std::string::npos);
+  {
+    std::ofstream(dir / "bad.yaml") << "name: x\nobjective: {metric: acc, mode: max}\nbudget:\n  max_trials: eight\n"
+                                       "  paralellism: 2\ncommand: [ladder-train]\nspace:\n"
+                                       "  lr: {type: float, low: 0.1, high: 0.01}\n";
+  }
+  auto bad = testing::RunCommand({Bin("ladder"), "search", "validate", "bad.yaml"}, dir);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("bad.yaml:4:15: budget.max_trials"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("did you mean 'parallelism'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("space.lr.low: empty range"), std::string::npos) << bad.err;
+  {
+    std::ofstream(dir / "nocmd.yaml") << "name: x\nobjective: {metric: acc, mode: max}\nbudget: {max_trials: 2}\n"
+                                         "command: [no-such-trainer-xyz]\nspace:\n  lr: {type: float, low: 0, high: 1}\n";
+  }
+  auto nocmd = testing::RunCommand({Bin("ladder"), "search", "start", "nocmd.yaml"}, dir);
+  EXPECT_EQ(nocmd.exit_code, 2);
+  EXPECT_NE(nocmd.err.find("'no-such-trainer-xyz' not found"), std::string::npos) << nocmd.err;
+  auto missing = testing::RunCommand({Bin("ladder"), "search", "validate", "nope.yaml"}, dir);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("cannot read spec 'nope.yaml'"), std::string::npos) << missing.err;
+}
+
+TEST(Cli, UnreachableCoordinatorIsExitCode3) {
+  testing::TempDir dir("cli");
+  // Port 1 on loopback: nothing listens there.
+  auto r = testing::RunCommand({Bin("ladder"), "--server", "127.0.0.1:1", "search", "list"}, dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("cannot reach the coordinator"), std::string::npos) << r.err;
+}
+
+TEST(Cli, DemoRunsASmallSearchWithTheRealTrainerAndStoresIt) {
+  testing::TempDir dir("cli-demo");
+  {
+    std::ofstream(dir / "small.yaml")
+        << "name: small-demo\nobjective: {metric: val_accuracy, mode: max}\n"
+           "budget: {max_trials: 4, parallelism: 2}\nsampler: {type: random, seed: 1}\n"
+           "command: [ladder-train, --lr, '{lr}', --optimizer, adam, --epochs, '3', --width, '32']\n"
+           "space:\n  lr: {type: float, low: 0.001, high: 0.01, log: true}\n";
+  }
+  auto r = testing::RunCommand(
+      {Bin("ladder"), "--server", "127.0.0.1:0", "demo", "--spec", "small.yaml", "--db", "demo.db"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("best configuration"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 completed"), std::string::npos) << r.out;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((dir / "demo.db").string().c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT COUNT(*), MIN(objective), (SELECT COUNT(DISTINCT trial_id) FROM metrics "
+                               "WHERE name = 'val_accuracy') FROM trials WHERE state = 3",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 4);
+  EXPECT_GT(sqlite3_column_double(st, 1), 0.8) << "3 epochs of Adam already classify digits well";
+  EXPECT_EQ(sqlite3_column_int(st, 2), 4);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  // The token was created owner-only next to the database.
+  auto perms = std::filesystem::status(dir / "demo.db.token").permissions();
+  EXPECT_EQ(perms & std::filesystem::perms::group_read, std::filesystem::perms::none);
+}
+
+}  // namespace
+}  // namespace ladder
