@@ -5,13 +5,14 @@ set -euo pipefail
 
 PKGS=(
   build-essential cmake ninja-build pkg-config
-  libtorch-dev                       # trainer: LibTorch 1.13 (CPU, with c10d Gloo)
+  libtorch-dev libgloo-dev           # trainer: LibTorch 1.13 (CPU) and the headers of its c10d Gloo backend
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler   # the ladder.v1 API
   libboost-dev libboost-system-dev   # worker: Boost.Asio event loop, process groups, pipes
   libsqlite3-dev                     # server: the embedded store
   libyaml-cpp-dev                    # search: YAML specs with line/column marks
   libcli11-dev                       # cli and daemons: command-line parsing, --help
   nlohmann-json3-dev                 # metrics JSON lines, --json output
+  libopenmpi-dev openmpi-bin          # trainer: the MPI backend (ranks started by mpirun/srun)
   libgtest-dev libgmock-dev          # tests
   sqlite3                            # inspecting ./ladder.db by hand and in docs
 )

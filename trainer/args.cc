@@ -52,6 +52,10 @@ Trains an MLP classifier on a CSV data set and prints metrics as JSON lines on s
   --seed N             initialization and shuffling seed (default 0)
   --threads N          intra-op threads (default 1)
   --log-every N        a train_loss line every N steps (default 10)
+  --comm NAME          collectives: auto | none | gloo | mpi | nccl (default auto: mpi under mpirun/srun,
+                       gloo when WORLD_SIZE > 1, else none). --batch-size is per rank.
+  --bucket-cap-mb X    gradient bucket size for the overlapped allreduce (default 25)
+  --save-params PATH   rank 0 writes the final parameters to PATH (raw float32)
   --help               this text
 
 Exit codes: 0 done, 2 bad arguments or data, 3 training diverged (NaN/inf loss).
@@ -101,6 +105,16 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       {"--seed", integer(&a.seed, 0, int64_t{1} << 62)},
       {"--threads", integer(&a.threads, 1, 1024)},
       {"--log-every", integer(&a.log_every, 1, 1 << 30)},
+      {"--comm",
+       [&](const std::string& v) -> std::string {
+         if (v != "auto" && v != "none" && v != "gloo" && v != "mpi" && v != "nccl") {
+           return "expected auto, none, gloo, mpi or nccl";
+         }
+         a.comm = v;
+         return "";
+       }},
+      {"--bucket-cap-mb", real(&a.bucket_cap_mb, 0, 1 << 20, true, false)},
+      {"--save-params", [&](const std::string& v) -> std::string { a.save_params = v; return v.empty() ? "empty path" : ""; }},
   };
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i], value;

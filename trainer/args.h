@@ -22,6 +22,10 @@ struct TrainArgs {
   uint64_t seed = 0;
   int threads = 1;
   int log_every = 10;
+  // Distributed data parallelism: --batch-size is per rank; the global batch is batch_size × ranks.
+  std::string comm = "auto";            // auto | none | gloo | mpi | nccl
+  double bucket_cap_mb = 25.0;          // gradient bucket cap (DDP's default)
+  std::string save_params;              // rank 0 writes the final parameters here (raw float32), for tests
 };
 
 struct ParsedArgs {

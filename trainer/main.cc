@@ -35,14 +35,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
     return 2;
   }
+  auto comm = ladder::trainer::comm::MakeCommunicator(args.comm, &error);
+  if (!comm) {
+    std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
+    return 2;
+  }
   SplitDataset(all, args.val_fraction, /*split_seed=*/20261122, &train, &val);
   Standardize(&train, &val);
-  std::fprintf(stderr, "ladder-train: %s: %lld train / %lld validation rows, %lld features, %lld classes\n",
-               args.data.c_str(), static_cast<long long>(train.rows), static_cast<long long>(val.rows),
-               static_cast<long long>(all.features), static_cast<long long>(all.classes));
+  if (comm->rank() == 0) {
+    std::fprintf(stderr,
+                 "ladder-train: %s: %lld train / %lld validation rows, %lld features, %lld classes; %d rank(s) "
+                 "over %s\n",
+                 args.data.c_str(), static_cast<long long>(train.rows), static_cast<long long>(val.rows),
+                 static_cast<long long>(all.features), static_cast<long long>(all.classes), comm->size(),
+                 comm->backend().c_str());
+  }
   MetricsWriter metrics(stdout);
   try {
-    return Train(args, train, val, metrics).exit_code;
+    return Train(args, train, val, metrics, *comm).exit_code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ladder-train: %s\n", e.what());
     return 1;

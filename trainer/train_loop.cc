@@ -2,6 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <fstream>
+
+#include "trainer/grad_reducer.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -46,18 +50,36 @@ torch::Tensor Labels(const Dataset& d) {
 
 }  // namespace
 
-TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, MetricsWriter& metrics) {
+TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, MetricsWriter& metrics,
+                  comm::Communicator& comm) {
   TrainResult result;
   torch::manual_seed(a.seed);
   torch::set_num_threads(a.threads);
   auto net = MakeMlp(train.features, train.classes, a);
+  const int world = comm.size(), rank = comm.rank();
+  const bool leader = rank == 0;
+  std::unique_ptr<GradientReducer> reducer;
+  if (world > 1) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : net->parameters()) comm.Broadcast(p, 0);
+    reducer = std::make_unique<GradientReducer>(net->parameters(), comm,
+                                                static_cast<int64_t>(a.bucket_cap_mb * 1024 * 1024));
+  }
   auto opt = MakeOptimizer(a, net->parameters());
   const auto xtr = Features(train), ytr = Labels(train), xva = Features(val), yva = Labels(val);
   const int64_t n = train.rows;
-  const int64_t batch = std::min<int64_t>(a.batch_size, n);
-  const int64_t steps_per_epoch = (n + batch - 1) / batch;
+  const int64_t local = a.batch_size;
+  const int64_t global = std::min<int64_t>(local * world, n);
+  const int64_t steps_per_epoch = world > 1 ? n / global : (n + global - 1) / global;
+  if (steps_per_epoch == 0) {
+    std::fprintf(stderr, "ladder-train: the global batch (%lld) is larger than the training set (%lld rows)\n",
+                 static_cast<long long>(local * world), static_cast<long long>(n));
+    result.exit_code = 2;
+    return result;
+  }
   std::vector<int64_t> order(static_cast<size_t>(n));
   int64_t step = 0;
+  double allreduce_s = 0;
   for (int epoch = 0; epoch < a.epochs; ++epoch) {
     auto t0 = std::chrono::steady_clock::now();
     std::iota(order.begin(), order.end(), 0);
@@ -67,15 +89,19 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     net->train();
     int64_t seen = 0;
     for (int64_t b = 0; b < steps_per_epoch; ++b) {
-      int64_t from = b * batch, len = std::min(batch, n - from);
-      auto idx = perm.narrow(0, from, len);
+      const int64_t from = b * global, glen = std::min(global, n - from);
+      // This rank's share of global batch b: positions rank, rank + world, ...
+      auto idx = world > 1 ? perm.narrow(0, from, glen).slice(0, rank, glen, world) : perm.narrow(0, from, glen);
+      const int64_t len = idx.size(0);
       auto logits = net->forward(xtr.index_select(0, idx));
       auto loss = torch::nn::functional::cross_entropy(logits, ytr.index_select(0, idx));
       opt->zero_grad();
+      if (reducer) reducer->Prepare();
       loss.backward();
+      if (reducer) allreduce_s += reducer->Finish();
       opt->step();
       ++step;
-      seen += len;
+      seen += len * world;
       double l = loss.item<double>();
       if (!std::isfinite(l)) {
         metrics.Write(step, {{"epoch", epoch + static_cast<double>(b + 1) / steps_per_epoch}, {"train_loss", l}});
@@ -86,13 +112,17 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       }
       if (step % a.log_every == 0) {
         result.train_losses.push_back(l);
-        metrics.Write(step, {{"epoch", epoch + static_cast<double>(b + 1) / steps_per_epoch}, {"train_loss", l}});
+        if (leader) metrics.Write(step, {{"epoch", epoch + static_cast<double>(b + 1) / steps_per_epoch}, {"train_loss", l}});
       }
       if (a.max_steps > 0 && step >= a.max_steps) break;
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!leader) {
+      if (a.max_steps > 0 && step >= a.max_steps) break;
+      continue;
+    }
     net->eval();
-    torch::NoGradGuard no_grad;
+    torch::NoGradGuard no_grad;  // until the end of this epoch's iteration
     auto train_loss = torch::nn::functional::cross_entropy(net->forward(xtr), ytr).item<double>();
     auto val_logits = net->forward(xva);
     double val_loss = torch::nn::functional::cross_entropy(val_logits, yva).item<double>();
@@ -103,13 +133,26 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
                          {"train_loss", train_loss},
                          {"val_loss", val_loss},
                          {"val_accuracy", acc},
-                         {"samples_per_s", secs > 0 ? seen / secs : 0.0}});
+                         {"samples_per_s", secs > 0 ? seen / secs : 0.0},
+                         {"ranks", static_cast<double>(world)},
+                         {"allreduce_s", allreduce_s}});
     if (!std::isfinite(val_loss)) {
       std::fprintf(stderr, "ladder-train: validation loss is not finite; training diverged\n");
       result.exit_code = 3;
       return result;
     }
     if (a.max_steps > 0 && step >= a.max_steps) break;
+  }
+  if (leader && !a.save_params.empty()) {
+    std::ofstream out(a.save_params, std::ios::binary);
+    for (const auto& p : net->parameters()) {
+      auto c = p.detach().to(torch::kFloat32).contiguous();
+      out.write(reinterpret_cast<const char*>(c.data_ptr<float>()), static_cast<std::streamsize>(c.numel() * 4));
+    }
+    if (!out) {
+      std::fprintf(stderr, "ladder-train: cannot write %s\n", a.save_params.c_str());
+      result.exit_code = 1;
+    }
   }
   return result;
 }

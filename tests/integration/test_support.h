@@ -1,38 +1,14 @@
 #pragma once
-// Helpers for the integration tests: temp dirs, a Watch-based wait for a search to end.
+// Helpers for the integration tests that talk to a coordinator.
 #include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <optional>
-#include <string>
 
 #include "ladder/v1/ladder.grpc.pb.h"
+#include "tests/support/process.h"
 
 namespace ladder::testing {
-
-inline std::filesystem::path FreshDir(const std::string& tag) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("ladder-" + tag + "-" + std::to_string(getpid()) + "-" +
-              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-// A fresh directory, removed at scope exit unless the test failed (then it is kept for a look).
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const std::string& tag) : path(FreshDir(tag)) {}
-  ~TempDir() {
-    if (!::testing::Test::HasFailure()) std::filesystem::remove_all(path);
-  }
-  operator const std::filesystem::path&() const { return path; }
-  std::filesystem::path operator/(const std::string& rel) const { return path / rel; }
-};
 
 // Follows the Watch stream until the search leaves RUNNING or the deadline passes.
 inline std::optional<v1::Search> WaitForSearchEnd(v1::Ladder::Stub& stub, int64_t search_id,
@@ -54,54 +30,6 @@ inline std::optional<v1::Search> WaitForSearchEnd(v1::Ladder::Stub& stub, int64_
   }
   reader->Finish();
   return std::nullopt;
-}
-
-}  // namespace ladder::testing
-
-#include <spawn.h>
-#include <sys/wait.h>
-
-#include <fstream>
-#include <sstream>
-#include <vector>
-
-extern char** environ;
-
-namespace ladder::testing {
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// Runs a program to completion with stdout/stderr captured in files under `dir`; cwd = `dir`.
-inline CommandResult RunCommand(std::vector<std::string> args, const std::filesystem::path& dir) {
-  CommandResult r;
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  auto out = (dir / "cmd.out").string(), err = (dir / "cmd.err").string();
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
-  pid_t pid = -1;
-  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) return r;
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
 }
 
 }  // namespace ladder::testing

@@ -28,7 +28,8 @@ Dataset Blobs(int n, uint64_t seed) {
 std::string RunCaptured(const TrainArgs& a, const Dataset& tr, const Dataset& va, TrainResult* r) {
   std::FILE* f = std::tmpfile();
   MetricsWriter w(f);
-  *r = Train(a, tr, va, w);
+  auto comm = comm::MakeSingleProcess();
+  *r = Train(a, tr, va, w, *comm);
   std::rewind(f);
   std::string out;
   char buf[4096];

@@ -1,0 +1,55 @@
+#pragma once
+// Communicator: the narrow collective interface the trainer needs, one implementation per backend
+// (like c10d's ProcessGroup{Gloo,MPI,NCCL}, Horovod's ops/*_operations):
+//   * gloo — LibTorch's c10d ProcessGroupGloo; ranks started one by one with torchrun's variables
+//            (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and a TCPStore rendezvous.
+//   * mpi  — MPI directly (OpenMPI); ranks started by mpirun or srun.
+//   * nccl — built only when CUDA LibTorch and NCCL are found (CPU builds say so at run time).
+//   * none — one process.
+//
+// Contract: collectives are called in the same order on every rank (as in c10d's ProcessGroupMPI). All
+// calls come from one thread. Tensors are contiguous; the caller keeps them alive until Wait() returns.
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ladder::trainer::comm {
+
+// An operation in flight.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void Wait() = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual std::string backend() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int local_rank() const = 0;
+
+  // Sums `t` across ranks in place; returns at once with a handle (the operation may still run).
+  virtual std::unique_ptr<Work> AllreduceSum(torch::Tensor& t) = 0;
+  // Overwrites `t` on every rank with rank `root`'s values.
+  virtual void Broadcast(torch::Tensor& t, int root) = 0;
+  virtual void Barrier() = 0;
+};
+
+// Which backends this build has ("none", "gloo", "mpi", and "nccl" when built with CUDA).
+std::vector<std::string> AvailableBackends();
+
+// Creates the communicator for `backend` ("auto": mpi when started by mpirun/srun with several ranks, gloo
+// when WORLD_SIZE > 1, else none). On failure returns nullptr and sets *error (naming the missing variable or
+// the backend this build lacks).
+std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, std::string* error);
+
+// Factories of the individual backends (each in its own file).
+std::unique_ptr<Communicator> MakeSingleProcess();
+std::unique_ptr<Communicator> MakeGloo(std::string* error);
+std::unique_ptr<Communicator> MakeMpi(std::string* error);
+
+}  // namespace ladder::trainer::comm

@@ -1,0 +1,52 @@
+#pragma once
+// GradientReducer: averages gradients across ranks in buckets, overlapping each bucket's allreduce with the
+// rest of the backward pass (the mechanism of PyTorch DDP's Reducer, much simplified).
+//
+// Parameters are packed into buckets of at most `bucket_cap_bytes` in reverse order (gradients of the last
+// layers are ready first). A hook on every parameter copies its gradient into its bucket's flat buffer; when a
+// bucket is complete its allreduce starts at once. Finish() (after backward) starts any incomplete bucket
+// (a parameter that got no gradient counts as zero), waits for all, and writes the averages into .grad.
+//
+// Threading: one thread (the training loop's; CPU autograd runs hooks on it). Collectives are issued in the
+// same bucket order on every rank only if the backward pass produces gradients in the same order, which holds
+// for the same model on every rank.
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "trainer/comm/communicator.h"
+
+namespace ladder::trainer {
+
+inline constexpr int64_t kDefaultBucketCapBytes = 25 * 1024 * 1024;  // as DDP
+
+class GradientReducer {
+ public:
+  GradientReducer(std::vector<torch::Tensor> params, comm::Communicator& comm,
+                  int64_t bucket_cap_bytes = kDefaultBucketCapBytes);
+  // Call before each backward pass.
+  void Prepare();
+  // Call after backward: returns the seconds spent waiting for allreduces after backward ended.
+  double Finish();
+  size_t bucket_count() const { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    torch::Tensor flat;
+    std::vector<size_t> params;      // indices into params_
+    std::vector<int64_t> offsets;    // element offset of each param in flat
+    std::vector<bool> ready;
+    int pending = 0;
+    std::unique_ptr<comm::Work> work;
+  };
+  void OnGrad(size_t param, const torch::Tensor& grad);
+  void Launch(Bucket& b);
+
+  std::vector<torch::Tensor> params_;
+  comm::Communicator& comm_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::pair<size_t, size_t>> where_;  // param → (bucket, slot)
+};
+
+}  // namespace ladder::trainer
