@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -30,6 +31,12 @@ bool ToInt(const std::string& s, int64_t* out) {
   return true;
 }
 
+std::string FormatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 }  // namespace
 
 std::string Usage() {
@@ -42,10 +49,21 @@ Trains an MLP classifier on a CSV data set and prints metrics as JSON lines on s
   --width N            hidden units per layer (default 128)
   --depth N            hidden layers (default 2)
   --dropout P          dropout after each hidden layer, 0 <= P < 1 (default 0)
-  --optimizer NAME     sgd | adam | adamw (default sgd)
-  --lr X               learning rate > 0 (default 0.05)
-  --momentum X         SGD momentum, 0 <= X < 1 (default 0.9)
-  --weight-decay X     >= 0 (default 0)
+  --optimizer NAME     sgd | adam | adamw | lars | larc | lamb (default sgd)
+  --lr X               (peak) learning rate > 0 (default 0.05)
+  --momentum X         SGD/LARS momentum, 0 <= X < 1 (default 0.9)
+  --nesterov           Nesterov momentum
+  --weight-decay X     >= 0, never on biases and norm parameters (default 0)
+  --larc-mode MODE     clip | scale (default clip)
+  --trust-coefficient X  LARS/LARC eta (default 0.001)
+  --clip-grad-norm X   clip the global gradient norm to X (default 0: off)
+  --warmup-steps N     linear warmup (default 0)
+  --decay NAME         none | step | cosine | wsd (default none)
+  --milestones A,B,..  steps where the step decay multiplies by --gamma (default 0.1)
+  --final-lr-fraction X  cosine/wsd end at X x peak (default 0)
+  --wsd-decay-fraction X  wsd decays over the last X of the steps (default 0.2)
+  --lr-scaling RULE    none | linear | sqrt: scale --lr from --reference-batch to the global batch
+  --reference-batch N  the global batch --lr was tuned at
   --batch-size N       >= 1 (default 64)
   --epochs N           >= 1 (default 10)
   --max-steps N        stop after N optimizer steps, 0 = no cap (default 0)
@@ -69,7 +87,11 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
     return [=](const std::string& v) -> std::string {
       double x;
       if (!ToDouble(v, &x)) return "expected a number";
-      if ((lo_open ? x <= lo : x < lo) || (hi_open ? x >= hi : x > hi)) return "out of range";
+      if ((lo_open ? x <= lo : x < lo) || (hi_open ? x >= hi : x > hi)) {
+        std::string range = std::string(lo_open ? "> " : ">= ") + FormatNumber(lo);
+        if (std::isfinite(hi)) range += std::string(hi_open ? " and < " : " and <= ") + FormatNumber(hi);
+        return "must be " + range;
+      }
       *dst = x;
       return "";
     };
@@ -92,10 +114,54 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       {"--dropout", real(&a.dropout, 0, 1, false, true)},
       {"--optimizer",
        [&](const std::string& v) -> std::string {
-         if (v != "sgd" && v != "adam" && v != "adamw") return "expected sgd, adam or adamw";
-         a.optimizer = v;
+         for (const char* o : {"sgd", "adam", "adamw", "lars", "larc", "lamb"}) {
+           if (v == o) {
+             a.optimizer = v;
+             return "";
+           }
+         }
+         return "expected sgd, adam, adamw, lars, larc or lamb";
+       }},
+      {"--larc-mode",
+       [&](const std::string& v) -> std::string {
+         if (v != "clip" && v != "scale") return "expected clip or scale";
+         a.larc_mode = v;
          return "";
        }},
+      {"--trust-coefficient", real(&a.trust_coefficient, 0, inf, true, false)},
+      {"--clip-grad-norm", real(&a.clip_grad_norm, 0, inf, false, false)},
+      {"--warmup-steps", integer(&a.warmup_steps, 0, int64_t{1} << 50)},
+      {"--decay",
+       [&](const std::string& v) -> std::string {
+         if (v != "none" && v != "step" && v != "cosine" && v != "wsd") return "expected none, step, cosine or wsd";
+         a.decay = v;
+         return "";
+       }},
+      {"--milestones",
+       [&](const std::string& v) -> std::string {
+         a.milestones.clear();
+         size_t start = 0;
+         while (start <= v.size()) {
+           size_t comma = v.find(',', start);
+           std::string part = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+           int64_t m;
+           if (!ToInt(part, &m) || m < 0) return "expected comma-separated step numbers";
+           a.milestones.push_back(m);
+           if (comma == std::string::npos) break;
+           start = comma + 1;
+         }
+         return "";
+       }},
+      {"--gamma", real(&a.gamma, 0, 1, true, false)},
+      {"--final-lr-fraction", real(&a.final_lr_fraction, 0, 1, false, false)},
+      {"--wsd-decay-fraction", real(&a.wsd_decay_fraction, 0, 1, false, false)},
+      {"--lr-scaling",
+       [&](const std::string& v) -> std::string {
+         if (v != "none" && v != "linear" && v != "sqrt") return "expected none, linear or sqrt";
+         a.lr_scaling = v;
+         return "";
+       }},
+      {"--reference-batch", integer(&a.reference_batch, 1, int64_t{1} << 40)},
       {"--lr", real(&a.lr, 0, inf, true, false)},
       {"--momentum", real(&a.momentum, 0, 1, false, true)},
       {"--weight-decay", real(&a.weight_decay, 0, inf, false, false)},
@@ -122,6 +188,10 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       out.help = true;
       return out;
     }
+    if (flag == "--nesterov") {
+      a.nesterov = true;
+      continue;
+    }
     auto eq = flag.find('=');
     bool inline_value = flag.rfind("--", 0) == 0 && eq != std::string::npos;
     if (inline_value) {
@@ -146,6 +216,8 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       return out;
     }
   }
+  if (a.lr_scaling != "none" && a.reference_batch == 0) out.error = "option --lr-scaling needs --reference-batch";
+  if ((a.decay == "step") && a.milestones.empty()) out.error = "option --decay step needs --milestones";
   return out;
 }
 

@@ -12,10 +12,23 @@ struct TrainArgs {
   int width = 128;
   int depth = 2;
   double dropout = 0.0;
-  std::string optimizer = "sgd";  // sgd | adam | adamw
+  std::string optimizer = "sgd";  // sgd | adam | adamw | lars | larc | lamb
   double lr = 0.05;
   double momentum = 0.9;
-  double weight_decay = 0.0;
+  double weight_decay = 0.0;     // never applied to biases and norm parameters (≤ 1-D tensors)
+  bool nesterov = false;
+  std::string larc_mode = "clip";
+  double trust_coefficient = 0.001;
+  double clip_grad_norm = 0.0;   // 0: off
+  // Schedule (schedule.h) and peak-LR scaling from a reference global batch.
+  int64_t warmup_steps = 0;
+  std::string decay = "none";    // none | step | cosine | wsd
+  std::vector<int64_t> milestones;
+  double gamma = 0.1;
+  double final_lr_fraction = 0.0;
+  double wsd_decay_fraction = 0.2;
+  std::string lr_scaling = "none";  // none | linear | sqrt
+  int64_t reference_batch = 0;
   int batch_size = 64;
   int epochs = 10;
   int64_t max_steps = 0;         // 0: no cap

@@ -5,6 +5,8 @@
 #include <fstream>
 
 #include "trainer/grad_reducer.h"
+#include "trainer/optim.h"
+#include "trainer/schedule.h"
 
 #include <chrono>
 #include <cmath>
@@ -27,18 +29,6 @@ torch::nn::Sequential MakeMlp(int64_t in, int64_t classes, const TrainArgs& a) {
   }
   net->push_back(torch::nn::Linear(width, classes));
   return net;
-}
-
-std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainArgs& a, std::vector<torch::Tensor> params) {
-  if (a.optimizer == "adam") {
-    return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(a.lr).weight_decay(a.weight_decay));
-  }
-  if (a.optimizer == "adamw") {
-    return std::make_unique<torch::optim::AdamW>(params,
-                                                 torch::optim::AdamWOptions(a.lr).weight_decay(a.weight_decay));
-  }
-  return std::make_unique<torch::optim::SGD>(
-      params, torch::optim::SGDOptions(a.lr).momentum(a.momentum).weight_decay(a.weight_decay));
 }
 
 torch::Tensor Features(const Dataset& d) {
@@ -65,7 +55,21 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     reducer = std::make_unique<GradientReducer>(net->parameters(), comm,
                                                 static_cast<int64_t>(a.bucket_cap_mb * 1024 * 1024));
   }
-  auto opt = MakeOptimizer(a, net->parameters());
+  OptimizerOptions oo;
+  oo.name = a.optimizer;
+  oo.momentum = a.momentum;
+  oo.nesterov = a.nesterov;
+  oo.weight_decay = a.weight_decay;
+  oo.trust_coefficient = a.trust_coefficient;
+  oo.larc_mode = a.larc_mode;
+  std::string opt_error;
+  auto opt = MakeOptimizer(oo, net->parameters(), &opt_error);
+  if (!opt) {
+    std::fprintf(stderr, "ladder-train: %s\n", opt_error.c_str());
+    result.exit_code = 2;
+    return result;
+  }
+  const auto params = net->parameters();
   const auto xtr = Features(train), ytr = Labels(train), xva = Features(val), yva = Labels(val);
   const int64_t n = train.rows;
   const int64_t local = a.batch_size;
@@ -80,6 +84,17 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   std::vector<int64_t> order(static_cast<size_t>(n));
   int64_t step = 0;
   double allreduce_s = 0;
+  ScheduleOptions sched;
+  sched.warmup_steps = a.warmup_steps;
+  sched.decay = a.decay;
+  sched.milestones = a.milestones;
+  sched.gamma = a.gamma;
+  sched.final_lr_fraction = a.final_lr_fraction;
+  sched.decay_fraction = a.wsd_decay_fraction;
+  sched.total_steps = a.max_steps > 0 ? std::min<int64_t>(a.max_steps, steps_per_epoch * a.epochs)
+                                      : steps_per_epoch * a.epochs;
+  const double peak_lr = ScaledPeakLr(a.lr, global, a.reference_batch, a.lr_scaling);
+  double lr = peak_lr, grad_norm = 0;
   for (int epoch = 0; epoch < a.epochs; ++epoch) {
     auto t0 = std::chrono::steady_clock::now();
     std::iota(order.begin(), order.end(), 0);
@@ -95,11 +110,13 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       const int64_t len = idx.size(0);
       auto logits = net->forward(xtr.index_select(0, idx));
       auto loss = torch::nn::functional::cross_entropy(logits, ytr.index_select(0, idx));
-      opt->zero_grad();
+      opt->ZeroGrad();
       if (reducer) reducer->Prepare();
       loss.backward();
       if (reducer) allreduce_s += reducer->Finish();
-      opt->step();
+      if (a.clip_grad_norm > 0) grad_norm = ClipGradNorm(params, a.clip_grad_norm);
+      lr = LearningRate(peak_lr, sched, step);
+      opt->Step(lr);
       ++step;
       seen += len * world;
       double l = loss.item<double>();
@@ -112,7 +129,10 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       }
       if (step % a.log_every == 0) {
         result.train_losses.push_back(l);
-        if (leader) metrics.Write(step, {{"epoch", epoch + static_cast<double>(b + 1) / steps_per_epoch}, {"train_loss", l}});
+        std::vector<std::pair<std::string, double>> values = {
+            {"epoch", epoch + static_cast<double>(b + 1) / steps_per_epoch}, {"train_loss", l}, {"lr", lr}};
+        if (a.clip_grad_norm > 0) values.emplace_back("grad_norm", grad_norm);
+        if (leader) metrics.Write(step, values);
       }
       if (a.max_steps > 0 && step >= a.max_steps) break;
     }

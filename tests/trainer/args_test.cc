@@ -27,7 +27,8 @@ TEST(TrainerArgs, BadValuesNameTheFlag) {
   };
   const Case cases[] = {
       {{"--lr", "abc"}, "--lr: invalid value 'abc'"},
-      {{"--lr", "-1"}, "--lr: invalid value '-1'"},
+      {{"--lr", "-1"}, "--lr: invalid value '-1': must be > 0"},
+      {{"--val-fraction", "1"}, "--val-fraction: invalid value '1': must be > 0 and < 1"},
       {{"--lr=0"}, "--lr: invalid value '0'"},
       {{"--optimizer", "foo"}, "--optimizer: invalid value 'foo'"},
       {{"--batch-size", "0"}, "--batch-size: invalid value '0'"},

@@ -97,6 +97,18 @@ TEST_F(CsvTest, SplitIsDeterministicAndStandardizationUsesTrainStatistics) {
   EXPECT_NEAR(var / tr1.rows, 1.0, 1e-4);
 }
 
+TEST(Standardize, ValidationUsesTrainingStatistics) {
+  Dataset train, val;
+  train.rows = 2;
+  val.rows = 2;
+  train.features = val.features = 2;
+  train.x = {0, 5, 2, 5};   // feature 0: mean 1, std 1; feature 1: constant
+  val.x = {3, 7, -1, 5};    // standardized with the training statistics, not its own
+  Standardize(&train, &val);
+  EXPECT_EQ(train.x, (std::vector<float>{-1, 0, 1, 0}));
+  EXPECT_EQ(val.x, (std::vector<float>{2, 0, -2, 0}));
+}
+
 TEST(CsvShipped, DigitsDataLoads) {
   const char* src = std::getenv("LADDER_SOURCE_DIR");
   std::string path = std::string(src ? src : LADDER_TEST_SOURCE_DIR) + "/data/digits.csv.gz";

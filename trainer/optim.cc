@@ -1,0 +1,153 @@
+#include "trainer/optim.h"
+
+#include <cmath>
+
+namespace ladder::trainer {
+
+void Optimizer::ZeroGrad() {
+  for (auto& p : params_) {
+    if (p.grad().defined()) {
+      p.mutable_grad().detach_();
+      p.mutable_grad().zero_();
+    }
+  }
+}
+
+namespace {
+
+bool Decays(const torch::Tensor& p) { return p.dim() > 1; }
+
+class MomentumFamily final : public Optimizer {  // sgd, lars, larc
+ public:
+  MomentumFamily(const OptimizerOptions& o, std::vector<torch::Tensor> params)
+      : Optimizer(std::move(params)), o_(o), buf_(params_.size()) {}
+
+  void Step(double lr) override {
+    torch::NoGradGuard g;
+    ++steps_;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto& p = params_[i];
+      if (!p.grad().defined()) continue;
+      auto d = p.grad();
+      const bool decay = Decays(p);
+      double local = 1.0;
+      if (o_.name != "sgd" && decay) {
+        const double wn = p.norm().item<double>(), gn = d.norm().item<double>();
+        if (wn > 0 && gn > 0) {
+          const double trust = o_.trust_coefficient * wn / (gn + o_.weight_decay * wn);
+          local = (o_.name == "larc" && o_.larc_mode == "clip") ? std::min(trust / lr, 1.0) : trust;
+        }
+      }
+      if (decay && o_.weight_decay != 0) d = d.add(p, o_.weight_decay);
+      if (local != 1.0) d = d.mul(local);
+      if (o_.momentum != 0) {
+        if (!buf_[i].defined()) {
+          buf_[i] = d.clone();
+        } else {
+          buf_[i].mul_(o_.momentum).add_(d);
+        }
+        d = o_.nesterov ? d.add(buf_[i], o_.momentum) : buf_[i];
+      }
+      p.add_(d, -lr);
+    }
+  }
+  std::vector<torch::Tensor> State() override {
+    std::vector<torch::Tensor> out;
+    for (size_t i = 0; i < buf_.size(); ++i) {
+      if (!buf_[i].defined()) buf_[i] = torch::zeros_like(params_[i]);
+      out.push_back(buf_[i]);
+    }
+    return out;
+  }
+  int64_t step_count() const override { return steps_; }
+
+ private:
+  OptimizerOptions o_;
+  std::vector<torch::Tensor> buf_;
+  int64_t steps_ = 0;
+};
+
+class AdamFamily final : public Optimizer {  // adam, adamw, lamb
+ public:
+  AdamFamily(const OptimizerOptions& o, std::vector<torch::Tensor> params) : Optimizer(std::move(params)), o_(o) {
+    for (auto& p : params_) {
+      m_.push_back(torch::zeros_like(p));
+      v_.push_back(torch::zeros_like(p));
+    }
+  }
+
+  void Step(double lr) override {
+    torch::NoGradGuard g;
+    ++steps_;
+    const double bc1 = 1 - std::pow(o_.beta1, static_cast<double>(steps_));
+    const double bc2 = 1 - std::pow(o_.beta2, static_cast<double>(steps_));
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto& p = params_[i];
+      if (!p.grad().defined()) continue;
+      auto grad = p.grad();
+      const bool decay = Decays(p) && o_.weight_decay != 0;
+      if (o_.name == "adam" && decay) grad = grad.add(p, o_.weight_decay);
+      if (o_.name == "adamw" && decay) p.mul_(1 - lr * o_.weight_decay);
+      m_[i].mul_(o_.beta1).add_(grad, 1 - o_.beta1);
+      v_[i].mul_(o_.beta2).addcmul_(grad, grad, 1 - o_.beta2);
+      auto denom = (v_[i] / bc2).sqrt_().add_(o_.eps);
+      auto update = (m_[i] / bc1) / denom;
+      if (o_.name == "lamb") {
+        if (decay) update.add_(p, o_.weight_decay);
+        double trust = 1.0;
+        if (Decays(p)) {
+          const double wn = p.norm().item<double>(), un = update.norm().item<double>();
+          if (wn > 0 && un > 0) trust = wn / un;
+        }
+        p.add_(update, -lr * trust);
+      } else {
+        p.add_(update, -lr);
+      }
+    }
+  }
+  std::vector<torch::Tensor> State() override {
+    std::vector<torch::Tensor> out = m_;
+    out.insert(out.end(), v_.begin(), v_.end());
+    return out;
+  }
+  int64_t step_count() const override { return steps_; }
+
+ private:
+  OptimizerOptions o_;
+  std::vector<torch::Tensor> m_, v_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& o, std::vector<torch::Tensor> params,
+                                         std::string* error) {
+  if (o.name == "sgd" || o.name == "lars" || o.name == "larc") {
+    if (o.name == "larc" && o.larc_mode != "clip" && o.larc_mode != "scale") {
+      *error = "larc mode must be clip or scale, got '" + o.larc_mode + "'";
+      return nullptr;
+    }
+    return std::make_unique<MomentumFamily>(o, std::move(params));
+  }
+  if (o.name == "adam" || o.name == "adamw" || o.name == "lamb") return std::make_unique<AdamFamily>(o, std::move(params));
+  *error = "unknown optimizer '" + o.name + "' (sgd, adam, adamw, lars, larc, lamb)";
+  return nullptr;
+}
+
+double ClipGradNorm(const std::vector<torch::Tensor>& params, double max_norm) {
+  torch::NoGradGuard g;
+  double total = 0;
+  for (const auto& p : params) {
+    if (p.grad().defined()) total += p.grad().pow(2).sum().item<double>();
+  }
+  total = std::sqrt(total);
+  if (max_norm > 0 && total > max_norm) {
+    const double scale = max_norm / (total + 1e-6);
+    for (const auto& p : params) {
+      if (p.grad().defined()) p.grad().mul_(scale);
+    }
+  }
+  return total;
+}
+
+}  // namespace ladder::trainer
