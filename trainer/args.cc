@@ -69,7 +69,9 @@ Trains an MLP classifier on a CSV data set and prints metrics as JSON lines on s
   --max-steps N        stop after N optimizer steps, 0 = no cap (default 0)
   --seed N             initialization and shuffling seed (default 0)
   --threads N          intra-op threads (default 1)
-  --log-every N        a train_loss line every N steps (default 10)
+  --log-every N        a train_loss line every N steps (default 10); it carries the smoothed gradient
+                       noise scale B_simple when the step has more than one micro-batch or rank
+  --micro-batches M    gradient accumulation: split each rank's batch into M equal micro-batches
   --comm NAME          collectives: auto | none | gloo | mpi | nccl (default auto: mpi under mpirun/srun,
                        gloo when WORLD_SIZE > 1, else none). --batch-size is per rank.
   --bucket-cap-mb X    gradient bucket size for the overlapped allreduce (default 25)
@@ -171,6 +173,7 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       {"--seed", integer(&a.seed, 0, int64_t{1} << 62)},
       {"--threads", integer(&a.threads, 1, 1024)},
       {"--log-every", integer(&a.log_every, 1, 1 << 30)},
+      {"--micro-batches", integer(&a.micro_batches, 1, 1 << 20)},
       {"--comm",
        [&](const std::string& v) -> std::string {
          if (v != "auto" && v != "none" && v != "gloo" && v != "mpi" && v != "nccl") {
@@ -215,6 +218,10 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       out.error = "option " + flag + ": invalid value '" + value + "': " + err;
       return out;
     }
+  }
+  if (out.error.empty() && a.batch_size % a.micro_batches != 0) {
+    out.error = "option --micro-batches: " + std::to_string(a.micro_batches) + " does not divide --batch-size " +
+                std::to_string(a.batch_size);
   }
   if (a.lr_scaling != "none" && a.reference_batch == 0) out.error = "option --lr-scaling needs --reference-batch";
   if ((a.decay == "step") && a.milestones.empty()) out.error = "option --decay step needs --milestones";

@@ -35,6 +35,7 @@ struct TrainArgs {
   uint64_t seed = 0;
   int threads = 1;
   int log_every = 10;
+  int micro_batches = 1;         // gradient accumulation: the per-rank batch is split into this many
   // Distributed data parallelism: --batch-size is per rank; the global batch is batch_size × ranks.
   std::string comm = "auto";            // auto | none | gloo | mpi | nccl
   double bucket_cap_mb = 25.0;          // gradient bucket cap (DDP's default)

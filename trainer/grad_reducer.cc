@@ -13,6 +13,7 @@ GradientReducer::GradientReducer(std::vector<torch::Tensor> params, comm::Commun
     if (cur.params.empty()) return;
     cur.flat = torch::zeros({elems}, params_[cur.params.front()].options().requires_grad(false));
     cur.ready.assign(cur.params.size(), false);
+    cur.touched.assign(cur.params.size(), false);
     buckets_.push_back(std::move(cur));
     cur = Bucket{};
     elems = 0;
@@ -39,19 +40,24 @@ void GradientReducer::Prepare() {
   for (auto& b : buckets_) {
     b.pending = static_cast<int>(b.params.size());
     std::fill(b.ready.begin(), b.ready.end(), false);
+    std::fill(b.touched.begin(), b.touched.end(), false);
     b.work.reset();
   }
+  final_ = true;
 }
 
 void GradientReducer::OnGrad(size_t k, const torch::Tensor& grad) {
   auto [bi, slot] = where_[k];
   Bucket& b = buckets_[bi];
-  if (b.ready[slot]) {
-    // A second gradient for the same parameter in one pass (shared weights): accumulate.
-    b.flat.narrow(0, b.offsets[slot], grad.numel()).add_(grad.reshape({-1}));
-    return;
+  auto dst = b.flat.narrow(0, b.offsets[slot], grad.numel());
+  // First gradient of this step: copy; later ones (micro-batches, shared weights): accumulate.
+  if (b.touched[slot]) {
+    dst.add_(grad.reshape({-1}));
+  } else {
+    dst.copy_(grad.reshape({-1}));
+    b.touched[slot] = true;
   }
-  b.flat.narrow(0, b.offsets[slot], grad.numel()).copy_(grad.reshape({-1}));
+  if (!final_ || b.ready[slot]) return;
   b.ready[slot] = true;
   if (--b.pending == 0) Launch(b);
 }
@@ -63,7 +69,7 @@ double GradientReducer::Finish() {
   for (auto& b : buckets_) {
     if (b.work) continue;
     for (size_t s = 0; s < b.params.size(); ++s) {
-      if (!b.ready[s]) b.flat.narrow(0, b.offsets[s], params_[b.params[s]].numel()).zero_();
+      if (!b.touched[s]) b.flat.narrow(0, b.offsets[s], params_[b.params[s]].numel()).zero_();
     }
     Launch(b);
   }

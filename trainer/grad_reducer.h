@@ -25,8 +25,11 @@ class GradientReducer {
  public:
   GradientReducer(std::vector<torch::Tensor> params, comm::Communicator& comm,
                   int64_t bucket_cap_bytes = kDefaultBucketCapBytes);
-  // Call before each backward pass.
+  // Call before each step's first backward pass.
   void Prepare();
+  // Gradient accumulation: before each micro-batch's backward say whether it is the step's last. Earlier
+  // micro-batches only accumulate into the buckets; the allreduces start during the last one.
+  void SetFinalMicroBatch(bool final) { final_ = final; }
   // Call after backward: returns the seconds spent waiting for allreduces after backward ended.
   double Finish();
   size_t bucket_count() const { return buckets_.size(); }
@@ -37,6 +40,7 @@ class GradientReducer {
     std::vector<size_t> params;      // indices into params_
     std::vector<int64_t> offsets;    // element offset of each param in flat
     std::vector<bool> ready;
+    std::vector<bool> touched;       // got a gradient in this step
     int pending = 0;
     std::unique_ptr<comm::Work> work;
   };
@@ -47,6 +51,7 @@ class GradientReducer {
   comm::Communicator& comm_;
   std::vector<Bucket> buckets_;
   std::vector<std::pair<size_t, size_t>> where_;  // param → (bucket, slot)
+  bool final_ = true;
 };
 
 }  // namespace ladder::trainer

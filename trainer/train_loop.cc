@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "trainer/grad_reducer.h"
+#include "trainer/noise_scale.h"
 #include "trainer/optim.h"
 #include "trainer/schedule.h"
 
@@ -69,7 +70,13 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     result.exit_code = 2;
     return result;
   }
-  const auto params = net->parameters();
+  auto params = net->parameters();
+  // Squared norm of each backward pass's gradient (hooks see a pass's gradient before it is accumulated).
+  double pass_sq = 0;
+  for (auto& p : params) {
+    p.register_hook([&pass_sq](torch::Tensor g) { pass_sq += g.pow(2).sum().item<double>(); });
+  }
+  NoiseScaleEstimator noise;
   const auto xtr = Features(train), ytr = Labels(train), xva = Features(val), yva = Labels(val);
   const int64_t n = train.rows;
   const int64_t local = a.batch_size;
@@ -108,12 +115,36 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       // This rank's share of global batch b: positions rank, rank + world, ...
       auto idx = world > 1 ? perm.narrow(0, from, glen).slice(0, rank, glen, world) : perm.narrow(0, from, glen);
       const int64_t len = idx.size(0);
-      auto logits = net->forward(xtr.index_select(0, idx));
-      auto loss = torch::nn::functional::cross_entropy(logits, ytr.index_select(0, idx));
+      const int64_t micro = a.micro_batches, mlen = len / micro;
       opt->ZeroGrad();
       if (reducer) reducer->Prepare();
-      loss.backward();
+      torch::Tensor loss = torch::zeros({});
+      double small_sq = 0;  // Σ over micro-batches of ‖g_micro‖²
+      for (int64_t m = 0; m < micro; ++m) {
+        auto midx = idx.narrow(0, m * mlen, m + 1 == micro ? len - m * mlen : mlen);
+        if (reducer) reducer->SetFinalMicroBatch(m + 1 == micro);
+        pass_sq = 0;
+        // Weighted by its share, so the accumulated gradient is the mean over the whole batch.
+        const double share = static_cast<double>(midx.size(0)) / static_cast<double>(len);
+        auto ml = torch::nn::functional::cross_entropy(net->forward(xtr.index_select(0, midx)),
+                                                       ytr.index_select(0, midx)) * share;
+        ml.backward();
+        small_sq += pass_sq / (share * share);  // this pass's gradient is share · g_micro
+        loss = loss + ml.detach();
+      }
       if (reducer) allreduce_s += reducer->Finish();
+      if (world * micro > 1) {
+        if (world > 1) {
+          auto t = torch::tensor({small_sq}, torch::kFloat64);
+          comm.AllreduceSum(t)->Wait();
+          small_sq = t.item<double>();
+        }
+        double big_sq = 0;
+        for (const auto& p : params) {
+          if (p.grad().defined()) big_sq += p.grad().pow(2).sum().item<double>();
+        }
+        noise.Add(small_sq / static_cast<double>(world * micro), len / micro, big_sq, len * world);
+      }
       if (a.clip_grad_norm > 0) grad_norm = ClipGradNorm(params, a.clip_grad_norm);
       lr = LearningRate(peak_lr, sched, step);
       opt->Step(lr);
@@ -132,6 +163,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
         std::vector<std::pair<std::string, double>> values = {
             {"epoch", epoch + static_cast<double>(b + 1) / steps_per_epoch}, {"train_loss", l}, {"lr", lr}};
         if (a.clip_grad_norm > 0) values.emplace_back("grad_norm", grad_norm);
+        if (auto ns = noise.BSimple()) values.emplace_back("noise_scale", *ns);
         if (leader) metrics.Write(step, values);
       }
       if (a.max_steps > 0 && step >= a.max_steps) break;
