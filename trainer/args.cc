@@ -76,6 +76,10 @@ Trains an MLP classifier on a CSV data set and prints metrics as JSON lines on s
                        gloo when WORLD_SIZE > 1, else none). --batch-size is per rank.
   --bucket-cap-mb X    gradient bucket size for the overlapped allreduce (default 25)
   --save-params PATH   rank 0 writes the final parameters to PATH (raw float32)
+  --checkpoint PATH    rank 0 writes a checkpoint there (atomically) every --checkpoint-every steps and
+                       at the end: parameters, optimizer, step, data position, RNG
+  --checkpoint-every N (default 0: only at the end)
+  --resume             continue from --checkpoint if it exists (every rank reads it)
   --help               this text
 
 Exit codes: 0 done, 2 bad arguments or data, 3 training diverged (NaN/inf loss).
@@ -174,6 +178,8 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       {"--threads", integer(&a.threads, 1, 1024)},
       {"--log-every", integer(&a.log_every, 1, 1 << 30)},
       {"--micro-batches", integer(&a.micro_batches, 1, 1 << 20)},
+      {"--checkpoint", [&](const std::string& v) -> std::string { a.checkpoint = v; return v.empty() ? "empty path" : ""; }},
+      {"--checkpoint-every", integer(&a.checkpoint_every, 0, int64_t{1} << 50)},
       {"--comm",
        [&](const std::string& v) -> std::string {
          if (v != "auto" && v != "none" && v != "gloo" && v != "mpi" && v != "nccl") {
@@ -193,6 +199,10 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
     }
     if (flag == "--nesterov") {
       a.nesterov = true;
+      continue;
+    }
+    if (flag == "--resume") {
+      a.resume = true;
       continue;
     }
     auto eq = flag.find('=');
@@ -223,6 +233,7 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
     out.error = "option --micro-batches: " + std::to_string(a.micro_batches) + " does not divide --batch-size " +
                 std::to_string(a.batch_size);
   }
+  if (a.resume && a.checkpoint.empty()) out.error = "option --resume needs --checkpoint PATH";
   if (a.lr_scaling != "none" && a.reference_batch == 0) out.error = "option --lr-scaling needs --reference-batch";
   if ((a.decay == "step") && a.milestones.empty()) out.error = "option --decay step needs --milestones";
   return out;

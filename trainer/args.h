@@ -39,6 +39,9 @@ struct TrainArgs {
   // Distributed data parallelism: --batch-size is per rank; the global batch is batch_size × ranks.
   std::string comm = "auto";            // auto | none | gloo | mpi | nccl
   double bucket_cap_mb = 25.0;          // gradient bucket cap (DDP's default)
+  std::string checkpoint;                // write checkpoints here (atomically)
+  int64_t checkpoint_every = 0;          // steps between checkpoints (0: only at the end)
+  bool resume = false;                   // continue from --checkpoint when it exists
   std::string save_params;              // rank 0 writes the final parameters here (raw float32), for tests
 };
 

@@ -9,6 +9,7 @@
 //   tr(Σ) ≈ (|G_small|² − |G_big|²) / (1/B_small − 1/B_big)
 // Both are smoothed with an exponential moving average (separately, as the paper advises) and
 // B_simple = tr(Σ)/|G|² is the ratio of the averages.
+#include <array>
 #include <cstdint>
 #include <optional>
 
@@ -23,6 +24,9 @@ class NoiseScaleEstimator {
   std::optional<double> BSimple() const;
   double grad_sq() const { return g2_; }
   double trace_sigma() const { return s_; }
+  // For checkpoints: {|G|² EMA, tr(Σ) EMA, EMA weight}.
+  std::array<double, 3> state() const { return {g2_, s_, weight_}; }
+  void set_state(const std::array<double, 3>& st) { g2_ = st[0], s_ = st[1], weight_ = st[2]; }
 
  private:
   double decay_;

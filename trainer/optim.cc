@@ -60,6 +60,7 @@ class MomentumFamily final : public Optimizer {  // sgd, lars, larc
     return out;
   }
   int64_t step_count() const override { return steps_; }
+  void set_step_count(int64_t s) override { steps_ = s; }
 
  private:
   OptimizerOptions o_;
@@ -111,6 +112,7 @@ class AdamFamily final : public Optimizer {  // adam, adamw, lamb
     return out;
   }
   int64_t step_count() const override { return steps_; }
+  void set_step_count(int64_t s) override { steps_ = s; }
 
  private:
   OptimizerOptions o_;

@@ -34,9 +34,10 @@ class Optimizer {
   // One update of every parameter with a defined gradient, at learning rate `lr`.
   virtual void Step(double lr) = 0;
   void ZeroGrad();
-  // State as tensors, in a fixed order (for checkpoints).
+  // The state tensors themselves, in a fixed order (a checkpoint saves them and copies into them on load).
   virtual std::vector<torch::Tensor> State() = 0;
   virtual int64_t step_count() const = 0;
+  virtual void set_step_count(int64_t steps) = 0;
 
  protected:
   explicit Optimizer(std::vector<torch::Tensor> params) : params_(std::move(params)) {}

@@ -2,8 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <fstream>
 
+#include "trainer/checkpoint.h"
 #include "trainer/grad_reducer.h"
 #include "trainer/noise_scale.h"
 #include "trainer/optim.h"
@@ -102,7 +104,35 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
                                       : steps_per_epoch * a.epochs;
   const double peak_lr = ScaledPeakLr(a.lr, global, a.reference_batch, a.lr_scaling);
   double lr = peak_lr, grad_norm = 0;
-  for (int epoch = 0; epoch < a.epochs; ++epoch) {
+  TrainPosition start;
+  if (a.resume && std::filesystem::exists(a.checkpoint)) {
+    std::string err;
+    if (!LoadCheckpoint(a.checkpoint, params, *opt, noise, &start, &err)) {
+      std::fprintf(stderr, "ladder-train: %s\n", err.c_str());
+      result.exit_code = 2;
+      return result;
+    }
+    step = start.step;
+    allreduce_s = start.allreduce_s;
+    if (leader) {
+      std::fprintf(stderr, "ladder-train: resumed from %s at step %lld (epoch %lld, batch %lld)\n",
+                   a.checkpoint.c_str(), static_cast<long long>(step), static_cast<long long>(start.epoch),
+                   static_cast<long long>(start.batch));
+    }
+  }
+  auto checkpoint = [&](int64_t epoch, int64_t next_batch) {
+    if (!leader || a.checkpoint.empty()) return true;
+    TrainPosition pos{step, epoch, next_batch, allreduce_s};
+    if (next_batch >= steps_per_epoch) pos.epoch = epoch + 1, pos.batch = 0;
+    std::string err;
+    if (!SaveCheckpoint(a.checkpoint, params, *opt, noise, pos, &err)) {
+      std::fprintf(stderr, "ladder-train: %s\n", err.c_str());
+      return false;
+    }
+    return true;
+  };
+  int64_t last_epoch = start.epoch, last_batch = start.batch;
+  for (int64_t epoch = start.epoch; epoch < a.epochs; ++epoch) {
     auto t0 = std::chrono::steady_clock::now();
     std::iota(order.begin(), order.end(), 0);
     std::mt19937_64 rng(a.seed * 1000003ULL + static_cast<uint64_t>(epoch));
@@ -110,7 +140,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     auto perm = torch::from_blob(order.data(), {n}, torch::kInt64);
     net->train();
     int64_t seen = 0;
-    for (int64_t b = 0; b < steps_per_epoch; ++b) {
+    for (int64_t b = epoch == start.epoch ? start.batch : 0; b < steps_per_epoch; ++b) {
       const int64_t from = b * global, glen = std::min(global, n - from);
       // This rank's share of global batch b: positions rank, rank + world, ...
       auto idx = world > 1 ? perm.narrow(0, from, glen).slice(0, rank, glen, world) : perm.narrow(0, from, glen);
@@ -166,6 +196,12 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
         if (auto ns = noise.BSimple()) values.emplace_back("noise_scale", *ns);
         if (leader) metrics.Write(step, values);
       }
+      last_epoch = epoch;
+      last_batch = b + 1;
+      if (a.checkpoint_every > 0 && step % a.checkpoint_every == 0 && !checkpoint(epoch, b + 1)) {
+        result.exit_code = 1;
+        return result;
+      }
       if (a.max_steps > 0 && step >= a.max_steps) break;
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -195,6 +231,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     }
     if (a.max_steps > 0 && step >= a.max_steps) break;
   }
+  if (!checkpoint(last_epoch, last_batch)) result.exit_code = 1;
   if (leader && !a.save_params.empty()) {
     std::ofstream out(a.save_params, std::ios::binary);
     for (const auto& p : net->parameters()) {

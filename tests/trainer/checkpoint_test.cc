@@ -1,0 +1,91 @@
+#include "trainer/checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "trainer/train_loop.h"
+
+namespace ladder::trainer {
+namespace {
+
+Dataset Blobs(int n, uint64_t seed) {
+  Dataset d;
+  d.rows = n;
+  d.features = 6;
+  d.classes = 3;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0, 1);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < 6; ++j) d.x.push_back(g(rng) + static_cast<float>(i % 3) * (j % 2 ? 1.0f : -0.5f));
+    d.y.push_back(i % 3);
+  }
+  return d;
+}
+
+std::vector<double> TrainLosses(TrainArgs a) {
+  static const Dataset tr = Blobs(256, 1), va = Blobs(64, 2);
+  std::FILE* f = std::tmpfile();
+  MetricsWriter w(f);
+  auto comm = comm::MakeSingleProcess();
+  auto r = Train(a, tr, va, w, *comm);
+  std::fclose(f);
+  EXPECT_EQ(r.exit_code, 0);
+  return r.train_losses;
+}
+
+TEST(Checkpoint, StoppedAndResumedRunFollowsTheUninterruptedLossCurve) {
+  const auto path = std::filesystem::temp_directory_path() / ("ladder-ckpt-" + std::to_string(getpid()) + ".pt");
+  std::filesystem::remove(path);
+  TrainArgs a;
+  a.optimizer = "adamw";  // optimizer state matters
+  a.weight_decay = 0.01;
+  a.lr = 0.01;
+  a.dropout = 0.2;        // the RNG state matters
+  a.micro_batches = 2;    // the noise-scale averages are restored too
+  a.batch_size = 32;      // 8 steps per epoch: the resume crosses an epoch boundary
+  a.width = 32;
+  a.epochs = 3;
+  a.log_every = 1;
+  a.max_steps = 13;
+  auto full = TrainLosses(a);
+  ASSERT_EQ(full.size(), 13u);
+
+  a.checkpoint = path.string();
+  a.max_steps = 5;
+  auto first = TrainLosses(a);
+  ASSERT_TRUE(std::filesystem::exists(path));
+  a.max_steps = 13;
+  a.resume = true;
+  auto second = TrainLosses(a);
+  ASSERT_EQ(first.size() + second.size(), full.size());
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_NEAR(first[i], full[i], 1e-6) << "step " << i + 1;
+  for (size_t i = 0; i < second.size(); ++i) {
+    EXPECT_NEAR(second[i], full[first.size() + i], 1e-6) << "step " << first.size() + i + 1;
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(Checkpoint, MismatchedModelIsAClearError) {
+  const auto path = std::filesystem::temp_directory_path() / ("ladder-ckpt2-" + std::to_string(getpid()) + ".pt");
+  torch::nn::Linear small(4, 4), big(8, 4);
+  OptimizerOptions o;
+  std::string err;
+  auto opt_small = MakeOptimizer(o, small->parameters(), &err);
+  auto opt_big = MakeOptimizer(o, big->parameters(), &err);
+  NoiseScaleEstimator noise;
+  ASSERT_TRUE(SaveCheckpoint(path.string(), small->parameters(), *opt_small, noise, {}, &err)) << err;
+  auto params = big->parameters();
+  TrainPosition pos;
+  EXPECT_FALSE(LoadCheckpoint(path.string(), params, *opt_big, noise, &pos, &err));
+  EXPECT_NE(err.find("has shape"), std::string::npos) << err;
+  EXPECT_FALSE(LoadCheckpoint((path.string() + ".missing"), params, *opt_big, noise, &pos, &err));
+  EXPECT_NE(err.find("cannot read checkpoint"), std::string::npos) << err;
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace ladder::trainer

@@ -1,0 +1,32 @@
+#pragma once
+// Checkpoints of a training run: parameters, optimizer state and step count, the schedule's position (the
+// global step), the data position (epoch and next batch: the per-epoch permutation is a function of the seed
+// and the epoch, so the position is enough), the noise-scale averages and the CPU RNG state (dropout).
+// Written atomically: a temp file in the same directory, fsync, rename — a crash leaves the old checkpoint
+// or the new one, never half of one. A resumed run continues the loss curve of an uninterrupted one.
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "trainer/noise_scale.h"
+#include "trainer/optim.h"
+
+namespace ladder::trainer {
+
+struct TrainPosition {
+  int64_t step = 0;    // optimizer steps done
+  int64_t epoch = 0;   // epoch of the next batch
+  int64_t batch = 0;   // index of the next batch in that epoch
+  double allreduce_s = 0;
+};
+
+bool SaveCheckpoint(const std::string& path, const std::vector<torch::Tensor>& params, Optimizer& opt,
+                    const NoiseScaleEstimator& noise, const TrainPosition& pos, std::string* error);
+
+// Restores everything into the given objects (shapes must match). false with *error naming the file and
+// the mismatch otherwise.
+bool LoadCheckpoint(const std::string& path, std::vector<torch::Tensor>& params, Optimizer& opt,
+                    NoiseScaleEstimator& noise, TrainPosition* pos, std::string* error);
+
+}  // namespace ladder::trainer
