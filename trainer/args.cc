@@ -72,6 +72,8 @@ Trains an MLP classifier on a CSV data set and prints metrics as JSON lines on s
   --log-every N        a train_loss line every N steps (default 10); it carries the smoothed gradient
                        noise scale B_simple when the step has more than one micro-batch or rank
   --micro-batches M    gradient accumulation: split each rank's batch into M equal micro-batches
+  --batch-ramp S:K,..  batch-size ramp: from step S on, the global batch is K x the base (the sample order
+                       stays exact: every step takes the next samples of the same stream)
   --comm NAME          collectives: auto | none | gloo | mpi | nccl (default auto: mpi under mpirun/srun,
                        gloo when WORLD_SIZE > 1, else none). --batch-size is per rank.
   --bucket-cap-mb X    gradient bucket size for the overlapped allreduce (default 25)
@@ -178,6 +180,26 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       {"--threads", integer(&a.threads, 1, 1024)},
       {"--log-every", integer(&a.log_every, 1, 1 << 30)},
       {"--micro-batches", integer(&a.micro_batches, 1, 1 << 20)},
+      {"--batch-ramp",
+       [&](const std::string& v) -> std::string {
+         a.batch_ramp.clear();
+         size_t start = 0;
+         while (start <= v.size()) {
+           size_t comma = v.find(',', start);
+           std::string part = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+           auto colon = part.find(':');
+           int64_t st, k;
+           if (colon == std::string::npos || !ToInt(part.substr(0, colon), &st) || !ToInt(part.substr(colon + 1), &k) ||
+               st < 0 || k < 1) {
+             return "expected STEP:MULTIPLIER pairs, e.g. 100:2,200:4";
+           }
+           if (!a.batch_ramp.empty() && st <= a.batch_ramp.back().step) return "steps must increase";
+           a.batch_ramp.push_back({st, k});
+           if (comma == std::string::npos) break;
+           start = comma + 1;
+         }
+         return "";
+       }},
       {"--checkpoint", [&](const std::string& v) -> std::string { a.checkpoint = v; return v.empty() ? "empty path" : ""; }},
       {"--checkpoint-every", integer(&a.checkpoint_every, 0, int64_t{1} << 50)},
       {"--comm",

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "trainer/sample_stream.h"
+
 namespace ladder::trainer {
 
 struct TrainArgs {
@@ -35,7 +37,8 @@ struct TrainArgs {
   uint64_t seed = 0;
   int threads = 1;
   int log_every = 10;
-  int micro_batches = 1;         // gradient accumulation: the per-rank batch is split into this many
+  int micro_batches = 1;
+  std::vector<RampPoint> batch_ramp;  // global batch × multiplier from a step on (exact sample order)         // gradient accumulation: the per-rank batch is split into this many
   // Distributed data parallelism: --batch-size is per rank; the global batch is batch_size × ranks.
   std::string comm = "auto";            // auto | none | gloo | mpi | nccl
   double bucket_cap_mb = 25.0;          // gradient bucket cap (DDP's default)

@@ -17,7 +17,7 @@ constexpr int64_t kFormatVersion = 1;
 bool SaveCheckpoint(const std::string& path, const std::vector<torch::Tensor>& params, Optimizer& opt,
                     const NoiseScaleEstimator& noise, const TrainPosition& pos, std::string* error) {
   std::vector<torch::Tensor> out;
-  out.push_back(torch::tensor({kFormatVersion, pos.step, pos.epoch, pos.batch, opt.step_count(),
+  out.push_back(torch::tensor({kFormatVersion, pos.step, pos.epoch, pos.offset, opt.step_count(),
                                static_cast<int64_t>(params.size())},
                               torch::kInt64));
   auto ns = noise.state();
@@ -77,7 +77,7 @@ bool LoadCheckpoint(const std::string& path, std::vector<torch::Tensor>& params,
   opt.set_step_count(meta[4]);
   pos->step = meta[1];
   pos->epoch = meta[2];
-  pos->batch = meta[3];
+  pos->offset = meta[3];
   pos->allreduce_s = dmeta[0];
   noise.set_state({dmeta[1], dmeta[2], dmeta[3]});
   auto gen = at::detail::getDefaultCPUGenerator();

@@ -1,7 +1,7 @@
 #pragma once
 // Checkpoints of a training run: parameters, optimizer state and step count, the schedule's position (the
-// global step), the data position (epoch and next batch: the per-epoch permutation is a function of the seed
-// and the epoch, so the position is enough), the noise-scale averages and the CPU RNG state (dropout).
+// global step), the data position (epoch and offset in the sample stream: each epoch's permutation is a function
+// of the seed and the epoch, so the position is enough), the noise-scale averages and the CPU RNG state (dropout).
 // Written atomically: a temp file in the same directory, fsync, rename — a crash leaves the old checkpoint
 // or the new one, never half of one. A resumed run continues the loss curve of an uninterrupted one.
 #include <torch/torch.h>
@@ -16,8 +16,8 @@ namespace ladder::trainer {
 
 struct TrainPosition {
   int64_t step = 0;    // optimizer steps done
-  int64_t epoch = 0;   // epoch of the next batch
-  int64_t batch = 0;   // index of the next batch in that epoch
+  int64_t epoch = 0;   // epoch of the next sample (sample_stream.h)
+  int64_t offset = 0;  // its position in that epoch's permutation
   double allreduce_s = 0;
 };
 

@@ -5,7 +5,7 @@
 namespace ladder::trainer {
 
 GradientReducer::GradientReducer(std::vector<torch::Tensor> params, comm::Communicator& comm,
-                                 int64_t bucket_cap_bytes)
+                                 int64_t bucket_cap_bytes, int64_t first_bucket_cap_bytes)
     : params_(std::move(params)), comm_(comm), where_(params_.size()) {
   Bucket cur;
   int64_t elems = 0;
@@ -21,7 +21,8 @@ GradientReducer::GradientReducer(std::vector<torch::Tensor> params, comm::Commun
   for (size_t k = params_.size(); k-- > 0;) {
     const auto& p = params_[k];
     int64_t bytes = p.numel() * static_cast<int64_t>(p.element_size());
-    if (!cur.params.empty() && (elems * static_cast<int64_t>(p.element_size()) + bytes > bucket_cap_bytes ||
+    const int64_t cap = buckets_.empty() ? std::min(first_bucket_cap_bytes, bucket_cap_bytes) : bucket_cap_bytes;
+    if (!cur.params.empty() && (elems * static_cast<int64_t>(p.element_size()) + bytes > cap ||
                                 p.scalar_type() != params_[cur.params.front()].scalar_type())) {
       close();
     }

@@ -3,7 +3,8 @@
 // rest of the backward pass (the mechanism of PyTorch DDP's Reducer, much simplified).
 //
 // Parameters are packed into buckets of at most `bucket_cap_bytes` in reverse order (gradients of the last
-// layers are ready first). A hook on every parameter copies its gradient into its bucket's flat buffer; when a
+// layers are ready first); the first bucket is capped at `first_bucket_cap_bytes`, so that its allreduce
+// starts while most of the backward pass is still to run. A hook on every parameter copies its gradient into its bucket's flat buffer; when a
 // bucket is complete its allreduce starts at once. Finish() (after backward) starts any incomplete bucket
 // (a parameter that got no gradient counts as zero), waits for all, and writes the averages into .grad.
 //
@@ -19,12 +20,15 @@
 
 namespace ladder::trainer {
 
-inline constexpr int64_t kDefaultBucketCapBytes = 25 * 1024 * 1024;  // as DDP
+inline constexpr int64_t kDefaultBucketCapBytes = 25 * 1024 * 1024;      // as DDP
+inline constexpr int64_t kDefaultFirstBucketCapBytes = 1024 * 1024;      // as DDP: the first bucket is small so
+                                                                         // communication starts early
 
 class GradientReducer {
  public:
   GradientReducer(std::vector<torch::Tensor> params, comm::Communicator& comm,
-                  int64_t bucket_cap_bytes = kDefaultBucketCapBytes);
+                  int64_t bucket_cap_bytes = kDefaultBucketCapBytes,
+                  int64_t first_bucket_cap_bytes = kDefaultFirstBucketCapBytes);
   // Call before each step's first backward pass.
   void Prepare();
   // Gradient accumulation: before each micro-batch's backward say whether it is the step's last. Earlier

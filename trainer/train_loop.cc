@@ -9,6 +9,7 @@
 #include "trainer/grad_reducer.h"
 #include "trainer/noise_scale.h"
 #include "trainer/optim.h"
+#include "trainer/sample_stream.h"
 #include "trainer/schedule.h"
 
 #include <chrono>
@@ -81,18 +82,21 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   NoiseScaleEstimator noise;
   const auto xtr = Features(train), ytr = Labels(train), xva = Features(val), yva = Labels(val);
   const int64_t n = train.rows;
-  const int64_t local = a.batch_size;
-  const int64_t global = std::min<int64_t>(local * world, n);
-  const int64_t steps_per_epoch = world > 1 ? n / global : (n + global - 1) / global;
-  if (steps_per_epoch == 0) {
+  const int64_t base_global = a.batch_size * world;
+  auto global_at = [&](int64_t s) { return GlobalBatchAt(base_global, a.batch_ramp, s); };
+  if (base_global > n) {
     std::fprintf(stderr, "ladder-train: the global batch (%lld) is larger than the training set (%lld rows)\n",
-                 static_cast<long long>(local * world), static_cast<long long>(n));
+                 static_cast<long long>(base_global), static_cast<long long>(n));
     result.exit_code = 2;
     return result;
   }
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  int64_t step = 0;
-  double allreduce_s = 0;
+  SampleStream stream(n, a.seed);
+  // Steps in the whole run (for cosine and WSD): every full global batch until the epochs are done.
+  int64_t total_steps = 0;
+  for (int64_t left = n * a.epochs; left >= global_at(total_steps); left -= global_at(total_steps)) {
+    ++total_steps;
+    if (a.max_steps > 0 && total_steps >= a.max_steps) break;
+  }
   ScheduleOptions sched;
   sched.warmup_steps = a.warmup_steps;
   sched.decay = a.decay;
@@ -100,10 +104,9 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   sched.gamma = a.gamma;
   sched.final_lr_fraction = a.final_lr_fraction;
   sched.decay_fraction = a.wsd_decay_fraction;
-  sched.total_steps = a.max_steps > 0 ? std::min<int64_t>(a.max_steps, steps_per_epoch * a.epochs)
-                                      : steps_per_epoch * a.epochs;
-  const double peak_lr = ScaledPeakLr(a.lr, global, a.reference_batch, a.lr_scaling);
-  double lr = peak_lr, grad_norm = 0;
+  sched.total_steps = total_steps;
+  int64_t step = 0;
+  double allreduce_s = 0, lr = a.lr, grad_norm = 0;
   TrainPosition start;
   if (a.resume && std::filesystem::exists(a.checkpoint)) {
     std::string err;
@@ -114,124 +117,121 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     }
     step = start.step;
     allreduce_s = start.allreduce_s;
+    stream.Seek(start.epoch, start.offset);
     if (leader) {
-      std::fprintf(stderr, "ladder-train: resumed from %s at step %lld (epoch %lld, batch %lld)\n",
+      std::fprintf(stderr, "ladder-train: resumed from %s at step %lld (epoch %lld, sample %lld)\n",
                    a.checkpoint.c_str(), static_cast<long long>(step), static_cast<long long>(start.epoch),
-                   static_cast<long long>(start.batch));
+                   static_cast<long long>(start.offset));
     }
   }
-  auto checkpoint = [&](int64_t epoch, int64_t next_batch) {
+  auto checkpoint = [&] {
     if (!leader || a.checkpoint.empty()) return true;
-    TrainPosition pos{step, epoch, next_batch, allreduce_s};
-    if (next_batch >= steps_per_epoch) pos.epoch = epoch + 1, pos.batch = 0;
     std::string err;
-    if (!SaveCheckpoint(a.checkpoint, params, *opt, noise, pos, &err)) {
+    if (!SaveCheckpoint(a.checkpoint, params, *opt, noise, {step, stream.epoch(), stream.offset(), allreduce_s},
+                        &err)) {
       std::fprintf(stderr, "ladder-train: %s\n", err.c_str());
       return false;
     }
     return true;
   };
-  int64_t last_epoch = start.epoch, last_batch = start.batch;
-  for (int64_t epoch = start.epoch; epoch < a.epochs; ++epoch) {
-    auto t0 = std::chrono::steady_clock::now();
-    std::iota(order.begin(), order.end(), 0);
-    std::mt19937_64 rng(a.seed * 1000003ULL + static_cast<uint64_t>(epoch));
-    std::shuffle(order.begin(), order.end(), rng);
-    auto perm = torch::from_blob(order.data(), {n}, torch::kInt64);
-    net->train();
-    int64_t seen = 0;
-    for (int64_t b = epoch == start.epoch ? start.batch : 0; b < steps_per_epoch; ++b) {
-      const int64_t from = b * global, glen = std::min(global, n - from);
-      // This rank's share of global batch b: positions rank, rank + world, ...
-      auto idx = world > 1 ? perm.narrow(0, from, glen).slice(0, rank, glen, world) : perm.narrow(0, from, glen);
-      const int64_t len = idx.size(0);
-      const int64_t micro = a.micro_batches, mlen = len / micro;
-      opt->ZeroGrad();
-      if (reducer) reducer->Prepare();
-      torch::Tensor loss = torch::zeros({});
-      double small_sq = 0;  // Σ over micro-batches of ‖g_micro‖²
-      for (int64_t m = 0; m < micro; ++m) {
-        auto midx = idx.narrow(0, m * mlen, m + 1 == micro ? len - m * mlen : mlen);
-        if (reducer) reducer->SetFinalMicroBatch(m + 1 == micro);
-        pass_sq = 0;
-        // Weighted by its share, so the accumulated gradient is the mean over the whole batch.
-        const double share = static_cast<double>(midx.size(0)) / static_cast<double>(len);
-        auto ml = torch::nn::functional::cross_entropy(net->forward(xtr.index_select(0, midx)),
-                                                       ytr.index_select(0, midx)) * share;
-        ml.backward();
-        small_sq += pass_sq / (share * share);  // this pass's gradient is share · g_micro
-        loss = loss + ml.detach();
-      }
-      if (reducer) allreduce_s += reducer->Finish();
-      if (world * micro > 1) {
-        if (world > 1) {
-          auto t = torch::tensor({small_sq}, torch::kFloat64);
-          comm.AllreduceSum(t)->Wait();
-          small_sq = t.item<double>();
-        }
-        double big_sq = 0;
-        for (const auto& p : params) {
-          if (p.grad().defined()) big_sq += p.grad().pow(2).sum().item<double>();
-        }
-        noise.Add(small_sq / static_cast<double>(world * micro), len / micro, big_sq, len * world);
-      }
-      if (a.clip_grad_norm > 0) grad_norm = ClipGradNorm(params, a.clip_grad_norm);
-      lr = LearningRate(peak_lr, sched, step);
-      opt->Step(lr);
-      ++step;
-      seen += len * world;
-      double l = loss.item<double>();
-      if (!std::isfinite(l)) {
-        metrics.Write(step, {{"epoch", epoch + static_cast<double>(b + 1) / steps_per_epoch}, {"train_loss", l}});
-        std::fprintf(stderr, "ladder-train: training diverged at step %lld (loss is %f); try a smaller --lr\n",
-                     static_cast<long long>(step), l);
-        result.exit_code = 3;
-        return result;
-      }
-      if (step % a.log_every == 0) {
-        result.train_losses.push_back(l);
-        std::vector<std::pair<std::string, double>> values = {
-            {"epoch", epoch + static_cast<double>(b + 1) / steps_per_epoch}, {"train_loss", l}, {"lr", lr}};
-        if (a.clip_grad_norm > 0) values.emplace_back("grad_norm", grad_norm);
-        if (auto ns = noise.BSimple()) values.emplace_back("noise_scale", *ns);
-        if (leader) metrics.Write(step, values);
-      }
-      last_epoch = epoch;
-      last_batch = b + 1;
-      if (a.checkpoint_every > 0 && step % a.checkpoint_every == 0 && !checkpoint(epoch, b + 1)) {
-        result.exit_code = 1;
-        return result;
-      }
-      if (a.max_steps > 0 && step >= a.max_steps) break;
+  auto epoch_t0 = std::chrono::steady_clock::now();
+  int64_t epoch_samples = 0;
+  net->train();
+  while (stream.Remaining(a.epochs) >= global_at(step) && !(a.max_steps > 0 && step >= a.max_steps)) {
+    const int64_t global = global_at(step);
+    int epochs_done = 0;
+    const auto batch = stream.Next(global, &epochs_done);
+    // This rank's share of the global batch: positions rank, rank + world, ...
+    std::vector<int64_t> mine;
+    for (size_t i = static_cast<size_t>(rank); i < batch.size(); i += static_cast<size_t>(world)) mine.push_back(batch[i]);
+    const auto idx = torch::tensor(mine, torch::kInt64);
+    const int64_t len = idx.size(0), micro = a.micro_batches, mlen = len / micro;
+    opt->ZeroGrad();
+    if (reducer) reducer->Prepare();
+    torch::Tensor loss = torch::zeros({});
+    double small_sq = 0;  // Σ over micro-batches of ‖g_micro‖²
+    for (int64_t m = 0; m < micro; ++m) {
+      auto midx = idx.narrow(0, m * mlen, m + 1 == micro ? len - m * mlen : mlen);
+      if (reducer) reducer->SetFinalMicroBatch(m + 1 == micro);
+      pass_sq = 0;
+      // Weighted by its share, so the accumulated gradient is the mean over the whole batch.
+      const double share = static_cast<double>(midx.size(0)) / static_cast<double>(len);
+      auto ml = torch::nn::functional::cross_entropy(net->forward(xtr.index_select(0, midx)),
+                                                     ytr.index_select(0, midx)) * share;
+      ml.backward();
+      small_sq += pass_sq / (share * share);  // this pass's gradient is share · g_micro
+      loss = loss + ml.detach();
     }
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!leader) {
-      if (a.max_steps > 0 && step >= a.max_steps) break;
-      continue;
+    if (reducer) allreduce_s += reducer->Finish();
+    if (world * micro > 1) {
+      if (world > 1) {
+        auto t = torch::tensor({small_sq}, torch::kFloat64);
+        comm.AllreduceSum(t)->Wait();
+        small_sq = t.item<double>();
+      }
+      double big_sq = 0;
+      for (const auto& p : params) {
+        if (p.grad().defined()) big_sq += p.grad().pow(2).sum().item<double>();
+      }
+      noise.Add(small_sq / static_cast<double>(world * micro), len / micro, big_sq, global);
     }
-    net->eval();
-    torch::NoGradGuard no_grad;  // until the end of this epoch's iteration
-    auto train_loss = torch::nn::functional::cross_entropy(net->forward(xtr), ytr).item<double>();
-    auto val_logits = net->forward(xva);
-    double val_loss = torch::nn::functional::cross_entropy(val_logits, yva).item<double>();
-    double acc = val_logits.argmax(1).eq(yva).to(torch::kFloat64).mean().item<double>();
-    result.final_val_loss = val_loss;
-    result.final_val_accuracy = acc;
-    metrics.Write(step, {{"epoch", epoch + 1.0},
-                         {"train_loss", train_loss},
-                         {"val_loss", val_loss},
-                         {"val_accuracy", acc},
-                         {"samples_per_s", secs > 0 ? seen / secs : 0.0},
-                         {"ranks", static_cast<double>(world)},
-                         {"allreduce_s", allreduce_s}});
-    if (!std::isfinite(val_loss)) {
-      std::fprintf(stderr, "ladder-train: validation loss is not finite; training diverged\n");
+    if (a.clip_grad_norm > 0) grad_norm = ClipGradNorm(params, a.clip_grad_norm);
+    lr = LearningRate(ScaledPeakLr(a.lr, global, a.reference_batch, a.lr_scaling), sched, step);
+    opt->Step(lr);
+    ++step;
+    epoch_samples += global;
+    const double l = loss.item<double>();
+    const double epoch_pos = static_cast<double>(stream.epoch()) + static_cast<double>(stream.offset()) / n;
+    if (!std::isfinite(l)) {
+      if (leader) metrics.Write(step, {{"epoch", epoch_pos}, {"train_loss", l}});
+      std::fprintf(stderr, "ladder-train: training diverged at step %lld (loss is %f); try a smaller --lr\n",
+                   static_cast<long long>(step), l);
       result.exit_code = 3;
       return result;
     }
-    if (a.max_steps > 0 && step >= a.max_steps) break;
+    if (step % a.log_every == 0) {
+      result.train_losses.push_back(l);
+      std::vector<std::pair<std::string, double>> values = {
+          {"epoch", epoch_pos}, {"train_loss", l}, {"lr", lr}, {"global_batch", static_cast<double>(global)}};
+      if (a.clip_grad_norm > 0) values.emplace_back("grad_norm", grad_norm);
+      if (auto ns = noise.BSimple()) values.emplace_back("noise_scale", *ns);
+      if (leader) metrics.Write(step, values);
+    }
+    if (a.checkpoint_every > 0 && step % a.checkpoint_every == 0 && !checkpoint()) {
+      result.exit_code = 1;
+      return result;
+    }
+    const bool last = stream.Remaining(a.epochs) < global_at(step) || (a.max_steps > 0 && step >= a.max_steps);
+    if (epochs_done == 0 && !last) continue;
+    // An epoch ended (or the run does): evaluate on rank 0.
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_t0).count();
+    if (leader) {
+      torch::NoGradGuard no_grad;
+      net->eval();
+      auto train_loss = torch::nn::functional::cross_entropy(net->forward(xtr), ytr).item<double>();
+      auto val_logits = net->forward(xva);
+      double val_loss = torch::nn::functional::cross_entropy(val_logits, yva).item<double>();
+      double acc = val_logits.argmax(1).eq(yva).to(torch::kFloat64).mean().item<double>();
+      net->train();
+      result.final_val_loss = val_loss;
+      result.final_val_accuracy = acc;
+      metrics.Write(step, {{"epoch", epoch_pos},
+                           {"train_loss", train_loss},
+                           {"val_loss", val_loss},
+                           {"val_accuracy", acc},
+                           {"samples_per_s", secs > 0 ? epoch_samples / secs : 0.0},
+                           {"ranks", static_cast<double>(world)},
+                           {"allreduce_s", allreduce_s}});
+      if (!std::isfinite(val_loss)) {
+        std::fprintf(stderr, "ladder-train: validation loss is not finite; training diverged\n");
+        result.exit_code = 3;
+        return result;
+      }
+    }
+    epoch_samples = 0;
+    epoch_t0 = std::chrono::steady_clock::now();
   }
-  if (!checkpoint(last_epoch, last_batch)) result.exit_code = 1;
+  if (!checkpoint()) result.exit_code = 1;
   if (leader && !a.save_params.empty()) {
     std::ofstream out(a.save_params, std::ios::binary);
     for (const auto& p : net->parameters()) {

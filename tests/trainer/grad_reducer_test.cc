@@ -38,7 +38,7 @@ TEST(GradientReducer, BucketsRespectTheCapAndAverageGradients) {
   // Parameters: 100x100 (40000 B), 100 (400 B), 10x100 (4000 B), 10 (40 B). A 5000-byte cap packs the last
   // three together (reverse order) and puts the big matrix alone.
   FakeComm comm(4, /*offset=*/2.0f);
-  GradientReducer reducer(net->parameters(), comm, 5000);
+  GradientReducer reducer(net->parameters(), comm, 5000, 5000);
   EXPECT_EQ(reducer.bucket_count(), 2u);
   auto x = torch::randn({8, 100});
   auto loss = net->forward(x).pow(2).mean();
@@ -63,6 +63,14 @@ TEST(GradientReducer, OneBucketWhenTheCapIsLarge) {
   FakeComm comm(2);
   GradientReducer reducer(lin->parameters(), comm);
   EXPECT_EQ(reducer.bucket_count(), 1u);
+}
+
+TEST(GradientReducer, FirstBucketIsSmallSoCommunicationStartsEarly) {
+  // 3.5 MiB of weights: with DDP's defaults (first bucket closes at 1 MiB, others at 25 MiB) there are two.
+  torch::nn::Sequential net(torch::nn::Linear(768, 512), torch::nn::Linear(512, 512), torch::nn::Linear(512, 512));
+  FakeComm comm(2);
+  GradientReducer reducer(net->parameters(), comm);
+  EXPECT_EQ(reducer.bucket_count(), 2u);
 }
 
 }  // namespace
