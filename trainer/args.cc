@@ -71,6 +71,8 @@ Trains an MLP classifier on a CSV data set and prints metrics as JSON lines on s
   --threads N          intra-op threads (default 1)
   --log-every N        a train_loss line every N steps (default 10); it carries the smoothed gradient
                        noise scale B_simple when the step has more than one micro-batch or rank
+  --noise-scale-every N  measure the gradient noise scale on every Nth step (default 10; 0: off). It
+                       costs a squared norm per gradient and, with several ranks, one scalar allreduce
   --micro-batches M    gradient accumulation: split each rank's batch into M equal micro-batches
   --batch-ramp S:K,..  batch-size ramp: from step S on, the global batch is K x the base (the sample order
                        stays exact: every step takes the next samples of the same stream)
@@ -180,6 +182,7 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       {"--threads", integer(&a.threads, 1, 1024)},
       {"--log-every", integer(&a.log_every, 1, 1 << 30)},
       {"--micro-batches", integer(&a.micro_batches, 1, 1 << 20)},
+      {"--noise-scale-every", integer(&a.noise_scale_every, 0, 1 << 30)},
       {"--batch-ramp",
        [&](const std::string& v) -> std::string {
          a.batch_ramp.clear();

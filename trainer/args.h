@@ -38,6 +38,7 @@ struct TrainArgs {
   int threads = 1;
   int log_every = 10;
   int micro_batches = 1;
+  int noise_scale_every = 10;    // measure the gradient noise scale every N steps (0: never)
   std::vector<RampPoint> batch_ramp;  // global batch × multiplier from a step on (exact sample order)         // gradient accumulation: the per-rank batch is split into this many
   // Distributed data parallelism: --batch-size is per rank; the global batch is batch_size × ranks.
   std::string comm = "auto";            // auto | none | gloo | mpi | nccl

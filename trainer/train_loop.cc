@@ -76,8 +76,11 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   auto params = net->parameters();
   // Squared norm of each backward pass's gradient (hooks see a pass's gradient before it is accumulated).
   double pass_sq = 0;
+  bool measure_noise = false;  // this step measures the noise scale
   for (auto& p : params) {
-    p.register_hook([&pass_sq](torch::Tensor g) { pass_sq += g.pow(2).sum().item<double>(); });
+    p.register_hook([&pass_sq, &measure_noise](torch::Tensor g) {
+      if (measure_noise) pass_sq += g.pow(2).sum().item<double>();
+    });
   }
   NoiseScaleEstimator noise;
   const auto xtr = Features(train), ytr = Labels(train), xva = Features(val), yva = Labels(val);
@@ -146,6 +149,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     for (size_t i = static_cast<size_t>(rank); i < batch.size(); i += static_cast<size_t>(world)) mine.push_back(batch[i]);
     const auto idx = torch::tensor(mine, torch::kInt64);
     const int64_t len = idx.size(0), micro = a.micro_batches, mlen = len / micro;
+    measure_noise = world * micro > 1 && a.noise_scale_every > 0 && step % a.noise_scale_every == 0;
     opt->ZeroGrad();
     if (reducer) reducer->Prepare();
     torch::Tensor loss = torch::zeros({});
@@ -163,7 +167,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       loss = loss + ml.detach();
     }
     if (reducer) allreduce_s += reducer->Finish();
-    if (world * micro > 1) {
+    if (measure_noise) {
       if (world > 1) {
         auto t = torch::tensor({small_sq}, torch::kFloat64);
         comm.AllreduceSum(t)->Wait();

@@ -90,6 +90,7 @@ TEST(MicroBatches, AccumulationGivesTheSameStepAsTheWholeBatchAndMeasuresTheNois
   a.width = 16;
   a.lr = 0.1;
   a.log_every = 2;
+  a.noise_scale_every = 1;
   auto dir = std::filesystem::temp_directory_path();
   std::string out1, out4;
   auto whole = TrainAndSave(a, (dir / ("ladder-mb1-" + std::to_string(getpid()))).string(), &out1);
