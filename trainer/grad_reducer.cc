@@ -51,11 +51,13 @@ void GradientReducer::OnGrad(size_t k, const torch::Tensor& grad) {
   auto [bi, slot] = where_[k];
   Bucket& b = buckets_[bi];
   auto dst = b.flat.narrow(0, b.offsets[slot], grad.numel());
-  // First gradient of this step: copy; later ones (micro-batches, shared weights): accumulate.
+  // Pre-divided by the world size, so the sum across ranks is the average (one pass over the memory).
+  // First gradient of this step: write; later ones (micro-batches, shared weights): accumulate.
+  const double scale = 1.0 / comm_.size();
   if (b.touched[slot]) {
-    dst.add_(grad.reshape({-1}));
+    dst.add_(grad.reshape({-1}), scale);
   } else {
-    dst.copy_(grad.reshape({-1}));
+    torch::mul_out(dst, grad.reshape({-1}), scale);
     b.touched[slot] = true;
   }
   if (!final_ || b.ready[slot]) return;
@@ -74,19 +76,14 @@ double GradientReducer::Finish() {
     }
     Launch(b);
   }
-  const double scale = 1.0 / comm_.size();
+  // The averaged gradients stay in the buckets: each .grad becomes a view of its slice (no copy back).
+  // ZeroGrad must then drop the views (set them to none), or autograd would accumulate into the buckets.
   torch::NoGradGuard no_grad;
   for (auto& b : buckets_) {
     b.work->Wait();
-    b.flat.mul_(scale);
     for (size_t s = 0; s < b.params.size(); ++s) {
       auto& p = params_[b.params[s]];
-      auto avg = b.flat.narrow(0, b.offsets[s], p.numel()).view_as(p);
-      if (p.grad().defined()) {
-        p.mutable_grad().copy_(avg);
-      } else {
-        p.mutable_grad() = avg.clone();
-      }
+      p.mutable_grad() = b.flat.narrow(0, b.offsets[s], p.numel()).view_as(p);
     }
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -6,7 +6,10 @@
 // layers are ready first); the first bucket is capped at `first_bucket_cap_bytes`, so that its allreduce
 // starts while most of the backward pass is still to run. A hook on every parameter copies its gradient into its bucket's flat buffer; when a
 // bucket is complete its allreduce starts at once. Finish() (after backward) starts any incomplete bucket
-// (a parameter that got no gradient counts as zero), waits for all, and writes the averages into .grad.
+// (a parameter that got no gradient counts as zero), waits for all, and makes each .grad a view of its
+// averaged slice. Gradients are scaled by 1/ranks as they are copied in, so each element is touched once
+// before the allreduce and never after. The caller must reset gradients to none (not zero them in place)
+// before the next backward pass: Optimizer::ZeroGrad does.
 //
 // Threading: one thread (the training loop's; CPU autograd runs hooks on it). Collectives are issued in the
 // same bucket order on every rank only if the backward pass produces gradients in the same order, which holds
@@ -37,6 +40,9 @@ class GradientReducer {
   // Call after backward: returns the seconds spent waiting for allreduces after backward ended.
   double Finish();
   size_t bucket_count() const { return buckets_.size(); }
+  // What the per-parameter hooks call: parameter `param`'s gradient from one backward pass. Public so that
+  // a benchmark can drive the reducer without autograd.
+  void OnGrad(size_t param, const torch::Tensor& grad);
 
  private:
   struct Bucket {
@@ -48,7 +54,6 @@ class GradientReducer {
     int pending = 0;
     std::unique_ptr<comm::Work> work;
   };
-  void OnGrad(size_t param, const torch::Tensor& grad);
   void Launch(Bucket& b);
 
   std::vector<torch::Tensor> params_;

@@ -5,12 +5,7 @@
 namespace ladder::trainer {
 
 void Optimizer::ZeroGrad() {
-  for (auto& p : params_) {
-    if (p.grad().defined()) {
-      p.mutable_grad().detach_();
-      p.mutable_grad().zero_();
-    }
-  }
+  for (auto& p : params_) p.mutable_grad() = torch::Tensor();
 }
 
 namespace {

@@ -33,6 +33,8 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // One update of every parameter with a defined gradient, at learning rate `lr`.
   virtual void Step(double lr) = 0;
+  // Sets every gradient to none (undefined), so the next backward pass writes fresh ones; gradients that
+  // are views into the GradientReducer's buckets must never be accumulated into.
   void ZeroGrad();
   // The state tensors themselves, in a fixed order (a checkpoint saves them and copies into them on load).
   virtual std::vector<torch::Tensor> State() = 0;
