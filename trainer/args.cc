@@ -37,6 +37,17 @@ std::string FormatNumber(double v) {
   return buf;
 }
 
+std::vector<std::string> SplitCommas(const std::string& v) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = v.find(',', start);
+    out.push_back(v.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
 }  // namespace
 
 std::string Usage() {
@@ -150,15 +161,10 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       {"--milestones",
        [&](const std::string& v) -> std::string {
          a.milestones.clear();
-         size_t start = 0;
-         while (start <= v.size()) {
-           size_t comma = v.find(',', start);
-           std::string part = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+         for (const auto& part : SplitCommas(v)) {
            int64_t m;
            if (!ToInt(part, &m) || m < 0) return "expected comma-separated step numbers";
            a.milestones.push_back(m);
-           if (comma == std::string::npos) break;
-           start = comma + 1;
          }
          return "";
        }},
@@ -186,10 +192,7 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       {"--batch-ramp",
        [&](const std::string& v) -> std::string {
          a.batch_ramp.clear();
-         size_t start = 0;
-         while (start <= v.size()) {
-           size_t comma = v.find(',', start);
-           std::string part = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+         for (const auto& part : SplitCommas(v)) {
            auto colon = part.find(':');
            int64_t st, k;
            if (colon == std::string::npos || !ToInt(part.substr(0, colon), &st) || !ToInt(part.substr(colon + 1), &k) ||
@@ -198,11 +201,9 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
            }
            if (!a.batch_ramp.empty() && st <= a.batch_ramp.back().step) return "steps must increase";
            a.batch_ramp.push_back({st, k});
-           if (comma == std::string::npos) break;
-           start = comma + 1;
          }
          return "";
-       }},
+      }},
       {"--checkpoint", [&](const std::string& v) -> std::string { a.checkpoint = v; return v.empty() ? "empty path" : ""; }},
       {"--checkpoint-every", integer(&a.checkpoint_every, 0, int64_t{1} << 50)},
       {"--comm",
