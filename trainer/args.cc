@@ -54,8 +54,9 @@ std::string Usage() {
   return R"(usage: ladder-train [options]
 Trains an MLP classifier on a CSV data set and prints metrics as JSON lines on stdout (docs/METRICS.md).
 
-  --data PATH          CSV or CSV.gz: numeric features, integer class label (0..K-1) last; an optional
-                       header line is skipped (default: the shipped digits data)
+  --data SOURCE        CSV or CSV.gz: numeric features, integer class label (0..K-1) last; an optional
+                       header line is skipped (default: the shipped digits data); or idx:IMAGES,LABELS
+                       (MNIST IDX), cifar10:FILE[,FILE..] (CIFAR-10 binary), synthetic:ROWS[:FEATURES[:CLASSES]]
   --val-fraction F     held-out fraction, split with a fixed seed (default 0.2)
   --width N            hidden units per layer (default 128)
   --depth N            hidden layers (default 2)

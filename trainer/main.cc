@@ -5,6 +5,7 @@
 
 #include "trainer/args.h"
 #include "trainer/csv_dataset.h"
+#include "trainer/data_sources.h"
 #include "trainer/metrics_writer.h"
 #include "trainer/train_loop.h"
 
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
   }
   Dataset all, train, val;
   std::string error;
-  if (!LoadCsv(args.data, &all, &error)) {
+  if (!LoadData(args.data, &all, &error)) {
     std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
     return 2;
   }
