@@ -138,7 +138,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     return true;
   };
   auto epoch_t0 = std::chrono::steady_clock::now();
-  int64_t epoch_samples = 0;
+  int64_t epoch_samples = 0, epoch_steps = 0;
   net->train();
   while (stream.Remaining(a.epochs) >= global_at(step) && !(a.max_steps > 0 && step >= a.max_steps)) {
     const int64_t global = global_at(step);
@@ -183,6 +183,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     lr = LearningRate(ScaledPeakLr(a.lr, global, a.reference_batch, a.lr_scaling), sched, step);
     opt->Step(lr);
     ++step;
+    ++epoch_steps;
     epoch_samples += global;
     const double l = loss.item<double>();
     const double epoch_pos = static_cast<double>(stream.epoch()) + static_cast<double>(stream.offset()) / n;
@@ -224,6 +225,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
                            {"val_loss", val_loss},
                            {"val_accuracy", acc},
                            {"samples_per_s", secs > 0 ? epoch_samples / secs : 0.0},
+                           {"step_time_s", epoch_steps > 0 ? secs / static_cast<double>(epoch_steps) : 0.0},
                            {"ranks", static_cast<double>(world)},
                            {"allreduce_s", allreduce_s}});
       if (!std::isfinite(val_loss)) {
@@ -233,6 +235,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       }
     }
     epoch_samples = 0;
+    epoch_steps = 0;
     epoch_t0 = std::chrono::steady_clock::now();
   }
   if (!checkpoint()) result.exit_code = 1;
