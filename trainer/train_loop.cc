@@ -42,6 +42,29 @@ torch::Tensor Labels(const Dataset& d) {
   return torch::from_blob(const_cast<int64_t*>(d.y.data()), {d.rows}, torch::kInt64).clone();
 }
 
+OptimizerOptions OptimizerOptionsFrom(const TrainArgs& a) {
+  OptimizerOptions o;
+  o.name = a.optimizer;
+  o.momentum = a.momentum;
+  o.nesterov = a.nesterov;
+  o.weight_decay = a.weight_decay;
+  o.trust_coefficient = a.trust_coefficient;
+  o.larc_mode = a.larc_mode;
+  return o;
+}
+
+ScheduleOptions ScheduleFrom(const TrainArgs& a, int64_t total_steps) {
+  ScheduleOptions s;
+  s.warmup_steps = a.warmup_steps;
+  s.decay = a.decay;
+  s.milestones = a.milestones;
+  s.gamma = a.gamma;
+  s.final_lr_fraction = a.final_lr_fraction;
+  s.decay_fraction = a.wsd_decay_fraction;
+  s.total_steps = total_steps;
+  return s;
+}
+
 }  // namespace
 
 TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, MetricsWriter& metrics,
@@ -59,15 +82,8 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     reducer = std::make_unique<GradientReducer>(net->parameters(), comm,
                                                 static_cast<int64_t>(a.bucket_cap_mb * 1024 * 1024));
   }
-  OptimizerOptions oo;
-  oo.name = a.optimizer;
-  oo.momentum = a.momentum;
-  oo.nesterov = a.nesterov;
-  oo.weight_decay = a.weight_decay;
-  oo.trust_coefficient = a.trust_coefficient;
-  oo.larc_mode = a.larc_mode;
   std::string opt_error;
-  auto opt = MakeOptimizer(oo, net->parameters(), &opt_error);
+  auto opt = MakeOptimizer(OptimizerOptionsFrom(a), net->parameters(), &opt_error);
   if (!opt) {
     std::fprintf(stderr, "ladder-train: %s\n", opt_error.c_str());
     result.exit_code = 2;
@@ -96,18 +112,11 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   SampleStream stream(n, a.seed);
   // Steps in the whole run (for cosine and WSD): every full global batch until the epochs are done.
   int64_t total_steps = 0;
-  for (int64_t left = n * a.epochs; left >= global_at(total_steps); left -= global_at(total_steps)) {
-    ++total_steps;
-    if (a.max_steps > 0 && total_steps >= a.max_steps) break;
+  for (int64_t left = n * a.epochs; left >= global_at(total_steps) && !(a.max_steps > 0 && total_steps >= a.max_steps);
+       ++total_steps) {
+    left -= global_at(total_steps);
   }
-  ScheduleOptions sched;
-  sched.warmup_steps = a.warmup_steps;
-  sched.decay = a.decay;
-  sched.milestones = a.milestones;
-  sched.gamma = a.gamma;
-  sched.final_lr_fraction = a.final_lr_fraction;
-  sched.decay_fraction = a.wsd_decay_fraction;
-  sched.total_steps = total_steps;
+  const ScheduleOptions sched = ScheduleFrom(a, total_steps);
   int64_t step = 0;
   double allreduce_s = 0, lr = a.lr, grad_norm = 0;
   TrainPosition start;
