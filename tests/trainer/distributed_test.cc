@@ -81,7 +81,6 @@ TEST_P(Distributed, NRanksTimesBatchEqualsOneRankTimesNBatch) {
   } else {
     // torchrun style: one process per rank with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT.
     const std::string port = std::to_string(FreePort());
-    std::vector<std::string> script_lines;
     std::string script;
     for (int r = 0; r < ranks; ++r) {
       script += "RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) + " WORLD_SIZE=" +
