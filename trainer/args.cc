@@ -91,6 +91,10 @@ Trains an MLP classifier on a CSV data set and prints metrics as JSON lines on s
   --comm NAME          collectives: auto | none | gloo | mpi | nccl (default auto: mpi under mpirun/srun,
                        gloo when WORLD_SIZE > 1, else none). --batch-size is per rank.
   --bucket-cap-mb X    gradient bucket size for the overlapped allreduce (default 25)
+  --hierarchical       hierarchical allreduce: reduce inside each node, allreduce across the node leaders,
+                       broadcast back inside the node
+  --ranks-per-node N   ranks per node (default: from LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE or
+                       SLURM_NTASKS_PER_NODE); set it to simulate several nodes on one machine
   --save-params PATH   rank 0 writes the final parameters to PATH (raw float32)
   --checkpoint PATH    rank 0 writes a checkpoint there (atomically) every --checkpoint-every steps and
                        at the end: parameters, optimizer, step, data position, RNG
@@ -216,6 +220,7 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
          return "";
        }},
       {"--bucket-cap-mb", real(&a.bucket_cap_mb, 0, 1 << 20, true, false)},
+      {"--ranks-per-node", integer(&a.ranks_per_node, 1, 1 << 20)},
       {"--save-params", [&](const std::string& v) -> std::string { a.save_params = v; return v.empty() ? "empty path" : ""; }},
   };
   for (size_t i = 0; i < argv.size(); ++i) {
@@ -230,6 +235,10 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
     }
     if (flag == "--resume") {
       a.resume = true;
+      continue;
+    }
+    if (flag == "--hierarchical") {
+      a.hierarchical = true;
       continue;
     }
     auto eq = flag.find('=');

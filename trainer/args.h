@@ -43,6 +43,8 @@ struct TrainArgs {
   // Distributed data parallelism: --batch-size is per rank; the global batch is batch_size × ranks.
   std::string comm = "auto";            // auto | none | gloo | mpi | nccl
   double bucket_cap_mb = 25.0;          // gradient bucket cap (DDP's default)
+  bool hierarchical = false;             // reduce in node, allreduce across node leaders, broadcast back
+  int ranks_per_node = 0;                // 0: from the launcher's variables
   std::string checkpoint;                // write checkpoints here (atomically)
   int64_t checkpoint_every = 0;          // steps between checkpoints (0: only at the end)
   bool resume = false;                   // continue from --checkpoint when it exists

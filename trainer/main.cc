@@ -36,7 +36,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
     return 2;
   }
-  auto comm = ladder::trainer::comm::MakeCommunicator(args.comm, &error);
+  ladder::trainer::comm::CommOptions comm_options;
+  comm_options.hierarchical = args.hierarchical;
+  comm_options.ranks_per_node = args.ranks_per_node;
+  auto comm = ladder::trainer::comm::MakeCommunicator(args.comm, comm_options, &error);
   if (!comm) {
     std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
     return 2;

@@ -42,7 +42,9 @@ std::vector<std::string> AvailableBackends() {
   return out;
 }
 
-std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, std::string* error) {
+std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, const CommOptions& options,
+                                               std::string* error) {
+  (void)options;  // TODO(hierarchical): wired by the hierarchical communicator
   std::string b = backend;
   if (b == "auto") {
     const int mpi_size = EnvInt("OMPI_COMM_WORLD_SIZE", EnvInt("PMIX_SIZE", EnvInt("PMI_SIZE", 1)));

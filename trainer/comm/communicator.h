@@ -39,13 +39,27 @@ class Communicator {
   virtual void Barrier() = 0;
 };
 
+// How ranks are grouped into nodes and whether gradients are reduced hierarchically.
+struct CommOptions {
+  // Reduce inside each node, allreduce across the node leaders (local rank 0), broadcast back inside the node
+  // (the NCCL-inside / MPI-across pattern of large GPU clusters).
+  bool hierarchical = false;
+  // Ranks per node; 0 = from the launcher (LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE).
+  // Setting it simulates several nodes on one machine (ranks r with the same r / ranks_per_node share a node).
+  int ranks_per_node = 0;
+};
+
 // Which backends this build has ("none", "gloo", "mpi", and "nccl" when built with CUDA).
 std::vector<std::string> AvailableBackends();
 
 // Creates the communicator for `backend` ("auto": mpi when started by mpirun/srun with several ranks, gloo
 // when WORLD_SIZE > 1, else none). On failure returns nullptr and sets *error (naming the missing variable or
 // the backend this build lacks).
-std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, std::string* error);
+std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, const CommOptions& options,
+                                               std::string* error);
+inline std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, std::string* error) {
+  return MakeCommunicator(backend, CommOptions{}, error);
+}
 
 // Factories of the individual backends (each in its own file).
 std::unique_ptr<Communicator> MakeSingleProcess();
