@@ -1,0 +1,240 @@
+#include "server/scheduler/inventory.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <map>
+#include <optional>
+
+namespace ladder::scheduler {
+
+std::string InventoryError::ToString() const {
+  std::string out = file;
+  if (line > 0) out += ":" + std::to_string(line);
+  out += ": ";
+  if (!field.empty()) out += field + ": ";
+  return out + message;
+}
+
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::optional<int64_t> ParseWhole(std::string_view s) {
+  int64_t v = 0;
+  if (s.empty()) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> ParseBytes(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  auto num = ParseWhole(s.substr(0, i));
+  if (!num) return std::nullopt;
+  std::string unit = Lower(s.substr(i));
+  static const std::map<std::string, int> kShift = {{"", 0},    {"b", 0},    {"k", 10},  {"kb", 10}, {"kib", 10},
+                                                    {"m", 20},  {"mb", 20},  {"mib", 20}, {"g", 30}, {"gb", 30},
+                                                    {"gib", 30}, {"t", 40},  {"tb", 40},  {"tib", 40}};
+  auto it = kShift.find(unit);
+  if (it == kShift.end()) return std::nullopt;
+  if (*num > (INT64_MAX >> it->second)) return std::nullopt;
+  return *num << it->second;
+}
+
+std::vector<std::string_view> Words(std::string_view line) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    size_t j = i;
+    while (j < line.size() && !std::isspace(static_cast<unsigned char>(line[j]))) ++j;
+    if (j > i) out.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+// The settings of one line (or of `defaults`), each optional so that defaults can fill what a line leaves out.
+struct Settings {
+  std::optional<int64_t> cores, slots, gpus, memory;
+  std::optional<std::string> rack, sw;
+  std::optional<NodeState> state;
+  std::map<std::string, std::string> labels;
+  void Over(const Settings& d) {  // fills unset fields from `d`
+    if (!cores) cores = d.cores;
+    if (!slots) slots = d.slots;
+    if (!gpus) gpus = d.gpus;
+    if (!memory) memory = d.memory;
+    if (!rack) rack = d.rack;
+    if (!sw) sw = d.sw;
+    if (!state) state = d.state;
+    for (const auto& [k, v] : d.labels) labels.emplace(k, v);
+  }
+};
+
+constexpr int64_t kMaxCount = 1 << 20;
+
+}  // namespace
+
+std::vector<std::string> ExpandHostlist(std::string_view list, std::string* error, size_t limit) {
+  std::vector<std::string> out;
+  size_t open = list.find('['), close = list.find(']');
+  if (open == std::string_view::npos && close == std::string_view::npos) {
+    out.emplace_back(list);
+    return out;
+  }
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open ||
+      list.find_first_of("[]", close + 1) != std::string_view::npos ||
+      list.find('[', open + 1) < close) {
+    *error = "'" + std::string(list) + "' is not a hostlist: one [list] of numbers and ranges expected";
+    return {};
+  }
+  std::string_view prefix = list.substr(0, open), suffix = list.substr(close + 1);
+  std::string_view body = list.substr(open + 1, close - open - 1);
+  size_t start = 0;
+  while (start <= body.size()) {
+    size_t comma = body.find(',', start);
+    std::string_view part = body.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    size_t dash = part.find('-');
+    std::string_view lo_s = part.substr(0, dash);
+    std::string_view hi_s = dash == std::string_view::npos ? lo_s : part.substr(dash + 1);
+    auto lo = ParseWhole(lo_s), hi = ParseWhole(hi_s);
+    if (!lo || !hi || lo_s.empty() || *hi < *lo) {
+      *error = "'" + std::string(list) + "': '" + std::string(part) + "' is not a number or a range lo-hi with lo <= hi";
+      return {};
+    }
+    if (static_cast<size_t>(*hi - *lo) + out.size() >= limit) {
+      *error = "'" + std::string(list) + "' names more than " + std::to_string(limit) + " nodes";
+      return {};
+    }
+    for (int64_t v = *lo; v <= *hi; ++v) {
+      std::string num = std::to_string(v);
+      if (num.size() < lo_s.size()) num.insert(0, lo_s.size() - num.size(), '0');  // keep the zero padding
+      out.push_back(std::string(prefix) + num + std::string(suffix));
+    }
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::vector<InventoryError> ParseInventory(std::string_view text, std::string_view file,
+                                           std::vector<NodeSpec>* nodes) {
+  std::vector<InventoryError> errors;
+  std::vector<NodeSpec> out;
+  std::map<std::string, int> first_line;  // node id -> line that named it
+  Settings defaults;
+  auto error = [&](int line, std::string field, std::string message) {
+    errors.push_back({std::string(file), line, std::move(field), std::move(message)});
+  };
+  int line_no = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t eol = text.find('\n', pos);
+    std::string_view line = text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
+    pos = eol == std::string_view::npos ? text.size() + 1 : eol + 1;
+    ++line_no;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    auto words = Words(line);
+    if (words.empty()) continue;
+    bool is_defaults = Lower(words[0]) == "defaults";
+    if (!is_defaults && words[0].find('=') != std::string_view::npos) {
+      error(line_no, "name", "a line starts with a node name or hostlist (or 'defaults'), got '" +
+                                 std::string(words[0]) + "'");
+      continue;
+    }
+    Settings s;
+    size_t errors_before = errors.size();
+    for (size_t w = 1; w < words.size(); ++w) {
+      std::string_view word = words[w];
+      size_t eq = word.find('=');
+      if (eq == std::string_view::npos || eq == 0) {
+        error(line_no, "", "expected key=value, got '" + std::string(word) + "'");
+        continue;
+      }
+      std::string key = Lower(word.substr(0, eq));
+      std::string_view value = word.substr(eq + 1);
+      auto whole = [&](std::optional<int64_t>* dst) {
+        auto v = ParseWhole(value);
+        if (!v || *v > kMaxCount) {
+          error(line_no, key, "expected a whole number between 0 and " + std::to_string(kMaxCount) + ", got '" +
+                                  std::string(value) + "'");
+        } else {
+          *dst = v;
+        }
+      };
+      if (key == "cores") {
+        whole(&s.cores);
+      } else if (key == "slots") {
+        whole(&s.slots);
+        if (s.slots && *s.slots < 1) error(line_no, key, "must be >= 1, got '" + std::string(value) + "'"), s.slots.reset();
+      } else if (key == "gpus") {
+        whole(&s.gpus);
+      } else if (key == "memory") {
+        auto v = ParseBytes(value);
+        if (!v) {
+          error(line_no, key, "expected bytes, or a number with K/M/G/T (e.g. 512G), got '" + std::string(value) + "'");
+        } else {
+          s.memory = v;
+        }
+      } else if (key == "rack" || key == "switch") {
+        if (value.empty()) error(line_no, key, "must not be empty");
+        (key == "rack" ? s.rack : s.sw) = std::string(value);
+      } else if (key == "state") {
+        auto st = ParseNodeState(Lower(value));
+        if (!st) {
+          error(line_no, key, "expected up, draining, down or quarantined, got '" + std::string(value) + "'");
+        } else {
+          s.state = st;
+        }
+      } else if (key.rfind("label.", 0) == 0 && key.size() > 6) {
+        s.labels[std::string(word.substr(6, eq - 6))] = std::string(value);
+      } else {
+        error(line_no, std::string(word.substr(0, eq)),
+              "unknown key; expected cores, slots, gpus, memory, rack, switch, state or label.NAME");
+      }
+    }
+    if (is_defaults) {
+      s.Over(defaults);
+      defaults = std::move(s);
+      continue;
+    }
+    std::string hl_error;
+    auto names = ExpandHostlist(words[0], &hl_error);
+    if (names.empty()) {
+      error(line_no, "name", hl_error);
+      continue;
+    }
+    if (errors.size() != errors_before) continue;
+    s.Over(defaults);
+    for (auto& name : names) {
+      auto [it, fresh] = first_line.emplace(name, line_no);
+      if (!fresh) {
+        error(line_no, "name", "node " + name + " is already defined on line " + std::to_string(it->second));
+        continue;
+      }
+      NodeSpec spec;
+      spec.id = std::move(name);
+      spec.resources.cores = static_cast<int>(s.cores.value_or(1));
+      spec.resources.gpus = static_cast<int>(s.gpus.value_or(0));
+      spec.resources.slots = static_cast<int>(
+          s.slots.value_or(spec.resources.gpus > 0 ? spec.resources.gpus : std::max(1, spec.resources.cores)));
+      spec.resources.memory_bytes = s.memory.value_or(0);
+      spec.labels = s.labels;
+      if (s.rack) spec.labels[kRackLabel] = *s.rack;
+      if (s.sw) spec.labels[kSwitchLabel] = *s.sw;
+      spec.state = s.state.value_or(NodeState::kUp);
+      out.push_back(std::move(spec));
+    }
+  }
+  if (errors.empty()) *nodes = std::move(out);
+  return errors;
+}
+
+}  // namespace ladder::scheduler

@@ -1,0 +1,487 @@
+#include "server/scheduler/scheduler.h"
+
+#include <algorithm>
+
+namespace ladder::scheduler {
+
+std::string_view PriorityName(Priority p) {
+  switch (p) {
+    case Priority::kSearch: return "search";
+    case Priority::kPromoted: return "promoted";
+    case Priority::kHero: return "hero";
+  }
+  return "?";
+}
+
+NodeNeed GroupRequest::need() const {
+  NodeNeed n;
+  n.slots = ranks_per_node;
+  n.gpus = ranks_per_node * gpus_per_rank;
+  n.cores = cores_per_node;
+  n.memory_bytes = memory_per_node;
+  n.exclusive = nodes >= 2;
+  return n;
+}
+
+bool NodeGroupScheduler::Shape::Dominates(const GroupRequest& r, const NodeNeed& n) const {
+  return r.nodes >= nodes && n.slots >= need.slots && n.gpus >= need.gpus && n.cores >= need.cores &&
+         n.memory_bytes >= need.memory_bytes && (n.exclusive || !need.exclusive);
+}
+
+NodeGroupScheduler::NodeGroupScheduler(SchedulerOptions options) : opt_(options) {}
+
+double NodeGroupScheduler::Duration(const GroupRequest& r) const {
+  return r.estimated_duration_s.value_or(opt_.default_duration_s);
+}
+
+Status NodeGroupScheduler::Validate(const GroupRequest& r) const {
+  std::string who = "trial " + std::to_string(r.trial_id) + ": ";
+  if (r.nodes < 1) return Status::InvalidArgument(who + "nodes must be >= 1, got " + std::to_string(r.nodes));
+  if (r.ranks_per_node < 1) {
+    return Status::InvalidArgument(who + "ranks_per_node must be >= 1, got " + std::to_string(r.ranks_per_node));
+  }
+  if (r.gpus_per_rank < 0) {
+    return Status::InvalidArgument(who + "gpus_per_rank must be >= 0, got " + std::to_string(r.gpus_per_rank));
+  }
+  if (r.cores_per_node < 0) {
+    return Status::InvalidArgument(who + "cores_per_node must be >= 0, got " + std::to_string(r.cores_per_node));
+  }
+  if (r.memory_per_node < 0) {
+    return Status::InvalidArgument(who + "memory_per_node must be >= 0, got " + std::to_string(r.memory_per_node));
+  }
+  if (r.estimated_duration_s && !(*r.estimated_duration_s > 0)) {
+    return Status::InvalidArgument(who + "estimated_duration_s must be > 0, got " +
+                                   std::to_string(*r.estimated_duration_s));
+  }
+  return Status::Ok();
+}
+
+Status NodeGroupScheduler::Feasible(const GroupRequest& r) const {
+  std::vector<int> classes;
+  NodeNeed need = r.need();
+  cluster_.EligibleClasses(need, &classes);
+  int up = cluster_.UpTotal(classes);
+  if (up >= r.nodes) return Status::Ok();
+  return Status::FailedPrecondition("trial " + std::to_string(r.trial_id) + " needs " + std::to_string(r.nodes) +
+                                    " node(s) with " + std::to_string(need.slots) + " slot(s) and " +
+                                    std::to_string(need.gpus) + " GPU(s) each; the cluster has " +
+                                    std::to_string(up) + " such node(s) up");
+}
+
+void NodeGroupScheduler::Enqueue(const GroupRequest& r, double submit, uint64_t seq) {
+  QueueKey key{-static_cast<int>(r.priority), submit, seq, r.trial_id};
+  queue_.insert(key);
+  queued_[r.trial_id] = Queued{r, key};
+}
+
+Status NodeGroupScheduler::Submit(const GroupRequest& r, double now) {
+  if (Status st = Validate(r); !st.ok()) return st;
+  if (queued_.count(r.trial_id) || running_.count(r.trial_id)) {
+    return Status::AlreadyExists("trial " + std::to_string(r.trial_id) + " is already queued or running");
+  }
+  Enqueue(r, now, next_seq_++);
+  return Status::Ok();
+}
+
+Status NodeGroupScheduler::Cancel(int64_t trial_id) {
+  auto it = queued_.find(trial_id);
+  if (it == queued_.end()) return Status::NotFound("trial " + std::to_string(trial_id) + " is not queued");
+  queue_.erase(it->second.key);
+  queued_.erase(it);
+  return Status::Ok();
+}
+
+void NodeGroupScheduler::SetEnd(int64_t trial, Running& g, double end) {
+  by_end_.erase({g.end, trial});
+  g.end = end;
+  by_end_.insert({g.end, trial});
+}
+
+void NodeGroupScheduler::Release(int64_t trial, Running& g) {
+  NodeNeed need = g.req.need();
+  for (const auto& s : g.group.slices) cluster_.Give(s, need, trial);
+  by_end_.erase({g.end, trial});
+  running_by_class_[static_cast<int>(g.req.priority)]--;
+}
+
+Status NodeGroupScheduler::Finish(int64_t trial_id) {
+  auto it = running_.find(trial_id);
+  if (it == running_.end()) return Status::NotFound("trial " + std::to_string(trial_id) + " is not running");
+  Release(trial_id, it->second);
+  running_.erase(it);
+  return Status::Ok();
+}
+
+Status NodeGroupScheduler::Requeue(int64_t trial_id, double now, std::optional<double> remaining_estimate_s) {
+  auto it = running_.find(trial_id);
+  if (it == running_.end()) return Status::NotFound("trial " + std::to_string(trial_id) + " is not running");
+  if (remaining_estimate_s && !(*remaining_estimate_s > 0)) {
+    return Status::InvalidArgument("trial " + std::to_string(trial_id) + ": remaining estimate must be > 0, got " +
+                                   std::to_string(*remaining_estimate_s));
+  }
+  Running& g = it->second;
+  Release(trial_id, g);
+  GroupRequest req = g.req;
+  if (remaining_estimate_s) req.estimated_duration_s = remaining_estimate_s;
+  double submit = g.submit;
+  uint64_t seq = g.seq;
+  running_.erase(it);
+  Enqueue(req, submit, seq);
+  return Status::Ok();
+}
+
+Status NodeGroupScheduler::Attach(const GroupRequest& r, const NodeGroup& group, double started) {
+  if (Status st = Validate(r); !st.ok()) return st;
+  if (queued_.count(r.trial_id) || running_.count(r.trial_id)) {
+    return Status::AlreadyExists("trial " + std::to_string(r.trial_id) + " is already queued or running");
+  }
+  NodeNeed need = r.need();
+  if (group.size() != r.nodes) {
+    return Status::InvalidArgument("trial " + std::to_string(r.trial_id) + ": group has " +
+                                   std::to_string(group.size()) + " node(s), the request " + std::to_string(r.nodes));
+  }
+  for (const auto& s : group.slices) {
+    if (static_cast<int>(s.slots.size()) != need.slots || static_cast<int>(s.gpus.size()) != need.gpus) {
+      return Status::InvalidArgument("trial " + std::to_string(r.trial_id) + ": node index " +
+                                     std::to_string(s.node) + " holds " + std::to_string(s.slots.size()) +
+                                     " slot(s) and " + std::to_string(s.gpus.size()) + " GPU(s), the request " +
+                                     std::to_string(need.slots) + " and " + std::to_string(need.gpus));
+    }
+  }
+  for (size_t i = 0; i < group.slices.size(); ++i) {
+    Status st = cluster_.TakeExact(group.slices[i], need, r.trial_id);
+    if (!st.ok()) {
+      for (size_t j = 0; j < i; ++j) cluster_.Give(group.slices[j], need, r.trial_id);
+      return st;
+    }
+  }
+  Running g;
+  g.req = r;
+  g.group = group;
+  g.start = started;
+  g.end = started + Duration(r);
+  g.submit = started;
+  g.seq = next_seq_++;
+  by_end_.insert({g.end, r.trial_id});
+  running_by_class_[static_cast<int>(r.priority)]++;
+  running_.emplace(r.trial_id, std::move(g));
+  return Status::Ok();
+}
+
+Status NodeGroupScheduler::SetNodeState(std::string_view id, NodeState state, std::vector<int64_t>* affected) {
+  if (Status st = cluster_.SetState(id, state); !st.ok()) return st;
+  if (state != NodeState::kDown && state != NodeState::kQuarantined) return Status::Ok();
+  int node = *cluster_.IndexOf(id);
+  for (int64_t trial : cluster_.trials_on(node)) {
+    auto it = running_.find(trial);
+    if (it == running_.end()) continue;
+    it->second.state = RunState::kFailed;
+    if (affected) affected->push_back(trial);
+  }
+  return Status::Ok();
+}
+
+const NodeGroup* NodeGroupScheduler::GroupOf(int64_t trial_id) const {
+  auto it = running_.find(trial_id);
+  return it == running_.end() ? nullptr : &it->second.group;
+}
+
+bool NodeGroupScheduler::IsPreempting(int64_t trial_id) const {
+  auto it = running_.find(trial_id);
+  return it != running_.end() && it->second.state == RunState::kPreempting;
+}
+
+int NodeGroupScheduler::RacksSpanned(const NodeGroup& group) const {
+  std::vector<int> racks;
+  for (const auto& s : group.slices) racks.push_back(cluster_.rack_of(s.node));
+  std::sort(racks.begin(), racks.end());
+  return static_cast<int>(std::unique(racks.begin(), racks.end()) - racks.begin());
+}
+
+void NodeGroupScheduler::Age(double now) {
+  if (opt_.aging_interval_s <= 0) return;
+  const int search = -static_cast<int>(Priority::kSearch);
+  auto it = queue_.lower_bound(QueueKey{search, -std::numeric_limits<double>::infinity(), 0, 0});
+  while (it != queue_.end() && it->neg_class == search && it->submit + opt_.aging_interval_s <= now) {
+    QueueKey key = *it;
+    it = queue_.erase(it);
+    key.neg_class = -static_cast<int>(Priority::kPromoted);
+    queue_.insert(key);
+    queued_[key.trial].key = key;
+  }
+}
+
+bool NodeGroupScheduler::PlanNodes(const GroupRequest& r, const NodeNeed& need, bool include_reserved,
+                                   std::vector<int>* nodes) {
+  nodes->clear();
+  if (!need.exclusive && r.nodes == 1) {
+    int n = cluster_.FindPartialNode(need, include_reserved);
+    if (n >= 0) {
+      nodes->push_back(n);
+      return true;
+    }
+  }
+  cluster_.EligibleClasses(need, &classes_);
+  if (cluster_.IdleTotal(classes_, include_reserved) < r.nodes) return false;
+  const int racks = cluster_.rack_count();
+  usable_.assign(racks, 0);
+  for (int rack = 0; rack < racks; ++rack) usable_[rack] = cluster_.IdleInRack(rack, classes_, include_reserved);
+  if (!ChooseRacks(cluster_, usable_, r.nodes, opt_.placement, &plan_, &scratch_)) return false;
+  for (const auto& [rack, k] : plan_) cluster_.IdleNodesInRack(rack, classes_, k, include_reserved, nodes);
+  return static_cast<int>(nodes->size()) == r.nodes;
+}
+
+void NodeGroupScheduler::StartOn(const GroupRequest& r, const NodeNeed& need, const std::vector<int>& nodes,
+                                 double now, double submit, uint64_t seq, std::vector<Decision>* out) {
+  Running g;
+  g.req = r;
+  g.group.slices.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    g.group.slices.push_back(cluster_.Take(nodes[i], need, r.trial_id, static_cast<int>(i) * r.ranks_per_node));
+  }
+  g.start = now;
+  g.end = now + Duration(r);
+  g.submit = submit;
+  g.seq = seq;
+  by_end_.insert({g.end, r.trial_id});
+  running_by_class_[static_cast<int>(r.priority)]++;
+  counters_.started++;
+  Decision d;
+  d.kind = Decision::Kind::kStart;
+  d.trial_id = r.trial_id;
+  d.group = g.group;
+  out->push_back(std::move(d));
+  running_.emplace(r.trial_id, std::move(g));
+}
+
+bool NodeGroupScheduler::TryStart(const GroupRequest& r, double now, bool include_reserved, double submit,
+                                  uint64_t seq, std::vector<Decision>* out) {
+  NodeNeed need = r.need();
+  if (!PlanNodes(r, need, include_reserved, &nodes_)) return false;
+  StartOn(r, need, nodes_, now, submit, seq, out);
+  return true;
+}
+
+void NodeGroupScheduler::ClearReservationMarks() {
+  for (int n : reserved_marks_) cluster_.SetReserved(n, false);
+  reserved_marks_.clear();
+}
+
+void NodeGroupScheduler::Reserve(const GroupRequest& head, double now) {
+  reservation_.reset();
+  NodeNeed need = head.need();
+  cluster_.EligibleClasses(need, &classes_);
+  auto eligible = [&](int n) {
+    return cluster_.present(n) && cluster_.state(n) == NodeState::kUp &&
+           std::find(classes_.begin(), classes_.end(), cluster_.class_of(n)) != classes_.end();
+  };
+  const int racks = cluster_.rack_count();
+  usable_.assign(racks, 0);
+  for (int rack = 0; rack < racks; ++rack) usable_[rack] = cluster_.IdleInRack(rack, classes_, true);
+  int have = cluster_.IdleTotal(classes_, true);
+  if (static_cast<int>(stamp_.size()) < cluster_.index_limit()) {
+    stamp_.resize(cluster_.index_limit(), 0);
+    remaining_.resize(cluster_.index_limit(), 0);
+  }
+  ++stamp_now_;
+  freed_.clear();
+  double shadow = now;
+  for (auto it = by_end_.begin(); it != by_end_.end() && have < head.nodes; ++it) {
+    const Running& g = running_.at(it->second);
+    shadow = std::max(it->first, now);
+    for (const auto& s : g.group.slices) {
+      int n = s.node;
+      if (stamp_[n] != stamp_now_) stamp_[n] = stamp_now_, remaining_[n] = static_cast<int>(cluster_.trials_on(n).size());
+      if (--remaining_[n] == 0 && eligible(n)) {
+        freed_.push_back(n);
+        usable_[cluster_.rack_of(n)]++;
+        have++;
+      }
+    }
+  }
+  if (have < head.nodes) return;  // not enough UP nodes even when everything ends
+  if (!ChooseRacks(cluster_, usable_, head.nodes, opt_.placement, &plan_, &scratch_)) return;
+  Reservation res;
+  res.trial_id = head.trial_id;
+  res.start = shadow;
+  for (const auto& [rack, k] : plan_) {
+    // Nodes busy now first (reserving them costs backfill nothing), then idle ones.
+    int taken = 0;
+    for (int n : freed_) {
+      if (taken < k && cluster_.rack_of(n) == rack) res.nodes.push_back(n), ++taken;
+    }
+    if (taken < k) {
+      size_t before = res.nodes.size();
+      cluster_.IdleNodesInRack(rack, classes_, k - taken, true, &res.nodes);
+      taken += static_cast<int>(res.nodes.size() - before);
+    }
+  }
+  std::sort(res.nodes.begin(), res.nodes.end());
+  for (int n : res.nodes) {
+    cluster_.SetReserved(n, true);
+    reserved_marks_.push_back(n);
+  }
+  reservation_ = std::move(res);
+}
+
+void NodeGroupScheduler::MaybePreempt(const GroupRequest& head, double now, std::vector<Decision>* out) {
+  const int hp = static_cast<int>(head.priority);
+  int lower = 0;
+  for (int c = 0; c < hp; ++c) lower += running_by_class_[c];
+  if (lower == 0) return;
+  NodeNeed need = head.need();
+  cluster_.EligibleClasses(need, &classes_);
+  auto eligible = [&](int n) {
+    return cluster_.present(n) && cluster_.state(n) == NodeState::kUp &&
+           std::find(classes_.begin(), classes_.end(), cluster_.class_of(n)) != classes_.end();
+  };
+  const int racks = cluster_.rack_count();
+  usable_.assign(racks, 0);
+  for (int rack = 0; rack < racks; ++rack) usable_[rack] = cluster_.IdleInRack(rack, classes_, true);
+  int have = cluster_.IdleTotal(classes_, true);
+  if (static_cast<int>(stamp_.size()) < cluster_.index_limit()) {
+    stamp_.resize(cluster_.index_limit(), 0);
+    remaining_.resize(cluster_.index_limit(), 0);
+  }
+  ++stamp_now_;
+  auto count_down = [&](const Running& g, std::vector<int>* freed) {
+    for (const auto& s : g.group.slices) {
+      int n = s.node;
+      if (stamp_[n] != stamp_now_) stamp_[n] = stamp_now_, remaining_[n] = static_cast<int>(cluster_.trials_on(n).size());
+      if (--remaining_[n] == 0 && eligible(n)) {
+        if (freed) freed->push_back(n);
+        usable_[cluster_.rack_of(n)]++;
+        have++;
+      }
+    }
+  };
+  // Nodes that preemptions already under way will free.
+  std::vector<int> coming;
+  for (const auto& [trial, g] : running_) {
+    if (g.state == RunState::kPreempting) count_down(g, &coming);
+  }
+  if (have >= head.nodes) return;  // enough is on its way
+  // Nodes that stopping lower-class groups would free.
+  freed_.clear();
+  for (const auto& [trial, g] : running_) {
+    if (g.state == RunState::kRunning && g.req.preemptible && static_cast<int>(g.req.priority) < hp) {
+      count_down(g, &freed_);
+    }
+  }
+  if (have < head.nodes) return;
+  if (!ChooseRacks(cluster_, usable_, head.nodes, opt_.placement, &plan_, &scratch_)) return;
+  // The cost of freeing a node: the highest class on it, then the least work lost (latest start first).
+  auto cost = [&](int n) {
+    int cls = 0;
+    double latest = -std::numeric_limits<double>::infinity();
+    for (int64_t t : cluster_.trials_on(n)) {
+      const Running& g = running_.at(t);
+      cls = std::max(cls, static_cast<int>(g.req.priority));
+      latest = std::max(latest, g.start);
+    }
+    return std::pair<int, double>{cls, -latest};
+  };
+  std::vector<int64_t> victims;
+  std::vector<int> idle_now, in_rack;
+  for (const auto& [rack, k] : plan_) {
+    idle_now.clear();
+    cluster_.IdleNodesInRack(rack, classes_, k, true, &idle_now);
+    int taken = static_cast<int>(idle_now.size());
+    for (int n : coming) {
+      if (taken < k && cluster_.rack_of(n) == rack) ++taken;
+    }
+    if (taken >= k) continue;
+    in_rack.clear();
+    for (int n : freed_) {
+      if (cluster_.rack_of(n) == rack) in_rack.push_back(n);
+    }
+    std::stable_sort(in_rack.begin(), in_rack.end(), [&](int a, int b) { return cost(a) < cost(b); });
+    for (int n : in_rack) {
+      if (taken >= k) break;
+      ++taken;
+      for (int64_t t : cluster_.trials_on(n)) victims.push_back(t);
+    }
+  }
+  std::sort(victims.begin(), victims.end());
+  victims.erase(std::unique(victims.begin(), victims.end()), victims.end());
+  for (int64_t t : victims) {
+    Running& g = running_.at(t);
+    if (g.state != RunState::kRunning) continue;
+    g.state = RunState::kPreempting;
+    SetEnd(t, g, std::min(g.end, now + opt_.preemption_grace_s));
+    counters_.preempted++;
+    Decision d;
+    d.kind = Decision::Kind::kPreempt;
+    d.trial_id = t;
+    d.group = g.group;
+    d.for_trial_id = head.trial_id;
+    out->push_back(std::move(d));
+  }
+}
+
+std::vector<Decision> NodeGroupScheduler::Schedule(double now) {
+  counters_.passes++;
+  std::vector<Decision> out;
+  Age(now);
+  ClearReservationMarks();
+  reservation_.reset();
+  failed_unreserved_.clear();
+  failed_all_.clear();
+  bool have_head = false;
+  double shadow = std::numeric_limits<double>::infinity();
+  int scanned = 0;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    const QueueKey key = *it;
+    ++it;
+    const Queued& q = queued_.at(key.trial);
+    const GroupRequest& r = q.req;
+    NodeNeed need = r.need();
+    auto started = [&](bool backfilled) {
+      if (backfilled) counters_.backfilled++;
+      queue_.erase(key);
+      queued_.erase(key.trial);  // `r` dangles from here on
+    };
+    if (!have_head) {
+      if (!Feasible(r).ok()) continue;  // never blocks the queue
+      if (PlanNodes(r, need, true, &nodes_)) {
+        StartOn(r, need, nodes_, now, key.submit, key.seq, &out);
+        started(false);
+        continue;
+      }
+      if (opt_.preemption) MaybePreempt(r, now, &out);
+      if (!opt_.backfill) break;
+      Reserve(r, now);
+      have_head = true;
+      if (reservation_) shadow = reservation_->start;
+      continue;
+    }
+    if (++scanned > opt_.backfill_depth) break;
+    if (!cluster_.AnyFree()) break;
+    bool dominated = false;
+    for (const auto& s : failed_all_) dominated = dominated || s.Dominates(r, need);
+    if (dominated) continue;
+    bool unreserved_fails = false;
+    for (const auto& s : failed_unreserved_) unreserved_fails = unreserved_fails || s.Dominates(r, need);
+    if (!unreserved_fails) {
+      if (PlanNodes(r, need, false, &nodes_)) {
+        StartOn(r, need, nodes_, now, key.submit, key.seq, &out);
+        started(true);
+        continue;
+      }
+      failed_unreserved_.push_back({r.nodes, need});
+    }
+    // Reserved nodes only for what ends before the head's reservation starts.
+    if (now + Duration(r) <= shadow) {
+      if (PlanNodes(r, need, true, &nodes_)) {
+        StartOn(r, need, nodes_, now, key.submit, key.seq, &out);
+        started(true);
+        continue;
+      }
+      failed_all_.push_back({r.nodes, need});
+    }
+  }
+  ClearReservationMarks();
+  return out;
+}
+
+}  // namespace ladder::scheduler
