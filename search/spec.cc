@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 #include "search/command_template.h"
 #include "search/yaml_reader.h"
@@ -45,7 +46,7 @@ class SpecReader {
     }
     auto top = internal::ReadMapping(sink_, root, "",
                                      {"name", "description", "objective", "budget", "sampler", "resources",
-                                      "command", "env", "space"});
+                                      "command", "env", "trial", "space"});
     if (!top) return;
     const MapEntries& t = *top;
     auto required = [&](std::string_view key) -> const MapEntry* {
@@ -64,6 +65,7 @@ class SpecReader {
     if (const MapEntry* e = Find(t, "resources")) ReadResources(e->value);
     if (const MapEntry* e = required("command")) ReadCommand(e->value);
     if (const MapEntry* e = Find(t, "env")) ReadEnv(e->value);
+    if (const MapEntry* e = Find(t, "trial")) ReadTrial(e->value);
     const MapEntry* space = required("space");
     if (space != nullptr) ReadSpace(space->value);
 
@@ -118,22 +120,65 @@ class SpecReader {
   }
 
   void ReadSampler(const YAML::Node& n) {
-    const std::vector<std::string> types = {"random", "grid"};
+    const std::vector<std::string> types = {"random", "grid", "sobol", "tpe", "gp", "cmaes"};
     if (n.IsScalar()) {
       if (auto s = internal::ReadEnum(sink_, n, "sampler", types)) spec_.sampler = *s;
       return;
     }
     if (!n.IsMap()) {
-      sink_.At(n, "sampler", "expected 'random', 'grid' or a mapping, got " + internal::Describe(n));
+      sink_.At(n, "sampler", "expected a sampler type (random, grid, sobol, tpe, gp, cmaes) or a mapping, got " +
+                                 internal::Describe(n));
       return;
     }
-    auto m = internal::ReadMapping(sink_, n, "sampler", {"type", "seed"});
+    auto m = internal::ReadMapping(sink_, n, "sampler",
+                                   {"type", "seed", "n_startup_trials", "n_ei_candidates", "gamma", "max_history",
+                                    "population", "sigma0", "scramble"});
     if (!m) return;
     if (const MapEntry* e = Find(*m, "type")) {
       if (auto s = internal::ReadEnum(sink_, e->value, "sampler.type", types)) spec_.sampler = *s;
     }
     if (const MapEntry* e = Find(*m, "seed")) {
       if (auto v = internal::ReadUint64(sink_, e->value, "sampler.seed")) spec_.seed = *v;
+    }
+    SamplerOptions& o = spec_.sampler_options;
+    // Options that do not apply to the chosen type are errors: a typo in `type:` should not pass silently.
+    auto for_types = [&](const MapEntry* e, std::string_view key, std::vector<std::string> ok) {
+      if (std::find(ok.begin(), ok.end(), spec_.sampler) != ok.end()) return true;
+      std::string list;
+      for (const auto& t : ok) list += (list.empty() ? "" : ", ") + t;
+      sink_.At(e->key_node, JoinField("sampler", key),
+               "applies only to the " + list + " sampler" + (ok.size() > 1 ? "s" : "") + ", not " + spec_.sampler);
+      return false;
+    };
+    auto int_option = [&](std::string_view key, std::vector<std::string> ok, int64_t min, int64_t max, int* out) {
+      const MapEntry* e = Find(*m, key);
+      if (e == nullptr || !for_types(e, key, std::move(ok))) return;
+      if (auto v = internal::ReadInt(sink_, e->value, JoinField("sampler", key), min, max)) {
+        *out = static_cast<int>(*v);
+      }
+    };
+    auto number_option = [&](std::string_view key, std::vector<std::string> ok, double min, double max,
+                             double* out) {
+      const MapEntry* e = Find(*m, key);
+      if (e == nullptr || !for_types(e, key, std::move(ok))) return;
+      auto v = internal::ReadNumber(sink_, e->value, JoinField("sampler", key));
+      if (!v) return;
+      if (!(*v > min && *v <= max)) {
+        sink_.At(e->value, JoinField("sampler", key),
+                 "must be in (" + internal::FormatNumber(min) + ", " + internal::FormatNumber(max) + "], got " +
+                     internal::FormatNumber(*v));
+        return;
+      }
+      *out = *v;
+    };
+    int_option("n_startup_trials", {"tpe", "gp", "cmaes"}, 1, 100000, &o.n_startup_trials);
+    int_option("n_ei_candidates", {"tpe"}, 1, 100000, &o.n_ei_candidates);
+    number_option("gamma", {"tpe"}, 0, 1, &o.gamma);
+    int_option("max_history", {"gp"}, 10, 5000, &o.max_history);
+    int_option("population", {"cmaes"}, 2, 100000, &o.population);
+    number_option("sigma0", {"cmaes"}, 0, 1, &o.sigma0);
+    if (const MapEntry* e = Find(*m, "scramble"); e != nullptr && for_types(e, "scramble", {"sobol"})) {
+      if (auto b = internal::ReadBool(sink_, e->value, "sampler.scramble")) o.scramble = *b;
     }
   }
 
@@ -162,6 +207,30 @@ class SpecReader {
         spec_.max_retries = static_cast<int>(*v);
       }
     }
+  }
+
+  // trial: {progress_timeout: 90 | "90s" | "15m" | "2h"}
+  void ReadTrial(const YAML::Node& n) {
+    auto m = internal::ReadMapping(sink_, n, "trial", {"progress_timeout"});
+    if (!m) return;
+    const MapEntry* e = Find(*m, "progress_timeout");
+    if (e == nullptr) return;
+    const YAML::Node& v = e->value;
+    std::string text = v.IsScalar() ? v.Scalar() : "";
+    double scale = 1;
+    if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h')) {
+      scale = text.back() == 'h' ? 3600 : text.back() == 'm' ? 60 : 1;
+      text.pop_back();
+    }
+    char* end = nullptr;
+    double seconds = text.empty() ? -1 : std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !(seconds > 0) || seconds * scale > 1e7) {
+      sink_.At(v, "trial.progress_timeout",
+               "expected a positive duration in seconds, or with a unit (90s, 15m, 2h), got " +
+                   internal::Describe(v));
+      return;
+    }
+    spec_.progress_timeout_s = seconds * scale;
   }
 
   void ReadResources(const YAML::Node& n) {
@@ -317,11 +386,11 @@ class SpecReader {
     if (!has_type) sink_.At(n, field + ".type", "missing required field 'type' (float, int or categorical)");
     std::vector<std::string> allowed;
     if (!kind) {
-      allowed = {"type", "low", "high", "log", "grid_points", "values"};
+      allowed = {"type", "low", "high", "log", "grid_points", "values", "condition"};
     } else if (*kind == ParamKind::kCategorical) {
-      allowed = {"type", "values"};
+      allowed = {"type", "values", "condition"};
     } else {
-      allowed = {"type", "low", "high", "log", "grid_points"};
+      allowed = {"type", "low", "high", "log", "grid_points", "condition"};
     }
     auto m = internal::ReadMapping(sink_, n, field, allowed);
     if (!m || !kind) return std::nullopt;
@@ -332,8 +401,60 @@ class SpecReader {
     } else {
       ok = ReadRange(*m, n, field, &p);
     }
+    if (const MapEntry* e = Find(*m, "condition")) ok = ReadCondition(e->value, field + ".condition", &p) && ok;
     if (!ok) return std::nullopt;
     return p;
+  }
+
+  // `condition: {param: NAME, in: [v1, v2]}`: NAME must be a categorical parameter defined above this one.
+  bool ReadCondition(const YAML::Node& n, const std::string& field, ParamSpec* p) {
+    auto m = internal::ReadMapping(sink_, n, field, {"param", "in"});
+    if (!m) return false;
+    const MapEntry* param = Find(*m, "param");
+    const MapEntry* in = Find(*m, "in");
+    if (param == nullptr) sink_.At(n, field + ".param", "missing required field 'param' (a categorical parameter)");
+    if (in == nullptr) sink_.At(n, field + ".in", "missing required field 'in' (a list of that parameter's values)");
+    if (param == nullptr || in == nullptr) return false;
+    auto name = internal::ReadString(sink_, param->value, field + ".param");
+    if (!name) return false;
+    const ParamSpec* parent = nullptr;
+    for (const ParamSpec& q : spec_.space.params) {
+      if (q.name == *name) parent = &q;
+    }
+    if (parent == nullptr) {
+      std::string msg = "'" + *name + "' is not a parameter defined above '" + p->name + "'";
+      std::string hint = internal::ClosestMatch(*name, param_names_);
+      if (!hint.empty() && hint != p->name) msg += " (did you mean '" + hint + "'?)";
+      sink_.At(param->value, field + ".param", msg);
+      return false;
+    }
+    if (parent->kind != ParamKind::kCategorical) {
+      sink_.At(param->value, field + ".param",
+               "'" + *name + "' is a " + ParamKindName(parent->kind) + " parameter; a condition needs a categorical one");
+      return false;
+    }
+    const YAML::Node& values = in->value;
+    if (!values.IsSequence() || values.size() == 0) {
+      sink_.At(values, field + ".in", "expected a non-empty list of values of '" + *name + "', got " +
+                                          internal::Describe(values));
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const YAML::Node v = values[i];
+      std::string ifield = field + ".in[" + std::to_string(i) + "]";
+      if (!v.IsScalar()) {
+        sink_.At(v, ifield, "expected a scalar value, got " + internal::Describe(v));
+        ok = false;
+      } else if (std::find(parent->choices.begin(), parent->choices.end(), v.Scalar()) == parent->choices.end()) {
+        sink_.At(v, ifield, "'" + v.Scalar() + "' is not a value of '" + *name + "'");
+        ok = false;
+      } else {
+        p->condition_values.push_back(v.Scalar());
+      }
+    }
+    p->condition_param = *name;
+    return ok;
   }
 
   bool ReadValues(const MapEntries& m, const YAML::Node& n, const std::string& field, ParamSpec* p) {
@@ -438,6 +559,12 @@ class SpecReader {
     bool ok = true;
     for (size_t i = 0; i < spec_.space.params.size(); ++i) {
       const ParamSpec& p = spec_.space.params[i];
+      if (p.conditional()) {
+        sink_.Add(param_marks_[i], "space." + p.name + ".condition",
+                  "the grid sampler does not take conditional parameters");
+        ok = false;
+        continue;
+      }
       if (p.kind != ParamKind::kCategorical && p.grid_points < 2) {
         sink_.Add(param_marks_[i], "space." + p.name + ".grid_points",
                   "the grid sampler needs grid_points (>= 2) for every float and int parameter");

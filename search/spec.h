@@ -11,9 +11,16 @@
 //     parallelism: 2                 # trials at once (default 1)
 //     max_failed_trials: 3           # the search fails after this many failed trials (default max(3, 10%))
 //     max_retries: 2                 # requeues of a trial whose worker was lost (default 2)
-//   sampler:                         # "random" or a mapping (default random, seed 0)
-//     type: random                   # random | grid
+//   sampler:                         # a type name, or a mapping (default random, seed 0)
+//     type: tpe                      # random | grid | sobol | tpe | gp | cmaes
 //     seed: 1
+//     n_startup_trials: 10           # tpe, gp, cmaes: Sobol points before the model is used (default: see below)
+//     n_ei_candidates: 24            # tpe: candidates drawn from l(x) per suggestion
+//     gamma: 0.1                     # tpe: fraction of the trials in the good group, at most 25 trials
+//     max_history: 200               # gp: trials in the model (the best quarter and the most recent)
+//     population: 8                  # cmaes: lambda (default 4 + 3 ln d)
+//     sigma0: 0.3                    # cmaes: initial step size, in unit-cube coordinates
+//     scramble: true                 # sobol: Owen scrambling seeded by `seed` (false: the plain sequence)
 //   resources:                       # the node group each trial needs (default 1 x 1 x 0)
 //     nodes: 1
 //     ranks_per_node: 1
@@ -23,16 +30,23 @@
 //                                           # the parameter's value; also {trial_id} {trial_number}
 //                                           # {search_id}; {{ and }} are literal braces.
 //   env: {OMP_NUM_THREADS: "1"}      # extra environment for the trial; values may hold placeholders
+//   trial:
+//     progress_timeout: 10m          # the watchdog fails a trial that prints no metrics line for this long
+//                                    # (seconds, or a number with s/m/h; default: no watchdog)
 //   space:                           # required, at least one parameter
 //     lr: {type: float, low: 1.0e-4, high: 0.1, log: true}
 //     batch_size: {type: int, low: 16, high: 128, log: true}
 //     width: {type: int, low: 32, high: 256, grid_points: 3}
 //     optimizer: {type: categorical, values: [sgd, adam]}
+//     momentum: {type: float, low: 0.0, high: 0.99, condition: {param: optimizer, in: [sgd]}}
 //
 // Also accepted: `description:` (free text, ignored); mode `maximize`/`minimize`. Float ranges need low < high,
 // int ranges low <= high (integers); log needs low > 0 (int: >= 1). Categorical values are non-empty and
 // distinct. The grid sampler needs grid_points >= 2 on every float/int parameter; its max_trials is at most
-// the grid size. Parameter names are [A-Za-z_][A-Za-z0-9_]* and may not be a built-in placeholder's name.
+// the grid size. A `condition` names a categorical parameter defined above it and some of its values; the
+// parameter is active (and appears in the trial's parameters) only when that one takes one of them; the grid
+// sampler takes no conditions. Parameter names are [A-Za-z_][A-Za-z0-9_]* and may not be a built-in
+// placeholder's name.
 //
 // ParseSpec reports every error it finds, each with file:line:column and the dotted field.
 #include <cstdint>
@@ -56,6 +70,18 @@ struct GroupRequest {
   int nodes = 1, ranks_per_node = 1, gpus_per_rank = 0;
 };
 
+// Options of the `sampler:` mapping; 0 means the sampler's own default. Each applies only to the samplers its
+// comment names (the parser rejects it for the others).
+struct SamplerOptions {
+  int n_startup_trials = 0;  // tpe (default 10), gp (default clamp(2 * dims, 5, 20)), cmaes (default 0)
+  int n_ei_candidates = 0;   // tpe (default 24)
+  double gamma = 0;          // tpe (default 0.1; the good group has ceil(gamma * n) trials, at most 25)
+  int max_history = 0;       // gp (default 200)
+  int population = 0;        // cmaes (default 4 + floor(3 ln d))
+  double sigma0 = 0;         // cmaes (default 0.3)
+  bool scramble = true;      // sobol
+};
+
 struct SearchSpec {
   std::string name;
   Objective objective;
@@ -65,9 +91,11 @@ struct SearchSpec {
   int max_retries = 2;
   std::string sampler = "random";
   uint64_t seed = 0;
+  SamplerOptions sampler_options;
   GroupRequest group;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
+  double progress_timeout_s = 0;  // trial.progress_timeout; 0: no watchdog
   SearchSpace space;
 };
 
@@ -98,7 +126,7 @@ Substituted SubstituteCommand(const SearchSpec& spec, const Params& params,
 
 // The built-in placeholders every command may use.
 inline const std::vector<std::string>& BuiltinPlaceholders() {
-  static const std::vector<std::string> k = {"trial_id", "trial_number", "search_id"};
+  static const std::vector<std::string> k = {"trial_id", "trial_number", "search_id", "checkpoint_dir"};
   return k;
 }
 

@@ -2,6 +2,8 @@
 
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "common/id_set.h"
@@ -48,7 +50,17 @@ bool IsTerminal(v1::TrialState s) {
 }  // namespace
 
 Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, CoordinatorOptions options)
-    : loop_(loop), store_(store), opt_(std::move(options)), flush_timer_(loop), lease_timer_(loop) {}
+    : loop_(loop), store_(store), opt_(std::move(options)), flush_timer_(loop), lease_timer_(loop) {
+  if (opt_.checkpoint_root.empty()) opt_.checkpoint_root = store_.path() + ".checkpoints";
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(opt_.checkpoint_root, ec);
+  if (!ec) opt_.checkpoint_root = abs.lexically_normal().string();
+}
+
+std::string Coordinator::CheckpointDir(const TrialRt& t) const {
+  return opt_.checkpoint_root + "/search-" + std::to_string(t.proto.search_id()) + "/trial-" +
+         std::to_string(t.proto.id());
+}
 
 Coordinator::~Coordinator() = default;
 
@@ -79,6 +91,13 @@ void Coordinator::Start() {
     int64_t id = s.proto.id();
     searches_.emplace(id, std::move(s));
   }
+  // Quarantine outlives a restart; other nodes appear when their workers register.
+  for (auto& node : store_.LoadNodes()) {
+    if (node.state() != v1::WORKER_QUARANTINED) continue;
+    WorkerRt& w = workers_[node.node_id()];
+    w.info = std::move(node);
+    w.info.set_busy_slots(0);
+  }
   std::vector<int64_t> epochs;
   auto loaded = store_.LoadTrials(&epochs);
   int64_t max_epoch = store_.MaxAssignmentEpoch();
@@ -88,6 +107,7 @@ void Coordinator::Start() {
     t.epoch = epochs[i];
     max_epoch = std::max(max_epoch, t.epoch);
     for (const auto& [k, v] : t.proto.params()) t.params[k] = FromProto(v);
+    t.proto.set_checkpoint_dir(CheckpointDir(t));
     auto sit = searches_.find(t.proto.search_id());
     if (sit == searches_.end()) continue;
     SearchRt& s = sit->second;
@@ -100,6 +120,7 @@ void Coordinator::Start() {
         s.running.insert(t.proto.id());
         for (const auto& p : t.proto.placement()) t.slots.assign(p.slots().begin(), p.slots().end());
         t.reattach_deadline = reattach_deadline;
+        t.last_progress = Clock::now();
         // Rebuild the objective seen so far from the stored points.
         for (const auto& point : store_.LoadMetrics(t.proto.id())) {
           auto it = point.values().find(s.proto.objective_metric());
@@ -131,7 +152,7 @@ void Coordinator::Start() {
     UpdateSearchCounts(s);
   }
   store_.AppendEvent("coordinator_started", 0, 0, "", Now());
-  store_.Flush();
+  Commit();
   if (!trials_.empty()) {
     LogInfo(kLog, "recovered " + std::to_string(searches_.size()) + " searches and " +
                       std::to_string(trials_.size()) + " trials from " + store_.path());
@@ -146,7 +167,7 @@ void Coordinator::Stop() {
   flush_timer_.cancel();
   lease_timer_.cancel();
   try {
-    store_.Flush();
+    Commit();
   } catch (const std::exception& e) {
     LogError(kLog, std::string("final flush failed: ") + e.what());
   }
@@ -159,7 +180,7 @@ void Coordinator::ArmFlushTimer() {
   flush_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
     try {
-      if (store_.pending_writes()) store_.Flush();
+      if (store_.pending_writes() || !acks_owed_.empty() || !progress_dirty_.empty()) Commit();
     } catch (const std::exception& e) {
       LogError(kLog, std::string("flush failed: ") + e.what());
     }
@@ -190,6 +211,7 @@ void Coordinator::CheckLeases() {
                             " ms)");
     }
   }
+  CheckWatchdog(now);
   // Trials that were running before a restart and that no worker re-attached.
   for (auto& [id, t] : trials_) {
     if (t.proto.state() == v1::TRIAL_RUNNING && t.node_id.empty() && t.reattach_deadline != Clock::time_point{} &&
@@ -235,7 +257,7 @@ grpc::Status Coordinator::CreateSearch(const v1::CreateSearchRequest& req, v1::C
   p.set_created_unix(Now());
   store_.InsertSearch(&p);
   store_.AppendEvent("search_created", p.id(), 0, p.name(), Now());
-  store_.Flush();
+  Commit();
   int64_t id = p.id();
   LogInfo(kLog, "search " + std::to_string(id) + " '" + p.name() + "' created: " + std::to_string(p.max_trials()) +
                     " trials, " + std::to_string(p.parallelism()) + " at a time");
@@ -276,7 +298,7 @@ grpc::Status Coordinator::CancelSearch(const v1::CancelSearchRequest& req, v1::C
                             v1::SearchState_Name(s.proto.state()));
   }
   SetSearchState(s, v1::SEARCH_CANCELLED, "cancelled by request");
-  store_.Flush();
+  Commit();
   *resp->mutable_search() = s.proto;
   return grpc::Status::OK;
 }
@@ -416,7 +438,10 @@ void Coordinator::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   w.link = link;
   link_nodes_[link.get()] = node;
   w.info.set_node_id(node);
-  w.info.set_state(v1::WORKER_UP);
+  if (w.info.state() != v1::WORKER_QUARANTINED) {
+    w.info.set_state(v1::WORKER_UP);
+    w.info.clear_state_reason();
+  }
   *w.info.mutable_resources() = reg.resources();
   w.info.set_epoch(next_worker_epoch_++);
   w.info.set_last_seen_unix(Now());
@@ -446,6 +471,7 @@ void Coordinator::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
     TrialRt& t = it->second;
     t.node_id = node;
     t.reattach_deadline = {};
+    t.last_progress = Clock::now();
     for (int sl : t.slots) w.slot_busy[static_cast<size_t>(sl)] = true;
     w.trials.insert(t.proto.id());
     previous.erase(t.proto.id());
@@ -489,9 +515,14 @@ void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
   }
   TrialRt& t = it->second;
   const SearchRt& s = searches_.at(t.proto.search_id());
+  // metric_count is the number of this run's points stored so far, i.e. the next sequence number.
+  int64_t seq = m.has_first_seq() ? m.first_seq() : t.proto.metric_count();
+  const v1::MetricPoint* last = nullptr;
   for (const auto& point : m.points()) {
+    if (seq++ < t.proto.metric_count()) continue;  // already stored: a resend after a reconnect
     store_.AppendMetrics(t.proto.id(), point);
     t.proto.set_metric_count(t.proto.metric_count() + 1);
+    last = &point;
     auto vit = point.values().find(s.proto.objective_metric());
     if (vit != point.values().end()) {
       t.last_objective = vit->second;
@@ -499,25 +530,41 @@ void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
                                                                              : vit->second < *t.best_objective);
       if (better) t.best_objective = vit->second;
     }
-    v1::Event ev;
-    ev.set_kind(v1::Event::TRIAL_METRICS);
-    ev.mutable_trial()->set_id(t.proto.id());
-    ev.mutable_trial()->set_search_id(t.proto.search_id());
-    ev.mutable_trial()->set_number(t.proto.number());
-    *ev.mutable_metrics() = point;
-    Emit(std::move(ev));
+    if (!watchers_.empty()) {
+      v1::Event ev;
+      ev.set_kind(v1::Event::TRIAL_METRICS);
+      ev.mutable_trial()->set_id(t.proto.id());
+      ev.mutable_trial()->set_search_id(t.proto.search_id());
+      ev.mutable_trial()->set_number(t.proto.number());
+      *ev.mutable_metrics() = point;
+      Emit(std::move(ev));
+    }
   }
-  if (m.points_size() > 0) *t.proto.mutable_last_metrics() = m.points(m.points_size() - 1);
+  if (last) {
+    *t.proto.mutable_last_metrics() = *last;
+    t.last_progress = Clock::now();
+  }
   t.proto.set_ignored_lines(m.ignored_lines());
   if (!m.last_ignored_line().empty()) t.proto.set_last_ignored_line(m.last_ignored_line());
+  progress_dirty_.insert(t.proto.id());
+  OweAck(w.link, t.proto.id(), t.epoch, t.proto.metric_count(), false);
 }
 
 void Coordinator::OnExited(WorkerRt& w, const v1::TrialExited& m) {
   auto it = trials_.find(m.trial_id());
   if (it == trials_.end() || it->second.epoch != m.assignment_epoch() || it->second.node_id != w.info.node_id()) {
-    return;  // a stale run; its slots were already given back
+    // A stale run (its slots were already given back), or an exit already stored whose acknowledgement was
+    // lost: the worker may forget it.
+    OweAck(w.link, m.trial_id(), m.assignment_epoch(), 0, true);
+    return;
   }
   TrialRt& t = it->second;
+  OweAck(w.link, t.proto.id(), t.epoch, t.proto.metric_count(), true);
+  if (!t.watchdog_error.empty() && t.proto.state() == v1::TRIAL_RUNNING) {
+    Release(t, "failed");
+    FinishTrial(t, v1::TRIAL_FAILED, m.exit_code(), t.watchdog_error);
+    return;
+  }
   if (t.proto.state() == v1::TRIAL_CANCELLED) {
     t.proto.set_exit_code(m.exit_code());
     SaveTrial(t);
@@ -596,8 +643,12 @@ void Coordinator::Release(TrialRt& t, const std::string& outcome) {
 }
 
 void Coordinator::MarkWorkerDown(WorkerRt& w, const std::string& reason) {
-  w.info.set_state(v1::WORKER_DOWN);
+  if (w.info.state() != v1::WORKER_QUARANTINED) {
+    w.info.set_state(v1::WORKER_DOWN);
+    w.info.set_state_reason(reason);
+  }
   w.link = nullptr;
+  if (!w.trials.empty()) RecordNodeFailure(w, reason);
   std::set<int64_t> ids = w.trials;
   for (int64_t id : ids) {
     auto it = trials_.find(id);
@@ -627,6 +678,7 @@ void Coordinator::RequeueOrFail(TrialRt& t, const std::string& reason) {
     t.epoch = 0;
     t.last_objective.reset();
     t.best_objective.reset();
+    t.watchdog_error.clear();
     SetTrialState(t, v1::TRIAL_PENDING);
     SaveTrial(t);
     store_.AppendEvent("trial_requeued", t.proto.search_id(), t.proto.id(), reason, Now());
@@ -681,7 +733,83 @@ void Coordinator::ConsiderBest(SearchRt& s, const TrialRt& t) {
   }
 }
 
-void Coordinator::SaveTrial(TrialRt& t) { store_.UpdateTrial(t.proto, t.epoch); }
+void Coordinator::SaveTrial(TrialRt& t) {
+  store_.UpdateTrial(t.proto, t.epoch);
+  progress_dirty_.erase(t.proto.id());
+}
+
+void Coordinator::RecordNodeFailure(WorkerRt& w, const std::string& reason) {
+  auto now = Clock::now();
+  std::erase_if(w.failures, [&](Clock::time_point t) { return now - t > opt_.quarantine_window; });
+  w.failures.push_back(now);
+  w.info.set_recent_failures(static_cast<int32_t>(w.failures.size()));
+  if (w.info.state() == v1::WORKER_QUARANTINED || opt_.quarantine_after <= 0 ||
+      static_cast<int>(w.failures.size()) < opt_.quarantine_after) {
+    return;
+  }
+  w.info.set_state(v1::WORKER_QUARANTINED);
+  w.info.set_state_reason(std::to_string(w.failures.size()) + " failures within " +
+                          std::to_string(opt_.quarantine_window.count()) + " s; last: " + reason);
+  store_.UpsertNode(w.info);
+  store_.AppendEvent("worker_quarantined", 0, 0, w.info.node_id() + ": " + w.info.state_reason(), Now());
+  LogWarning(kLog, "node " + w.info.node_id() + " quarantined: " + w.info.state_reason());
+  EmitWorker(w);
+}
+
+void Coordinator::OweAck(const std::shared_ptr<WorkerLink>& link, int64_t trial_id, int64_t epoch,
+                         int64_t durable_seq, bool exit_durable) {
+  if (!link) return;
+  AckBatch& b = acks_owed_[link.get()];
+  b.link = link;
+  v1::TrialAck& a = b.trials[trial_id];
+  if (a.assignment_epoch() != epoch) a.Clear();
+  a.set_trial_id(trial_id);
+  a.set_assignment_epoch(epoch);
+  a.set_durable_seq(std::max(a.durable_seq(), durable_seq));
+  a.set_exit_durable(a.exit_durable() || exit_durable);
+}
+
+void Coordinator::Commit() {
+  for (int64_t id : progress_dirty_) {
+    auto it = trials_.find(id);
+    if (it != trials_.end()) store_.UpdateTrialProgress(it->second.proto);
+  }
+  progress_dirty_.clear();
+  store_.Flush();
+  auto owed = std::move(acks_owed_);
+  acks_owed_.clear();
+  for (auto& [ptr, batch] : owed) {
+    v1::CoordinatorMessage msg;
+    for (auto& [id, a] : batch.trials) *msg.mutable_ack()->add_trials() = std::move(a);
+    batch.link->Send(msg);
+  }
+}
+
+void Coordinator::CheckWatchdog(Clock::time_point now) {
+  for (auto& [sid, s] : searches_) {
+    if (s.proto.state() != v1::SEARCH_RUNNING || s.spec.progress_timeout_s <= 0) continue;
+    const auto limit = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(s.spec.progress_timeout_s));
+    for (int64_t id : s.running) {
+      TrialRt& t = trials_.at(id);
+      if (t.node_id.empty() || !t.watchdog_error.empty() || now - t.last_progress < limit) continue;
+      auto wit = workers_.find(t.node_id);
+      if (wit == workers_.end() || !wit->second.link) continue;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "no metrics line for %.1f s (trial.progress_timeout is %g s): stopped by "
+                    "the watchdog", std::chrono::duration<double>(now - t.last_progress).count(),
+                    s.spec.progress_timeout_s);
+      t.watchdog_error = buf;
+      LogWarning(kLog, "trial " + std::to_string(id) + ": " + t.watchdog_error);
+      store_.AppendEvent("trial_watchdog", sid, id, t.watchdog_error, Now());
+      v1::CoordinatorMessage cancel;
+      cancel.mutable_cancel()->set_trial_id(id);
+      cancel.mutable_cancel()->set_assignment_epoch(t.epoch);
+      cancel.mutable_cancel()->set_reason(t.watchdog_error);
+      wit->second.link->Send(cancel);
+    }
+  }
+}
 
 // ------------------------------------------------------------------------------------------------------
 // Scheduling
@@ -761,9 +889,11 @@ bool Coordinator::AssignOne(SearchRt& s) {
 
 void Coordinator::Launch(SearchRt& s, TrialRt& t, WorkerRt& w, std::vector<int> slots) {
   const auto& p = t.proto;
+  t.proto.set_checkpoint_dir(CheckpointDir(t));
   std::map<std::string, std::string> builtins = {{"trial_id", std::to_string(p.id())},
                                                  {"trial_number", std::to_string(p.number())},
-                                                 {"search_id", std::to_string(p.search_id())}};
+                                                 {"search_id", std::to_string(p.search_id())},
+                                                 {"checkpoint_dir", p.checkpoint_dir()}};
   auto sub = search::SubstituteCommand(s.spec, t.params, builtins);
   if (!sub.error.empty()) {
     SetTrialState(t, v1::TRIAL_RUNNING);
@@ -772,6 +902,8 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, WorkerRt& w, std::vector<int> 
   }
   t.epoch = next_assignment_epoch_++;
   t.node_id = w.info.node_id();
+  t.last_progress = Clock::now();
+  t.watchdog_error.clear();
   t.slots = slots;
   for (int sl : slots) w.slot_busy[static_cast<size_t>(sl)] = true;
   w.trials.insert(p.id());
@@ -816,6 +948,8 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, WorkerRt& w, std::vector<int> 
   env["LADDER_SEARCH_ID"] = std::to_string(p.search_id());
   env["LADDER_ATTEMPT"] = std::to_string(p.attempt());
   env["LADDER_PARAMS"] = ParamsJson(t.params);
+  env["LADDER_CHECKPOINT_DIR"] = p.checkpoint_dir();
+  st->set_checkpoint_dir(p.checkpoint_dir());
   for (int sl : slots) st->add_slots(sl);
   w.link->Send(msg);
   EmitTrial(t);
@@ -874,7 +1008,7 @@ void Coordinator::SetSearchState(SearchRt& s, v1::SearchState state, const std::
                     (error.empty() ? "" : ": " + error));
   UpdateSearchCounts(s);
   // A search's end is durable before anyone hears of it.
-  store_.Flush();
+  Commit();
   EmitSearch(s);
 }
 

@@ -15,9 +15,23 @@
 // that run: fencing.
 //
 // Workers: a worker is UP while its lease (renewed by every message on its stream) is valid. When the stream
-// ends or the lease expires, the worker is DOWN and its trials are requeued (or failed when out of retries).
+// ends or the lease expires, the worker is DOWN and its trials are requeued (or failed when out of retries);
+// a requeued attempt gets the same checkpoint directory (LADDER_CHECKPOINT_DIR, {checkpoint_dir}), so a trial
+// that checkpoints resumes from its last checkpoint. A node that fails `quarantine_after` times within
+// `quarantine_window` (lost while running trials, or unable to launch one) is QUARANTINED: it keeps its
+// stream and re-attached trials but gets no new ones, also after a coordinator restart.
 // After a coordinator restart, trials that were RUNNING stay RUNNING for one lease period so that their
 // workers can re-register and re-attach them; unclaimed ones are then requeued.
+//
+// Durability of worker reports: metric points carry a per-run sequence number; the coordinator stores each
+// once and, after the batch that holds them is committed, acknowledges them (Acknowledged: durable_seq, and
+// exit_durable for TrialExited). Workers keep and resend what is unacknowledged, so a crash of the coordinator
+// loses nothing it acknowledged. A worker stream is read one message at a time, each read started only after
+// the loop has handled the previous message: a fast worker is slowed down by gRPC flow control instead of
+// filling an unbounded queue here.
+//
+// Watchdog: a running trial whose search sets trial.progress_timeout and that reports no metric point for
+// that long is stopped (CancelTrial) and FAILED with an error naming the field.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -44,12 +58,19 @@ using Clock = std::chrono::steady_clock;
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
 inline constexpr std::chrono::milliseconds kDefaultFlushInterval{50};
+inline constexpr int kDefaultQuarantineAfter = 3;
+inline constexpr std::chrono::seconds kDefaultQuarantineWindow{600};
 
 struct CoordinatorOptions {
   std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
   std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;  // the lease
   std::chrono::milliseconds flush_interval = kDefaultFlushInterval;
   std::string master_addr = "127.0.0.1";  // rendezvous address given to rank 0 of 1-node trials
+  int quarantine_after = kDefaultQuarantineAfter;  // node failures within the window that quarantine it
+  std::chrono::seconds quarantine_window = kDefaultQuarantineWindow;
+  // Root of the per-trial checkpoint directories (ROOT/search-S/trial-T, on storage every node sees);
+  // empty: "<database path>.checkpoints".
+  std::string checkpoint_root;
   std::string version = "0.1.0";
 };
 
@@ -111,6 +132,8 @@ class Coordinator {
     std::vector<int> slots;   // slots held on node_id, released on exit or worker loss
     std::optional<double> last_objective, best_objective;
     Clock::time_point reattach_deadline{};  // after a restart: unclaimed RUNNING trials are requeued then
+    Clock::time_point last_progress{};      // launch, re-attach or last metric point (the watchdog's clock)
+    std::string watchdog_error;             // set when the watchdog stopped the run: it FAILS with this
   };
   struct WorkerRt {
     v1::WorkerInfo info;
@@ -118,6 +141,12 @@ class Coordinator {
     std::vector<bool> slot_busy;
     Clock::time_point lease_deadline;
     std::set<int64_t> trials;
+    std::vector<Clock::time_point> failures;  // inside the quarantine window
+  };
+  // Acknowledgements owed to one worker stream, sent after the next commit.
+  struct AckBatch {
+    std::shared_ptr<WorkerLink> link;
+    std::map<int64_t, v1::TrialAck> trials;
   };
 
   void Register(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg);
@@ -128,6 +157,15 @@ class Coordinator {
   // Releases the trial's slots on its worker and closes its allocation.
   void Release(TrialRt& t, const std::string& outcome);
   void MarkWorkerDown(WorkerRt& w, const std::string& reason);
+  // Counts a failure of the node; quarantines it at opt_.quarantine_after failures inside the window.
+  void RecordNodeFailure(WorkerRt& w, const std::string& reason);
+  // Owes `link` an acknowledgement of the trial's points (and exit) once the current batch is committed.
+  void OweAck(const std::shared_ptr<WorkerLink>& link, int64_t trial_id, int64_t epoch, int64_t durable_seq,
+              bool exit_durable);
+  // Commits the store's batch (with the metric counts of trials that got points), then sends the acks owed.
+  void Commit();
+  void CheckWatchdog(Clock::time_point now);
+  std::string CheckpointDir(const TrialRt& t) const;
   // Worker lost while running `t`: requeue (attempt+1) or fail.
   void RequeueOrFail(TrialRt& t, const std::string& reason);
   void FinishTrial(TrialRt& t, v1::TrialState state, int exit_code, const std::string& error);
@@ -170,6 +208,9 @@ class Coordinator {
   std::map<const WorkerLink*, std::string> link_nodes_;  // registered links → node id
   int64_t next_assignment_epoch_ = 1;
   int64_t next_worker_epoch_ = 1;
+
+  std::map<const WorkerLink*, AckBatch> acks_owed_;
+  std::set<int64_t> progress_dirty_;  // trials whose metric count/ignored lines changed since the last commit
 
   std::map<int64_t, std::pair<int64_t, EventSink>> watchers_;  // id → (search filter, sink)
   int64_t next_watcher_id_ = 1;

@@ -110,7 +110,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
   int64_t watcher_id_ = 0;
 };
 
-// One worker's stream. Reads are handed to the loop; writes are queued (Send is thread-safe). The link
+// One worker's stream. Each message read is handed to the loop, and the next read starts only once the loop
+// has handled it (ReadNext): at most one message per worker is waiting, and a worker that sends faster than
+// the coordinator stores is held back by gRPC flow control (its Write blocks), so memory stays bounded.
+// Writes are queued (Send is thread-safe; they are small: assignments, cancels, acknowledgements). The link
 // object outlives the reactor (the coordinator may hold it); after OnDone it drops everything.
 class WorkerReactor;
 
@@ -119,6 +122,8 @@ class ReactorLink final : public WorkerLink {
   explicit ReactorLink(WorkerReactor* r) : reactor_(r) {}
   void Send(const v1::CoordinatorMessage& msg) override;
   void Close(const grpc::Status& status) override;
+  // Starts the next read (after the loop handled the last message).
+  void ReadNext();
   void Detach() {
     std::lock_guard<std::mutex> g(mu_);
     reactor_ = nullptr;
@@ -145,9 +150,8 @@ class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
     }
     boost::asio::post(loop_, [coord = &coord_, link = link_, msg = std::move(in_)] {
       coord->OnWorkerMessage(link, msg);
+      link->ReadNext();
     });
-    in_.Clear();
-    StartRead(&in_);
   }
 
   void OnWriteDone(bool ok) override {
@@ -187,6 +191,13 @@ class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
     std::lock_guard<std::mutex> g(mu_);
     FinishLocked(st);
   }
+  // No read is outstanding here (OnReadDone posted the message and started none).
+  void ReadNext() {
+    std::lock_guard<std::mutex> g(mu_);
+    if (finish_requested_) return;
+    in_.Clear();
+    StartRead(&in_);
+  }
 
  private:
   void WriteNextLocked() {
@@ -222,6 +233,10 @@ void ReactorLink::Send(const v1::CoordinatorMessage& msg) {
 void ReactorLink::Close(const grpc::Status& status) {
   std::lock_guard<std::mutex> g(mu_);
   if (reactor_) reactor_->Close(status);
+}
+void ReactorLink::ReadNext() {
+  std::lock_guard<std::mutex> g(mu_);
+  if (reactor_) reactor_->ReadNext();
 }
 
 // Finishes a reactor that was refused before any read started.

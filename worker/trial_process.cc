@@ -152,8 +152,12 @@ void TrialProcess::Start() {
 }
 
 void TrialProcess::ReadMore() {
+  if (paused_ || eof_ || reading_) return;
+  reading_ = true;
   auto self = shared_from_this();
   out_.async_read_some(boost::asio::buffer(chunk_), [self](const boost::system::error_code& ec, size_t n) {
+    self->reading_ = false;
+    if (self->reported_) return;  // on_exit already ran (the EOF timer gave up on a leftover child)
     if (ec) {
       // EOF, or the descriptor was closed.
       if (!self->buf_.empty() && !self->skipping_long_line_) self->on_line_(self->buf_, false);
@@ -201,16 +205,31 @@ void TrialProcess::OnPidfdReadable() {
   kill_timer_.cancel();
   // The leader is gone: take the rest of its group with it.
   kill(-pid_, SIGKILL);
+  ArmEofTimer();
+  MaybeFinish();
+}
+
+void TrialProcess::ArmEofTimer() {
   eof_timer_.expires_after(std::chrono::seconds(2));
   auto self = shared_from_this();
   eof_timer_.async_wait([self](const boost::system::error_code& ec) {
-    if (ec) return;
+    if (ec || self->eof_) return;
+    if (self->paused_) {  // lines are waiting in the pipe: read them once resumed, don't drop them
+      self->ArmEofTimer();
+      return;
+    }
     self->eof_ = true;
     boost::system::error_code ignored;
+    self->out_.cancel(ignored);
     self->out_.close(ignored);
     self->MaybeFinish();
   });
-  MaybeFinish();
+}
+
+void TrialProcess::ResumeReading() {
+  if (!paused_) return;
+  paused_ = false;
+  ReadMore();
 }
 
 void TrialProcess::MaybeFinish() {

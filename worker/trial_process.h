@@ -10,6 +10,8 @@
 //   exit_code is the exit status, or 128 + signal when killed by a signal.
 // * Terminate() sends SIGTERM to the whole process group, then SIGKILL after the grace period. When the
 //   leader exits the rest of its group is killed too, so no rank outlives its trial.
+// * PauseReading() stops reading stdout (the process blocks once the pipe is full: backpressure); on_exit
+//   waits while reading is paused, so no line is lost. ResumeReading() continues.
 // * Exit is detected with a pidfd (Linux ≥ 5.3), so there is no SIGCHLD handler and no process-wide state.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -45,6 +47,9 @@ class TrialProcess : public std::enable_shared_from_this<TrialProcess> {
   void Terminate(std::chrono::milliseconds grace = std::chrono::seconds(5));
   int pid() const { return pid_; }
   bool exited() const { return exited_; }
+  void PauseReading() { paused_ = true; }
+  void ResumeReading();
+  bool paused() const { return paused_; }
 
  private:
   TrialProcess(boost::asio::io_context& loop, int pid, int stdout_fd, int pidfd, LineFn on_line, ExitFn on_exit);
@@ -52,6 +57,7 @@ class TrialProcess : public std::enable_shared_from_this<TrialProcess> {
   void ReadMore();
   void OnPidfdReadable();
   void MaybeFinish();
+  void ArmEofTimer();
 
   boost::asio::io_context& loop_;
   int pid_;
@@ -64,6 +70,7 @@ class TrialProcess : public std::enable_shared_from_this<TrialProcess> {
   std::string buf_;
   std::vector<char> chunk_;
   bool eof_ = false, exited_ = false, reported_ = false, skipping_long_line_ = false;
+  bool paused_ = false, reading_ = false;  // reading_: an async read is outstanding
   int exit_code_ = 0;
   std::string description_;
 };

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -102,8 +103,14 @@ void Worker::Stop() {
     auto check = std::make_shared<std::function<void()>>();
     auto timer = std::make_shared<boost::asio::steady_timer>(loop_);
     auto deadline = std::chrono::steady_clock::now() + opt_.terminate_grace + std::chrono::seconds(3);
-    *check = [this, p, check, timer, deadline] {
-      if (trials_.empty() || std::chrono::steady_clock::now() > deadline) {
+    auto all_exited_at = std::make_shared<std::chrono::steady_clock::time_point>();
+    *check = [this, p, check, timer, deadline, all_exited_at] {
+      auto now = std::chrono::steady_clock::now();
+      bool all_exited = std::all_of(trials_.begin(), trials_.end(), [](const auto& kv) { return kv.second.exited; });
+      if (all_exited && *all_exited_at == std::chrono::steady_clock::time_point{}) *all_exited_at = now;
+      // Once every process is gone, wait a little for the acknowledgements of their exits.
+      bool acked_or_given_up = all_exited && (!registered_ || now - *all_exited_at > std::chrono::seconds(1));
+      if (trials_.empty() || acked_or_given_up || now > deadline) {
         p->set_value();
         *check = nullptr;  // break the self-reference
         return;
@@ -186,10 +193,10 @@ void Worker::OnConnected(std::shared_ptr<Session> s) {
   reg->set_node_id(opt_.node_id);
   *reg->mutable_resources() = DetectResources(opt_);
   for (const auto& [id, r] : trials_) {
-    if (r.cancelled) continue;
     auto* rt = reg->add_running();
     rt->set_trial_id(id);
     rt->set_assignment_epoch(r.epoch);
+    rt->set_exited(r.exited);
   }
   s->Write(m);
 }
@@ -218,14 +225,20 @@ void Worker::Handle(const v1::CoordinatorMessage& m) {
                         std::to_string(m.registered().worker_epoch()) + ")");
       for (int64_t id : m.registered().cancel_trials()) {
         auto it = trials_.find(id);
-        if (it != trials_.end()) CancelTrial(id, it->second.epoch, "the coordinator no longer owns this run");
+        if (it == trials_.end()) continue;
+        if (it->second.exited) {
+          trials_.erase(it);  // its exit is stored already, or the run is not the coordinator's any more
+        } else {
+          CancelTrial(id, it->second.epoch, "the coordinator no longer owns this run");
+        }
       }
-      while (!outbox_.empty() && session_) {
-        // Points first, so a trial's metrics always precede its exit.
-        session_->Write(outbox_.front());
-        outbox_.pop_front();
+      // Everything unacknowledged again, points first so that a trial's metrics precede its exit.
+      for (auto& [id, r] : trials_) {
+        r.sent = 0;
+        r.ignored_dirty = true;
+        FlushMetrics(r);
+        if (r.exited) SendExit(r);
       }
-      for (auto& [id, r] : trials_) FlushMetrics(r);
       ArmHeartbeat();
       {
         std::lock_guard<std::mutex> g(mu_);
@@ -238,6 +251,7 @@ void Worker::Handle(const v1::CoordinatorMessage& m) {
     case v1::CoordinatorMessage::kCancel:
       CancelTrial(m.cancel().trial_id(), m.cancel().assignment_epoch(), m.cancel().reason());
       break;
+    case v1::CoordinatorMessage::kAck: OnAck(m.ack()); break;
     default: break;
   }
 }
@@ -247,9 +261,12 @@ void Worker::Handle(const v1::CoordinatorMessage& m) {
 // ------------------------------------------------------------------------------------------------------
 
 void Worker::StartTrial(const v1::StartTrial& m) {
-  if (trials_.count(m.trial_id())) {
-    LogWarning(kLog, "asked to start trial " + std::to_string(m.trial_id()) + " which is already running here");
-    return;
+  if (auto old = trials_.find(m.trial_id()); old != trials_.end()) {
+    if (!old->second.exited) {
+      LogWarning(kLog, "asked to start trial " + std::to_string(m.trial_id()) + " which is already running here");
+      return;
+    }
+    trials_.erase(old);  // a new assignment supersedes an earlier run's unacknowledged exit
   }
   const int64_t id = m.trial_id();
   std::string dir = opt_.trial_dir + "/trial-" + std::to_string(id);
@@ -259,6 +276,12 @@ void Worker::StartTrial(const v1::StartTrial& m) {
   spec.argv.assign(m.argv().begin(), m.argv().end());
   for (const auto& [k, v] : m.env()) spec.env[k] = v;
   spec.env["LADDER_TRIAL_DIR"] = std::filesystem::absolute(dir, ec).string();
+  if (!m.checkpoint_dir().empty()) {
+    std::error_code cec;
+    std::filesystem::create_directories(m.checkpoint_dir(), cec);
+    if (cec) LogWarning(kLog, "cannot create checkpoint directory '" + m.checkpoint_dir() + "': " + cec.message());
+    spec.env["LADDER_CHECKPOINT_DIR"] = m.checkpoint_dir();
+  }
   spec.workdir = m.workdir();
   spec.stderr_path = dir + "/stderr.log";
   spec.search_dirs = opt_.search_dirs;
@@ -273,14 +296,13 @@ void Worker::StartTrial(const v1::StartTrial& m) {
       [this, id](int code, const std::string& desc) { OnExit(id, code, desc); }, &error);
   if (!r.proc) {
     LogWarning(kLog, "trial " + std::to_string(id) + " could not start: " + error);
-    v1::WorkerMessage out;
-    auto* ex = out.mutable_exited();
+    auto* ex = r.exit.mutable_exited();
     ex->set_trial_id(id);
     ex->set_assignment_epoch(r.epoch);
     ex->set_exit_code(127);
     ex->set_error(error);
-    trials_.erase(id);
-    SendOrKeep(out);
+    r.exited = true;
+    SendExit(r);
     return;
   }
   v1::WorkerMessage out;
@@ -300,7 +322,7 @@ void Worker::CancelTrial(int64_t trial_id, int64_t epoch, const std::string& rea
 
 void Worker::OnLine(int64_t trial_id, const std::string& line, bool truncated) {
   auto it = trials_.find(trial_id);
-  if (it == trials_.end()) return;
+  if (it == trials_.end() || it->second.exited) return;
   Running& r = it->second;
   MetricsLineResult parsed;
   if (!truncated) parsed = ParseMetricsLine(line);
@@ -318,51 +340,68 @@ void Worker::OnLine(int64_t trial_id, const std::string& line, bool truncated) {
   p.set_time_unix(WallNow());
   for (const auto& [k, v] : parsed.metrics->values) (*p.mutable_values())[k] = v;
   r.points.push_back(std::move(p));
-  if (r.points.size() > kMaxBufferedPointsPerTrial) r.points.pop_front();
+  if (r.points.size() >= opt_.max_unacked_points && r.proc && !r.proc->paused()) {
+    r.proc->PauseReading();  // backpressure: resumed by OnAck
+  }
   ArmFlush();
 }
 
 void Worker::OnExit(int64_t trial_id, int exit_code, const std::string& description) {
   auto it = trials_.find(trial_id);
-  if (it == trials_.end()) return;
+  if (it == trials_.end() || it->second.exited) return;
   Running& r = it->second;
-  FlushMetrics(r);
-  v1::WorkerMessage out;
-  auto* ex = out.mutable_exited();
+  r.exited = true;
+  auto* ex = r.exit.mutable_exited();
   ex->set_trial_id(trial_id);
   ex->set_assignment_epoch(r.epoch);
   ex->set_exit_code(exit_code);
   ex->set_cancelled(r.cancelled);
   if (exit_code != 0) ex->set_error(description);
-  // Metrics still buffered (disconnected) must reach the coordinator before the exit.
-  if (!r.points.empty() || r.ignored_dirty) {
-    v1::WorkerMessage rep;
-    auto* mr = rep.mutable_metrics();
-    mr->set_trial_id(trial_id);
-    mr->set_assignment_epoch(r.epoch);
-    for (auto& p : r.points) *mr->add_points() = std::move(p);
-    mr->set_ignored_lines(r.ignored);
-    mr->set_last_ignored_line(r.last_ignored);
-    outbox_.push_back(std::move(rep));
-  }
   LogInfo(kLog, "trial " + std::to_string(trial_id) + " ended" + (description.empty() ? "" : ": " + description));
-  trials_.erase(it);
-  SendOrKeep(out);
+  // The last points go first; both stay kept until acknowledged.
+  FlushMetrics(r);
+  SendExit(r);
+}
+
+void Worker::SendExit(Running& r) {
+  if (registered_ && session_) session_->Write(r.exit);
+}
+
+void Worker::OnAck(const v1::Acknowledged& ack) {
+  for (const auto& a : ack.trials()) {
+    auto it = trials_.find(a.trial_id());
+    if (it == trials_.end() || it->second.epoch != a.assignment_epoch()) continue;
+    Running& r = it->second;
+    while (!r.points.empty() && r.base_seq < a.durable_seq()) {
+      r.points.pop_front();
+      ++r.base_seq;
+      if (r.sent > 0) --r.sent;
+    }
+    if (a.exit_durable() && r.exited) {
+      trials_.erase(it);
+      continue;
+    }
+    if (r.proc && r.proc->paused() && r.points.size() < opt_.max_unacked_points / 2) r.proc->ResumeReading();
+  }
 }
 
 void Worker::FlushMetrics(Running& r) {
   if (!registered_ || !session_) return;
-  if (r.points.empty() && !r.ignored_dirty) return;
-  v1::WorkerMessage out;
-  auto* mr = out.mutable_metrics();
-  mr->set_trial_id(r.trial_id);
-  mr->set_assignment_epoch(r.epoch);
-  for (auto& p : r.points) *mr->add_points() = std::move(p);
-  mr->set_ignored_lines(r.ignored);
-  mr->set_last_ignored_line(r.last_ignored);
-  r.points.clear();
-  r.ignored_dirty = false;
-  session_->Write(out);
+  if (r.sent >= r.points.size() && !r.ignored_dirty) return;
+  do {
+    v1::WorkerMessage out;
+    auto* mr = out.mutable_metrics();
+    mr->set_trial_id(r.trial_id);
+    mr->set_assignment_epoch(r.epoch);
+    mr->set_first_seq(r.base_seq + static_cast<int64_t>(r.sent));
+    size_t end = std::min(r.points.size(), r.sent + kMaxPointsPerReport);
+    for (size_t i = r.sent; i < end; ++i) *mr->add_points() = r.points[i];
+    mr->set_ignored_lines(r.ignored);
+    mr->set_last_ignored_line(r.last_ignored);
+    if (!session_->Write(out)) return;  // disconnected: everything is resent after the next registration
+    r.sent = end;
+    r.ignored_dirty = false;
+  } while (r.sent < r.points.size());
 }
 
 void Worker::ArmFlush() {
@@ -386,6 +425,7 @@ void Worker::ArmHeartbeat() {
       auto* rt = hb->add_running();
       rt->set_trial_id(id);
       rt->set_assignment_epoch(r.epoch);
+      rt->set_exited(r.exited);
     }
     Send(m);
     ArmHeartbeat();
@@ -394,17 +434,6 @@ void Worker::ArmHeartbeat() {
 
 void Worker::Send(const v1::WorkerMessage& m) {
   if (registered_ && session_) session_->Write(m);
-}
-
-void Worker::SendOrKeep(const v1::WorkerMessage& m) {
-  if (registered_ && session_) {
-    while (!outbox_.empty()) {
-      session_->Write(outbox_.front());
-      outbox_.pop_front();
-    }
-    if (session_->Write(m)) return;
-  }
-  outbox_.push_back(m);
 }
 
 }  // namespace ladder::worker

@@ -7,8 +7,14 @@
 //
 // Protocol (proto WorkerService.Connect): on every (re)connection the worker sends RegisterWorker listing the
 // trials it is still running, so a restarted coordinator re-attaches them; then heartbeats every interval the
-// coordinator asked for, TrialStarted/MetricReport/TrialExited as trials progress. Exits that happen while
-// disconnected are kept and sent after the next registration; metric points are kept up to a bound per trial.
+// coordinator asked for, TrialStarted/MetricReport/TrialExited as trials progress.
+//
+// Nothing acknowledged is lost: every metric point (numbered per run) and every exit is kept until the
+// coordinator acknowledges it as durable (Acknowledged), and everything unacknowledged is sent again after a
+// reconnect (the coordinator drops duplicates by sequence number). A run that ended stays listed (exited) in
+// RegisterWorker until its exit is acknowledged. Memory is bounded: when a trial has `max_unacked_points`
+// unacknowledged points, the worker stops reading its stdout until acknowledgements catch up (the trial
+// blocks on its next write), and resumes below half of that.
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -30,7 +36,8 @@ namespace ladder::worker {
 namespace v1 = ::ladder::v1;
 
 inline constexpr std::chrono::milliseconds kDefaultMetricsFlush{50};
-inline constexpr size_t kMaxBufferedPointsPerTrial = 10000;
+inline constexpr size_t kDefaultMaxUnackedPoints = 50000;
+inline constexpr int kMaxPointsPerReport = 4096;
 
 struct WorkerOptions {
   std::string server = "127.0.0.1:50051";
@@ -44,6 +51,7 @@ struct WorkerOptions {
   std::chrono::milliseconds metrics_flush = kDefaultMetricsFlush;
   std::chrono::milliseconds reconnect_max = std::chrono::milliseconds(2000);
   std::chrono::milliseconds terminate_grace = std::chrono::milliseconds(5000);
+  size_t max_unacked_points = kDefaultMaxUnackedPoints;  // per trial; then its stdout is not read (backpressure)
 };
 
 class Worker {
@@ -72,9 +80,13 @@ class Worker {
     int64_t last_step = -1;
     int64_t ignored = 0;
     std::string last_ignored;
-    std::deque<v1::MetricPoint> points;  // not yet sent
+    std::deque<v1::MetricPoint> points;  // every unacknowledged point, oldest first
+    int64_t base_seq = 0;                // sequence number of points.front()
+    size_t sent = 0;                     // points[0, sent) went out on the current session
     bool ignored_dirty = false;
     bool cancelled = false;
+    bool exited = false;                 // ended; `exit` is kept until the coordinator acknowledges it
+    v1::WorkerMessage exit;
   };
 
   void SessionLoop();
@@ -85,9 +97,10 @@ class Worker {
   void CancelTrial(int64_t trial_id, int64_t epoch, const std::string& reason);
   void OnLine(int64_t trial_id, const std::string& line, bool truncated);
   void OnExit(int64_t trial_id, int exit_code, const std::string& description);
-  void Send(const v1::WorkerMessage& m);        // drops when disconnected
-  void SendOrKeep(const v1::WorkerMessage& m);  // keeps in the outbox when disconnected
+  void OnAck(const v1::Acknowledged& ack);
+  void Send(const v1::WorkerMessage& m);  // drops when disconnected (callers keep what must not be lost)
   void FlushMetrics(Running& r);
+  void SendExit(Running& r);
   void ArmFlush();
   void ArmHeartbeat();
 
@@ -102,7 +115,6 @@ class Worker {
   std::shared_ptr<Session> session_;
   bool registered_ = false;
   std::map<int64_t, Running> trials_;
-  std::deque<v1::WorkerMessage> outbox_;
   boost::asio::steady_timer flush_timer_;
   boost::asio::steady_timer heartbeat_timer_;
   bool flush_armed_ = false;

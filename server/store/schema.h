@@ -89,6 +89,10 @@ CREATE TABLE events(
   trial_id INTEGER,
   detail TEXT NOT NULL DEFAULT '');
 )sql",
+      // 2: why a node is down or quarantined (quarantine outlives a coordinator restart).
+      R"sql(
+ALTER TABLE nodes ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return kMigrations;
 }

@@ -175,18 +175,26 @@ void Store::AppendMetrics(int64_t trial_id, const v1::MetricPoint& p) {
   }
 }
 
+void Store::UpdateTrialProgress(const v1::Trial& t) {
+  BeginIfNeeded();
+  auto& st = db_.Prepare("UPDATE trials SET metric_count=?, ignored_lines=?, last_ignored_line=? WHERE id=?");
+  st.Bind(1, t.metric_count()).Bind(2, t.ignored_lines()).Bind(3, t.last_ignored_line()).Bind(4, t.id());
+  st.Run();
+}
+
 void Store::UpsertNode(const v1::WorkerInfo& n) {
   BeginIfNeeded();
   json labels(std::map<std::string, std::string>(n.resources().labels().begin(), n.resources().labels().end()));
   auto& st = db_.Prepare(
-      "INSERT INTO nodes(id,hostname,cores,slots,gpus,memory_bytes,labels,state,epoch,last_seen) "
-      "VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET hostname=excluded.hostname, "
+      "INSERT INTO nodes(id,hostname,cores,slots,gpus,memory_bytes,labels,state,epoch,last_seen,state_reason) "
+      "VALUES(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET hostname=excluded.hostname, "
       "cores=excluded.cores, slots=excluded.slots, gpus=excluded.gpus, memory_bytes=excluded.memory_bytes, "
-      "labels=excluded.labels, state=excluded.state, epoch=excluded.epoch, last_seen=excluded.last_seen");
+      "labels=excluded.labels, state=excluded.state, epoch=excluded.epoch, last_seen=excluded.last_seen, "
+      "state_reason=excluded.state_reason");
   const auto& r = n.resources();
   st.Bind(1, n.node_id()).Bind(2, r.hostname()).Bind(3, r.cores()).Bind(4, r.slots()).Bind(5, r.gpus());
   st.Bind(6, r.memory_bytes()).Bind(7, labels.dump()).Bind(8, n.state()).Bind(9, n.epoch());
-  st.Bind(10, n.last_seen_unix());
+  st.Bind(10, n.last_seen_unix()).Bind(11, n.state_reason());
   st.Run();
 }
 
@@ -249,6 +257,36 @@ std::vector<v1::Search> Store::LoadSearches() {
     if (!st.IsNull(12)) s.set_finished_unix(st.Real(12));
     s.set_error(st.Text(13));
     out.push_back(std::move(s));
+  }
+  st.Reset();
+  return out;
+}
+
+std::vector<v1::WorkerInfo> Store::LoadNodes() {
+  std::vector<v1::WorkerInfo> out;
+  auto& st = db_.Prepare(
+      "SELECT id,hostname,cores,slots,gpus,memory_bytes,labels,state,epoch,last_seen,state_reason FROM nodes "
+      "ORDER BY id");
+  while (st.Step()) {
+    v1::WorkerInfo n;
+    n.set_node_id(st.Text(0));
+    auto* r = n.mutable_resources();
+    r->set_hostname(st.Text(1));
+    r->set_cores(static_cast<int32_t>(st.Int(2)));
+    r->set_slots(static_cast<int32_t>(st.Int(3)));
+    r->set_gpus(static_cast<int32_t>(st.Int(4)));
+    r->set_memory_bytes(st.Int(5));
+    json labels = json::parse(st.Text(6), nullptr, false);
+    if (labels.is_object()) {
+      for (const auto& [k, v] : labels.items()) {
+        if (v.is_string()) (*r->mutable_labels())[k] = v.get<std::string>();
+      }
+    }
+    n.set_state(static_cast<v1::WorkerState>(st.Int(7)));
+    n.set_epoch(st.Int(8));
+    n.set_last_seen_unix(st.Real(9));
+    n.set_state_reason(st.Text(10));
+    out.push_back(std::move(n));
   }
   st.Reset();
   return out;

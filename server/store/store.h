@@ -40,6 +40,8 @@ class Store {
   void InsertTrial(v1::Trial* trial);
   void UpdateTrial(const v1::Trial& trial, int64_t assignment_epoch);
   void AppendMetrics(int64_t trial_id, const v1::MetricPoint& point);
+  // Only the fields that change with every metrics report: metric_count, ignored_lines, last_ignored_line.
+  void UpdateTrialProgress(const v1::Trial& trial);
 
   void UpsertNode(const v1::WorkerInfo& node);
   void OpenAllocation(int64_t trial_id, int attempt, const std::string& node_id, const std::string& slots,
@@ -51,6 +53,7 @@ class Store {
 
   // Restart: everything needed to rebuild the coordinator's state.
   std::vector<v1::Search> LoadSearches();
+  std::vector<v1::WorkerInfo> LoadNodes();
   std::vector<v1::Trial> LoadTrials(std::vector<int64_t>* assignment_epochs);
   int64_t MaxAssignmentEpoch();
   std::vector<v1::MetricPoint> LoadMetrics(int64_t trial_id);

@@ -291,3 +291,246 @@ TEST_F(CoordinatorTest, RestartReattachesRunningTrialsAndFinishesTheSearch) {
 
 }  // namespace
 }  // namespace ladder::server
+
+// ---------------------------------------------------------------------------------------------------------
+// Faults: acknowledgements, watchdog, quarantine, checkpoints
+// ---------------------------------------------------------------------------------------------------------
+
+namespace ladder::server {
+namespace {
+
+std::vector<v1::TrialAck> Acks(const FakeLink& link) {
+  std::vector<v1::TrialAck> out;
+  for (const auto& m : link.sent) {
+    if (m.has_ack()) out.insert(out.end(), m.ack().trials().begin(), m.ack().trials().end());
+  }
+  return out;
+}
+
+v1::WorkerMessage Points(const v1::StartTrial& s, int64_t first_seq, int n, double score) {
+  v1::WorkerMessage m;
+  auto* mr = m.mutable_metrics();
+  mr->set_trial_id(s.trial_id());
+  mr->set_assignment_epoch(s.assignment_epoch());
+  mr->set_first_seq(first_seq);
+  for (int i = 0; i < n; ++i) {
+    auto* p = mr->add_points();
+    p->set_step(first_seq + i);
+    (*p->mutable_values())["score"] = score;
+  }
+  return m;
+}
+
+TEST_F(CoordinatorTest, StoresEachPointOnceAndAcknowledgesOnlyAfterCommit) {
+  auto a = Connect("a", 1);
+  CreateSearch();
+  auto s = a->Starts().at(0);
+  coord_->OnWorkerMessage(a, Points(s, 0, 3, 0.1));
+  Drain();
+  EXPECT_TRUE(Acks(*a).empty()) << "nothing is acknowledged before the batch is committed";
+  loop_.restart();
+  loop_.run_for(std::chrono::milliseconds(120));  // past the 50 ms flush interval
+  auto acks = Acks(*a);
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].trial_id(), s.trial_id());
+  EXPECT_EQ(acks[0].assignment_epoch(), s.assignment_epoch());
+  EXPECT_EQ(acks[0].durable_seq(), 3);
+  EXPECT_FALSE(acks[0].exit_durable());
+  // A resend after a reconnect overlaps what is stored: only points 3 and 4 are new.
+  coord_->OnWorkerMessage(a, Points(s, 1, 4, 0.2));
+  Drain();
+  EXPECT_EQ(GetTrial(s.trial_id()).metric_count(), 5);
+  v1::WorkerMessage e;
+  e.mutable_exited()->set_trial_id(s.trial_id());
+  e.mutable_exited()->set_assignment_epoch(s.assignment_epoch());
+  coord_->OnWorkerMessage(a, e);
+  loop_.restart();
+  loop_.run_for(std::chrono::milliseconds(120));
+  acks = Acks(*a);
+  ASSERT_EQ(acks.size(), 2u);
+  EXPECT_EQ(acks[1].durable_seq(), 5);
+  EXPECT_TRUE(acks[1].exit_durable());
+  v1::GetTrialRequest req;
+  req.set_trial_id(s.trial_id());
+  req.set_include_metrics(true);
+  v1::GetTrialResponse resp;
+  ASSERT_TRUE(coord_->GetTrial(req, &resp).ok());
+  EXPECT_EQ(resp.trial().metrics_size(), 5);
+  EXPECT_EQ(resp.trial().state(), v1::TRIAL_COMPLETED);
+  EXPECT_DOUBLE_EQ(resp.trial().objective(), 0.2);
+  // An exit already stored, sent again (its acknowledgement was lost), is acknowledged and changes nothing.
+  coord_->OnWorkerMessage(a, e);
+  Close();  // commits
+  EXPECT_TRUE(Acks(*a).back().exit_durable());
+}
+
+TEST_F(CoordinatorTest, RestartReattachesARunThatExitedButWasNotAcknowledged) {
+  auto a = Connect("a", 1);
+  auto id = CreateSearch(R"(
+name: one
+objective: {metric: score, mode: max}
+budget: {max_trials: 1}
+command: [run]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+  auto s = a->Starts().at(0);
+  coord_->OnWorkerMessage(a, Points(s, 0, 2, 0.3));
+  Drain();
+  store_->Flush();
+  coord_.reset();  // crash before acknowledging: the worker still holds the points, and then the run ends
+  store_.reset();
+  Open();
+  auto link = std::make_shared<FakeLink>();
+  v1::WorkerMessage reg;
+  reg.mutable_register_()->set_node_id("a");
+  reg.mutable_register_()->mutable_resources()->set_slots(1);
+  auto* r = reg.mutable_register_()->add_running();
+  r->set_trial_id(s.trial_id());
+  r->set_assignment_epoch(s.assignment_epoch());
+  r->set_exited(true);
+  coord_->OnWorkerMessage(link, reg);
+  coord_->OnWorkerMessage(link, Points(s, 0, 4, 0.7));  // everything unacknowledged, again
+  v1::WorkerMessage e;
+  e.mutable_exited()->set_trial_id(s.trial_id());
+  e.mutable_exited()->set_assignment_epoch(s.assignment_epoch());
+  coord_->OnWorkerMessage(link, e);
+  Drain();
+  ASSERT_FALSE(link->sent.empty());
+  EXPECT_EQ(link->sent[0].registered().cancel_trials_size(), 0);
+  auto t = GetTrial(s.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED);
+  EXPECT_EQ(t.attempt(), 0) << "not restarted";
+  EXPECT_EQ(t.metric_count(), 4) << "the 2 points stored before the crash are not stored twice";
+  EXPECT_EQ(GetSearch(id).state(), v1::SEARCH_COMPLETED);
+}
+
+TEST_F(CoordinatorTest, WatchdogFailsATrialWithoutProgressNamingTheField) {
+  auto a = Connect("a", 1);
+  CreateSearch(R"(
+name: hang
+objective: {metric: score, mode: max}
+budget: {max_trials: 1}
+trial: {progress_timeout: 0.15s}
+command: [run]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+  auto s = a->Starts().at(0);
+  // Heartbeats keep the worker alive, but the trial prints nothing.
+  std::optional<v1::CancelTrial> cancel;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!cancel && std::chrono::steady_clock::now() < deadline) {
+    v1::WorkerMessage hb;
+    hb.mutable_heartbeat();
+    coord_->OnWorkerMessage(a, hb);
+    loop_.restart();
+    loop_.run_for(std::chrono::milliseconds(20));
+    for (const auto& m : a->sent) {
+      if (m.has_cancel()) cancel = m.cancel();
+    }
+  }
+  ASSERT_TRUE(cancel) << "the watchdog did not stop the trial";
+  EXPECT_EQ(cancel->trial_id(), s.trial_id());
+  EXPECT_NE(cancel->reason().find("trial.progress_timeout"), std::string::npos) << cancel->reason();
+  EXPECT_EQ(GetTrial(s.trial_id()).state(), v1::TRIAL_RUNNING) << "slots stay held until the process is gone";
+  v1::WorkerMessage e;
+  e.mutable_exited()->set_trial_id(s.trial_id());
+  e.mutable_exited()->set_assignment_epoch(s.assignment_epoch());
+  e.mutable_exited()->set_exit_code(143);
+  e.mutable_exited()->set_cancelled(true);
+  coord_->OnWorkerMessage(a, e);
+  Drain();
+  auto t = GetTrial(s.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_FAILED);
+  EXPECT_NE(t.error().find("no metrics line"), std::string::npos) << t.error();
+  EXPECT_NE(t.error().find("trial.progress_timeout"), std::string::npos) << t.error();
+}
+
+TEST_F(CoordinatorTest, InvalidProgressTimeoutNamesTheField) {
+  v1::CreateSearchRequest req;
+  req.set_spec_yaml("name: x\nobjective: {metric: a, mode: max}\nbudget: {max_trials: 1}\ncommand: [a]\n"
+                    "trial: {progress_timeout: soon}\nspace:\n  x: {type: float, low: 0, high: 1}\n");
+  req.set_spec_path("w.yaml");
+  v1::CreateSearchResponse resp;
+  auto st = coord_->CreateSearch(req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("w.yaml:5"), std::string::npos) << st.error_message();
+  EXPECT_NE(st.error_message().find("trial.progress_timeout"), std::string::npos) << st.error_message();
+}
+
+TEST_F(CoordinatorTest, RequeuedAttemptGetsTheSameCheckpointDirectory) {
+  auto a = Connect("a", 1);
+  CreateSearch(R"(
+name: ckpt
+objective: {metric: score, mode: max}
+budget: {max_trials: 1, max_retries: 1}
+command: [run, --checkpoint, "{checkpoint_dir}/model.pt", --resume]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+  auto first = a->Starts().at(0);
+  const std::string dir = first.env().at("LADDER_CHECKPOINT_DIR");
+  EXPECT_EQ(first.checkpoint_dir(), dir);
+  EXPECT_EQ(first.argv(2), dir + "/model.pt");
+  EXPECT_NE(dir.find("trial-" + std::to_string(first.trial_id())), std::string::npos) << dir;
+  EXPECT_EQ(dir.front(), '/') << "absolute, so every node and attempt sees the same path";
+  coord_->OnWorkerGone(a, "test");
+  Drain();
+  auto b = Connect("b", 1);
+  auto second = b->Starts().at(0);
+  EXPECT_EQ(second.trial_id(), first.trial_id());
+  EXPECT_EQ(second.env().at("LADDER_ATTEMPT"), "1");
+  EXPECT_EQ(second.env().at("LADDER_CHECKPOINT_DIR"), dir) << "the retry resumes from the same checkpoint";
+  EXPECT_EQ(second.argv(2), dir + "/model.pt");
+  EXPECT_EQ(GetTrial(first.trial_id()).checkpoint_dir(), dir);
+}
+
+TEST_F(CoordinatorTest, NodeThatKeepsFailingIsQuarantinedAcrossRestarts) {
+  CreateSearch(R"(
+name: flaky
+objective: {metric: score, mode: max}
+budget: {max_trials: 10, parallelism: 1, max_retries: 5, max_failed_trials: 10}
+command: [run]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+  // Node "bad" is lost three times while running a trial (the default quarantine_after).
+  for (int i = 0; i < 3; ++i) {
+    auto bad = Connect("bad", 1);
+    ASSERT_EQ(bad->Starts().size(), 1u) << "round " << i;
+    coord_->OnWorkerGone(bad, "connection reset");
+    Drain();
+  }
+  v1::ServerInfoResponse info;
+  coord_->ServerInfo({}, &info);
+  ASSERT_EQ(info.workers_size(), 1);
+  EXPECT_EQ(info.workers(0).state(), v1::WORKER_QUARANTINED);
+  EXPECT_EQ(info.workers(0).recent_failures(), 3);
+  EXPECT_NE(info.workers(0).state_reason().find("3 failures"), std::string::npos) << info.workers(0).state_reason();
+  // It may reconnect, but gets no trial; a healthy node gets the requeued one.
+  auto bad = Connect("bad", 1);
+  EXPECT_TRUE(bad->Starts().empty());
+  auto good = Connect("good", 1);
+  ASSERT_EQ(good->Starts().size(), 1u);
+  EXPECT_EQ(good->Starts()[0].env().at("LADDER_ATTEMPT"), "3");
+  // Still quarantined after a coordinator restart.
+  Close();
+  Open();
+  auto again = Connect("bad", 1);
+  EXPECT_TRUE(again->Starts().empty());
+  info.Clear();
+  coord_->ServerInfo({}, &info);
+  bool found = false;
+  for (const auto& w : info.workers()) {
+    if (w.node_id() == "bad") {
+      found = true;
+      EXPECT_EQ(w.state(), v1::WORKER_QUARANTINED);
+      EXPECT_FALSE(w.state_reason().empty());
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace ladder::server
