@@ -4,36 +4,16 @@
 #include <cmath>
 #include <random>
 
+#include "search/sampler_internal.h"
+#include "search/samplers.h"
+#include "search/sobol.h"
+
 namespace ladder::search {
 namespace {
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// The generator of one trial: a function of (seed, trial_number) only, so Ask(n) does not depend on which
-// trials were asked before.
-std::mt19937_64 TrialRng(uint64_t seed, int64_t trial_number) {
-  return std::mt19937_64(SplitMix64(SplitMix64(seed) ^ SplitMix64(static_cast<uint64_t>(trial_number) + 1)));
-}
-
-// The conversions below are written out (not std::*_distribution) so samples are the same with every
-// standard library.
-double Uniform01(std::mt19937_64& rng) {  // [0, 1)
-  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
-
-uint64_t UniformBelow(std::mt19937_64& rng, uint64_t n) {  // [0, n), n >= 1, unbiased
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t x;
-  do {
-    x = rng();
-  } while (x >= limit);
-  return x % n;
-}
+using internal::TrialRng;
+using internal::Uniform01;
+using internal::UniformBelow;
 
 class RandomSampler : public Sampler {
  public:
@@ -43,8 +23,9 @@ class RandomSampler : public Sampler {
     if (trial_number < 0) return std::nullopt;
     std::mt19937_64 rng = TrialRng(seed_, trial_number);
     Params params;
+    // Every parameter is drawn (so a parameter's value does not depend on which others are active).
     for (const ParamSpec& p : space_.params) params[p.name] = Sample(p, rng);
-    return params;
+    return DropInactive(space_, std::move(params));
   }
 
   void Tell(int64_t, const Params&, std::optional<double>) override {}
@@ -109,7 +90,77 @@ class GridSampler : public Sampler {
   int64_t size_ = 1;
 };
 
+// Trial n gets Sobol point n of the unit cube of the space (Owen-scrambled by the seed unless scramble: false).
+class SobolSampler : public Sampler {
+ public:
+  explicit SobolSampler(const SearchSpec& spec)
+      : unit_(spec.space),
+        sobol_(static_cast<int>(spec.space.params.size()), spec.sampler_options.scramble, spec.seed) {}
+
+  std::optional<Params> Ask(int64_t trial_number) override {
+    if (trial_number < 0 || trial_number >= (int64_t{1} << 32)) return std::nullopt;
+    return unit_.Decode(sobol_.Point(static_cast<uint64_t>(trial_number)));
+  }
+  void Tell(int64_t, const Params&, std::optional<double>) override {}
+
+ private:
+  UnitSpace unit_;
+  SobolSequence sobol_;
+};
+
 }  // namespace
+
+namespace internal {
+
+HistorySampler::HistorySampler(const SearchSpec& spec)
+    : unit_(spec.space), seed_(spec.seed), maximize_(spec.objective.maximize) {}
+
+Observation HistorySampler::Make(int64_t number, const Params& params, std::optional<double> loss) const {
+  Observation o;
+  o.number = number;
+  o.u = unit_.Encode(params, &o.active);
+  if (loss && std::isfinite(*loss)) o.loss = maximize_ ? -*loss : *loss;
+  return o;
+}
+
+std::optional<Params> HistorySampler::Ask(int64_t trial_number) {
+  if (trial_number < 0) return std::nullopt;
+  if (auto it = pending_params_.find(trial_number); it != pending_params_.end()) return it->second;
+  if (auto it = told_.find(trial_number); it != told_.end()) return unit_.Decode(it->second.u);
+  std::vector<const Observation*> told, pending;
+  told.reserve(told_.size());
+  for (const auto& [n, o] : told_) told.push_back(&o);
+  for (const auto& [n, o] : pending_) pending.push_back(&o);
+  std::vector<double> u = Suggest(trial_number, told, pending);
+  Params params = unit_.Decode(u);
+  AddPending(trial_number, params);
+  return params;
+}
+
+void HistorySampler::Tell(int64_t trial_number, const Params& params, std::optional<double> objective) {
+  pending_.erase(trial_number);
+  pending_params_.erase(trial_number);
+  Observation o = Make(trial_number, params, objective);
+  told_[trial_number] = o;
+  OnTold(o);
+}
+
+void HistorySampler::AddPending(int64_t trial_number, const Params& params) {
+  if (told_.count(trial_number) != 0) return;
+  pending_[trial_number] = Make(trial_number, params, std::nullopt);
+  pending_params_[trial_number] = params;
+}
+
+std::vector<double> HistorySampler::SobolPoint(uint64_t index) const {
+  SobolSequence s(static_cast<int>(unit_.dims()), true, seed_);
+  return s.Point(index);
+}
+
+void HistorySampler::SnapAll(std::vector<double>* u) const {
+  for (size_t i = 0; i < u->size(); ++i) (*u)[i] = unit_.Snap(i, (*u)[i]);
+}
+
+}  // namespace internal
 
 int64_t GridSize(const SearchSpace& space) {
   int64_t size = 1;
@@ -123,6 +174,10 @@ int64_t GridSize(const SearchSpace& space) {
 
 std::unique_ptr<Sampler> MakeSampler(const SearchSpec& spec) {
   if (spec.sampler == "grid") return std::make_unique<GridSampler>(spec);
+  if (spec.sampler == "sobol") return std::make_unique<SobolSampler>(spec);
+  if (spec.sampler == "tpe") return internal::MakeTpeSampler(spec);
+  if (spec.sampler == "gp") return internal::MakeGpSampler(spec);
+  if (spec.sampler == "cmaes") return internal::MakeCmaEsSampler(spec);
   return std::make_unique<RandomSampler>(spec);
 }
 

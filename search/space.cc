@@ -55,4 +55,19 @@ std::vector<Value> GridValues(const ParamSpec& p) {
   return out;
 }
 
+bool IsActive(const ParamSpec& p, const Params& params) {
+  if (!p.conditional()) return true;
+  auto it = params.find(p.condition_param);
+  if (it == params.end()) return false;
+  const std::string v = FormatValue(it->second);
+  return std::find(p.condition_values.begin(), p.condition_values.end(), v) != p.condition_values.end();
+}
+
+Params DropInactive(const SearchSpace& space, Params params) {
+  for (const ParamSpec& p : space.params) {
+    if (!IsActive(p, params)) params.erase(p.name);
+  }
+  return params;
+}
+
 }  // namespace ladder::search

@@ -17,6 +17,12 @@ struct ParamSpec {
   bool log = false;                   // log-uniform (float and int)
   std::vector<std::string> choices;   // categorical values, as written in the spec (YAML scalars)
   int grid_points = 0;                // grid sampler: points per float/int dimension (0 = not set)
+  // Conditional parameter: active only when the categorical parameter `condition_param` (defined earlier in
+  // the space, itself active) takes one of `condition_values`. Empty `condition_param`: always active.
+  // An inactive parameter is absent from a trial's Params (and a {name} placeholder for it reads as "").
+  std::string condition_param;
+  std::vector<std::string> condition_values;
+  bool conditional() const { return !condition_param.empty(); }
 };
 
 using Value = std::variant<double, int64_t, std::string>;
@@ -37,5 +43,12 @@ const char* ParamKindName(ParamKind kind);
 // over [low, high] (log-spaced when `log`), ints rounded and deduplicated; every value of a categorical.
 // Empty when a float/int parameter has grid_points < 2.
 std::vector<Value> GridValues(const ParamSpec& p);
+
+// Whether `p` is active given the values already chosen for the parameters before it (`params`).
+bool IsActive(const ParamSpec& p, const Params& params);
+
+// `params` without the parameters that are inactive under it (in spec order, so a condition on a parameter
+// that is itself dropped drops the dependent too).
+Params DropInactive(const SearchSpace& space, Params params);
 
 }  // namespace ladder::search

@@ -35,9 +35,12 @@ Substituted SubstituteCommand(const SearchSpec& spec, const Params& params,
                               const std::map<std::string, std::string>& builtins) {
   Substituted result;
   std::string error;
+  // A conditional parameter that is inactive in this trial reads as the empty string.
+  Params with_inactive = params;
+  for (const ParamSpec& p : spec.space.params) with_inactive.emplace(p.name, std::string());
   for (size_t i = 0; i < spec.command.size(); ++i) {
     std::string word;
-    if (!Fill(spec.command[i], params, builtins, &word, &error)) {
+    if (!Fill(spec.command[i], with_inactive, builtins, &word, &error)) {
       result.error = "command[" + std::to_string(i) + "]: " + error;
       return result;
     }
@@ -45,7 +48,7 @@ Substituted SubstituteCommand(const SearchSpec& spec, const Params& params,
   }
   for (const auto& [name, value] : spec.env) {
     std::string filled;
-    if (!Fill(value, params, builtins, &filled, &error)) {
+    if (!Fill(value, with_inactive, builtins, &filled, &error)) {
       result.error = "env." + name + ": " + error;
       return result;
     }

@@ -1,0 +1,178 @@
+// ladder-search-bench: the ladder side of bench/search_vs_optuna. Runs a ladder sampler on a problem and prints
+// one JSON line per seed with the regret after each checkpoint, or times suggestions at a given history size.
+//   ladder-search-bench regret (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]
+//                              [--checkpoints 25,50,100,200]
+//   ladder-search-bench timing --sampler S [--history 100,1000,10000] [--asks K]
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/search_problems.h"
+#include "search/sampler.h"
+
+namespace {
+
+using ladder::search::MakeSampler;
+using ladder::search::Params;
+using ladder::search::ParamKind;
+using ladder::search::ParamSpec;
+using ladder::search::SearchSpec;
+
+int Usage(const std::string& msg) {
+  std::cerr << "ladder-search-bench: " << msg
+            << "\nusage: ladder-search-bench regret (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]"
+               " [--checkpoints 25,50,100,200]\n       ladder-search-bench timing --sampler S [--history 100,1000,10000]"
+               " [--asks K]\n";
+  return 2;
+}
+
+std::vector<int> IntList(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+int Regret(const std::map<std::string, std::string>& a) {
+  std::unique_ptr<ladder::bench::Problem> problem;
+  std::string name;
+  if (a.count("problem")) {
+    name = a.at("problem");
+    problem = ladder::bench::MakeSyntheticProblem(name);
+    if (!problem) return Usage("unknown problem '" + name + "'");
+  } else if (a.count("table")) {
+    std::string error;
+    problem = ladder::bench::LoadTableProblem(a.at("table"), &error);
+    if (!problem) return Usage(error);
+    name = a.at("table");
+  } else {
+    return Usage("regret needs --problem or --table");
+  }
+  const std::string sampler = a.count("sampler") ? a.at("sampler") : "tpe";
+  const int seeds = a.count("seeds") ? std::atoi(a.at("seeds").c_str()) : 20;
+  const int seed0 = a.count("seed0") ? std::atoi(a.at("seed0").c_str()) : 0;
+  std::vector<int> checkpoints = IntList(a.count("checkpoints") ? a.at("checkpoints") : "25,50,100,200");
+  const int budget = checkpoints.back();
+  for (int s = seed0; s < seed0 + seeds; ++s) {
+    SearchSpec spec;
+    spec.name = "bench";
+    spec.sampler = sampler;
+    spec.seed = static_cast<uint64_t>(s);
+    spec.objective.maximize = problem->maximize();
+    spec.space = problem->space();
+    auto smp = MakeSampler(spec);
+    double best = 0;
+    Params incumbent;
+    std::vector<double> regrets;
+    auto t0 = std::chrono::steady_clock::now();
+    size_t next_cp = 0;
+    for (int n = 0; n < budget; ++n) {
+      Params p = *smp->Ask(n);
+      double y = problem->Evaluate(p, static_cast<uint64_t>(s), n);
+      if (n == 0 || (problem->maximize() ? y > best : y < best)) {
+        best = y;
+        incumbent = p;
+      }
+      smp->Tell(n, p, y);
+      if (n + 1 == checkpoints[next_cp]) {
+        regrets.push_back(problem->Regret(incumbent));
+        ++next_cp;
+      }
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("{\"problem\": \"%s\", \"sampler\": \"ladder-%s\", \"seed\": %d, \"seconds\": %.4f, \"regret\": [", name.c_str(),
+                sampler.c_str(), s, secs);
+    for (size_t i = 0; i < regrets.size(); ++i) std::printf("%s%.10g", i ? ", " : "", regrets[i]);
+    std::printf("]}\n");
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+// The timing space (the peer uses the same): 5 floats (one log), 2 ints (one log), 2 categoricals.
+SearchSpec TimingSpec(const std::string& sampler) {
+  SearchSpec spec;
+  spec.name = "timing";
+  spec.sampler = sampler;
+  spec.seed = 1;
+  auto add = [&](std::string name, ParamKind kind, double lo, double hi, bool log, std::vector<std::string> ch = {}) {
+    ParamSpec p;
+    p.name = std::move(name);
+    p.kind = kind;
+    p.low = lo;
+    p.high = hi;
+    p.log = log;
+    p.choices = std::move(ch);
+    spec.space.params.push_back(p);
+  };
+  add("lr", ParamKind::kFloat, 1e-5, 1e-1, true);
+  for (int i = 0; i < 4; ++i) add("x" + std::to_string(i), ParamKind::kFloat, 0, 1, false);
+  add("width", ParamKind::kInt, 8, 1024, true);
+  add("depth", ParamKind::kInt, 1, 8, false);
+  add("act", ParamKind::kCategorical, 0, 0, false, {"relu", "tanh", "gelu"});
+  add("opt", ParamKind::kCategorical, 0, 0, false, {"sgd", "adam"});
+  return spec;
+}
+
+double TimingObjective(const Params& p) {
+  double v = std::pow(std::log10(std::get<double>(p.at("lr"))) + 3, 2);
+  for (int i = 0; i < 4; ++i) v += std::pow(std::get<double>(p.at("x" + std::to_string(i))) - 0.3, 2);
+  v += std::abs(std::log2(static_cast<double>(std::get<int64_t>(p.at("width")))) - 7) * 0.1;
+  v += std::get<std::string>(p.at("act")) == "gelu" ? 0 : 0.2;
+  return v;
+}
+
+int Timing(const std::map<std::string, std::string>& a) {
+  const std::string sampler = a.count("sampler") ? a.at("sampler") : "tpe";
+  std::vector<int> history = IntList(a.count("history") ? a.at("history") : "100,1000,10000");
+  const int asks = a.count("asks") ? std::atoi(a.at("asks").c_str()) : 20;
+  for (int h : history) {
+    auto smp = MakeSampler(TimingSpec(sampler));
+    auto rnd = MakeSampler(TimingSpec("random"));
+    for (int n = 0; n < h; ++n) {
+      Params p = *rnd->Ask(n);
+      smp->Tell(n, p, TimingObjective(p));
+    }
+    // One warm-up suggestion (GP-BO fits its kernel here and then on a geometric schedule), then `asks` timed.
+    Params w = *smp->Ask(h);
+    smp->Tell(h, w, TimingObjective(w));
+    auto t0 = std::chrono::steady_clock::now();
+    for (int k = 1; k <= asks; ++k) {
+      Params p = *smp->Ask(h + k);
+      smp->Tell(h + k, p, TimingObjective(p));
+    }
+    double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / asks;
+    std::printf("{\"sampler\": \"ladder-%s\", \"history\": %d, \"asks\": %d, \"seconds_per_suggestion\": %.6g}\n",
+                sampler.c_str(), h, asks, per);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return Usage("missing command");
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h") {
+    Usage("help");
+    return 0;
+  }
+  std::map<std::string, std::string> a;
+  for (int i = 2; i < argc; ++i) {
+    std::string k = argv[i];
+    if (k.rfind("--", 0) != 0 || i + 1 >= argc) return Usage("bad argument '" + k + "'");
+    a[k.substr(2)] = argv[++i];
+  }
+  if (cmd == "regret") return Regret(a);
+  if (cmd == "timing") return Timing(a);
+  return Usage("unknown command '" + cmd + "'");
+}

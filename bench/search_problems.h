@@ -1,0 +1,38 @@
+#pragma once
+// Problems for bench/search_vs_optuna (the Python peer, bench/search_vs_optuna_peer.py, defines the same ones
+// the same way): four synthetic functions and tabular benchmarks (precomputed results, one random seed's
+// value per evaluation). Test-and-benchmark code; reads files, so it lives in bench/, not search/.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "search/space.h"
+
+namespace ladder::bench {
+
+class Problem {
+ public:
+  virtual ~Problem() = default;
+  virtual const search::SearchSpace& space() const = 0;
+  virtual bool maximize() const = 0;
+  // The (noisy for tables) objective of evaluation `trial` of run `run_seed`.
+  virtual double Evaluate(const search::Params& p, uint64_t run_seed, int64_t trial) const = 0;
+  // Regret of choosing `p`: distance of its true (mean) value from the optimum, >= 0.
+  virtual double Regret(const search::Params& p) const = 0;
+};
+
+// "branin", "hartmann6", "rosenbrock20", "levy10"; nullptr for another name.
+std::unique_ptr<Problem> MakeSyntheticProblem(const std::string& name);
+std::vector<std::string> SyntheticProblemNames();
+
+// A table in the bench-data format (README.md there): numeric parameter columns become ordinal int
+// parameters over their sorted distinct values (index 0..k-1), other columns categoricals (sorted values).
+// Sets *error and returns nullptr when the file cannot be read.
+std::unique_ptr<Problem> LoadTableProblem(const std::string& path, std::string* error);
+
+// The seed column an evaluation reads: SplitMix64((run_seed << 20) ^ trial) % seeds (same in the peer).
+uint64_t NoiseIndex(uint64_t run_seed, int64_t trial, uint64_t seeds);
+
+}  // namespace ladder::bench
