@@ -1,0 +1,563 @@
+#include "search/extrapolation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "search/scale_math.h"
+
+namespace ladder::search {
+namespace {
+
+using internal::FitLine;
+using internal::Median;
+using internal::Minimize1D;
+using internal::Quantile;
+using Group = std::vector<const ScaleTrial*>;
+
+bool Convergent(const ScaleTrial& t) { return !t.diverged && std::isfinite(t.final_loss); }
+double ComputeOf(const ScaleTrial& t) {
+  return t.compute > 0 ? t.compute : static_cast<double>(t.steps) * static_cast<double>(t.global_batch);
+}
+std::string Num(double v) {
+  std::ostringstream os;
+  os.precision(4);
+  os << v;
+  return os.str();
+}
+std::string TrialName(const ScaleTrial& t, size_t index) {
+  return t.id.empty() ? "trials[" + std::to_string(index) + "]" : "trial " + t.id;
+}
+
+std::string Validate(const std::vector<ScaleTrial>& trials) {
+  if (trials.empty()) return "no trials: the fit needs completed trials at 2 or more global batch sizes";
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const ScaleTrial& t = trials[i];
+    if (t.global_batch < 1) {
+      return TrialName(t, i) + ": global_batch must be >= 1, got " + std::to_string(t.global_batch);
+    }
+    if (!(t.peak_lr > 0) || !std::isfinite(t.peak_lr)) {
+      return TrialName(t, i) + ": peak_lr must be a finite number > 0, got " + Num(t.peak_lr);
+    }
+    if (t.steps < 0) return TrialName(t, i) + ": steps must be >= 0, got " + std::to_string(t.steps);
+    if (t.compute < 0 || !std::isfinite(t.compute)) {
+      return TrialName(t, i) + ": compute must be >= 0, got " + Num(t.compute);
+    }
+  }
+  return "";
+}
+
+// ---- best LR of one sweep -----------------------------------------------------------------------------------
+
+// `lr_lo` / `lr_hi`: the smallest and largest LR swept at this batch, diverged trials included.
+std::optional<BestLr> BestLrOf(const Group& sweep, int neighbours, double lr_lo, double lr_hi) {
+  std::map<double, std::vector<double>> by_lr;  // log2 lr -> losses
+  for (const ScaleTrial* t : sweep) {
+    if (Convergent(*t)) by_lr[std::log2(t->peak_lr)].push_back(t->final_loss);
+  }
+  if (by_lr.empty()) return std::nullopt;
+  std::vector<double> xs, means;
+  for (const auto& [x, losses] : by_lr) {
+    xs.push_back(x);
+    double s = 0;
+    for (double l : losses) s += l;
+    means.push_back(s / static_cast<double>(losses.size()));
+  }
+  const size_t best = static_cast<size_t>(std::min_element(means.begin(), means.end()) - means.begin());
+  BestLr out;
+  out.global_batch = sweep.front()->global_batch;
+  out.trials = 0;
+  for (const auto& kv : by_lr) out.trials += static_cast<int>(kv.second.size());
+  out.lr.value = std::exp2(xs[best]);
+  out.loss = means[best];
+  const double eps = 1e-9;
+  out.at_edge = xs[best] <= std::log2(lr_lo) + eps || xs[best] >= std::log2(lr_hi) - eps;
+  const size_t lo = best >= size_t(neighbours) ? best - neighbours : 0;
+  const size_t hi = std::min(xs.size() - 1, best + neighbours);
+  if (hi - lo + 1 >= 3) {
+    // Quadratic in x around the argmin: loss ≈ c0 + c1 (x − x*) + c2 (x − x*)², every trial a point.
+    std::vector<double> design, y;
+    for (size_t i = lo; i <= hi; ++i) {
+      for (double l : by_lr[xs[i]]) {
+        const double d = xs[i] - xs[best];
+        design.insert(design.end(), {1.0, d, d * d});
+        y.push_back(l);
+      }
+    }
+    auto c = internal::LeastSquares(design, y, {}, 3);
+    if (c && (*c)[2] > 0) {
+      const double d = std::clamp(-(*c)[1] / (2 * (*c)[2]), xs[lo] - xs[best], xs[hi] - xs[best]);
+      out.lr.value = std::exp2(xs[best] + d);
+      out.loss = (*c)[0] + (*c)[1] * d + (*c)[2] * d * d;
+      out.parabola = true;
+    }
+  }
+  out.lr.lo = out.lr.hi = out.lr.value;
+  return out;
+}
+
+// ---- ε_opt(B) = ε_max / (1 + B_noise/B) --------------------------------------------------------------------
+
+struct LawPoint {
+  double batch, lr;
+};
+
+// log ε_max minimizing the squared log residuals for a fixed B_noise, and their sum.
+std::pair<double, double> LogEpsMaxFor(const std::vector<LawPoint>& pts, double b_noise) {
+  double s = 0;
+  for (const auto& p : pts) s += std::log(p.lr) + std::log1p(b_noise / p.batch);
+  const double log_eps = s / static_cast<double>(pts.size());
+  double sse = 0;
+  for (const auto& p : pts) {
+    const double r = std::log(p.lr) - (log_eps - std::log1p(b_noise / p.batch));
+    sse += r * r;
+  }
+  return {log_eps, sse};
+}
+
+struct LawFit {
+  double eps_max, b_noise, rms_log2;
+  bool identified;
+};
+
+std::optional<LawFit> FitLawFree(const std::vector<LawPoint>& pts, double max_noise_factor) {
+  if (pts.size() < 2) return std::nullopt;
+  double bmin = pts.front().batch, bmax = bmin;
+  for (const auto& p : pts) bmin = std::min(bmin, p.batch), bmax = std::max(bmax, p.batch);
+  if (!(bmax > bmin)) return std::nullopt;
+  const double lo = std::log(bmin / 100), hi = std::log(bmax * max_noise_factor);
+  const double u = Minimize1D([&](double v) { return LogEpsMaxFor(pts, std::exp(v)).second; }, lo, hi, 96);
+  const auto [log_eps, sse] = LogEpsMaxFor(pts, std::exp(u));
+  const double margin = 0.02 * (hi - lo);
+  return LawFit{std::exp(log_eps), std::exp(u), std::sqrt(sse / pts.size()) / std::log(2.0),
+                u - lo > margin && hi - u > margin};
+}
+
+LawFit FitLawFixedNoise(const std::vector<LawPoint>& pts, double b_noise) {
+  const auto [log_eps, sse] = LogEpsMaxFor(pts, b_noise);
+  return LawFit{std::exp(log_eps), b_noise, std::sqrt(sse / pts.size()) / std::log(2.0), true};
+}
+
+// ---- steps to a target loss ---------------------------------------------------------------------------------
+
+double StepsToTarget(const ScaleTrial& t, double target) {
+  if (!Convergent(t)) return kNaN;
+  std::vector<LossPoint> c = t.curve;
+  std::sort(c.begin(), c.end(), [](const LossPoint& a, const LossPoint& b) { return a.step < b.step; });
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (!(c[i].loss <= target)) continue;
+    if (i == 0 || !std::isfinite(c[i - 1].loss)) return static_cast<double>(c[i].step);
+    const double f = (c[i - 1].loss - target) / (c[i - 1].loss - c[i].loss);
+    return static_cast<double>(c[i - 1].step) + f * static_cast<double>(c[i].step - c[i - 1].step);
+  }
+  return kNaN;
+}
+
+double LowestLoss(const ScaleTrial& t) {
+  double m = t.final_loss;
+  if (std::isfinite(t.best_loss)) m = std::min(m, t.best_loss);
+  for (const auto& p : t.curve) {
+    if (std::isfinite(p.loss)) m = std::min(m, p.loss);
+  }
+  return m;
+}
+
+struct TradeoffPoint {
+  double batch, steps;
+};
+
+// S(B) = S_min (1 + B_crit/B) in log space; returns {S_min, B_crit}.
+std::optional<std::pair<double, double>> FitTradeoff(const std::vector<TradeoffPoint>& pts) {
+  if (pts.size() < 2) return std::nullopt;
+  double bmin = pts.front().batch, bmax = bmin;
+  for (const auto& p : pts) bmin = std::min(bmin, p.batch), bmax = std::max(bmax, p.batch);
+  if (!(bmax > bmin)) return std::nullopt;
+  auto log_smin = [&](double bc, double* sse) {
+    double s = 0;
+    for (const auto& p : pts) s += std::log(p.steps) - std::log1p(bc / p.batch);
+    const double ls = s / static_cast<double>(pts.size());
+    if (sse) {
+      *sse = 0;
+      for (const auto& p : pts) {
+        const double r = std::log(p.steps) - ls - std::log1p(bc / p.batch);
+        *sse += r * r;
+      }
+    }
+    return ls;
+  };
+  const double u = Minimize1D(
+      [&](double v) {
+        double sse;
+        log_smin(std::exp(v), &sse);
+        return sse;
+      },
+      std::log(bmin / 1000), std::log(bmax * 1000), 96);
+  return std::make_pair(std::exp(log_smin(std::exp(u), nullptr)), std::exp(u));
+}
+
+// ---- power laws against compute ----------------------------------------------------------------------------
+
+std::vector<Group> ComputeGroups(const std::vector<const ScaleTrial*>& convergent, double tolerance) {
+  std::vector<const ScaleTrial*> sorted = convergent;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ScaleTrial* a, const ScaleTrial* b) { return ComputeOf(*a) < ComputeOf(*b); });
+  std::vector<Group> groups;
+  for (const ScaleTrial* t : sorted) {
+    if (groups.empty() || ComputeOf(*t) > ComputeOf(*groups.back().front()) * (1 + tolerance)) groups.emplace_back();
+    groups.back().push_back(t);
+  }
+  return groups;
+}
+
+struct LawPair {
+  internal::Line lr, batch;
+  int points;
+};
+
+std::optional<LawPair> FitComputeLaws(const std::vector<Group>& groups, double tolerance) {
+  std::vector<double> lc, llr, lb;
+  for (const Group& g : groups) {
+    if (g.empty()) continue;
+    double best = g.front()->final_loss, c = 0;
+    for (const ScaleTrial* t : g) best = std::min(best, t->final_loss), c += std::log(ComputeOf(*t));
+    c /= static_cast<double>(g.size());
+    for (const ScaleTrial* t : g) {
+      if (t->final_loss <= best + tolerance * std::abs(best)) {
+        lc.push_back(c);
+        llr.push_back(std::log(t->peak_lr));
+        lb.push_back(std::log(static_cast<double>(t->global_batch)));
+      }
+    }
+  }
+  auto lr = FitLine(lc, llr);
+  auto b = FitLine(lc, lb);
+  if (!lr || !b) return std::nullopt;
+  return LawPair{*lr, *b, static_cast<int>(lc.size())};
+}
+
+// ---- everything from one set of groups (the full data or one bootstrap replicate) --------------------------
+
+struct Sweeps {
+  std::map<int64_t, Group> by_batch;              // all trials (diverged too)
+  std::map<int64_t, std::pair<double, double>> lr_range;  // smallest and largest LR swept
+};
+
+struct OneFit {
+  std::vector<BestLr> best;
+  std::optional<LawFit> free_law, noise_law;
+  double noise = kNaN;
+  std::optional<std::pair<double, double>> tradeoff;  // S_min, B_crit
+  std::vector<TradeoffPoint> steps;
+  std::optional<LawPair> compute_laws;
+};
+
+double NoiseNearBest(const std::map<int64_t, Group>& by_batch, const std::vector<BestLr>& best) {
+  std::vector<double> near, all;
+  for (const BestLr& b : best) {
+    for (const ScaleTrial* t : by_batch.at(b.global_batch)) {
+      if (!Convergent(*t) || !(t->noise_scale > 0)) continue;
+      all.push_back(t->noise_scale);
+      if (std::abs(std::log2(t->peak_lr / b.lr.value)) <= 1.0) near.push_back(t->noise_scale);
+    }
+  }
+  return Median(near.empty() ? all : near);
+}
+
+OneFit FitOnce(const Sweeps& sw, const ExtrapolationOptions& o, double target, const std::vector<Group>& budgets) {
+  OneFit f;
+  for (const auto& [batch, group] : sw.by_batch) {
+    const auto [lo, hi] = sw.lr_range.at(batch);
+    if (auto b = BestLrOf(group, o.parabola_neighbours, lo, hi)) f.best.push_back(*b);
+  }
+  std::vector<LawPoint> pts;
+  for (const BestLr& b : f.best) pts.push_back({static_cast<double>(b.global_batch), b.lr.value});
+  f.free_law = FitLawFree(pts, o.max_noise_factor);
+  f.noise = NoiseNearBest(sw.by_batch, f.best);
+  if (std::isfinite(f.noise) && !pts.empty()) f.noise_law = FitLawFixedNoise(pts, f.noise);
+  if (std::isfinite(target)) {
+    for (const auto& [batch, group] : sw.by_batch) {
+      double s = kNaN;
+      for (const ScaleTrial* t : group) {
+        const double st = StepsToTarget(*t, target);
+        if (std::isfinite(st) && st > 0 && !(st >= s)) s = st;
+      }
+      if (std::isfinite(s)) f.steps.push_back({static_cast<double>(batch), s});
+    }
+    f.tradeoff = FitTradeoff(f.steps);
+  }
+  if (budgets.size() >= 2) f.compute_laws = FitComputeLaws(budgets, o.near_optimal_tolerance);
+  return f;
+}
+
+Group Resample(const Group& g, std::mt19937_64& rng) {
+  std::uniform_int_distribution<size_t> pick(0, g.size() - 1);
+  Group out(g.size());
+  for (auto& t : out) t = g[pick(rng)];
+  return out;
+}
+
+Interval Spread(double value, std::vector<double> draws, double level) {
+  Interval iv;
+  iv.value = value;
+  std::vector<double> finite;
+  for (double d : draws) {
+    if (std::isfinite(d)) finite.push_back(d);
+  }
+  if (finite.empty()) {
+    iv.lo = iv.hi = value;
+  } else {
+    iv.lo = std::min(value, Quantile(finite, (1 - level) / 2));
+    iv.hi = std::max(value, Quantile(finite, 1 - (1 - level) / 2));
+  }
+  return iv;
+}
+
+}  // namespace
+
+double LrBatchFit::Lr(double global_batch) const { return eps_max.value / (1 + b_noise.value / global_batch); }
+
+double PowerLaw::At(double compute) const { return coefficient.value * std::pow(compute, exponent.value); }
+
+const char* LrRuleName(LrRule rule) {
+  switch (rule) {
+    case LrRule::kFit: return "fit";
+    case LrRule::kLrFit: return "lr_fit";
+    case LrRule::kNoiseFit: return "noise_fit";
+    case LrRule::kLinear: return "linear";
+    case LrRule::kSqrt: return "sqrt";
+  }
+  return "?";
+}
+
+Fitted<BestLr> FindBestLr(const std::vector<ScaleTrial>& sweep, int neighbours) {
+  if (std::string e = Validate(sweep); !e.empty()) return Fitted<BestLr>::Fail(e);
+  Group g;
+  double lo = sweep.front().peak_lr, hi = lo;
+  for (const ScaleTrial& t : sweep) {
+    if (t.global_batch != sweep.front().global_batch) {
+      return Fitted<BestLr>::Fail("FindBestLr: trials at several global batch sizes (" +
+                                  std::to_string(sweep.front().global_batch) + " and " +
+                                  std::to_string(t.global_batch) + "); pass one sweep");
+    }
+    g.push_back(&t);
+    lo = std::min(lo, t.peak_lr), hi = std::max(hi, t.peak_lr);
+  }
+  auto b = BestLrOf(g, neighbours, lo, hi);
+  if (!b) {
+    return Fitted<BestLr>::Fail("global batch " + std::to_string(sweep.front().global_batch) +
+                                ": no convergent trial (every one diverged or has no finite final loss)");
+  }
+  return Fitted<BestLr>{b, ""};
+}
+
+Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const ExtrapolationOptions& o) {
+  if (std::string e = Validate(trials); !e.empty()) return Fitted<ScalingReport>::Fail(e);
+  if (o.bootstrap < 0 || !(o.interval > 0 && o.interval < 1) || o.parabola_neighbours < 1) {
+    return Fitted<ScalingReport>::Fail(
+        "options: bootstrap must be >= 0, interval in (0, 1), parabola_neighbours >= 1");
+  }
+  ScalingReport r;
+  r.interval_level = o.interval;
+  r.bootstrap = o.bootstrap;
+  Sweeps sw;
+  std::vector<const ScaleTrial*> convergent;
+  for (const ScaleTrial& t : trials) {
+    sw.by_batch[t.global_batch].push_back(&t);
+    auto [it, fresh] = sw.lr_range.try_emplace(t.global_batch, t.peak_lr, t.peak_lr);
+    it->second.first = std::min(it->second.first, t.peak_lr);
+    it->second.second = std::max(it->second.second, t.peak_lr);
+    if (Convergent(t)) {
+      convergent.push_back(&t);
+      ++r.convergent_trials;
+    } else {
+      ++r.diverged_trials;
+    }
+  }
+  if (convergent.empty()) {
+    return Fitted<ScalingReport>::Fail("no convergent trial: all " + std::to_string(trials.size()) +
+                                       " trials diverged or have no finite final loss");
+  }
+  // Batches with no convergent trial take no part (noted); the LR law needs 2 that have one.
+  for (auto it = sw.by_batch.begin(); it != sw.by_batch.end();) {
+    const bool any = std::any_of(it->second.begin(), it->second.end(), [](auto* t) { return Convergent(*t); });
+    if (!any) {
+      r.notes.push_back("global batch " + std::to_string(it->first) + ": every trial diverged; left out");
+      sw.lr_range.erase(it->first);
+      it = sw.by_batch.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (sw.by_batch.size() < 2) {
+    return Fitted<ScalingReport>::Fail(
+        "too few batch sizes: the fit needs convergent trials at 2 or more global batch sizes, got " +
+        std::to_string(sw.by_batch.size()) + " (batch " + std::to_string(sw.by_batch.begin()->first) + ")");
+  }
+
+  // Target loss for the steps-examples trade-off: the loss every batch's best run reaches, plus 1%.
+  double target = o.target_loss;
+  bool any_curve = false;
+  if (!std::isfinite(target)) {
+    double worst = -std::numeric_limits<double>::infinity();
+    for (const auto& [batch, group] : sw.by_batch) {
+      double best = std::numeric_limits<double>::infinity();
+      for (const ScaleTrial* t : group) {
+        if (Convergent(*t) && !t->curve.empty()) best = std::min(best, LowestLoss(*t)), any_curve = true;
+      }
+      if (std::isfinite(best)) worst = std::max(worst, best);
+    }
+    if (any_curve && std::isfinite(worst)) target = worst + 0.01 * std::abs(worst);
+  }
+  const std::vector<Group> budgets = ComputeGroups(convergent, o.compute_group_tolerance);
+
+  const OneFit full = FitOnce(sw, o, target, budgets);
+  r.best_lr = full.best;
+
+  // Bootstrap replicates: resample within each batch (and, for the compute laws, within each budget).
+  std::mt19937_64 rng(o.seed);
+  std::map<int64_t, std::vector<double>> best_draws;
+  std::vector<double> free_eps, free_noise, fixed_eps, noise_draws, smin, bcrit, emin;
+  std::vector<double> lr_coef, lr_exp, b_coef, b_exp;
+  std::vector<std::pair<double, double>> free_pairs, fixed_pairs;
+  for (int rep = 0; rep < o.bootstrap; ++rep) {
+    Sweeps s;
+    s.lr_range = sw.lr_range;
+    for (const auto& [batch, group] : sw.by_batch) s.by_batch[batch] = Resample(group, rng);
+    std::vector<Group> bb;
+    if (budgets.size() >= 2) {
+      for (const Group& g : budgets) bb.push_back(Resample(g, rng));
+    }
+    const OneFit f = FitOnce(s, o, target, bb);
+    for (const BestLr& b : f.best) best_draws[b.global_batch].push_back(b.lr.value);
+    if (f.free_law) {
+      free_eps.push_back(f.free_law->eps_max), free_noise.push_back(f.free_law->b_noise);
+      free_pairs.emplace_back(f.free_law->eps_max, f.free_law->b_noise);
+    }
+    if (f.noise_law) {
+      fixed_eps.push_back(f.noise_law->eps_max), noise_draws.push_back(f.noise);
+      fixed_pairs.emplace_back(f.noise_law->eps_max, f.noise_law->b_noise);
+    }
+    if (f.tradeoff) {
+      smin.push_back(f.tradeoff->first), bcrit.push_back(f.tradeoff->second);
+      emin.push_back(f.tradeoff->first * f.tradeoff->second);
+    }
+    if (f.compute_laws) {
+      lr_coef.push_back(std::exp(f.compute_laws->lr.a)), lr_exp.push_back(f.compute_laws->lr.b);
+      b_coef.push_back(std::exp(f.compute_laws->batch.a)), b_exp.push_back(f.compute_laws->batch.b);
+    }
+  }
+  const double lv = o.interval;
+  for (BestLr& b : r.best_lr) {
+    b.lr = Spread(b.lr.value, best_draws[b.global_batch], lv);
+    if (b.at_edge) {
+      r.notes.push_back("global batch " + std::to_string(b.global_batch) + ": the best LR (" + Num(b.lr.value) +
+                        ") is at the edge of its sweep; the optimum may lie outside it");
+    }
+  }
+  if (full.free_law) {
+    LrBatchFit f;
+    f.eps_max = Spread(full.free_law->eps_max, free_eps, lv);
+    f.b_noise = Spread(full.free_law->b_noise, free_noise, lv);
+    f.identified = full.free_law->identified;
+    f.rms_log2_residual = full.free_law->rms_log2;
+    f.draws = free_pairs;
+    r.lr_fit = f;
+    if (!f.identified) {
+      r.notes.push_back("lr_fit: B_noise ran into its search bound (" + Num(f.b_noise.value) +
+                        "): the best LRs do not show both regimes of ε_opt(B)");
+    }
+  } else {
+    r.notes.push_back("lr_fit: needs best LRs at 2 or more batch sizes");
+  }
+  if (full.noise_law) {
+    LrBatchFit f;
+    f.eps_max = Spread(full.noise_law->eps_max, fixed_eps, lv);
+    f.b_noise = Spread(full.noise, noise_draws, lv);
+    f.rms_log2_residual = full.noise_law->rms_log2;
+    f.draws = fixed_pairs;
+    r.measured_noise_scale = f.b_noise;
+    r.noise_fit = f;
+    if (r.lr_fit) r.noise_ratio = r.lr_fit->b_noise.value / full.noise;
+  } else {
+    r.notes.push_back("noise_fit: no trial reports a measured noise scale (noise_scale > 0)");
+  }
+  if (full.tradeoff) {
+    TradeoffFit t;
+    t.target_loss = target;
+    t.s_min = Spread(full.tradeoff->first, smin, lv);
+    t.b_crit = Spread(full.tradeoff->second, bcrit, lv);
+    t.e_min = Spread(full.tradeoff->first * full.tradeoff->second, emin, lv);
+    for (const auto& p : full.steps) t.steps_by_batch.emplace_back(static_cast<int64_t>(p.batch), p.steps);
+    r.tradeoff = t;
+  } else {
+    r.notes.push_back(std::isfinite(target)
+                          ? "tradeoff: fewer than 2 batch sizes reach the target loss " + Num(target)
+                          : "tradeoff: no loss curves (ScaleTrial.curve) to find steps to a target loss");
+  }
+  if (full.compute_laws) {
+    const LawPair& l = *full.compute_laws;
+    PowerLaw lr, b;
+    lr.coefficient = Spread(std::exp(l.lr.a), lr_coef, lv);
+    lr.exponent = Spread(l.lr.b, lr_exp, lv);
+    b.coefficient = Spread(std::exp(l.batch.a), b_coef, lv);
+    b.exponent = Spread(l.batch.b, b_exp, lv);
+    lr.points = b.points = l.points;
+    lr.budgets = b.budgets = static_cast<int>(budgets.size());
+    r.lr_vs_compute = lr;
+    r.batch_vs_compute = b;
+  } else {
+    r.notes.push_back("lr/batch vs compute: needs near-optimal trials at 2 or more compute budgets, got " +
+                      std::to_string(budgets.size()));
+  }
+
+  // Anchors of the baselines.
+  const ScaleTrial* best_trial = convergent.front();
+  for (const ScaleTrial* t : convergent) {
+    if (t->final_loss < best_trial->final_loss) best_trial = t;
+  }
+  auto anchor_at = [&](int64_t batch) {
+    ScaleAnchorPoint a;
+    a.global_batch = batch;
+    const ScaleTrial* bt = nullptr;
+    for (const ScaleTrial* t : sw.by_batch.at(batch)) {
+      if (Convergent(*t) && (!bt || t->final_loss < bt->final_loss)) bt = t;
+    }
+    a.trial_id = bt ? bt->id : "";
+    for (const BestLr& b : r.best_lr) {
+      if (b.global_batch == batch) a.lr = b.lr.value, a.loss = b.loss;
+    }
+    return a;
+  };
+  r.best_overall = anchor_at(best_trial->global_batch);
+  r.anchor = o.anchor == ScaleAnchor::kBestOverall ? r.best_overall : anchor_at(sw.by_batch.rbegin()->first);
+  return Fitted<ScalingReport>{r, ""};
+}
+
+Fitted<Interval> PredictLr(const ScalingReport& r, double batch, LrRule rule) {
+  if (!(batch >= 1)) return Fitted<Interval>::Fail("global_batch must be >= 1, got " + Num(batch));
+  const double lv = r.interval_level;
+  if (rule == LrRule::kLinear || rule == LrRule::kSqrt) {
+    if (!std::isfinite(r.anchor.lr)) return Fitted<Interval>::Fail("no anchor: the report has no best LR");
+    const double ratio = batch / static_cast<double>(r.anchor.global_batch);
+    const double f = rule == LrRule::kLinear ? ratio : std::sqrt(ratio);
+    Interval iv{r.anchor.lr * f, r.anchor.lr * f, r.anchor.lr * f};
+    for (const BestLr& b : r.best_lr) {
+      if (b.global_batch == r.anchor.global_batch) iv.lo = b.lr.lo * f, iv.hi = b.lr.hi * f;
+    }
+    return Fitted<Interval>{iv, ""};
+  }
+  const LrBatchFit* fit = nullptr;
+  if (rule == LrRule::kNoiseFit || rule == LrRule::kFit) fit = r.noise_fit ? &*r.noise_fit : nullptr;
+  if (rule == LrRule::kLrFit || (rule == LrRule::kFit && !fit)) fit = r.lr_fit ? &*r.lr_fit : nullptr;
+  if (!fit) {
+    return Fitted<Interval>::Fail(std::string("rule ") + LrRuleName(rule) +
+                                  ": the report has no such fit (see its notes)");
+  }
+  std::vector<double> draws;
+  for (const auto& [eps, noise] : fit->draws) draws.push_back(eps / (1 + noise / batch));
+  return Fitted<Interval>{Spread(fit->Lr(batch), draws, lv), ""};
+}
+
+}  // namespace ladder::search

@@ -1,0 +1,169 @@
+#pragma once
+// Scale extrapolation: from completed small-scale trials (several global batch sizes, node counts, compute
+// budgets) fit how the optimal learning rate and batch size move with scale, with bootstrap intervals.
+//
+//   best LR per batch     a parabola in log2(lr) through the argmin of each batch's sweep and its neighbours
+//                         (its vertex, kept inside the points it was fitted to), not the plain argmin
+//   lr_fit                ε_opt(B) = ε_max / (1 + B_noise/B) (McCandlish et al. 2018) fitted to those best LRs
+//                         alone, least squares in log ε
+//   noise_fit             the same law with B_noise = the measured gradient noise scale B_simple (median over
+//                         the trials near each batch's best LR), ε_max fitted; the two B_noise are compared
+//   tradeoff              (S/S_min − 1)(E/E_min − 1) = 1, i.e. S(B) = S_min (1 + B_crit/B), fitted to the
+//                         fewest steps to a target loss at each batch; B_crit = E_min / S_min
+//   lr/batch vs compute   power laws lr = a·C^α and B = b·C^β over every configuration within a tolerance of
+//                         the best loss at its budget (DeepSeek LLM, 2024, section 3.1)
+//   baselines             linear scaling (Goyal et al. 2017, lr ∝ B, used with warmup) and the square-root rule
+//                         (lr ∝ √B), anchored at a swept configuration (ScaleAnchor)
+//
+// Bootstrap: every replicate resamples the trials with replacement within each batch size (within each compute
+// budget for the power laws), so each group keeps its size, and refits everything; intervals are percentiles
+// of the replicates. Deterministic for a given options.seed. Pure: no I/O, no threads, no global state.
+// Errors (too few batch sizes, no convergent trial, bad fields) come back as messages that name the trial and
+// field; nothing aborts on input.
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ladder::search {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A value or an error message (Status-style; the message names the field or trial at fault).
+template <class T>
+struct Fitted {
+  std::optional<T> value;
+  std::string error;
+  bool ok() const { return value.has_value(); }
+  static Fitted Fail(std::string message) { return Fitted{std::nullopt, std::move(message)}; }
+};
+
+struct LossPoint {
+  int64_t step = 0;  // optimizer steps done when the loss was measured
+  double loss = kNaN;
+};
+
+// One completed trial, as the coordinator stores it.
+struct ScaleTrial {
+  std::string id;               // for error messages and reports
+  int64_t global_batch = 0;     // examples per optimizer step: ranks × per-rank batch (× micro-batches)
+  int nodes = 1;
+  double peak_lr = 0;
+  std::string optimizer = "sgd";
+  int64_t warmup_steps = 0;
+  std::string decay = "none";   // the trainer's --decay name
+  int64_t steps = 0;            // optimizer steps run
+  double compute = 0;           // budget in any unit proportional to FLOPs; 0: examples = steps × global_batch
+  double final_loss = kNaN;     // validation loss at the end; not finite: the trial diverged
+  double best_loss = kNaN;      // best validation loss seen; NaN: the final loss
+  double noise_scale = 0;       // measured B_simple summarised over the run; <= 0: not measured
+  double noise_scale_start = 0; // B_simple early in the run (after warmup); <= 0: not measured (batch ramp)
+  std::vector<LossPoint> curve; // validation loss along the run (steps to a target loss); may be empty
+  bool diverged = false;        // the trainer stopped on NaN/inf
+};
+
+struct Interval {
+  double value = kNaN;  // the fit on all trials
+  double lo = kNaN;     // bootstrap percentiles (options.interval, central)
+  double hi = kNaN;
+  bool Contains(double x) const { return x >= lo && x <= hi; }
+};
+
+enum class ScaleAnchor {
+  kLargestBatch,  // the best LR at the largest swept batch (the nearest tuned point; the stronger baseline)
+  kBestOverall,   // the configuration with the lowest loss of all
+};
+
+struct ExtrapolationOptions {
+  uint64_t seed = 0;
+  int bootstrap = 200;                  // replicates; 0: no intervals (lo = hi = value)
+  double interval = 0.90;               // central coverage of the intervals
+  int parabola_neighbours = 2;          // sweep points each side of the argmin in the best-LR parabola
+  double near_optimal_tolerance = 0.005;   // power laws: loss within this fraction of its budget's best
+  double compute_group_tolerance = 0.05;   // compute budgets closer than this (relative) are one budget
+  double target_loss = kNaN;            // tradeoff fit; NaN: the loss every batch's best run reaches, + 1%
+  double max_noise_factor = 1000;       // lr_fit searches B_noise in [B_min/100, B_max × this]
+  ScaleAnchor anchor = ScaleAnchor::kLargestBatch;
+};
+
+// The best learning rate of one batch size's sweep.
+struct BestLr {
+  int64_t global_batch = 0;
+  Interval lr;
+  double loss = kNaN;     // the parabola's value at its vertex (the best trial's loss when no parabola)
+  int trials = 0;         // convergent trials at this batch
+  bool at_edge = false;   // the argmin is the smallest or largest LR swept: the optimum may lie outside
+  bool parabola = false;  // false: the plain argmin (fewer than 3 distinct LRs near it, or not convex)
+};
+
+// ε_opt(B) = ε_max / (1 + B_noise/B).
+struct LrBatchFit {
+  Interval eps_max, b_noise;
+  bool identified = true;         // false: B_noise ran into its search bound (the data are one regime)
+  double rms_log2_residual = 0;   // of the best LRs around the fit, in octaves
+  std::vector<std::pair<double, double>> draws;  // bootstrap (ε_max, B_noise) pairs, for PredictLr intervals
+  double Lr(double global_batch) const;          // ε_opt at that batch, from the full-data fit
+};
+
+// S(B) = S_min (1 + B_crit/B), E = S·B, B_crit = E_min / S_min.
+struct TradeoffFit {
+  double target_loss = kNaN;
+  Interval s_min, e_min, b_crit;
+  std::vector<std::pair<int64_t, double>> steps_by_batch;  // fewest steps to the target at each batch
+};
+
+// y = coefficient × C^exponent.
+struct PowerLaw {
+  Interval coefficient, exponent;
+  int points = 0;  // near-optimal configurations it was fitted to
+  int budgets = 0;
+  double At(double compute) const;
+};
+
+struct ScaleAnchorPoint {
+  int64_t global_batch = 0;
+  double lr = kNaN;
+  double loss = kNaN;
+  std::string trial_id;  // the trial the anchor came from (the batch's best trial)
+};
+
+struct ScalingReport {
+  std::vector<BestLr> best_lr;                // one per batch size, ascending
+  std::optional<LrBatchFit> lr_fit;           // from the best LRs alone (needs 2 batch sizes)
+  std::optional<LrBatchFit> noise_fit;        // B_noise = measured noise scale (needs a measurement)
+  Interval measured_noise_scale;              // median B_simple near the best LRs
+  double noise_ratio = kNaN;                  // lr_fit B_noise / measured B_simple
+  std::optional<TradeoffFit> tradeoff;        // needs curves reaching a common target at 2 batch sizes
+  std::optional<PowerLaw> lr_vs_compute;      // need 2 compute budgets
+  std::optional<PowerLaw> batch_vs_compute;
+  ScaleAnchorPoint anchor;                    // baselines' anchor (options.anchor)
+  ScaleAnchorPoint best_overall;              // the lowest-loss configuration of all
+  std::vector<std::string> notes;             // why an optional fit is absent, and warnings
+  int convergent_trials = 0, diverged_trials = 0;
+  double interval_level = 0.90;               // options.interval
+  int bootstrap = 0;                          // replicates behind the intervals
+};
+
+// Fits everything the trials allow. Errors: no trials, a trial with a bad field (batch < 1, lr <= 0), no
+// convergent trial, or fewer than 2 batch sizes with a convergent trial. Optional fits that the data do not
+// allow are left empty with a note.
+Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const ExtrapolationOptions& options = {});
+
+enum class LrRule {
+  kFit,     // noise_fit when present, else lr_fit
+  kLrFit,   // lr_fit (the best LRs alone)
+  kNoiseFit,
+  kLinear,  // anchor.lr × B / anchor.batch
+  kSqrt,    // anchor.lr × √(B / anchor.batch)
+};
+const char* LrRuleName(LrRule rule);
+
+// The learning rate a rule predicts at `global_batch`, with its bootstrap interval (the rules: the anchor's).
+Fitted<Interval> PredictLr(const ScalingReport& report, double global_batch, LrRule rule);
+
+// Exposed for tests and the benchmark: the best LR of one sweep (all trials at one batch size).
+Fitted<BestLr> FindBestLr(const std::vector<ScaleTrial>& sweep, int neighbours);
+
+}  // namespace ladder::search

@@ -1,0 +1,28 @@
+#pragma once
+// Internal to search/ (scale extrapolation): small least-squares and order-statistics helpers. Pure.
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace ladder::search::internal {
+
+// Least squares for y ≈ X·β with `p` columns (X row-major, rows = y.size()), optional weights (empty: 1).
+// Normal equations solved by Gaussian elimination with partial pivoting; nullopt when X'WX is singular.
+std::optional<std::vector<double>> LeastSquares(const std::vector<double>& x, const std::vector<double>& y,
+                                                const std::vector<double>& w, int p);
+
+// y ≈ a + b·x; nullopt with fewer than 2 distinct x.
+struct Line {
+  double a = 0, b = 0;
+};
+std::optional<Line> FitLine(const std::vector<double>& x, const std::vector<double>& y);
+
+// The q-quantile (0..1) by linear interpolation; `v` need not be sorted. NaN when empty.
+double Quantile(std::vector<double> v, double q);
+double Median(std::vector<double> v);
+
+// Minimizes f over [lo, hi]: a grid of `grid` points, then golden-section search around the best one.
+// Returns the argmin.
+double Minimize1D(const std::function<double(double)>& f, double lo, double hi, int grid = 64);
+
+}  // namespace ladder::search::internal

@@ -1,0 +1,235 @@
+#include "search/scale_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "search/scale_math.h"
+
+namespace ladder::search {
+namespace {
+
+std::string Num(double v) {
+  std::ostringstream os;
+  os.precision(4);
+  os << v;
+  return os.str();
+}
+std::string Iv(const Interval& iv) { return Num(iv.value) + " [" + Num(iv.lo) + ", " + Num(iv.hi) + "]"; }
+
+int64_t RoundPow2(double x) {
+  if (!(x >= 1)) return 1;
+  return int64_t{1} << static_cast<int>(std::lround(std::log2(x)));
+}
+
+// The trial behind the anchor (schedule and optimizer come from it).
+const ScaleTrial* AnchorTrial(const ScalingReport& r, const std::vector<ScaleTrial>& trials) {
+  const ScaleTrial* best = nullptr;
+  for (const ScaleTrial& t : trials) {
+    if (!t.id.empty() && t.id == r.anchor.trial_id) return &t;
+    if (t.global_batch == r.anchor.global_batch && !t.diverged && std::isfinite(t.final_loss) &&
+        (!best || t.final_loss < best->final_loss)) {
+      best = &t;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>& trials, const PlanTarget& target,
+                          const PlanOptions& o) {
+  using F = Fitted<ScalePlan>;
+  if (r.best_lr.empty()) return F::Fail("the scaling report has no best learning rates (run FitScaling first)");
+  ScalePlan p;
+  p.nodes = target.nodes;
+  const double b_crit = r.tradeoff ? r.tradeoff->b_crit.value : r.measured_noise_scale.value;
+  const std::string b_crit_src = r.tradeoff ? "tradeoff B_crit=" + Iv(r.tradeoff->b_crit)
+                                            : "measured noise scale B_simple=" + Iv(r.measured_noise_scale);
+  double examples = target.examples;
+  if (!(examples > 0) && target.compute > 0) {
+    if (!(target.compute_per_example > 0)) {
+      return F::Fail("target.compute_per_example must be > 0 with a compute budget, got " +
+                     Num(target.compute_per_example));
+    }
+    examples = target.compute / target.compute_per_example;
+  }
+
+  // Global batch.
+  if (target.global_batch > 0) {
+    p.global_batch = target.global_batch;
+    p.sources.push_back("global_batch: given");
+  } else if (target.nodes > 0 && target.per_node_batch > 0) {
+    p.global_batch = int64_t{target.nodes} * target.per_node_batch;
+    p.sources.push_back("global_batch: nodes " + std::to_string(target.nodes) + " x per-node batch " +
+                        std::to_string(target.per_node_batch));
+  } else if (examples > 0 && std::isfinite(b_crit)) {
+    p.global_batch = std::clamp<int64_t>(RoundPow2(b_crit), r.best_lr.front().global_batch, o.max_global_batch);
+    p.sources.push_back("global_batch: the critical batch, " + b_crit_src + ", as a power of two");
+  } else {
+    return F::Fail("target: give global_batch, nodes and per_node_batch, or a budget (examples or compute) "
+                   "with a tradeoff fit or a measured noise scale to size the batch");
+  }
+  if (p.global_batch > o.max_global_batch) {
+    return F::Fail("target: global batch " + std::to_string(p.global_batch) + " exceeds max_global_batch " +
+                   std::to_string(o.max_global_batch));
+  }
+  const double batch = static_cast<double>(p.global_batch);
+  const int64_t largest_swept = r.best_lr.back().global_batch;
+
+  // Peak LR and the baselines.
+  auto lr = PredictLr(r, batch, o.lr_rule);
+  if (!lr.ok()) return F::Fail("peak_lr: " + lr.error);
+  p.peak_lr = *lr.value;
+  {
+    const bool noise = o.lr_rule == LrRule::kNoiseFit || (o.lr_rule == LrRule::kFit && r.noise_fit);
+    const LrBatchFit* fit = noise ? &*r.noise_fit : (r.lr_fit ? &*r.lr_fit : nullptr);
+    std::string src = "peak_lr: " + Iv(p.peak_lr) + " from ";
+    if (o.lr_rule == LrRule::kLinear || o.lr_rule == LrRule::kSqrt) {
+      src += std::string(LrRuleName(o.lr_rule)) + " rule from batch " + std::to_string(r.anchor.global_batch);
+    } else if (fit) {
+      src += std::string(noise ? "noise_fit" : "lr_fit") + " eps_opt(B) = eps_max/(1 + B_noise/B), eps_max=" +
+             Iv(fit->eps_max) + ", B_noise=" + Iv(fit->b_noise) +
+             (noise ? " (measured B_simple)" : " (from the best LRs)");
+    }
+    p.sources.push_back(src);
+  }
+  if (auto a = PredictLr(r, batch, LrRule::kLinear); a.ok()) p.linear_rule_lr = a.value->value;
+  if (auto a = PredictLr(r, batch, LrRule::kSqrt); a.ok()) p.sqrt_rule_lr = a.value->value;
+
+  // Schedule and optimizer from the anchor trial.
+  const ScaleTrial* anchor = AnchorTrial(r, trials);
+  double warmup_fraction = 0;
+  std::string base_optimizer = "sgd";
+  if (anchor) {
+    p.decay = anchor->decay;
+    base_optimizer = anchor->optimizer;
+    if (anchor->steps > 0) warmup_fraction = static_cast<double>(anchor->warmup_steps) / anchor->steps;
+  }
+  if (p.global_batch > largest_swept) warmup_fraction = std::max(warmup_fraction, o.min_warmup_fraction);
+  p.optimizer = base_optimizer;
+  const bool big = p.global_batch >= o.layerwise_batch ||
+                   (std::isfinite(b_crit) && batch >= o.layerwise_noise_multiple * b_crit);
+  if (big && (base_optimizer == "sgd" || base_optimizer == "adam" || base_optimizer == "adamw")) {
+    p.optimizer = base_optimizer == "sgd" ? (o.prefer_larc ? "larc" : "lars") : "lamb";
+    p.sources.push_back("optimizer: " + p.optimizer + " (layer-wise trust ratio) replaces " + base_optimizer +
+                        ": batch " + std::to_string(p.global_batch) + " >= " +
+                        (p.global_batch >= o.layerwise_batch
+                             ? std::to_string(o.layerwise_batch)
+                             : Num(o.layerwise_noise_multiple) + " x B_crit (" + b_crit_src + ")"));
+  } else {
+    p.sources.push_back("optimizer: " + p.optimizer + " as in the anchor trial" +
+                        (anchor && !anchor->id.empty() ? " " + anchor->id : std::string()));
+  }
+
+  // Ramp: start near the early noise scale, double up to the batch.
+  std::vector<double> early;
+  for (const ScaleTrial& t : trials) {
+    if (t.noise_scale_start > 0 && !t.diverged) early.push_back(t.noise_scale_start);
+  }
+  int doublings = 0;
+  int64_t start = p.global_batch;
+  if (!early.empty()) {
+    const double e = internal::Median(early);
+    start = std::clamp<int64_t>(RoundPow2(e), std::max<int64_t>(1, p.global_batch >> o.max_ramp_doublings),
+                                p.global_batch);
+    while ((start << doublings) < p.global_batch) ++doublings;
+    if ((start << doublings) != p.global_batch) doublings = 0;  // not a power-of-two multiple: no ramp
+  }
+
+  // Steps: from the budget (accounting for the ramp's smaller batches), else from the tradeoff.
+  if (examples > 0) {
+    double deficit = 0;  // Σ over ramp stages of (final − stage batch), per unit of stage length
+    for (int i = 0; i < doublings; ++i) deficit += batch - static_cast<double>(start << i);
+    const double denom = batch - (doublings > 0 ? o.ramp_fraction / doublings * deficit : 0.0);
+    p.steps = std::max<int64_t>(1, std::llround(examples / denom));
+    p.sources.push_back("steps: the budget of " + Num(examples) + " examples at this batch" +
+                        std::string(doublings > 0 ? " and its ramp" : ""));
+  }
+  if (r.tradeoff) {
+    const TradeoffFit& t = *r.tradeoff;
+    p.target_loss = t.target_loss;
+    const double f = 1 + t.b_crit.value / batch;
+    p.steps_to_target = {t.s_min.value * f, t.s_min.lo * (1 + t.b_crit.lo / batch),
+                         t.s_min.hi * (1 + t.b_crit.hi / batch)};
+    if (p.steps_to_target.lo > p.steps_to_target.hi) std::swap(p.steps_to_target.lo, p.steps_to_target.hi);
+    if (p.steps == 0) {
+      p.steps = std::max<int64_t>(1, std::llround(p.steps_to_target.value * o.steps_margin));
+      p.sources.push_back("steps: steps to the target loss " + Num(t.target_loss) + " from the tradeoff S_min=" +
+                          Iv(t.s_min) + ", B_crit=" + Iv(t.b_crit));
+    }
+  }
+  if (p.steps == 0) {
+    return F::Fail("steps: no budget (target.examples or target.compute) and no tradeoff fit (trials need "
+                   "loss curves) to size the run");
+  }
+  if (doublings > 0) {
+    const int64_t ramp_steps = std::llround(o.ramp_fraction * static_cast<double>(p.steps));
+    for (int i = 0; i <= doublings; ++i) {
+      p.ramp.push_back({ramp_steps * i / doublings, start << i});
+    }
+    p.sources.push_back("ramp: from " + std::to_string(start) + " (median early B_simple " +
+                        Num(internal::Median(early)) + ") doubling over the first " + Num(o.ramp_fraction * 100) +
+                        "% of the steps");
+  }
+  p.warmup_steps = std::llround(warmup_fraction * static_cast<double>(p.steps));
+  p.sources.push_back("warmup: " + Num(warmup_fraction * 100) + "% of the steps" +
+                      (p.global_batch > largest_swept ? " (at least " + Num(o.min_warmup_fraction * 100) +
+                                                            "% beyond the swept batches)"
+                                                      : std::string()) +
+                      "; decay: " + p.decay + " as in the anchor trial");
+
+  // Loss model: best loss per swept batch against log S_eff.
+  if (std::isfinite(b_crit)) {
+    std::map<int64_t, std::vector<double>> steps_at;
+    for (const ScaleTrial& t : trials) {
+      if (!t.diverged && std::isfinite(t.final_loss) && t.steps > 0) {
+        steps_at[t.global_batch].push_back(static_cast<double>(t.steps));
+      }
+    }
+    std::vector<double> x, y;
+    for (const BestLr& b : r.best_lr) {
+      auto it = steps_at.find(b.global_batch);
+      if (it == steps_at.end() || !std::isfinite(b.loss)) continue;
+      x.push_back(std::log(internal::Median(it->second) / (1 + b_crit / static_cast<double>(b.global_batch))));
+      y.push_back(b.loss);
+    }
+    auto line = internal::FitLine(x, y);
+    if (line) {
+      std::mt19937_64 rng(0x5ca1e);
+      std::vector<internal::Line> draws;
+      std::uniform_int_distribution<size_t> pick(0, x.size() - 1);
+      for (int rep = 0; rep < std::max(r.bootstrap, 0); ++rep) {
+        std::vector<double> bx, by;
+        for (size_t i = 0; i < x.size(); ++i) {
+          const size_t j = pick(rng);
+          bx.push_back(x[j]), by.push_back(y[j]);
+        }
+        if (auto l = internal::FitLine(bx, by)) draws.push_back(*l);
+      }
+      const double q = (1 - r.interval_level) / 2;
+      auto at = [&](double steps) {
+        const double ls = std::log(steps / (1 + b_crit / batch));
+        std::vector<double> v;
+        for (const auto& l : draws) v.push_back(l.a + l.b * ls);
+        const double mid = line->a + line->b * ls;
+        return Interval{mid, std::min(mid, internal::Quantile(v, q)), std::max(mid, internal::Quantile(v, 1 - q))};
+      };
+      p.final_loss = at(static_cast<double>(p.steps));
+      for (int i = 1; i <= 10; ++i) {
+        const int64_t s = std::max<int64_t>(1, p.steps * i / 10);
+        p.loss_band.push_back({s, at(static_cast<double>(s))});
+      }
+      p.sources.push_back("final_loss: " + Iv(p.final_loss) + " from loss = " + Num(line->a) + " + " +
+                          Num(line->b) + " ln(S / (1 + B_crit/B)) over " + std::to_string(x.size()) +
+                          " swept batches, " + b_crit_src);
+    } else {
+      p.sources.push_back("final_loss: not predicted (the swept batches give fewer than 2 distinct S_eff)");
+    }
+  }
+  return F{p, ""};
+}
+
+}  // namespace ladder::search

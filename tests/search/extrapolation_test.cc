@@ -1,0 +1,402 @@
+// Scale extrapolation: recover known parameters from trials generated from the models (with noise), interval
+// coverage, the baselines, the plan, and clear errors on degenerate inputs.
+#include "search/extrapolation.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "search/scale_plan.h"
+
+namespace ladder::search {
+namespace {
+
+struct Truth {
+  double eps_max = 0.8;
+  double b_noise = 400;
+  double loss_noise = 0.002;   // sd of the final loss around the model
+  double noise_scale_sd = 0.15;  // log-normal spread of each trial's measured B_simple
+};
+
+double EpsOpt(const Truth& t, double b) { return t.eps_max / (1 + t.b_noise / b); }
+
+// A sweep over a fixed LR grid (quarter octaves... here half octaves) at each batch; loss is a parabola in
+// log2(lr / eps_opt(B)) plus noise; LRs beyond 4x the optimum diverge.
+std::vector<ScaleTrial> MakeSweeps(const Truth& truth, const std::vector<int64_t>& batches, uint64_t seed,
+                                   double lr_lo = 1e-3, double lr_hi = 8) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> n01(0, 1);
+  std::vector<ScaleTrial> out;
+  for (int64_t b : batches) {
+    const double opt = EpsOpt(truth, static_cast<double>(b));
+    for (double lr = lr_lo; lr <= lr_hi * 1.0001; lr *= std::sqrt(2.0)) {
+      const double d = std::log2(lr / opt);
+      if (d < -3.01) continue;  // a sweep of ±3 octaves around wherever it lands
+      ScaleTrial t;
+      t.id = "b" + std::to_string(b) + "-lr" + std::to_string(lr);
+      t.global_batch = b;
+      t.peak_lr = lr;
+      t.steps = 1000000 / b;
+      t.warmup_steps = t.steps / 10;
+      t.decay = "cosine";
+      if (d > 2.0) {
+        t.diverged = true;
+        t.final_loss = kNaN;
+      } else {
+        t.final_loss = 0.5 + 0.002 * b / 64.0 + 0.02 * d * d + truth.loss_noise * n01(rng);
+        t.noise_scale = truth.b_noise * std::exp(truth.noise_scale_sd * n01(rng));
+        t.noise_scale_start = truth.b_noise / 4 * std::exp(truth.noise_scale_sd * n01(rng));
+      }
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+TEST(FindBestLrTest, ParabolaVertexBetweenGridPoints) {
+  std::vector<ScaleTrial> sweep;
+  const double vertex = std::log2(0.05) + 0.3;  // between grid points
+  for (int k = -4; k <= 4; ++k) {
+    ScaleTrial t;
+    t.global_batch = 64;
+    t.peak_lr = 0.05 * std::exp2(k * 0.5);
+    const double d = std::log2(t.peak_lr) - vertex;
+    t.final_loss = 1.0 + 0.1 * d * d;
+    sweep.push_back(t);
+  }
+  auto best = FindBestLr(sweep, 2);
+  ASSERT_TRUE(best.ok()) << best.error;
+  EXPECT_TRUE(best.value->parabola);
+  EXPECT_FALSE(best.value->at_edge);
+  EXPECT_NEAR(std::log2(best.value->lr.value), vertex, 1e-9);
+  EXPECT_NEAR(best.value->loss, 1.0, 1e-9);
+  EXPECT_EQ(best.value->trials, 9);
+}
+
+TEST(FindBestLrTest, EdgeOfSweepIsFlaggedAndVertexStaysInside) {
+  std::vector<ScaleTrial> sweep;
+  for (int k = 0; k < 5; ++k) {
+    ScaleTrial t;
+    t.global_batch = 32;
+    t.peak_lr = 0.01 * std::exp2(k);
+    t.final_loss = 2.0 - 0.1 * k;  // still falling at the largest LR
+    sweep.push_back(t);
+  }
+  auto best = FindBestLr(sweep, 2);
+  ASSERT_TRUE(best.ok());
+  EXPECT_TRUE(best.value->at_edge);
+  EXPECT_LE(best.value->lr.value, 0.16 * (1 + 1e-12));
+  EXPECT_GE(best.value->lr.value, 0.04);
+}
+
+TEST(FindBestLrTest, LargestConvergentBelowDivergedIsNotAnEdge) {
+  std::vector<ScaleTrial> sweep;
+  for (int k = 0; k < 5; ++k) {
+    ScaleTrial t;
+    t.global_batch = 32;
+    t.peak_lr = 0.01 * std::exp2(k);
+    t.final_loss = 2.0 - 0.1 * k;
+    if (k == 4) t.diverged = true, t.final_loss = kNaN;
+    sweep.push_back(t);
+  }
+  auto best = FindBestLr(sweep, 2);
+  ASSERT_TRUE(best.ok());
+  EXPECT_FALSE(best.value->at_edge);
+  EXPECT_NEAR(best.value->lr.value, 0.08, 1e-12);  // not convex: the argmin
+}
+
+TEST(FitScalingTest, RecoversTheLawFromBothRegimes) {
+  Truth truth;
+  auto trials = MakeSweeps(truth, {16, 64, 256, 1024, 4096}, 1);
+  ExtrapolationOptions o;
+  o.bootstrap = 100;
+  auto r = FitScaling(trials, o);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(r.value->lr_fit);
+  const LrBatchFit& f = *r.value->lr_fit;
+  EXPECT_TRUE(f.identified);
+  EXPECT_NEAR(std::log2(f.eps_max.value / truth.eps_max), 0, 0.25);
+  EXPECT_NEAR(std::log2(f.b_noise.value / truth.b_noise), 0, 0.5);
+  EXPECT_LE(f.eps_max.lo, f.eps_max.value);
+  EXPECT_GE(f.eps_max.hi, f.eps_max.value);
+  ASSERT_TRUE(r.value->noise_fit);
+  EXPECT_NEAR(std::log2(r.value->measured_noise_scale.value / truth.b_noise), 0, 0.15);
+  EXPECT_NEAR(std::log2(r.value->noise_fit->eps_max.value / truth.eps_max), 0, 0.2);
+  EXPECT_NEAR(std::log2(r.value->noise_ratio), 0, 0.6);
+  EXPECT_EQ(r.value->best_lr.size(), 5u);
+  EXPECT_GT(r.value->diverged_trials, 0);
+}
+
+TEST(FitScalingTest, NoiseAnchoredFitExtrapolates32xFromSmallBatches) {
+  // Swept only at B <= 256, where eps_opt is nearly linear in B; the measured noise scale pins the bend.
+  Truth truth;
+  truth.b_noise = 1500;
+  auto trials = MakeSweeps(truth, {32, 64, 128, 256}, 7);
+  auto r = FitScaling(trials, {});
+  ASSERT_TRUE(r.ok()) << r.error;
+  for (double b : {4096.0, 8192.0}) {
+    auto fit = PredictLr(*r.value, b, LrRule::kFit);
+    ASSERT_TRUE(fit.ok()) << fit.error;
+    EXPECT_NEAR(std::log2(fit.value->value / EpsOpt(truth, b)), 0, 0.35) << "batch " << b;
+    auto lin = PredictLr(*r.value, b, LrRule::kLinear);
+    ASSERT_TRUE(lin.ok());
+    // The linear rule keeps growing past the noise scale: far too high here.
+    EXPECT_GT(std::log2(lin.value->value / EpsOpt(truth, b)), 1.5) << "batch " << b;
+  }
+}
+
+TEST(FitScalingTest, BootstrapIntervalsCoverTheTruth) {
+  Truth truth;
+  truth.loss_noise = 0.004;
+  int covered_eps = 0, covered_lr = 0;
+  const int datasets = 30;
+  for (int s = 0; s < datasets; ++s) {
+    auto trials = MakeSweeps(truth, {32, 64, 128, 256, 512}, 100 + s);
+    ExtrapolationOptions o;
+    o.seed = s;
+    o.bootstrap = 150;
+    auto r = FitScaling(trials, o);
+    ASSERT_TRUE(r.ok()) << r.error;
+    ASSERT_TRUE(r.value->noise_fit);
+    covered_eps += r.value->noise_fit->eps_max.Contains(truth.eps_max);
+    auto p = PredictLr(*r.value, 4096, LrRule::kNoiseFit);
+    ASSERT_TRUE(p.ok());
+    covered_lr += p.value->Contains(EpsOpt(truth, 4096));
+  }
+  // Nominal 90%; the percentile bootstrap of a few sweeps is somewhat narrow, so ask for 2/3.
+  EXPECT_GE(covered_eps, datasets * 2 / 3) << covered_eps << "/" << datasets;
+  EXPECT_GE(covered_lr, datasets * 2 / 3) << covered_lr << "/" << datasets;
+}
+
+TEST(FitScalingTest, SameSeedSameIntervals) {
+  auto trials = MakeSweeps(Truth{}, {32, 128, 512}, 3);
+  ExtrapolationOptions o;
+  o.seed = 42;
+  auto a = FitScaling(trials, o), b = FitScaling(trials, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a.value->lr_fit->eps_max.lo, b.value->lr_fit->eps_max.lo);
+  EXPECT_EQ(a.value->lr_fit->b_noise.hi, b.value->lr_fit->b_noise.hi);
+}
+
+TEST(FitScalingTest, BaselinesFollowTheirDefinitions) {
+  Truth exact;
+  exact.loss_noise = 0;
+  auto trials = MakeSweeps(exact, {32, 64, 128}, 5);
+  ExtrapolationOptions o;
+  o.bootstrap = 20;
+  auto r = FitScaling(trials, o);
+  ASSERT_TRUE(r.ok()) << r.error;
+  const ScaleAnchorPoint& a = r.value->anchor;
+  EXPECT_EQ(a.global_batch, 128);  // the largest swept batch by default
+  EXPECT_NEAR(a.lr, r.value->best_lr.back().lr.value, 0);
+  auto lin = PredictLr(*r.value, 2048, LrRule::kLinear);
+  auto sq = PredictLr(*r.value, 2048, LrRule::kSqrt);
+  ASSERT_TRUE(lin.ok() && sq.ok());
+  EXPECT_DOUBLE_EQ(lin.value->value, a.lr * 16);
+  EXPECT_DOUBLE_EQ(sq.value->value, a.lr * 4);
+  EXPECT_LE(lin.value->lo, lin.value->value);
+  EXPECT_GE(lin.value->hi, lin.value->value);
+
+  o.anchor = ScaleAnchor::kBestOverall;
+  auto best = FitScaling(trials, o);
+  ASSERT_TRUE(best.ok());
+  // Loss grows with the batch in MakeSweeps, so the best configuration is at the smallest batch.
+  EXPECT_EQ(best.value->anchor.global_batch, 32);
+  auto lin32 = PredictLr(*best.value, 2048, LrRule::kLinear);
+  ASSERT_TRUE(lin32.ok());
+  EXPECT_DOUBLE_EQ(lin32.value->value, best.value->anchor.lr * 64);
+}
+
+// Loss curves whose best run at batch B reaches `target` after S_min (1 + B_crit/B) steps.
+TEST(FitScalingTest, RecoversTheCriticalBatchFromStepsToTarget) {
+  const double s_min = 2000, b_crit = 300, target = 0.3;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> n01(0, 1);
+  std::vector<ScaleTrial> trials;
+  for (int64_t b : {16, 32, 64, 128, 256, 512, 1024, 2048}) {
+    const double s_best = s_min * (1 + b_crit / static_cast<double>(b)) * std::exp(0.03 * n01(rng));
+    for (int k = -2; k <= 2; ++k) {
+      ScaleTrial t;
+      t.global_batch = b;
+      t.peak_lr = 0.1 * std::exp2(k);
+      const double s_hit = s_best * (1 + 0.3 * k * k);  // mistuned LRs need more steps
+      t.steps = static_cast<int64_t>(4 * s_best);
+      for (int i = 1; i <= 40; ++i) {
+        const int64_t step = t.steps * i / 40;
+        t.curve.push_back({step, target * std::pow(s_hit / static_cast<double>(step), 0.5)});
+      }
+      t.final_loss = t.curve.back().loss;
+      trials.push_back(t);
+    }
+  }
+  ExtrapolationOptions o;
+  o.target_loss = target;
+  auto r = FitScaling(trials, o);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(r.value->tradeoff);
+  const TradeoffFit& t = *r.value->tradeoff;
+  EXPECT_NEAR(std::log2(t.b_crit.value / b_crit), 0, 0.2);
+  EXPECT_NEAR(std::log2(t.s_min.value / s_min), 0, 0.1);
+  EXPECT_NEAR(t.e_min.value, t.s_min.value * t.b_crit.value, 1e-6 * t.e_min.value);
+  EXPECT_TRUE(t.b_crit.Contains(b_crit)) << t.b_crit.lo << " " << t.b_crit.hi;
+  EXPECT_EQ(t.steps_by_batch.size(), 8u);
+
+  // Without an explicit target one is chosen that every batch reaches.
+  auto automatic = FitScaling(trials, {});
+  ASSERT_TRUE(automatic.ok());
+  ASSERT_TRUE(automatic.value->tradeoff);
+  EXPECT_EQ(automatic.value->tradeoff->steps_by_batch.size(), 8u);
+}
+
+// DeepSeek-style: near-optimal (lr, batch) at each compute budget follow power laws.
+TEST(FitScalingTest, RecoversPowerLawsAgainstCompute) {
+  const double a_lr = 0.3, alpha = -0.125, a_b = 0.3, beta = 0.33;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> n01(0, 1);
+  std::vector<ScaleTrial> trials;
+  for (double c : {1e14, 1e15, 1e16, 1e17, 1e18}) {
+    const double lr_opt = a_lr * std::pow(c, alpha), b_opt = a_b * std::pow(c, beta);
+    for (int i = -3; i <= 3; ++i) {
+      for (int j = -3; j <= 3; ++j) {
+        ScaleTrial t;
+        t.global_batch = std::max<int64_t>(1, std::llround(b_opt * std::exp2(0.5 * j)));
+        t.peak_lr = lr_opt * std::exp2(0.5 * i);
+        t.compute = c;
+        const double di = std::log2(t.peak_lr / lr_opt), dj = std::log2(t.global_batch / b_opt);
+        t.final_loss = 2.0 * std::pow(c, -0.05) * (1 + 0.01 * (di * di + dj * dj)) + 1e-4 * n01(rng);
+        trials.push_back(t);
+      }
+    }
+  }
+  ExtrapolationOptions o;
+  o.near_optimal_tolerance = 0.01;
+  o.bootstrap = 50;
+  auto r = FitScaling(trials, o);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(r.value->lr_vs_compute && r.value->batch_vs_compute);
+  EXPECT_NEAR(r.value->lr_vs_compute->exponent.value, alpha, 0.03);
+  EXPECT_NEAR(r.value->batch_vs_compute->exponent.value, beta, 0.03);
+  EXPECT_NEAR(std::log2(r.value->lr_vs_compute->At(1e16) / (a_lr * std::pow(1e16, alpha))), 0, 0.3);
+  EXPECT_EQ(r.value->lr_vs_compute->budgets, 5);
+}
+
+TEST(FitScalingTest, DegenerateInputsGiveClearErrors) {
+  EXPECT_NE(FitScaling({}).error.find("no trials"), std::string::npos);
+
+  auto one = MakeSweeps(Truth{}, {64}, 1);
+  auto r1 = FitScaling(one);
+  EXPECT_FALSE(r1.ok());
+  EXPECT_NE(r1.error.find("too few batch sizes"), std::string::npos) << r1.error;
+
+  auto diverged = MakeSweeps(Truth{}, {32, 64}, 1);
+  for (auto& t : diverged) t.diverged = true;
+  auto r2 = FitScaling(diverged);
+  EXPECT_FALSE(r2.ok());
+  EXPECT_NE(r2.error.find("no convergent trial"), std::string::npos) << r2.error;
+
+  auto bad = MakeSweeps(Truth{}, {32, 64}, 1);
+  bad[3].peak_lr = -1;
+  auto r3 = FitScaling(bad);
+  EXPECT_FALSE(r3.ok());
+  EXPECT_NE(r3.error.find("trial " + bad[3].id + ": peak_lr"), std::string::npos) << r3.error;
+
+  // One batch converges, the other only diverges: too few batch sizes, and it says which.
+  auto half = MakeSweeps(Truth{}, {32, 64}, 1);
+  for (auto& t : half) {
+    if (t.global_batch == 64) t.diverged = true;
+  }
+  auto r4 = FitScaling(half);
+  EXPECT_FALSE(r4.ok());
+  EXPECT_NE(r4.error.find("got 1 (batch 32)"), std::string::npos) << r4.error;
+
+  // No curves, one budget, no noise: the optional fits are absent with notes, the LR law is there.
+  auto bare = MakeSweeps(Truth{}, {32, 256}, 1);
+  for (auto& t : bare) t.noise_scale = 0;
+  auto r5 = FitScaling(bare);
+  ASSERT_TRUE(r5.ok()) << r5.error;
+  EXPECT_FALSE(r5.value->noise_fit);
+  EXPECT_FALSE(r5.value->tradeoff);
+  EXPECT_FALSE(r5.value->lr_vs_compute);
+  EXPECT_GE(r5.value->notes.size(), 3u);
+  EXPECT_FALSE(PredictLr(*r5.value, 1024, LrRule::kNoiseFit).ok());
+  EXPECT_TRUE(PredictLr(*r5.value, 1024, LrRule::kFit).ok());  // falls back to lr_fit
+  EXPECT_FALSE(PredictLr(*r5.value, 0, LrRule::kFit).ok());
+
+  std::vector<ScaleTrial> mixed = MakeSweeps(Truth{}, {32, 64}, 1);
+  EXPECT_NE(FindBestLr(mixed, 2).error.find("several global batch sizes"), std::string::npos);
+}
+
+double PlannedExamples(const ScalePlan& plan) {
+  if (plan.ramp.empty()) return static_cast<double>(plan.steps) * static_cast<double>(plan.global_batch);
+  double examples = 0;
+  for (size_t i = 0; i < plan.ramp.size(); ++i) {
+    const int64_t end = i + 1 < plan.ramp.size() ? plan.ramp[i + 1].step : plan.steps;
+    examples += static_cast<double>(end - plan.ramp[i].step) * static_cast<double>(plan.ramp[i].global_batch);
+  }
+  return examples;
+}
+
+TEST(PlanRunTest, PlansALargeBatchRun) {
+  Truth truth;
+  truth.b_noise = 1500;
+  auto trials = MakeSweeps(truth, {32, 64, 128, 256}, 9);
+  auto r = FitScaling(trials, {});
+  ASSERT_TRUE(r.ok()) << r.error;
+
+  PlanTarget target;
+  target.nodes = 64;
+  target.per_node_batch = 128;  // global 8192
+  target.examples = 8192.0 * 1000;
+  auto p = PlanRun(*r.value, trials, target);
+  ASSERT_TRUE(p.ok()) << p.error;
+  const ScalePlan& plan = *p.value;
+  EXPECT_EQ(plan.global_batch, 8192);
+  EXPECT_EQ(plan.nodes, 64);
+  EXPECT_DOUBLE_EQ(plan.peak_lr.value, PredictLr(*r.value, 8192, LrRule::kFit).value->value);
+  EXPECT_EQ(plan.optimizer, "lars");  // sgd at >= 8192
+  EXPECT_EQ(plan.decay, "cosine");
+  // Early B_simple ~ 375: the ramp starts at 8192/16 = 512 (at most 4 doublings) and doubles to 8192.
+  ASSERT_EQ(plan.ramp.size(), 5u);
+  EXPECT_EQ(plan.ramp.front().global_batch, 512);
+  EXPECT_EQ(plan.ramp.front().step, 0);
+  EXPECT_EQ(plan.ramp.back().global_batch, 8192);
+  // The budget holds: examples over the ramp and the rest add up to the target.
+  EXPECT_NEAR(PlannedExamples(plan) / target.examples, 1.0, 0.01);
+  EXPECT_NEAR(static_cast<double>(plan.warmup_steps) / plan.steps, 0.1, 0.01);  // the anchor's fraction
+  EXPECT_TRUE(std::isfinite(plan.final_loss.value));
+  EXPECT_LE(plan.final_loss.lo, plan.final_loss.value);
+  EXPECT_EQ(plan.loss_band.size(), 10u);
+  EXPECT_EQ(plan.loss_band.back().step, plan.steps);
+  EXPECT_GT(plan.linear_rule_lr, plan.peak_lr.value);
+  EXPECT_FALSE(plan.sources.empty());
+
+  PlanTarget small;
+  small.global_batch = 512;
+  small.examples = 512.0 * 100;
+  auto q = PlanRun(*r.value, trials, small);
+  ASSERT_TRUE(q.ok()) << q.error;
+  EXPECT_EQ(q.value->optimizer, "sgd");
+  EXPECT_NEAR(PlannedExamples(*q.value) / small.examples, 1.0, 0.01);
+  if (q.value->ramp.empty()) {
+    EXPECT_EQ(q.value->steps, 100);
+  }
+
+  // Without early noise measurements there is no ramp: steps = budget / batch.
+  for (auto& t : trials) t.noise_scale_start = 0;
+  auto flat = PlanRun(*r.value, trials, small);
+  ASSERT_TRUE(flat.ok()) << flat.error;
+  EXPECT_TRUE(flat.value->ramp.empty());
+  EXPECT_EQ(flat.value->steps, 100);
+
+  auto none = PlanRun(*r.value, trials, PlanTarget{});
+  EXPECT_FALSE(none.ok());
+  EXPECT_NE(none.error.find("target"), std::string::npos) << none.error;
+  PlanTarget huge;
+  huge.global_batch = int64_t{1} << 30;
+  huge.examples = 1e12;
+  EXPECT_FALSE(PlanRun(*r.value, trials, huge).ok());
+}
+
+}  // namespace
+}  // namespace ladder::search
