@@ -78,10 +78,22 @@ int Cluster::ClassFor(const NodeResources& res) {
   return static_cast<int>(classes_.size()) - 1;
 }
 
+void Cluster::ResizeRack(int rack, int delta) {
+  racks_[rack].size += delta;
+  max_rack_size_ = 0;
+  for (const auto& r : racks_) max_rack_size_ = std::max(max_rack_size_, r.size);
+}
+
+int Cluster::IdealRacks(int nodes) const {
+  if (max_rack_size_ <= 0) return 1;
+  return (nodes + max_rack_size_ - 1) / max_rack_size_;
+}
+
 void Cluster::Place(int n) {
   Node& node = nodes_[n];
   node.cls = ClassFor(node.spec.resources);
   node.rack = RackFor(node.spec);
+  ResizeRack(node.rack, +1);
   const auto& r = node.spec.resources;
   node.free_slots = r.slots;
   node.free_gpus = r.gpus;
@@ -179,6 +191,7 @@ Status Cluster::UpdateNode(const NodeSpec& spec) {
   }
   CountUp(n, -1);
   Unindex(n);
+  ResizeRack(node.rack, -1);
   node.spec.resources = spec.resources;
   node.spec.labels = spec.labels;
   Place(n);
@@ -197,6 +210,7 @@ Status Cluster::RemoveNode(std::string_view id) {
   }
   CountUp(*idx, -1);
   Unindex(*idx);
+  ResizeRack(node.rack, -1);
   node.present = false;
   node.reserved = false;
   present_count_--;

@@ -93,6 +93,10 @@ class Cluster {
   int switch_of_rack(int rack) const { return racks_[rack].sw; }
   int switch_count() const { return static_cast<int>(switches_.size()); }
   const std::vector<int>& racks_of_switch(int sw) const { return switches_[sw].racks; }
+  int rack_size(int rack) const { return racks_[rack].size; }
+  int max_rack_size() const { return max_rack_size_; }
+  // The fewest racks `nodes` nodes could ever span: ceil(nodes / max_rack_size).
+  int IdealRacks(int nodes) const;
 
   // --- Capacity -------------------------------------------------------------------------------------
   // The node classes whose resources can hold `need` (exclusive or not).
@@ -151,6 +155,7 @@ class Cluster {
     int sw = 0;
     std::vector<std::set<int>> idle;  // per class
     std::vector<int> reserved_idle;   // per class
+    int size = 0;                     // present nodes
   };
   struct Switch {
     std::string name;
@@ -178,6 +183,8 @@ class Cluster {
   std::vector<Class> classes_;
   std::set<std::tuple<int, int, int>> partial_;  // (free gpus, free slots, node)
   int present_count_ = 0, up_count_ = 0;
+  int max_rack_size_ = 0;
+  void ResizeRack(int rack, int delta);
 };
 
 }  // namespace ladder::scheduler

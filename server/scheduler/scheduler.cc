@@ -23,8 +23,8 @@ NodeNeed GroupRequest::need() const {
   return n;
 }
 
-bool NodeGroupScheduler::Shape::Dominates(const GroupRequest& r, const NodeNeed& n) const {
-  return r.nodes >= nodes && n.slots >= need.slots && n.gpus >= need.gpus && n.cores >= need.cores &&
+bool NodeGroupScheduler::Shape::Dominates(int r_nodes, const NodeNeed& n) const {
+  return r_nodes >= nodes && n.slots >= need.slots && n.gpus >= need.gpus && n.cores >= need.cores &&
          n.memory_bytes >= need.memory_bytes && (n.exclusive || !need.exclusive);
 }
 
@@ -68,10 +68,34 @@ Status NodeGroupScheduler::Feasible(const GroupRequest& r) const {
                                     std::to_string(up) + " such node(s) up");
 }
 
+int NodeGroupScheduler::BucketFor(const GroupRequest& r) {
+  NodeNeed n = r.need();
+  auto key = std::make_tuple(r.nodes, n.slots, n.gpus, n.cores, n.memory_bytes);
+  auto it = bucket_by_shape_.find(key);
+  if (it != bucket_by_shape_.end()) return it->second;
+  int b = static_cast<int>(buckets_.size());
+  buckets_.emplace_back();
+  buckets_.back().shape = Shape{r.nodes, n};
+  bucket_by_shape_.emplace(key, b);
+  return b;
+}
+
 void NodeGroupScheduler::Enqueue(const GroupRequest& r, double submit, uint64_t seq) {
-  QueueKey key{-static_cast<int>(r.priority), submit, seq, r.trial_id};
-  queue_.insert(key);
-  queued_[r.trial_id] = Queued{r, key};
+  QueueKey key{-static_cast<int>(r.priority), submit, seq, r.trial_id, Duration(r)};
+  int b = BucketFor(r);
+  queue_.emplace(key, Queued{r, b});
+  queued_[r.trial_id] = key;
+  buckets_[b].keys.insert(key);
+  buckets_[b].durations.insert(key.duration);
+}
+
+void NodeGroupScheduler::Dequeue(const QueueKey& key) {
+  auto it = queue_.find(key);
+  Bucket& b = buckets_[it->second.bucket];
+  b.keys.erase(key);
+  b.durations.erase(b.durations.find(key.duration));
+  queued_.erase(key.trial);
+  queue_.erase(it);
 }
 
 Status NodeGroupScheduler::Submit(const GroupRequest& r, double now) {
@@ -86,8 +110,7 @@ Status NodeGroupScheduler::Submit(const GroupRequest& r, double now) {
 Status NodeGroupScheduler::Cancel(int64_t trial_id) {
   auto it = queued_.find(trial_id);
   if (it == queued_.end()) return Status::NotFound("trial " + std::to_string(trial_id) + " is not queued");
-  queue_.erase(it->second.key);
-  queued_.erase(it);
+  Dequeue(it->second);
   return Status::Ok();
 }
 
@@ -112,7 +135,7 @@ Status NodeGroupScheduler::Finish(int64_t trial_id) {
   return Status::Ok();
 }
 
-Status NodeGroupScheduler::Requeue(int64_t trial_id, double now, std::optional<double> remaining_estimate_s) {
+Status NodeGroupScheduler::Requeue(int64_t trial_id, std::optional<double> remaining_estimate_s) {
   auto it = running_.find(trial_id);
   if (it == running_.end()) return Status::NotFound("trial " + std::to_string(trial_id) + " is not running");
   if (remaining_estimate_s && !(*remaining_estimate_s > 0)) {
@@ -191,23 +214,34 @@ bool NodeGroupScheduler::IsPreempting(int64_t trial_id) const {
   return it != running_.end() && it->second.state == RunState::kPreempting;
 }
 
-int NodeGroupScheduler::RacksSpanned(const NodeGroup& group) const {
-  std::vector<int> racks;
-  for (const auto& s : group.slices) racks.push_back(cluster_.rack_of(s.node));
-  std::sort(racks.begin(), racks.end());
-  return static_cast<int>(std::unique(racks.begin(), racks.end()) - racks.begin());
+int NodeGroupScheduler::RacksSpanned(const NodeGroup& group) const { return SpannedRacks(group.nodes()); }
+
+int NodeGroupScheduler::SpannedRacks(const std::vector<int>& nodes) const {
+  // Nodes come rack by rack from PlanNodes, but count distinct racks in general.
+  int count = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    int rack = cluster_.rack_of(nodes[i]);
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; ++j) seen = cluster_.rack_of(nodes[j]) == rack;
+    if (!seen) ++count;
+  }
+  return count;
 }
 
 void NodeGroupScheduler::Age(double now) {
   if (opt_.aging_interval_s <= 0) return;
   const int search = -static_cast<int>(Priority::kSearch);
-  auto it = queue_.lower_bound(QueueKey{search, -std::numeric_limits<double>::infinity(), 0, 0});
-  while (it != queue_.end() && it->neg_class == search && it->submit + opt_.aging_interval_s <= now) {
-    QueueKey key = *it;
-    it = queue_.erase(it);
+  auto it = queue_.lower_bound(QueueKey{search, -std::numeric_limits<double>::infinity(), 0, 0, 0});
+  while (it != queue_.end() && it->first.neg_class == search && it->first.submit + opt_.aging_interval_s <= now) {
+    QueueKey key = it->first;
     key.neg_class = -static_cast<int>(Priority::kPromoted);
-    queue_.insert(key);
-    queued_[key.trial].key = key;
+    Bucket& b = buckets_[it->second.bucket];
+    b.keys.erase(it->first);
+    b.keys.insert(key);
+    auto node = queue_.extract(it++);
+    node.key() = key;
+    queue_.insert(std::move(node));
+    queued_[key.trial] = key;
   }
 }
 
@@ -419,66 +453,82 @@ void NodeGroupScheduler::MaybePreempt(const GroupRequest& head, double now, std:
   }
 }
 
+void NodeGroupScheduler::MarkFailed(const Shape& failed, bool reserved, double limit) {
+  for (Bucket& b : buckets_) {
+    if (b.mode == Bucket::Mode::kDone || !failed.Dominates(b.shape.nodes, b.shape.need)) continue;
+    if (reserved) {
+      b.mode = Bucket::Mode::kDone;
+    } else if (b.mode == Bucket::Mode::kAny) {
+      // Reserved nodes remain, for requests that end before the head's reservation starts.
+      b.mode = *b.durations.begin() <= limit ? Bucket::Mode::kReservedOnly : Bucket::Mode::kDone;
+    }
+  }
+}
+
+void NodeGroupScheduler::Backfill(const QueueKey& head, double now, double shadow, std::vector<Decision>* out) {
+  const double limit = shadow - now;  // a request whose estimate is at most this ends before the shadow time
+  for (Bucket& b : buckets_) {
+    b.cur = b.keys.begin();
+    if (b.cur != b.keys.end() && b.cur->trial == head.trial) ++b.cur;
+    b.mode = b.cur == b.keys.end() ? Bucket::Mode::kDone : Bucket::Mode::kAny;
+  }
+  int examined = 0;
+  while (true) {
+    // The bucket whose next request comes first in queue order.
+    Bucket* best = nullptr;
+    for (Bucket& b : buckets_) {
+      if (b.mode != Bucket::Mode::kDone && (best == nullptr || *b.cur < *best->cur)) best = &b;
+    }
+    if (best == nullptr || ++examined > opt_.backfill_depth || !cluster_.AnyFree()) break;
+    Bucket& b = *best;
+    const QueueKey key = *b.cur;
+    counters_.examined++;
+    auto advance = [&] {
+      ++b.cur;
+      if (b.cur != b.keys.end() && b.cur->trial == head.trial) ++b.cur;
+      if (b.cur == b.keys.end()) b.mode = Bucket::Mode::kDone;
+    };
+    bool reserved = b.mode == Bucket::Mode::kReservedOnly;
+    if (reserved && key.duration > limit) {
+      advance();  // this one may not touch reserved nodes; a later one of the shape may
+      continue;
+    }
+    const GroupRequest& r = queue_.at(key).req;
+    if (PlanNodes(r, b.shape.need, reserved, &nodes_)) {
+      advance();  // before Dequeue erases `key` from the bucket
+      StartOn(r, b.shape.need, nodes_, now, key.submit, key.seq, out);
+      counters_.backfilled++;
+      Dequeue(key);  // `r` dangles from here on
+      continue;
+    }
+    MarkFailed(b.shape, reserved, limit);
+  }
+}
+
 std::vector<Decision> NodeGroupScheduler::Schedule(double now) {
   counters_.passes++;
   std::vector<Decision> out;
   Age(now);
   ClearReservationMarks();
   reservation_.reset();
-  failed_unreserved_.clear();
-  failed_all_.clear();
-  bool have_head = false;
-  double shadow = std::numeric_limits<double>::infinity();
-  int scanned = 0;
+  // In queue order, start what fits until the first request that does not: the head.
   for (auto it = queue_.begin(); it != queue_.end();) {
-    const QueueKey key = *it;
+    const QueueKey key = it->first;
+    const GroupRequest& r = it->second.req;
     ++it;
-    const Queued& q = queued_.at(key.trial);
-    const GroupRequest& r = q.req;
+    counters_.examined++;
+    if (!Feasible(r).ok()) continue;  // never blocks the queue
     NodeNeed need = r.need();
-    auto started = [&](bool backfilled) {
-      if (backfilled) counters_.backfilled++;
-      queue_.erase(key);
-      queued_.erase(key.trial);  // `r` dangles from here on
-    };
-    if (!have_head) {
-      if (!Feasible(r).ok()) continue;  // never blocks the queue
-      if (PlanNodes(r, need, true, &nodes_)) {
-        StartOn(r, need, nodes_, now, key.submit, key.seq, &out);
-        started(false);
-        continue;
-      }
-      if (opt_.preemption) MaybePreempt(r, now, &out);
-      if (!opt_.backfill) break;
-      Reserve(r, now);
-      have_head = true;
-      if (reservation_) shadow = reservation_->start;
+    if (PlanNodes(r, need, true, &nodes_)) {
+      StartOn(r, need, nodes_, now, key.submit, key.seq, &out);
+      Dequeue(key);  // `r` dangles from here on
       continue;
     }
-    if (++scanned > opt_.backfill_depth) break;
-    if (!cluster_.AnyFree()) break;
-    bool dominated = false;
-    for (const auto& s : failed_all_) dominated = dominated || s.Dominates(r, need);
-    if (dominated) continue;
-    bool unreserved_fails = false;
-    for (const auto& s : failed_unreserved_) unreserved_fails = unreserved_fails || s.Dominates(r, need);
-    if (!unreserved_fails) {
-      if (PlanNodes(r, need, false, &nodes_)) {
-        StartOn(r, need, nodes_, now, key.submit, key.seq, &out);
-        started(true);
-        continue;
-      }
-      failed_unreserved_.push_back({r.nodes, need});
-    }
-    // Reserved nodes only for what ends before the head's reservation starts.
-    if (now + Duration(r) <= shadow) {
-      if (PlanNodes(r, need, true, &nodes_)) {
-        StartOn(r, need, nodes_, now, key.submit, key.seq, &out);
-        started(true);
-        continue;
-      }
-      failed_all_.push_back({r.nodes, need});
-    }
+    if (opt_.preemption) MaybePreempt(r, now, &out);
+    if (!opt_.backfill) break;
+    Reserve(r, now);
+    Backfill(key, now, reservation_ ? reservation_->start : std::numeric_limits<double>::infinity(), &out);
+    break;
   }
   ClearReservationMarks();
   return out;

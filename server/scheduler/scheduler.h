@@ -40,6 +40,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -100,6 +101,7 @@ struct Reservation {
 
 struct SchedulerCounters {
   int64_t started = 0, backfilled = 0, preempted = 0, passes = 0;
+  int64_t examined = 0;  // queued requests looked at, over all passes
 };
 
 class NodeGroupScheduler {
@@ -128,7 +130,7 @@ class NodeGroupScheduler {
   // A running group stopped and should run again later (preempted, node lost): frees its resources and puts
   // the request back in the queue with its original submit time; `remaining_estimate_s` replaces the
   // estimate (a preempted trial resumes from its checkpoint). NotFound if not running.
-  Status Requeue(int64_t trial_id, double now, std::optional<double> remaining_estimate_s = std::nullopt);
+  Status Requeue(int64_t trial_id, std::optional<double> remaining_estimate_s = std::nullopt);
   // Re-attaches a group that is already running (after a coordinator restart): takes exactly its slots and
   // GPUs. Errors: AlreadyExists, InvalidArgument (shape mismatch), NotFound/FailedPrecondition (resources).
   Status Attach(const GroupRequest& request, const NodeGroup& group, double started);
@@ -156,12 +158,29 @@ class NodeGroupScheduler {
     int neg_class;  // -effective class: higher classes first
     double submit;
     uint64_t seq;
-    int64_t trial;
+    int64_t trial;     // unique: the fields below never decide the order
+    double duration;   // the request's estimate (or the default)
     auto operator<=>(const QueueKey&) const = default;
+  };
+  // What failed to place in this pass; anything needing as much or more fails too.
+  struct Shape {
+    int nodes;
+    NodeNeed need;
+    bool Dominates(int r_nodes, const NodeNeed& n) const;
+  };
+  // Queued requests of one shape (nodes and per-node need), in queue order: a backfill pass visits shapes,
+  // not requests, so requests that cannot fit cost nothing once one of their shape failed.
+  struct Bucket {
+    Shape shape;
+    std::set<QueueKey> keys;
+    std::multiset<double> durations;
+    // Pass-local: the next request to consider, and what the bucket may still use.
+    std::set<QueueKey>::const_iterator cur;
+    enum class Mode { kAny, kReservedOnly, kDone } mode = Mode::kDone;
   };
   struct Queued {
     GroupRequest req;
-    QueueKey key;
+    int bucket;
   };
   struct Running {
     GroupRequest req;
@@ -171,14 +190,14 @@ class NodeGroupScheduler {
     uint64_t seq = 0;
     RunState state = RunState::kRunning;
   };
-  struct Shape {  // what failed to place in this pass; anything needing as much or more fails too
-    int nodes;
-    NodeNeed need;
-    bool Dominates(const GroupRequest& r, const NodeNeed& n) const;
-  };
-
   Status Validate(const GroupRequest& r) const;
   void Enqueue(const GroupRequest& r, double submit, uint64_t seq);
+  void Dequeue(const QueueKey& key);
+  int BucketFor(const GroupRequest& r);
+  // The backfill part of a pass, after the head (`head`) got its reservation ending at `shadow`.
+  void Backfill(const QueueKey& head, double now, double shadow, std::vector<Decision>* out);
+  // Marks buckets dominated by a shape that failed (reserved: with reserved nodes too).
+  void MarkFailed(const Shape& failed, bool reserved, double limit);
   void Age(double now);
   // Places `r` now if it fits (reserved nodes only with include_reserved); on success the group is RUNNING.
   bool TryStart(const GroupRequest& r, double now, bool include_reserved, double submit, uint64_t seq,
@@ -192,11 +211,14 @@ class NodeGroupScheduler {
   void SetEnd(int64_t trial, Running& g, double end);
   void Release(int64_t trial, Running& g);
   double Duration(const GroupRequest& r) const;
+  int SpannedRacks(const std::vector<int>& nodes) const;
 
   SchedulerOptions opt_;
   Cluster cluster_;
-  std::set<QueueKey> queue_;
-  std::unordered_map<int64_t, Queued> queued_;
+  std::map<QueueKey, Queued> queue_;             // in scheduling order
+  std::unordered_map<int64_t, QueueKey> queued_;  // trial -> its key
+  std::vector<Bucket> buckets_;
+  std::map<std::tuple<int, int, int, int, int64_t>, int> bucket_by_shape_;
   std::unordered_map<int64_t, Running> running_;
   std::set<std::pair<double, int64_t>> by_end_;  // (expected end, trial) of running groups
   int running_by_class_[3] = {0, 0, 0};
@@ -210,7 +232,6 @@ class NodeGroupScheduler {
   std::vector<std::pair<int, int>> plan_;
   RackPlanScratch scratch_;
   int stamp_now_ = 0;
-  std::vector<Shape> failed_unreserved_, failed_all_;
 };
 
 }  // namespace ladder::scheduler

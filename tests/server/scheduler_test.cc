@@ -301,8 +301,8 @@ TEST(SchedulerTest, HigherClassPreemptsTheYoungestLowerClassGroups) {
   ASSERT_TRUE(s.Submit(Req(30, 1, 5.0), 7).ok());
   ds = s.Schedule(7);
   EXPECT_TRUE(ds.empty());
-  ASSERT_TRUE(s.Requeue(3, 8, 900.0).ok());
-  ASSERT_TRUE(s.Requeue(4, 8, 900.0).ok());
+  ASSERT_TRUE(s.Requeue(3, 900.0).ok());
+  ASSERT_TRUE(s.Requeue(4, 900.0).ok());
   ds = s.Schedule(8);
   ASSERT_FALSE(Started(ds).empty());
   EXPECT_EQ(Started(ds)[0], 20);
@@ -365,7 +365,7 @@ TEST(SchedulerTest, NodeDownReturnsAffectedGroupsAndIsNotUsed) {
   ASSERT_TRUE(s.SetNodeState(s.cluster().spec(victim_node).id, NodeState::kDown, &affected).ok());
   EXPECT_EQ(affected, std::vector<int64_t>{1});
   EXPECT_EQ(s.SetNodeState("nope", NodeState::kDown).code(), Status::Code::kNotFound);
-  ASSERT_TRUE(s.Requeue(1, 1).ok());
+  ASSERT_TRUE(s.Requeue(1).ok());
   // Three nodes are up, one of them shared with trial 2: the 2-node group gets the other two.
   ds = s.Schedule(1);
   ASSERT_EQ(Started(ds), std::vector<int64_t>{1});
