@@ -151,12 +151,16 @@ class Table : public Problem {
       ++line_no;
       if (line.empty()) continue;
       std::vector<std::string> c = Split(line);
-      if (c.size() != header.size()) {
-        *error = path + ":" + std::to_string(line_no) + ": expected " + std::to_string(header.size()) + " columns";
+      // A row may lack some seeds' values (NAS-Bench-201 has such rows): it is evaluated on those it has.
+      std::vector<double> v;
+      for (size_t i = params; i < c.size() && i < header.size(); ++i) {
+        if (!c[i].empty()) v.push_back(std::strtod(c[i].c_str(), nullptr));
+      }
+      if (c.size() > header.size() || v.empty()) {
+        *error = path + ":" + std::to_string(line_no) + ": expected " + std::to_string(params) +
+                 " parameters and 1 to " + std::to_string(header.size() - params) + " seed values";
         return false;
       }
-      std::vector<double> v;
-      for (size_t i = params; i < c.size(); ++i) v.push_back(std::strtod(c[i].c_str(), nullptr));
       cells.emplace_back(c.begin(), c.begin() + static_cast<long>(params));
       values.push_back(std::move(v));
     }

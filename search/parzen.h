@@ -1,9 +1,9 @@
 #pragma once
 // Internal to search/: the Parzen estimator of TPE over some coordinates of a UnitSpace. A mixture with one
 // component per observation plus a prior component (uniform-ish, weight 1 like Optuna's prior_weight):
-//   float/int coordinate: a Gaussian truncated to [0, 1], centred on the observation, bandwidth
-//     0.2 * n^(-1/(dims+4)) (Scott-like rule of Optuna's multivariate TPE), clipped to [1/min(100, n+1), 1];
-//     the prior component is centred at 0.5 with bandwidth 1;
+//   float/int coordinate: a Gaussian truncated to [0, 1], centred on the observation; its bandwidth is the
+//     larger gap to its neighbours among the sorted centres of the coordinate (Optuna's univariate rule, prior
+//     included), clipped to [1/min(100, n+2), 1]; the prior component is centred at 0.5 with bandwidth 1;
 //   categorical coordinate: the observed choice gets 1 + prior/(n+1), every choice prior/(n+1), normalized;
 //     the prior component is uniform.
 // Component weights: the observations' `weights` (Optuna's default: older trials ramp down once there are more
@@ -35,7 +35,12 @@ class ParzenEstimator {
   std::vector<double> weight_cdf_;   // cumulative normalized component weights, for sampling
   std::vector<double> log_const_;    // per component: log weight - sum over numeric dims of log(sigma Z sqrt(2 pi))
   std::vector<double> mu_, inv_sigma_;  // [component * numeric_.size() + j]
-  std::vector<std::vector<double>> log_p_;  // per categorical dim j: [component * K + choice]
+  struct CategoricalDim {
+    size_t choices = 0;
+    double p_hit = 0, p_miss = 0, log_hit = 0, log_miss = 0, log_uniform = 0;
+    std::vector<int> observed;  // per component: its observed choice; -1 for the prior
+  };
+  std::vector<CategoricalDim> cat_;
   std::vector<double> sigma_;
 };
 
