@@ -124,6 +124,7 @@ void NodeGroupScheduler::Release(int64_t trial, Running& g) {
   NodeNeed need = g.req.need();
   for (const auto& s : g.group.slices) cluster_.Give(s, need, trial);
   by_end_.erase({g.end, trial});
+  preempting_.erase(trial);
   running_by_class_[static_cast<int>(g.req.priority)]--;
 }
 
@@ -199,6 +200,9 @@ Status NodeGroupScheduler::SetNodeState(std::string_view id, NodeState state, st
     auto it = running_.find(trial);
     if (it == running_.end()) continue;
     it->second.state = RunState::kFailed;
+    preempting_.erase(trial);
+    // The caller stops the rest of the group now: its other nodes are expected back at once.
+    SetEnd(trial, it->second, it->second.start);  // Reserve() reads ends before `now` as `now`
     if (affected) affected->push_back(trial);
   }
   return Status::Ok();
@@ -391,9 +395,7 @@ void NodeGroupScheduler::MaybePreempt(const GroupRequest& head, double now, std:
   };
   // Nodes that preemptions already under way will free.
   std::vector<int> coming;
-  for (const auto& [trial, g] : running_) {
-    if (g.state == RunState::kPreempting) count_down(g, &coming);
-  }
+  for (int64_t t : preempting_) count_down(running_.at(t), &coming);
   if (have >= head.nodes) return;  // enough is on its way
   // Nodes that stopping lower-class groups would free.
   freed_.clear();
@@ -404,20 +406,38 @@ void NodeGroupScheduler::MaybePreempt(const GroupRequest& head, double now, std:
   }
   if (have < head.nodes) return;
   if (!ChooseRacks(cluster_, usable_, head.nodes, opt_.placement, &plan_, &scratch_)) return;
+  // Per planned rack: idle nodes first, then nodes being freed already, then the cheapest freeable nodes.
   // The cost of freeing a node: the highest class on it, then the least work lost (latest start first).
-  auto cost = [&](int n) {
-    int cls = 0;
-    double latest = -std::numeric_limits<double>::infinity();
+  struct Candidate {
+    int cls;
+    double neg_start;
+    int node;
+    bool operator<(const Candidate& o) const {
+      return cls != o.cls ? cls < o.cls : neg_start != o.neg_start ? neg_start < o.neg_start : node < o.node;
+    }
+  };
+  std::vector<std::vector<Candidate>> by_plan(plan_.size());
+  auto plan_index = [&](int rack) {
+    for (size_t i = 0; i < plan_.size(); ++i) {
+      if (plan_[i].first == rack) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  for (int n : freed_) {
+    int i = plan_index(cluster_.rack_of(n));
+    if (i < 0) continue;
+    Candidate c{0, std::numeric_limits<double>::infinity(), n};
     for (int64_t t : cluster_.trials_on(n)) {
       const Running& g = running_.at(t);
-      cls = std::max(cls, static_cast<int>(g.req.priority));
-      latest = std::max(latest, g.start);
+      c.cls = std::max(c.cls, static_cast<int>(g.req.priority));
+      c.neg_start = std::min(c.neg_start, -g.start);
     }
-    return std::pair<int, double>{cls, -latest};
-  };
+    by_plan[i].push_back(c);
+  }
   std::vector<int64_t> victims;
-  std::vector<int> idle_now, in_rack;
-  for (const auto& [rack, k] : plan_) {
+  std::vector<int> idle_now;
+  for (size_t i = 0; i < plan_.size(); ++i) {
+    const auto [rack, k] = plan_[i];
     idle_now.clear();
     cluster_.IdleNodesInRack(rack, classes_, k, true, &idle_now);
     int taken = static_cast<int>(idle_now.size());
@@ -425,15 +445,11 @@ void NodeGroupScheduler::MaybePreempt(const GroupRequest& head, double now, std:
       if (taken < k && cluster_.rack_of(n) == rack) ++taken;
     }
     if (taken >= k) continue;
-    in_rack.clear();
-    for (int n : freed_) {
-      if (cluster_.rack_of(n) == rack) in_rack.push_back(n);
-    }
-    std::stable_sort(in_rack.begin(), in_rack.end(), [&](int a, int b) { return cost(a) < cost(b); });
-    for (int n : in_rack) {
+    std::sort(by_plan[i].begin(), by_plan[i].end());
+    for (const Candidate& c : by_plan[i]) {
       if (taken >= k) break;
       ++taken;
-      for (int64_t t : cluster_.trials_on(n)) victims.push_back(t);
+      for (int64_t t : cluster_.trials_on(c.node)) victims.push_back(t);
     }
   }
   std::sort(victims.begin(), victims.end());
@@ -442,6 +458,7 @@ void NodeGroupScheduler::MaybePreempt(const GroupRequest& head, double now, std:
     Running& g = running_.at(t);
     if (g.state != RunState::kRunning) continue;
     g.state = RunState::kPreempting;
+    preempting_.insert(t);
     SetEnd(t, g, std::min(g.end, now + opt_.preemption_grace_s));
     counters_.preempted++;
     Decision d;

@@ -24,17 +24,22 @@
 //   Later requests start now only if they leave the reserved nodes alone, or if their own estimate ends before
 //   T. So backfill never delays the head when estimates are upper bounds; the head itself is never skipped
 //   over by something that would delay it, and runs once its reservation comes due (no starvation).
-// - Preemption: when the head's class is above some running groups' class, the scheduler picks the fewest
-//   lower-class groups (compact, lowest class and youngest first) whose nodes make room, and returns a Preempt
-//   decision for each. The caller stops them through their checkpoint and calls Requeue() once they are
-//   stopped; they keep their nodes until then (PREEMPTING), and go back to the queue with their original
-//   submit time, to resume later.
+// - Preemption: when the head's class is above some running groups' class and it does not fit, the scheduler
+//   plans it compactly over idle nodes plus nodes held only by lower-class preemptible groups (in each rack:
+//   idle nodes first, then nodes already being freed, then those whose groups have the lowest class and
+//   started last: the least work lost), and returns a Preempt decision for every group on the nodes it needs.
+//   The caller stops them through their checkpoint and calls Requeue() once they are stopped; they keep
+//   their nodes until then (PREEMPTING; no further victims are chosen while enough nodes are on their way),
+//   and go back to the queue with their original submit time, to resume later.
 // - Node failure: SetNodeState(down/quarantined) returns the groups on that node; the caller stops the rest
 //   of each group and calls Requeue() (retry) or Finish() (give up). Draining nodes finish their groups and
 //   take no new ones.
-// - Cost: per decision, O(racks) plus O(log n) per node taken; the reservation walks running groups in
-//   expected-end order only as far as it needs; requests dominated by one that already failed in this pass are
-//   skipped without a placement attempt. No scan of every node.
+// - Restart: Attach() re-attaches a group that kept running while the coordinator was down.
+// - Cost: placing a group is O(racks) plus O(log n) per node taken (cluster.h's indexes; no scan of every
+//   node). The reservation walks running groups in expected-end order only as far as it needs. Backfill
+//   visits queued requests by shape (nodes and per-node need): once a shape fails, every queued request that
+//   needs as much or more is skipped without being looked at, so a pass costs O(shapes + starts), not
+//   O(queue). Preemption scans the running groups, only when the head outranks some of them.
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -128,8 +133,8 @@ class NodeGroupScheduler {
   // A running (or preempting, or failed) group ended: its resources are free. NotFound if not running.
   Status Finish(int64_t trial_id);
   // A running group stopped and should run again later (preempted, node lost): frees its resources and puts
-  // the request back in the queue with its original submit time; `remaining_estimate_s` replaces the
-  // estimate (a preempted trial resumes from its checkpoint). NotFound if not running.
+  // the request back in the queue with its original submit time (so it keeps its place); `remaining_estimate_s`
+  // replaces the estimate (a preempted trial resumes from its checkpoint). NotFound if not running.
   Status Requeue(int64_t trial_id, std::optional<double> remaining_estimate_s = std::nullopt);
   // Re-attaches a group that is already running (after a coordinator restart): takes exactly its slots and
   // GPUs. Errors: AlreadyExists, InvalidArgument (shape mismatch), NotFound/FailedPrecondition (resources).
@@ -221,6 +226,7 @@ class NodeGroupScheduler {
   std::map<std::tuple<int, int, int, int, int64_t>, int> bucket_by_shape_;
   std::unordered_map<int64_t, Running> running_;
   std::set<std::pair<double, int64_t>> by_end_;  // (expected end, trial) of running groups
+  std::set<int64_t> preempting_;                 // running groups in PREEMPTING
   int running_by_class_[3] = {0, 0, 0};
   uint64_t next_seq_ = 0;
   std::optional<Reservation> reservation_;

@@ -261,6 +261,34 @@ TEST(SchedulerTest, HeadsStartNoLaterThanTheirFirstReservation) {
   }
 }
 
+// Backfill visits request shapes, not requests: once a shape failed, every request needing as much or more
+// is skipped without a placement attempt, and smaller ones behind them still start.
+TEST(SchedulerTest, BackfillSkipsShapesDominatedByAFailure) {
+  NodeGroupScheduler s;
+  AddRacks(s, {{"r0", "s0", 18}, {"r1", "s0", 18}});
+  ASSERT_TRUE(s.Submit(Req(1, 30, 100.0), 0).ok());
+  ASSERT_EQ(Started(s.Schedule(0)), std::vector<int64_t>{1});
+  ASSERT_TRUE(s.Submit(Req(2, 36, 100.0), 1).ok());  // the head: waits for trial 1
+  int64_t id = 10;
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(s.Submit(Req(id++, 8, 1000.0), 2).ok());   // cannot fit
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(s.Submit(Req(id++, 12, 1000.0), 3).ok());  // dominated
+  ASSERT_TRUE(s.Submit(Req(999, 1, 1000.0), 4).ok());
+  int64_t examined_before = s.counters().examined;
+  auto ds = s.Schedule(5);
+  // Every free node is reserved for the head and the 1-node request would run past the reservation: nothing
+  // starts, and the pass looked at a handful of requests, not 600.
+  EXPECT_TRUE(Started(ds).empty());
+  EXPECT_LE(s.counters().examined - examined_before, 5);
+  // With room outside the reservation, the small one starts and the big ones are still skipped.
+  ASSERT_TRUE(s.AddNode({.id = "extra", .resources = {.cores = 42, .slots = 6, .gpus = 6, .memory_bytes = 0},
+                         .labels = {{"rack", "r2"}}}).ok());
+  examined_before = s.counters().examined;
+  ds = s.Schedule(6);
+  EXPECT_EQ(Started(ds), std::vector<int64_t>{999});
+  EXPECT_LE(s.counters().examined - examined_before, 5);
+  EXPECT_EQ(s.queued(), 601u);
+}
+
 TEST(SchedulerTest, StrictFifoWithoutBackfillWaitsForTheHead) {
   SchedulerOptions opt;
   opt.backfill = false;
@@ -469,6 +497,16 @@ TEST(ClusterTest, NodeLifecycleErrors) {
   EXPECT_EQ(c.node_count(), 0);
   EXPECT_TRUE(c.AddNode(n).ok());
   EXPECT_EQ(*c.IndexOf("a"), 0);  // the index comes back
+  for (int i = 0; i < 5; ++i) {
+    NodeSpec r;
+    r.id = "r" + std::to_string(i);
+    r.labels = {{"rack", "big"}};
+    ASSERT_TRUE(c.AddNode(r).ok());
+  }
+  EXPECT_EQ(c.max_rack_size(), 5);
+  EXPECT_EQ(c.IdealRacks(11), 3);
+  ASSERT_TRUE(c.RemoveNode("r4").ok());
+  EXPECT_EQ(c.max_rack_size(), 4);
 }
 
 TEST(NodeGroupTest, FormatsLikeRLite) {
