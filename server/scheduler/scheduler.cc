@@ -154,6 +154,19 @@ Status NodeGroupScheduler::Requeue(int64_t trial_id, std::optional<double> remai
   return Status::Ok();
 }
 
+Status NodeGroupScheduler::UpdateEstimate(int64_t trial_id, double estimated_duration_s) {
+  auto it = running_.find(trial_id);
+  if (it == running_.end()) return Status::NotFound("trial " + std::to_string(trial_id) + " is not running");
+  if (!(estimated_duration_s > 0)) {
+    return Status::InvalidArgument("trial " + std::to_string(trial_id) + ": estimate must be > 0, got " +
+                                   std::to_string(estimated_duration_s));
+  }
+  Running& g = it->second;
+  g.req.estimated_duration_s = estimated_duration_s;
+  if (g.state == RunState::kRunning) SetEnd(trial_id, g, g.start + estimated_duration_s);
+  return Status::Ok();
+}
+
 Status NodeGroupScheduler::Attach(const GroupRequest& r, const NodeGroup& group, double started) {
   if (Status st = Validate(r); !st.ok()) return st;
   if (queued_.count(r.trial_id) || running_.count(r.trial_id)) {

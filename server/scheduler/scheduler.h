@@ -136,6 +136,11 @@ class NodeGroupScheduler {
   // the request back in the queue with its original submit time (so it keeps its place); `remaining_estimate_s`
   // replaces the estimate (a preempted trial resumes from its checkpoint). NotFound if not running.
   Status Requeue(int64_t trial_id, std::optional<double> remaining_estimate_s = std::nullopt);
+  // Replaces a running group's estimate: its expected end becomes start + estimated_duration_s (e.g. when
+  // an early-stopping rung lets the trial go on). A longer estimate can delay the head's reservation; the
+  // guarantee that backfill never delays the head holds for estimates that are never raised.
+  // Errors: NotFound (not running), InvalidArgument (estimate <= 0).
+  Status UpdateEstimate(int64_t trial_id, double estimated_duration_s);
   // Re-attaches a group that is already running (after a coordinator restart): takes exactly its slots and
   // GPUs. Errors: AlreadyExists, InvalidArgument (shape mismatch), NotFound/FailedPrecondition (resources).
   Status Attach(const GroupRequest& request, const NodeGroup& group, double started);

@@ -217,6 +217,23 @@ TEST(SchedulerTest, BackfillDoesNotDelayTheReservedHead) {
   EXPECT_EQ(Started(ds)[0], 2);
 }
 
+TEST(SchedulerTest, UpdateEstimateMovesTheReservation) {
+  NodeGroupScheduler s;
+  AddRacks(s, {{"r0", "s0", 4}});
+  ASSERT_TRUE(s.Submit(Req(1, 4, 100.0), 0).ok());
+  ASSERT_EQ(Started(s.Schedule(0)), std::vector<int64_t>{1});
+  ASSERT_TRUE(s.Submit(Req(2, 4), 1).ok());
+  s.Schedule(1);
+  ASSERT_TRUE(s.reservation().has_value());
+  EXPECT_DOUBLE_EQ(s.reservation()->start, 100.0);
+  ASSERT_TRUE(s.UpdateEstimate(1, 300.0).ok());  // e.g. promoted to the next rung
+  s.Schedule(2);
+  ASSERT_TRUE(s.reservation().has_value());
+  EXPECT_DOUBLE_EQ(s.reservation()->start, 300.0);
+  EXPECT_EQ(s.UpdateEstimate(1, 0).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.UpdateEstimate(2, 10).code(), Status::Code::kNotFound);  // queued, not running
+}
+
 // A property over random workloads: with estimates that are upper bounds and one priority class, no head
 // starts later than the first reservation it was given.
 TEST(SchedulerTest, HeadsStartNoLaterThanTheirFirstReservation) {
