@@ -362,6 +362,35 @@ TEST(SchedulerTest, HigherClassPreemptsTheYoungestLowerClassGroups) {
   EXPECT_TRUE(s.IsQueued(30));
 }
 
+TEST(SchedulerTest, PreemptionVictimsAreCompact) {
+  NodeGroupScheduler s;
+  AddRacks(s, {{"ra", "s0", 4}, {"rb", "s0", 4}});
+  // One 1-node search group per node, and a 2-node one.
+  for (int64_t id = 1; id <= 6; ++id) {
+    ASSERT_TRUE(s.Submit(Req(id, 1, 1000.0), 0).ok());
+  }
+  ASSERT_TRUE(s.Submit(Req(7, 2, 1000.0), 0).ok());
+  ASSERT_EQ(Started(s.Schedule(0)).size(), 7u);
+  ASSERT_TRUE(s.Submit(Req(10, 4, 100.0, Priority::kHero), 1).ok());
+  auto ds = s.Schedule(1);
+  auto victims = Preempted(ds);
+  ASSERT_FALSE(victims.empty());
+  std::set<std::string> racks;
+  int nodes = 0;
+  for (const auto& d : ds) {
+    if (d.kind != Decision::Kind::kPreempt) continue;
+    nodes += d.group.size();
+    for (const auto& r : RacksOf(s, d.group)) racks.insert(r);
+  }
+  EXPECT_EQ(racks.size(), 1u) << "the hero's nodes come from one rack";
+  EXPECT_EQ(nodes, 4);  // no more groups stopped than the hero needs
+  for (int64_t v : victims) ASSERT_TRUE(s.Requeue(v).ok());
+  ds = s.Schedule(2);
+  ASSERT_FALSE(Started(ds).empty());
+  EXPECT_EQ(Started(ds)[0], 10);
+  EXPECT_EQ(s.RacksSpanned(*s.GroupOf(10)), 1);
+}
+
 TEST(SchedulerTest, PromotedPreemptsSearchButNotHero) {
   NodeGroupScheduler s;
   AddRacks(s, {{"r0", "s0", 4}});
