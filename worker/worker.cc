@@ -66,7 +66,13 @@ void Worker::Start() {
   std::error_code ec;
   std::filesystem::create_directories(opt_.trial_dir, ec);
   if (ec) throw std::runtime_error("cannot create trial directory '" + opt_.trial_dir + "': " + ec.message());
-  channel_ = grpc::CreateChannel(opt_.server, grpc::InsecureChannelCredentials());
+  // Reconnect quickly after a coordinator restart (gRPC's own default backoff grows to minutes).
+  grpc::ChannelArguments args;
+  const int backoff_max = static_cast<int>(std::max<int64_t>(100, opt_.reconnect_max.count()));
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, backoff_max);
+  channel_ = grpc::CreateCustomChannel(opt_.server, grpc::InsecureChannelCredentials(), args);
   stub_ = v1::WorkerService::NewStub(channel_);
   work_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       loop_.get_executor());
@@ -158,6 +164,12 @@ void Worker::SessionLoop() {
       if (stopping_) return;
       current_ = s;
     }
+    // Wait for a connection first: a call made while the channel is still connecting fails at once, and a
+    // stream of such calls keeps cancelling the channel's own connection attempts.
+    while (!channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::milliseconds(200))) {
+      std::lock_guard<std::mutex> g(mu_);
+      if (stopping_) return;
+    }
     s->stream = stub_->Connect(&s->ctx);
     boost::asio::post(loop_, [this, s] { OnConnected(s); });
     v1::CoordinatorMessage msg;
@@ -173,6 +185,7 @@ void Worker::SessionLoop() {
       st = s->stream->Finish();
     }
     std::string why = st.ok() ? "stream closed by the coordinator" : st.error_message();
+    if (!got_any) Log(LogLevel::kDebug, kLog, "cannot reach the coordinator at " + opt_.server + ": " + why);
     boost::asio::post(loop_, [this, s, why] { OnDisconnected(s, why); });
     if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
       LogError(kLog, "coordinator refused the worker: " + st.error_message());

@@ -10,53 +10,16 @@
 #include <map>
 #include <set>
 
+#include "tests/integration/system_support.h"
 #include "tests/integration/test_support.h"
 
 
 namespace ladder {
 namespace {
 
-std::string BinDir() {
-  const char* d = std::getenv("LADDER_BIN_DIR");
-  return d ? d : LADDER_TEST_BIN_DIR;
-}
-
-// A child process; killed (SIGKILL) on destruction if still running.
-struct Child {
-  pid_t pid = -1;
-  FILE* out = nullptr;  // its stdout, when captured
-  Child() = default;
-  Child(const Child&) = delete;
-  ~Child() { Kill(SIGKILL); }
-  void Kill(int sig) {
-    if (pid > 0) {
-      kill(pid, sig);
-      waitpid(pid, nullptr, 0);
-      pid = -1;
-    }
-    if (out) fclose(out), out = nullptr;
-  }
-};
-
-void Spawn(Child* c, std::vector<std::string> args, bool capture_stdout) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  int fds[2] = {-1, -1};
-  if (capture_stdout) {
-    ASSERT_EQ(pipe(fds), 0);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-  }
-  ASSERT_EQ(posix_spawn(&c->pid, argv[0], &fa, nullptr, argv.data(), environ), 0) << args[0];
-  posix_spawn_file_actions_destroy(&fa);
-  if (capture_stdout) {
-    close(fds[1]);
-    c->out = fdopen(fds[0], "r");
-  }
-}
+using testing::BinDir;
+using testing::Child;
+using testing::Spawn;
 
 TEST(System, KilledWorkerTrialsAreRequeuedAndTheSearchFinishesOnANewWorker) {
   testing::TempDir dir("system");
@@ -65,12 +28,8 @@ TEST(System, KilledWorkerTrialsAreRequeuedAndTheSearchFinishesOnANewWorker) {
         {BinDir() + "/ladder-server", "--listen", "127.0.0.1:0", "--db", (dir / "ladder.db").string(), "--no-token",
          "--heartbeat-timeout-ms", "1500"},
         true);
-  char line[512] = {};
-  ASSERT_TRUE(fgets(line, sizeof line, server.out)) << "server printed nothing";
-  std::string banner(line);
-  auto at = banner.find("listening on ");
-  ASSERT_NE(at, std::string::npos) << banner;
-  std::string address = banner.substr(at + 13, banner.find(' ', at + 13) - at - 13);
+  std::string address = testing::ReadListenAddress(server);
+  ASSERT_FALSE(address.empty()) << "the server printed no address";
 
   auto worker_args = [&](const std::string& node) {
     return std::vector<std::string>{BinDir() + "/ladder-worker", "--server", address, "--node-id", node, "--slots",
