@@ -135,6 +135,24 @@ std::optional<LawFit> FitLawFree(const std::vector<LawPoint>& pts, double max_no
                 u - lo > margin && hi - u > margin};
 }
 
+// B_noise weighed between the best LRs (sd lr_sigma in ln) and the measurement (sd noise_sigma in ln).
+LawFit FitLawJoint(const std::vector<LawPoint>& pts, double measured, double lr_sigma, double noise_sigma,
+                   double max_noise_factor) {
+  double bmin = pts.front().batch, bmax = bmin;
+  for (const auto& p : pts) bmin = std::min(bmin, p.batch), bmax = std::max(bmax, p.batch);
+  const double lo = std::min(std::log(bmin / 100), std::log(measured) - 5 * noise_sigma);
+  const double hi = std::max(std::log(bmax * max_noise_factor), std::log(measured) + 5 * noise_sigma);
+  const double m = std::log(measured);
+  const double u = Minimize1D(
+      [&](double v) {
+        const double z = (v - m) / noise_sigma;
+        return LogEpsMaxFor(pts, std::exp(v)).second / (lr_sigma * lr_sigma) + z * z;
+      },
+      lo, hi, 96);
+  const auto [log_eps, sse] = LogEpsMaxFor(pts, std::exp(u));
+  return LawFit{std::exp(log_eps), std::exp(u), std::sqrt(sse / pts.size()) / std::log(2.0), true};
+}
+
 LawFit FitLawFixedNoise(const std::vector<LawPoint>& pts, double b_noise) {
   const auto [log_eps, sse] = LogEpsMaxFor(pts, b_noise);
   return LawFit{std::exp(log_eps), b_noise, std::sqrt(sse / pts.size()) / std::log(2.0), true};
@@ -246,7 +264,7 @@ struct Sweeps {
 
 struct OneFit {
   std::vector<BestLr> best;
-  std::optional<LawFit> free_law, noise_law;
+  std::optional<LawFit> free_law, noise_law, joint_law;
   double noise = kNaN;
   std::optional<std::pair<double, double>> tradeoff;  // S_min, B_crit
   std::vector<TradeoffPoint> steps;
@@ -275,7 +293,11 @@ OneFit FitOnce(const Sweeps& sw, const ExtrapolationOptions& o, double target, c
   for (const BestLr& b : f.best) pts.push_back({static_cast<double>(b.global_batch), b.lr.value});
   f.free_law = FitLawFree(pts, o.max_noise_factor);
   f.noise = NoiseNearBest(sw.by_batch, f.best);
-  if (std::isfinite(f.noise) && !pts.empty()) f.noise_law = FitLawFixedNoise(pts, f.noise);
+  if (std::isfinite(f.noise) && !pts.empty()) {
+    f.noise_law = FitLawFixedNoise(pts, f.noise);
+    f.joint_law = FitLawJoint(pts, f.noise, o.lr_sigma_octaves * std::log(2.0), std::log(o.noise_sigma_factor),
+                              o.max_noise_factor);
+  }
   if (std::isfinite(target)) {
     for (const auto& [batch, group] : sw.by_batch) {
       double s = kNaN;
@@ -325,6 +347,7 @@ const char* LrRuleName(LrRule rule) {
     case LrRule::kFit: return "fit";
     case LrRule::kLrFit: return "lr_fit";
     case LrRule::kNoiseFit: return "noise_fit";
+    case LrRule::kJointFit: return "joint_fit";
     case LrRule::kLinear: return "linear";
     case LrRule::kSqrt: return "sqrt";
   }
@@ -418,9 +441,9 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   // Bootstrap replicates: resample within each batch (and, for the compute laws, within each budget).
   std::mt19937_64 rng(o.seed);
   std::map<int64_t, std::vector<double>> best_draws;
-  std::vector<double> free_eps, free_noise, fixed_eps, noise_draws, smin, bcrit, emin;
+  std::vector<double> free_eps, free_noise, fixed_eps, noise_draws, joint_eps, joint_noise, smin, bcrit, emin;
   std::vector<double> lr_coef, lr_exp, b_coef, b_exp;
-  std::vector<std::pair<double, double>> free_pairs, fixed_pairs;
+  std::vector<std::pair<double, double>> free_pairs, fixed_pairs, joint_pairs;
   for (int rep = 0; rep < o.bootstrap; ++rep) {
     Sweeps s;
     s.lr_range = sw.lr_range;
@@ -438,6 +461,10 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
     if (f.noise_law) {
       fixed_eps.push_back(f.noise_law->eps_max), noise_draws.push_back(f.noise);
       fixed_pairs.emplace_back(f.noise_law->eps_max, f.noise_law->b_noise);
+    }
+    if (f.joint_law) {
+      joint_eps.push_back(f.joint_law->eps_max), joint_noise.push_back(f.joint_law->b_noise);
+      joint_pairs.emplace_back(f.joint_law->eps_max, f.joint_law->b_noise);
     }
     if (f.tradeoff) {
       smin.push_back(f.tradeoff->first), bcrit.push_back(f.tradeoff->second);
@@ -480,6 +507,12 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
     r.measured_noise_scale = f.b_noise;
     r.noise_fit = f;
     if (r.lr_fit) r.noise_ratio = r.lr_fit->b_noise.value / full.noise;
+    LrBatchFit j;
+    j.eps_max = Spread(full.joint_law->eps_max, joint_eps, lv);
+    j.b_noise = Spread(full.joint_law->b_noise, joint_noise, lv);
+    j.rms_log2_residual = full.joint_law->rms_log2;
+    j.draws = joint_pairs;
+    r.joint_fit = j;
   } else {
     r.notes.push_back("noise_fit: no trial reports a measured noise scale (noise_scale > 0)");
   }
@@ -535,6 +568,22 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   return Fitted<ScalingReport>{r, ""};
 }
 
+const LrBatchFit* FitForRule(const ScalingReport& r, LrRule rule, const char** name) {
+  const LrBatchFit* fit = nullptr;
+  LrRule used = rule;
+  if (rule == LrRule::kJointFit || rule == LrRule::kFit) {
+    fit = r.joint_fit ? &*r.joint_fit : nullptr;
+    used = LrRule::kJointFit;
+  }
+  if (rule == LrRule::kNoiseFit) fit = r.noise_fit ? &*r.noise_fit : nullptr;
+  if (rule == LrRule::kLrFit || (rule == LrRule::kFit && !fit)) {
+    fit = r.lr_fit ? &*r.lr_fit : nullptr;
+    used = LrRule::kLrFit;
+  }
+  if (name) *name = LrRuleName(used);
+  return fit;
+}
+
 Fitted<Interval> PredictLr(const ScalingReport& r, double batch, LrRule rule) {
   if (!(batch >= 1)) return Fitted<Interval>::Fail("global_batch must be >= 1, got " + Num(batch));
   const double lv = r.interval_level;
@@ -548,9 +597,7 @@ Fitted<Interval> PredictLr(const ScalingReport& r, double batch, LrRule rule) {
     }
     return Fitted<Interval>{iv, ""};
   }
-  const LrBatchFit* fit = nullptr;
-  if (rule == LrRule::kNoiseFit || rule == LrRule::kFit) fit = r.noise_fit ? &*r.noise_fit : nullptr;
-  if (rule == LrRule::kLrFit || (rule == LrRule::kFit && !fit)) fit = r.lr_fit ? &*r.lr_fit : nullptr;
+  const LrBatchFit* fit = FitForRule(r, rule);
   if (!fit) {
     return Fitted<Interval>::Fail(std::string("rule ") + LrRuleName(rule) +
                                   ": the report has no such fit (see its notes)");

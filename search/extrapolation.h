@@ -8,6 +8,10 @@
 //                         alone, least squares in log ε
 //   noise_fit             the same law with B_noise = the measured gradient noise scale B_simple (median over
 //                         the trials near each batch's best LR), ε_max fitted; the two B_noise are compared
+//   joint_fit             both parameters, the best LRs weighed against the measurement: least squares of the
+//                         log-LR residuals (sd options.lr_sigma_octaves) plus a log-normal term tying B_noise to
+//                         B_simple (sd ln options.noise_sigma_factor). Small swept batches, which cannot locate
+//                         the bend of ε_opt(B), leave B_noise near B_simple; sweeps across the bend move it
 //   tradeoff              (S/S_min − 1)(E/E_min − 1) = 1, i.e. S(B) = S_min (1 + B_crit/B), fitted to the
 //                         fewest steps to a target loss at each batch; B_crit = E_min / S_min
 //   lr/batch vs compute   power laws lr = a·C^α and B = b·C^β over every configuration within a tolerance of
@@ -85,6 +89,8 @@ struct ExtrapolationOptions {
   double compute_group_tolerance = 0.05;   // compute budgets closer than this (relative) are one budget
   double target_loss = kNaN;            // tradeoff fit; NaN: the loss every batch's best run reaches, + 1%
   double max_noise_factor = 1000;       // lr_fit searches B_noise in [B_min/100, B_max × this]
+  double lr_sigma_octaves = 0.25;       // joint_fit: sd of a best LR around the law (half a half-octave step)
+  double noise_sigma_factor = 2.0;      // joint_fit: B_noise / B_simple is within this factor at 1 sd
   ScaleAnchor anchor = ScaleAnchor::kLargestBatch;
 };
 
@@ -133,6 +139,7 @@ struct ScalingReport {
   std::vector<BestLr> best_lr;                // one per batch size, ascending
   std::optional<LrBatchFit> lr_fit;           // from the best LRs alone (needs 2 batch sizes)
   std::optional<LrBatchFit> noise_fit;        // B_noise = measured noise scale (needs a measurement)
+  std::optional<LrBatchFit> joint_fit;        // best LRs and the measurement together (needs one)
   Interval measured_noise_scale;              // median B_simple near the best LRs
   double noise_ratio = kNaN;                  // lr_fit B_noise / measured B_simple
   std::optional<TradeoffFit> tradeoff;        // needs curves reaching a common target at 2 batch sizes
@@ -152,13 +159,17 @@ struct ScalingReport {
 Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const ExtrapolationOptions& options = {});
 
 enum class LrRule {
-  kFit,     // noise_fit when present, else lr_fit
+  kFit,     // joint_fit when present, else lr_fit
   kLrFit,   // lr_fit (the best LRs alone)
   kNoiseFit,
+  kJointFit,
   kLinear,  // anchor.lr × B / anchor.batch
   kSqrt,    // anchor.lr × √(B / anchor.batch)
 };
 const char* LrRuleName(LrRule rule);
+// The fit behind a fitted rule (kFit, kLrFit, kNoiseFit, kJointFit) and its name; nullptr when absent or
+// for the baselines.
+const LrBatchFit* FitForRule(const ScalingReport& report, LrRule rule, const char** name = nullptr);
 
 // The learning rate a rule predicts at `global_batch`, with its bootstrap interval (the rules: the anchor's).
 Fitted<Interval> PredictLr(const ScalingReport& report, double global_batch, LrRule rule);

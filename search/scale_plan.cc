@@ -84,15 +84,16 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
   if (!lr.ok()) return F::Fail("peak_lr: " + lr.error);
   p.peak_lr = *lr.value;
   {
-    const bool noise = o.lr_rule == LrRule::kNoiseFit || (o.lr_rule == LrRule::kFit && r.noise_fit);
-    const LrBatchFit* fit = noise ? &*r.noise_fit : (r.lr_fit ? &*r.lr_fit : nullptr);
+    const char* name = "";
+    const LrBatchFit* fit = FitForRule(r, o.lr_rule, &name);
+    const bool noise = fit && ((r.noise_fit && fit == &*r.noise_fit) || (r.joint_fit && fit == &*r.joint_fit));
     std::string src = "peak_lr: " + Iv(p.peak_lr) + " from ";
     if (o.lr_rule == LrRule::kLinear || o.lr_rule == LrRule::kSqrt) {
       src += std::string(LrRuleName(o.lr_rule)) + " rule from batch " + std::to_string(r.anchor.global_batch);
     } else if (fit) {
-      src += std::string(noise ? "noise_fit" : "lr_fit") + " eps_opt(B) = eps_max/(1 + B_noise/B), eps_max=" +
-             Iv(fit->eps_max) + ", B_noise=" + Iv(fit->b_noise) +
-             (noise ? " (measured B_simple)" : " (from the best LRs)");
+      src += std::string(name) + " eps_opt(B) = eps_max/(1 + B_noise/B), eps_max=" + Iv(fit->eps_max) +
+             ", B_noise=" + Iv(fit->b_noise) +
+             (noise ? ", measured B_simple=" + Iv(r.measured_noise_scale) : std::string(" (from the best LRs)"));
     }
     p.sources.push_back(src);
   }

@@ -146,6 +146,28 @@ TEST(FitScalingTest, NoiseAnchoredFitExtrapolates32xFromSmallBatches) {
   }
 }
 
+TEST(FitScalingTest, JointFitFollowsTheSweepsWhenTheySpanTheBend) {
+  // The measured noise scale is 3x off; sweeps across the bend of eps_opt(B) pull B_noise back to the truth.
+  Truth truth;
+  truth.loss_noise = 0.001;
+  auto trials = MakeSweeps(truth, {16, 64, 256, 1024, 4096}, 21);
+  for (auto& t : trials) t.noise_scale *= 3;
+  auto r = FitScaling(trials, {});
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(r.value->joint_fit && r.value->noise_fit);
+  EXPECT_NEAR(std::log2(r.value->measured_noise_scale.value / truth.b_noise), std::log2(3.0), 0.2);
+  EXPECT_NEAR(std::log2(r.value->joint_fit->b_noise.value / truth.b_noise), 0, 0.6);
+  const char* name = nullptr;
+  EXPECT_EQ(FitForRule(*r.value, LrRule::kFit, &name), &*r.value->joint_fit);
+  EXPECT_STREQ(name, "joint_fit");
+
+  // Swept only far below the bend: the LRs say nothing about B_noise, the joint fit stays at the measurement.
+  auto small = MakeSweeps(truth, {8, 16, 32}, 22);
+  auto s = FitScaling(small, {});
+  ASSERT_TRUE(s.ok()) << s.error;
+  EXPECT_NEAR(std::log2(s.value->joint_fit->b_noise.value / s.value->measured_noise_scale.value), 0, 0.5);
+}
+
 TEST(FitScalingTest, BootstrapIntervalsCoverTheTruth) {
   Truth truth;
   truth.loss_noise = 0.004;
