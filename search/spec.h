@@ -38,14 +38,15 @@
 //     batch_size: {type: int, low: 16, high: 128, log: true}
 //     width: {type: int, low: 32, high: 256, grid_points: 3}
 //     optimizer: {type: categorical, values: [sgd, adam]}
-//     momentum: {type: float, low: 0.0, high: 0.99, condition: {param: optimizer, in: [sgd]}}
+//     momentum: {type: float, low: 0.0, high: 0.99, condition: {param: optimizer, in: [sgd]}}  # see below
 //
 // Also accepted: `description:` (free text, ignored); mode `maximize`/`minimize`. Float ranges need low < high,
 // int ranges low <= high (integers); log needs low > 0 (int: >= 1). Categorical values are non-empty and
 // distinct. The grid sampler needs grid_points >= 2 on every float/int parameter; its max_trials is at most
 // the grid size. A `condition` names a categorical parameter defined above it and some of its values; the
-// parameter is active (and appears in the trial's parameters) only when that one takes one of them; the grid
-// sampler takes no conditions. Parameter names are [A-Za-z_][A-Za-z0-9_]* and may not be a built-in
+// parameter is active (and appears in the trial's parameters) only when that one takes one of them; a command
+// word or env value that mentions an inactive parameter is left out (write `--momentum={momentum}` as one
+// word). The grid sampler takes no conditions. Parameter names are [A-Za-z_][A-Za-z0-9_]* and may not be a built-in
 // placeholder's name.
 //
 // ParseSpec reports every error it finds, each with file:line:column and the dotted field.

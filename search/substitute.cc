@@ -35,20 +35,30 @@ Substituted SubstituteCommand(const SearchSpec& spec, const Params& params,
                               const std::map<std::string, std::string>& builtins) {
   Substituted result;
   std::string error;
-  // A conditional parameter that is inactive in this trial reads as the empty string.
-  Params with_inactive = params;
-  for (const ParamSpec& p : spec.space.params) with_inactive.emplace(p.name, std::string());
+  // A word (or env variable) that mentions a conditional parameter inactive in this trial is left out, so
+  // `--momentum={momentum}` disappears when momentum is inactive.
+  auto mentions_inactive = [&](const std::string& text) {
+    for (const auto& piece : ParseTemplate(text).pieces) {
+      if (!piece.is_placeholder || params.count(piece.text) != 0) continue;
+      for (const ParamSpec& p : spec.space.params) {
+        if (p.name == piece.text) return true;
+      }
+    }
+    return false;
+  };
   for (size_t i = 0; i < spec.command.size(); ++i) {
+    if (i > 0 && mentions_inactive(spec.command[i])) continue;
     std::string word;
-    if (!Fill(spec.command[i], with_inactive, builtins, &word, &error)) {
+    if (!Fill(spec.command[i], params, builtins, &word, &error)) {
       result.error = "command[" + std::to_string(i) + "]: " + error;
       return result;
     }
     result.argv.push_back(std::move(word));
   }
   for (const auto& [name, value] : spec.env) {
+    if (mentions_inactive(value)) continue;
     std::string filled;
-    if (!Fill(value, with_inactive, builtins, &filled, &error)) {
+    if (!Fill(value, params, builtins, &filled, &error)) {
       result.error = "env." + name + ": " + error;
       return result;
     }

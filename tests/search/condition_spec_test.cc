@@ -12,7 +12,8 @@ namespace {
 
 std::string WithSpace(const std::string& space, const std::string& sampler = "random") {
   return "name: s\nobjective: {metric: loss, mode: min}\nbudget: {max_trials: 4}\nsampler: " + sampler +
-         "\ncommand: [train, \"{opt}\", \"{momentum}\"]\nspace:\n" + space;
+         "\ncommand: [train, \"{opt}\", \"--momentum={momentum}\", --epochs, \"3\"]\n"
+         "env: {M: \"{momentum}\", O: \"{opt}\"}\nspace:\n" + space;
 }
 
 // The first error's "field: message" (without the position), or "" when the spec parsed.
@@ -41,10 +42,18 @@ TEST(ConditionSpecTest, ConditionParsesAndDrivesTheParameters) {
     bool is_sgd = std::get<std::string>(p.at("opt")) == "sgd";
     EXPECT_EQ(p.count("momentum") != 0, is_sgd);
     adam += is_sgd ? 0 : 1;
-    // An inactive parameter's placeholder reads as the empty string.
+    // A word or env value that mentions an inactive parameter is left out.
     Substituted sub = SubstituteCommand(*r.spec, p, {});
     ASSERT_TRUE(sub.error.empty()) << sub.error;
-    EXPECT_EQ(sub.argv[2].empty(), !is_sgd);
+    if (is_sgd) {
+      ASSERT_EQ(sub.argv.size(), 5u);
+      EXPECT_EQ(sub.argv[2], "--momentum=" + FormatValue(p.at("momentum")));
+      EXPECT_EQ(sub.env.count("M"), 1u);
+    } else {
+      EXPECT_EQ(sub.argv, (std::vector<std::string>{"train", "adam", "--epochs", "3"}));
+      EXPECT_EQ(sub.env.count("M"), 0u);
+    }
+    EXPECT_EQ(sub.env.at("O"), std::get<std::string>(p.at("opt")));
   }
   EXPECT_GT(adam, 0);
 }
