@@ -431,12 +431,39 @@ int main(int argc, char** argv) {
   Options o = Parse(argc, argv);
   auto defs = MakeWorkload(o);
   auto nodes = MakeCluster(o);
+  ls::NodeGroupScheduler probe;
+  {  // Leave out what this cluster can never hold (a small --inventory), renumbering the rest.
+    for (const auto& n : nodes) {
+      ls::NodeSpec up = n;
+      up.state = ls::NodeState::kUp;
+      if (!probe.AddNode(up).ok()) std::abort();
+    }
+    size_t kept = 0;
+    for (auto& d : defs) {
+      if (!probe.Feasible(d.req).ok()) continue;
+      d.req.trial_id = static_cast<int64_t>(kept) + 1;
+      defs[kept++] = std::move(d);
+    }
+    if (kept < defs.size()) {
+      std::printf("left out: %zu trials that need more than this cluster has\n", defs.size() - kept);
+      defs.resize(kept);
+    }
+    if (defs.empty()) {
+      std::fprintf(stderr, "ladder-scheduler-sim: no trial fits this cluster\n");
+      return 1;
+    }
+  }
   double node_hours = 0;
   for (const auto& d : defs) node_hours += d.work / 3600 * d.req.nodes * d.req.ranks_per_node / o.gpus;
-  std::printf("cluster: %zu nodes x %d GPUs, %d racks of %d, %d racks per switch%s\n", nodes.size(), o.gpus,
-              o.racks, o.nodes_per_rack, o.racks_per_switch, o.inventory.empty() ? "" : (" (" + o.inventory + ")").c_str());
-  std::printf("workload: %d trials (seed %llu), %.0f node-hours of work, %d kept waiting; node MTBF %.0f days, "
-              "repair %.0f h\n", o.trials, static_cast<unsigned long long>(o.seed), node_hours, o.queue,
+  if (o.inventory.empty()) {
+    std::printf("cluster: %zu nodes x %d GPUs, %d racks of %d, %d racks per switch\n", nodes.size(), o.gpus, o.racks,
+                o.nodes_per_rack, o.racks_per_switch);
+  } else {
+    std::printf("cluster: %zu nodes from %s, %d racks, %d switches\n", nodes.size(), o.inventory.c_str(),
+                probe.cluster().rack_count(), probe.cluster().switch_count());
+  }
+  std::printf("workload: %zu trials (seed %llu), %.0f node-hours of work, %d kept waiting; node MTBF %.0f days, "
+              "repair %.0f h\n", defs.size(), static_cast<unsigned long long>(o.seed), node_hours, o.queue,
               o.node_mtbf_days, o.repair_h);
   std::fflush(stdout);
 
