@@ -53,7 +53,7 @@ std::string Statement::Text(int col) const {
   return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, col)) : std::string();
 }
 
-Db::Db(const std::string& path) {
+Db::Db(const std::string& path, bool quick_check) {
   int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                            nullptr);
   if (rc != SQLITE_OK) {
@@ -67,9 +67,11 @@ Db::Db(const std::string& path) {
     Exec("PRAGMA journal_mode=WAL");
     Exec("PRAGMA synchronous=NORMAL");
     Exec("PRAGMA foreign_keys=ON");
-    Statement check(db_, "PRAGMA quick_check");
-    if (check.Step() && check.Text(0) != "ok") {
-      throw SqliteError("database '" + path + "' failed quick_check: " + check.Text(0));
+    if (quick_check) {
+      Statement check(db_, "PRAGMA quick_check");
+      if (check.Step() && check.Text(0) != "ok") {
+        throw SqliteError("database '" + path + "' failed quick_check: " + check.Text(0));
+      }
     }
   } catch (...) {
     cache_.clear();

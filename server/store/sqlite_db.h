@@ -49,8 +49,9 @@ class Statement {
 
 class Db {
  public:
-  // Opens (creating if needed) the file in WAL mode and runs PRAGMA quick_check.
-  explicit Db(const std::string& path);
+  // Opens (creating if needed) the file in WAL mode and, unless told not to, runs PRAGMA quick_check (a scan of
+  // the whole file: seconds for a large database).
+  explicit Db(const std::string& path, bool quick_check = true);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/log.h"
 #include "server/store/schema.h"
 
 namespace ladder::store {
@@ -39,13 +40,60 @@ std::string CommandJson(const v1::Trial& t) {
 
 }  // namespace
 
-Store::Store(const std::string& path) : path_(path), db_(path) { Migrate(); }
+Store::Store(const std::string& path) : path_(path), db_(path, /*quick_check=*/false) {
+  Migrate();
+  check_thread_ = std::thread([this] { CheckIntegrity(); });
+}
 
 Store::~Store() {
+  {
+    std::lock_guard<std::mutex> g(check_mu_);
+    closing_ = true;
+    if (check_db_) sqlite3_interrupt(check_db_);
+  }
+  if (check_thread_.joinable()) check_thread_.join();
   try {
     Flush();
   } catch (...) {
   }
+}
+
+void Store::CheckIntegrity() {
+  sqlite3* c = nullptr;
+  std::string problem;
+  if (sqlite3_open_v2(path_.c_str(), &c, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    problem = std::string("cannot open it for quick_check: ") + sqlite3_errmsg(c);
+  } else {
+    sqlite3_busy_timeout(c, 5000);
+    {
+      std::lock_guard<std::mutex> g(check_mu_);
+      check_db_ = c;
+      if (closing_) sqlite3_interrupt(c);
+    }
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v2(c, "PRAGMA quick_check", -1, &st, nullptr);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      auto* text = sqlite3_column_text(st, 0);
+      std::string result = text ? reinterpret_cast<const char*>(text) : "";
+      if (result != "ok") problem = "quick_check: " + result;
+    } else if (rc != SQLITE_INTERRUPT) {
+      problem = std::string("quick_check failed: ") + sqlite3_errmsg(c);
+    }
+    sqlite3_finalize(st);
+    std::lock_guard<std::mutex> g(check_mu_);
+    check_db_ = nullptr;
+  }
+  sqlite3_close(c);
+  if (!problem.empty()) LogError("store", "database '" + path_ + "' " + problem);
+  std::lock_guard<std::mutex> g(check_mu_);
+  if (!problem.empty()) integrity_problem_ = "database '" + path_ + "' " + problem;
+}
+
+std::optional<std::string> Store::IntegrityProblem() {
+  if (check_thread_.joinable()) check_thread_.join();
+  std::lock_guard<std::mutex> g(check_mu_);
+  return integrity_problem_;
 }
 
 int Store::SchemaVersion() {

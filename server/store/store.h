@@ -9,8 +9,15 @@
 // * Reads on the same connection see the batch's uncommitted writes.
 // * Opening runs pending migrations (PRAGMA user_version) in one transaction; a database from a newer
 //   ladder is refused with a clear error.
+// * PRAGMA quick_check reads the whole file (seconds for millions of metric points), so it runs on its own
+//   read-only connection in a background thread after opening, not before the coordinator can serve; a
+//   failure is logged as an error and reported by IntegrityProblem(). The destructor interrupts and joins it.
+#include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ladder/v1/ladder.pb.h"
@@ -24,6 +31,9 @@ class Store {
  public:
   explicit Store(const std::string& path);
   ~Store();
+
+  // Waits for the background quick_check; its finding, or nullopt when the database is sound.
+  std::optional<std::string> IntegrityProblem();
 
   int SchemaVersion();
   const std::string& path() const { return path_; }
@@ -62,9 +72,16 @@ class Store {
   void BeginIfNeeded();
   void Migrate();
 
+  void CheckIntegrity();
+
   std::string path_;
   Db db_;
   size_t pending_writes_ = 0;
+  std::mutex check_mu_;
+  std::optional<std::string> integrity_problem_;
+  sqlite3* check_db_ = nullptr;  // under check_mu_, so that the destructor can interrupt it safely
+  bool closing_ = false;         // under check_mu_
+  std::thread check_thread_;
 };
 
 }  // namespace ladder::store

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace ladder::store {
 namespace {
@@ -166,6 +167,41 @@ TEST_F(StoreTest, RefusesFileThatIsNotADatabase) {
     fclose(f);
   }
   EXPECT_THROW(Store st(path_), SqliteError);
+}
+
+TEST_F(StoreTest, IntegrityCheckRunsInTheBackgroundAndReportsCorruption) {
+  {
+    Store st(path_);
+    EXPECT_EQ(st.IntegrityProblem(), std::nullopt);
+    auto s = MakeSearch();
+    st.InsertSearch(&s);
+    v1::Trial t;
+    t.set_search_id(s.id());
+    st.InsertTrial(&t);
+    v1::MetricPoint p;
+    for (int i = 0; i < 5000; ++i) {
+      p.set_step(i);
+      (*p.mutable_values())["loss"] = 1.0 / (i + 1);
+      st.AppendMetrics(t.id(), p);
+    }
+    st.Flush();
+  }  // the last connection closes: the WAL is checkpointed into the file
+  auto size = std::filesystem::file_size(path_);
+  ASSERT_GT(size, 16u * 4096);
+  {
+    // Scribble over the page headers of pages 3..10 (the tables' b-trees), keeping page 1 (the schema) intact.
+    std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+    std::string junk(64, '\xff');
+    for (int page = 3; page <= 10; ++page) {
+      f.seekp((page - 1) * 4096);
+      f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+    }
+  }
+  Store st(path_);  // opens at once: the check does not hold up start-up
+  auto problem = st.IntegrityProblem();
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_NE(problem->find("quick_check"), std::string::npos) << *problem;
+  EXPECT_NE(problem->find(path_), std::string::npos) << *problem;
 }
 
 TEST_F(StoreTest, TransactionRollsBackUnlessCommitted) {
