@@ -265,6 +265,7 @@ struct Sweeps {
 struct OneFit {
   std::vector<BestLr> best;
   std::optional<LawFit> free_law, noise_law, joint_law;
+  std::optional<internal::Line> power;  // ln lr = a + b ln B, b in [0, 1]
   double noise = kNaN;
   std::optional<std::pair<double, double>> tradeoff;  // S_min, B_crit
   std::vector<TradeoffPoint> steps;
@@ -292,6 +293,17 @@ OneFit FitOnce(const Sweeps& sw, const ExtrapolationOptions& o, double target, c
   std::vector<LawPoint> pts;
   for (const BestLr& b : f.best) pts.push_back({static_cast<double>(b.global_batch), b.lr.value});
   f.free_law = FitLawFree(pts, o.max_noise_factor);
+  {
+    std::vector<double> lx, ly;
+    for (const auto& p : pts) lx.push_back(std::log(p.batch)), ly.push_back(std::log(p.lr));
+    f.power = FitLine(lx, ly);
+    if (f.power && (f.power->b < 0 || f.power->b > 1)) {
+      f.power->b = std::clamp(f.power->b, 0.0, 1.0);
+      double s = 0;
+      for (size_t i = 0; i < lx.size(); ++i) s += ly[i] - f.power->b * lx[i];
+      f.power->a = s / static_cast<double>(lx.size());
+    }
+  }
   f.noise = NoiseNearBest(sw.by_batch, f.best);
   if (std::isfinite(f.noise) && !pts.empty()) {
     f.noise_law = FitLawFixedNoise(pts, f.noise);
@@ -340,11 +352,12 @@ Interval Spread(double value, std::vector<double> draws, double level) {
 
 double LrBatchFit::Lr(double global_batch) const { return eps_max.value / (1 + b_noise.value / global_batch); }
 
-double PowerLaw::At(double compute) const { return coefficient.value * std::pow(compute, exponent.value); }
+double PowerLaw::At(double x) const { return coefficient.value * std::pow(x, exponent.value); }
 
 const char* LrRuleName(LrRule rule) {
   switch (rule) {
     case LrRule::kFit: return "fit";
+    case LrRule::kPowerFit: return "power_fit";
     case LrRule::kLrFit: return "lr_fit";
     case LrRule::kNoiseFit: return "noise_fit";
     case LrRule::kJointFit: return "joint_fit";
@@ -444,6 +457,8 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   std::vector<double> free_eps, free_noise, fixed_eps, noise_draws, joint_eps, joint_noise, smin, bcrit, emin;
   std::vector<double> lr_coef, lr_exp, b_coef, b_exp;
   std::vector<std::pair<double, double>> free_pairs, fixed_pairs, joint_pairs;
+  std::vector<double> pow_coef, pow_exp;
+  std::vector<internal::Line> pow_draws;
   for (int rep = 0; rep < o.bootstrap; ++rep) {
     Sweeps s;
     s.lr_range = sw.lr_range;
@@ -461,6 +476,9 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
     if (f.noise_law) {
       fixed_eps.push_back(f.noise_law->eps_max), noise_draws.push_back(f.noise);
       fixed_pairs.emplace_back(f.noise_law->eps_max, f.noise_law->b_noise);
+    }
+    if (f.power) {
+      pow_coef.push_back(std::exp(f.power->a)), pow_exp.push_back(f.power->b), pow_draws.push_back(*f.power);
     }
     if (f.joint_law) {
       joint_eps.push_back(f.joint_law->eps_max), joint_noise.push_back(f.joint_law->b_noise);
@@ -515,6 +533,14 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
     r.joint_fit = j;
   } else {
     r.notes.push_back("noise_fit: no trial reports a measured noise scale (noise_scale > 0)");
+  }
+  if (full.power) {
+    PowerLaw pl;
+    pl.coefficient = Spread(std::exp(full.power->a), pow_coef, lv);
+    pl.exponent = Spread(full.power->b, pow_exp, lv);
+    pl.points = static_cast<int>(full.best.size());
+    for (const auto& l : pow_draws) pl.draws.emplace_back(std::exp(l.a), l.b);
+    r.power_fit = pl;
   }
   if (full.tradeoff) {
     TradeoffFit t;
@@ -571,15 +597,9 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
 const LrBatchFit* FitForRule(const ScalingReport& r, LrRule rule, const char** name) {
   const LrBatchFit* fit = nullptr;
   LrRule used = rule;
-  if (rule == LrRule::kJointFit || rule == LrRule::kFit) {
-    fit = r.joint_fit ? &*r.joint_fit : nullptr;
-    used = LrRule::kJointFit;
-  }
+  if (rule == LrRule::kJointFit) fit = r.joint_fit ? &*r.joint_fit : nullptr;
   if (rule == LrRule::kNoiseFit) fit = r.noise_fit ? &*r.noise_fit : nullptr;
-  if (rule == LrRule::kLrFit || (rule == LrRule::kFit && !fit)) {
-    fit = r.lr_fit ? &*r.lr_fit : nullptr;
-    used = LrRule::kLrFit;
-  }
+  if (rule == LrRule::kLrFit) fit = r.lr_fit ? &*r.lr_fit : nullptr;
   if (name) *name = LrRuleName(used);
   return fit;
 }
@@ -596,6 +616,12 @@ Fitted<Interval> PredictLr(const ScalingReport& r, double batch, LrRule rule) {
       if (b.global_batch == r.anchor.global_batch) iv.lo = b.lr.lo * f, iv.hi = b.lr.hi * f;
     }
     return Fitted<Interval>{iv, ""};
+  }
+  if (rule == LrRule::kFit || rule == LrRule::kPowerFit) {
+    if (!r.power_fit) return Fitted<Interval>::Fail("rule power_fit: the report has no power fit (see its notes)");
+    std::vector<double> draws;
+    for (const auto& [c, a] : r.power_fit->draws) draws.push_back(c * std::pow(batch, a));
+    return Fitted<Interval>{Spread(r.power_fit->At(batch), draws, lv), ""};
   }
   const LrBatchFit* fit = FitForRule(r, rule);
   if (!fit) {

@@ -12,6 +12,11 @@
 //                         log-LR residuals (sd options.lr_sigma_octaves) plus a log-normal term tying B_noise to
 //                         B_simple (sd ln options.noise_sigma_factor). Small swept batches, which cannot locate
 //                         the bend of ε_opt(B), leave B_noise near B_simple; sweeps across the bend move it
+//   power_fit             ε_opt(B) = c·B^α, a line in log-log through the best LRs, α kept in [0, 1] (the range of
+//                         d ln ε_opt / d ln B under the law above: 1 far below B_noise, 0 far above). The default
+//                         rule (LrRule::kFit): with a fixed budget in epochs, the best LR of the MLP tasks in
+//                         bench/extrapolation kept growing about linearly far past the measured B_simple, so the
+//                         law with B_noise = B_simple bent too early there (docs/BENCHMARKS.md)
 //   tradeoff              (S/S_min − 1)(E/E_min − 1) = 1, i.e. S(B) = S_min (1 + B_crit/B), fitted to the
 //                         fewest steps to a target loss at each batch; B_crit = E_min / S_min
 //   lr/batch vs compute   power laws lr = a·C^α and B = b·C^β over every configuration within a tolerance of
@@ -120,12 +125,13 @@ struct TradeoffFit {
   std::vector<std::pair<int64_t, double>> steps_by_batch;  // fewest steps to the target at each batch
 };
 
-// y = coefficient × C^exponent.
+// y = coefficient × x^exponent (x: compute, or the global batch for power_fit).
 struct PowerLaw {
   Interval coefficient, exponent;
-  int points = 0;  // near-optimal configurations it was fitted to
-  int budgets = 0;
-  double At(double compute) const;
+  int points = 0;   // configurations (or best LRs) it was fitted to
+  int budgets = 0;  // compute budgets (compute laws only)
+  std::vector<std::pair<double, double>> draws;  // bootstrap (coefficient, exponent) pairs (power_fit only)
+  double At(double x) const;
 };
 
 struct ScaleAnchorPoint {
@@ -140,6 +146,7 @@ struct ScalingReport {
   std::optional<LrBatchFit> lr_fit;           // from the best LRs alone (needs 2 batch sizes)
   std::optional<LrBatchFit> noise_fit;        // B_noise = measured noise scale (needs a measurement)
   std::optional<LrBatchFit> joint_fit;        // best LRs and the measurement together (needs one)
+  std::optional<PowerLaw> power_fit;          // best LR = c·B^α against the global batch
   Interval measured_noise_scale;              // median B_simple near the best LRs
   double noise_ratio = kNaN;                  // lr_fit B_noise / measured B_simple
   std::optional<TradeoffFit> tradeoff;        // needs curves reaching a common target at 2 batch sizes
@@ -159,7 +166,8 @@ struct ScalingReport {
 Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const ExtrapolationOptions& options = {});
 
 enum class LrRule {
-  kFit,     // joint_fit when present, else lr_fit
+  kFit,     // power_fit
+  kPowerFit,
   kLrFit,   // lr_fit (the best LRs alone)
   kNoiseFit,
   kJointFit,
@@ -167,8 +175,8 @@ enum class LrRule {
   kSqrt,    // anchor.lr × √(B / anchor.batch)
 };
 const char* LrRuleName(LrRule rule);
-// The fit behind a fitted rule (kFit, kLrFit, kNoiseFit, kJointFit) and its name; nullptr when absent or
-// for the baselines.
+// The ε_opt(B) fit behind kLrFit, kNoiseFit or kJointFit and its name; nullptr when absent or for the other
+// rules.
 const LrBatchFit* FitForRule(const ScalingReport& report, LrRule rule, const char** name = nullptr);
 
 // The learning rate a rule predicts at `global_batch`, with its bootstrap interval (the rules: the anchor's).

@@ -136,9 +136,11 @@ TEST(FitScalingTest, NoiseAnchoredFitExtrapolates32xFromSmallBatches) {
   auto r = FitScaling(trials, {});
   ASSERT_TRUE(r.ok()) << r.error;
   for (double b : {4096.0, 8192.0}) {
-    auto fit = PredictLr(*r.value, b, LrRule::kFit);
-    ASSERT_TRUE(fit.ok()) << fit.error;
-    EXPECT_NEAR(std::log2(fit.value->value / EpsOpt(truth, b)), 0, 0.35) << "batch " << b;
+    for (LrRule rule : {LrRule::kNoiseFit, LrRule::kJointFit}) {
+      auto fit = PredictLr(*r.value, b, rule);
+      ASSERT_TRUE(fit.ok()) << fit.error;
+      EXPECT_NEAR(std::log2(fit.value->value / EpsOpt(truth, b)), 0, 0.35) << "batch " << b;
+    }
     auto lin = PredictLr(*r.value, b, LrRule::kLinear);
     ASSERT_TRUE(lin.ok());
     // The linear rule keeps growing past the noise scale: far too high here.
@@ -158,14 +160,49 @@ TEST(FitScalingTest, JointFitFollowsTheSweepsWhenTheySpanTheBend) {
   EXPECT_NEAR(std::log2(r.value->measured_noise_scale.value / truth.b_noise), std::log2(3.0), 0.2);
   EXPECT_NEAR(std::log2(r.value->joint_fit->b_noise.value / truth.b_noise), 0, 0.6);
   const char* name = nullptr;
-  EXPECT_EQ(FitForRule(*r.value, LrRule::kFit, &name), &*r.value->joint_fit);
+  EXPECT_EQ(FitForRule(*r.value, LrRule::kJointFit, &name), &*r.value->joint_fit);
   EXPECT_STREQ(name, "joint_fit");
+  EXPECT_EQ(FitForRule(*r.value, LrRule::kFit), nullptr);
 
   // Swept only far below the bend: the LRs say nothing about B_noise, the joint fit stays at the measurement.
   auto small = MakeSweeps(truth, {8, 16, 32}, 22);
   auto s = FitScaling(small, {});
   ASSERT_TRUE(s.ok()) << s.error;
   EXPECT_NEAR(std::log2(s.value->joint_fit->b_noise.value / s.value->measured_noise_scale.value), 0, 0.5);
+}
+
+TEST(FitScalingTest, PowerFitRecoversTheExponentAndKeepsItInZeroToOne) {
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> n01(0, 1);
+  auto sweeps = [&](double alpha) {
+    std::vector<ScaleTrial> out;
+    for (int64_t b : {8, 16, 32, 64, 128}) {
+      const double opt = 0.002 * std::pow(static_cast<double>(b), alpha);
+      for (int k = -6; k <= 6; ++k) {
+        ScaleTrial t;
+        t.global_batch = b;
+        t.peak_lr = 0.001 * std::exp2(0.5 * k) * std::pow(2.0, std::round(std::log2(opt / 0.001)));
+        const double d = std::log2(t.peak_lr / opt);
+        t.final_loss = 1.0 + 0.05 * d * d + 0.001 * n01(rng);
+        out.push_back(t);
+      }
+    }
+    return out;
+  };
+  auto r = FitScaling(sweeps(0.8), {});
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(r.value->power_fit);
+  EXPECT_NEAR(r.value->power_fit->exponent.value, 0.8, 0.05);
+  EXPECT_TRUE(r.value->power_fit->exponent.Contains(0.8));
+  auto p = PredictLr(*r.value, 2048, LrRule::kFit);
+  ASSERT_TRUE(p.ok()) << p.error;
+  EXPECT_NEAR(std::log2(p.value->value / (0.002 * std::pow(2048.0, 0.8))), 0, 0.25);
+  EXPECT_LE(p.value->lo, p.value->value);
+  EXPECT_GE(p.value->hi, p.value->value);
+
+  auto steep = FitScaling(sweeps(1.3), {});
+  ASSERT_TRUE(steep.ok());
+  EXPECT_DOUBLE_EQ(steep.value->power_fit->exponent.value, 1.0);  // never faster than the linear rule
 }
 
 TEST(FitScalingTest, BootstrapIntervalsCoverTheTruth) {
