@@ -40,7 +40,7 @@ struct Options {
   double checkpoint_s = 60;        // time a preempted trial takes to checkpoint and stop
   int hero_every = 10000;          // one hero run per this many trials
   std::string inventory;           // optional: nodes from an inventory file instead
-  bool rung_estimates = false;     // also run ladder with rung-aware estimates (a third column)
+  bool rung_estimates = true;      // also run ladder with rung-aware estimates (a third column)
 };
 
 [[noreturn]] void Usage(int code) {
@@ -439,10 +439,11 @@ int main(int argc, char** argv) {
       if (!probe.AddNode(up).ok()) std::abort();
     }
     size_t kept = 0;
-    for (auto& d : defs) {
-      if (!probe.Feasible(d.req).ok()) continue;
-      d.req.trial_id = static_cast<int64_t>(kept) + 1;
-      defs[kept++] = std::move(d);
+    for (size_t i = 0; i < defs.size(); ++i) {
+      if (!probe.Feasible(defs[i].req).ok()) continue;
+      defs[i].req.trial_id = static_cast<int64_t>(kept) + 1;
+      if (kept != i) defs[kept] = std::move(defs[i]);  // never a self-move: it would empty `rungs`
+      ++kept;
     }
     if (kept < defs.size()) {
       std::printf("left out: %zu trials that need more than this cluster has\n", defs.size() - kept);
