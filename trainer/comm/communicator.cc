@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "trainer/comm/node_layout.h"
+
 namespace ladder::trainer::comm {
 
 namespace {
@@ -42,36 +44,82 @@ std::vector<std::string> AvailableBackends() {
   return out;
 }
 
+namespace {
+
+// The backend "auto" stands for: nccl when this build has it, CUDA devices are present and WORLD_SIZE > 1
+// (torchrun-style ranks); mpi under mpirun/srun with several ranks; gloo when WORLD_SIZE > 1; else none.
+std::string ResolveAuto() {
+  const int mpi_size = EnvInt("OMPI_COMM_WORLD_SIZE", EnvInt("PMIX_SIZE", EnvInt("PMI_SIZE", 1)));
+  const int world_size = EnvInt("WORLD_SIZE", 1);
+#ifdef LADDER_HAVE_NCCL
+  if (world_size > 1 && NcclDevicesPresent()) return "nccl";
+#endif
+  if (mpi_size > 1) return "mpi";
+  if (world_size > 1) return "gloo";
+  return "none";
+}
+
+// The flat communicator of a backend that can be split into nodes (for the hierarchical allreduce).
+std::unique_ptr<GroupCommunicator> MakeGroupBackend(const std::string& b, std::string* error) {
+  if (b == "gloo") return MakeGloo(error);
+#ifdef LADDER_HAVE_MPI
+  if (b == "mpi") return MakeMpi(error);
+#endif
+  *error = "hierarchical allreduce is available over gloo and mpi, not over " + b;
+  return nullptr;
+}
+
+}  // namespace
+
 std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, const CommOptions& options,
                                                std::string* error) {
-  (void)options;  // TODO(hierarchical): wired by the hierarchical communicator
-  std::string b = backend;
-  if (b == "auto") {
-    const int mpi_size = EnvInt("OMPI_COMM_WORLD_SIZE", EnvInt("PMIX_SIZE", EnvInt("PMI_SIZE", 1)));
-    if (mpi_size > 1) {
-      b = "mpi";
-    } else if (EnvInt("WORLD_SIZE", 1) > 1) {
-      b = "gloo";
-    } else {
-      b = "none";
-    }
+  const std::string b = backend == "auto" ? ResolveAuto() : backend;
+  if (b != "none" && b != "gloo" && b != "mpi" && b != "nccl") {
+    *error = "unknown backend '" + backend + "' (auto, none, gloo, mpi, nccl)";
+    return nullptr;
   }
-  if (b == "none") return MakeSingleProcess();
-  if (b == "gloo") return MakeGloo(error);
+#ifndef LADDER_HAVE_MPI
   if (b == "mpi") {
-#ifdef LADDER_HAVE_MPI
-    return MakeMpi(error);
-#else
     *error = "this ladder-train was built without MPI (install libopenmpi-dev and rebuild)";
     return nullptr;
-#endif
   }
+#endif
+#ifndef LADDER_HAVE_NCCL
   if (b == "nccl") {
-    *error = "this ladder-train was built without NCCL (it needs a CUDA LibTorch and NCCL at build time)";
+    *error = "this ladder-train was built without NCCL (it needs a CUDA LibTorch and NCCL at build time; "
+             "this build has: ";
+    for (const auto& a : AvailableBackends()) *error += a + " ";
+    error->back() = ')';
     return nullptr;
   }
-  *error = "unknown backend '" + backend + "' (auto, none, gloo, mpi, nccl)";
-  return nullptr;
+#endif
+  if (b == "none") return MakeSingleProcess();  // one rank: hierarchical or not is the same
+  if (!options.hierarchical) {
+    if (b == "gloo") return MakeGloo(error);
+#ifdef LADDER_HAVE_MPI
+    if (b == "mpi") return MakeMpi(error);
+#endif
+#ifdef LADDER_HAVE_NCCL
+    if (b == "nccl") return MakeNccl(error);
+#endif
+  }
+  auto world = MakeGroupBackend(b, error);
+  if (!world) return nullptr;
+  if (world->size() == 1) return world;
+  NodeLayout layout;
+  std::string layout_error;
+  const bool layout_ok = ResolveNodeLayout(world->rank(), world->size(), options, std::getenv, &layout, &layout_error);
+  // All ranks fail together (a launcher's local rank may contradict the layout on some ranks only, and the
+  // others would otherwise wait in the split until the rendezvous timeout).
+  auto bad = torch::tensor({layout_ok ? 0 : 1}, torch::kInt32);
+  world->AllreduceSum(bad)->Wait();
+  if (const int bad_ranks = bad.item<int>(); bad_ranks > 0) {
+    *error = layout_ok ? "hierarchical allreduce: the node layout is invalid on " + std::to_string(bad_ranks) +
+                             " rank(s) (see their messages)"
+                       : layout_error;
+    return nullptr;
+  }
+  return MakeHierarchical(std::move(world), layout.ranks_per_node, layout.source, error);
 }
 
 }  // namespace ladder::trainer::comm

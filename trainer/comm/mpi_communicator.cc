@@ -2,17 +2,17 @@
 // blocking MPI_Allreduce there and returns at once, so gradient buckets are reduced with MPI's tuned
 // algorithms while the backward pass goes on (OpenMPI's non-blocking MPI_Iallreduce uses slower schedules
 // and, without a progress thread, only advances inside MPI calls).
+//
+// Lifecycle: MpiRuntime initializes MPI (unless the program already did) and owns the MPI thread; the world
+// communicator and every communicator split from it share it, and the last one gone finalizes MPI. Calls on
+// different communicators go through the same thread, so they cannot deadlock by running in different orders.
 #include <mpi.h>
 
-#include <condition_variable>
 #include <cstdlib>
-#include <deque>
-#include <functional>
-#include <future>
-#include <mutex>
-#include <thread>
+#include <memory>
 
 #include "trainer/comm/communicator.h"
+#include "trainer/comm/serial_executor.h"
 
 namespace ladder::trainer::comm {
 
@@ -24,24 +24,16 @@ MPI_Datatype TypeOf(const torch::Tensor& t) {
     case torch::kFloat64: return MPI_DOUBLE;
     case torch::kInt64: return MPI_INT64_T;
     case torch::kInt32: return MPI_INT32_T;
-    default: throw std::runtime_error("mpi backend: unsupported tensor type");
+    default:
+      throw std::invalid_argument(std::string("mpi backend: unsupported tensor type ") +
+                                  c10::toString(t.scalar_type()) + " (float32, float64, int32, int64)");
   }
 }
 
-class FutureWork final : public Work {
+class MpiRuntime {
  public:
-  explicit FutureWork(std::future<void> f) : f_(std::move(f)) {}
-  void Wait() override { f_.get(); }
-
- private:
-  std::future<void> f_;
-};
-
-class Mpi final : public Communicator {
- public:
-  Mpi() {
-    thread_ = std::thread([this] { Loop(); });
-    Run([this] {
+  MpiRuntime() {
+    exec_.Submit([this] {
       int inited = 0;
       MPI_Initialized(&inited);
       if (!inited) {
@@ -49,26 +41,44 @@ class Mpi final : public Communicator {
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
         owns_ = true;
       }
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-      MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    }).get();
+  }
+  ~MpiRuntime() {
+    exec_.Submit([this] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (owns_ && !finalized) MPI_Finalize();
+    }).get();
+  }
+  // Queues `fn` for the MPI thread; calls run in the order they were queued (the same on every rank).
+  std::future<void> Run(std::function<void()> fn) { return exec_.Submit(std::move(fn)); }
+
+ private:
+  SerialExecutor exec_;
+  bool owns_ = false;  // written and read on the MPI thread only
+};
+
+class Mpi final : public GroupCommunicator {
+ public:
+  // Takes ownership of `comm` unless it is MPI_COMM_WORLD.
+  Mpi(std::shared_ptr<MpiRuntime> rt, MPI_Comm comm) : rt_(std::move(rt)), comm_(comm) {
+    rt_->Run([this] {
+      MPI_Comm_rank(comm_, &rank_);
+      MPI_Comm_size(comm_, &size_);
       MPI_Comm local;
-      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+      MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
       MPI_Comm_rank(local, &local_rank_);
       MPI_Comm_free(&local);
     }).get();
   }
   ~Mpi() override {
-    Run([this] {
-      int finalized = 0;
-      MPI_Finalized(&finalized);
-      if (owns_ && !finalized) MPI_Finalize();
-    }).get();
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      stop_ = true;
+    if (comm_ != MPI_COMM_WORLD) {
+      rt_->Run([c = comm_]() mutable {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized) MPI_Comm_free(&c);
+      }).get();
     }
-    cv_.notify_all();
-    thread_.join();
   }
   std::string backend() const override { return "mpi"; }
   int rank() const override { return rank_; }
@@ -79,59 +89,56 @@ class Mpi final : public Communicator {
     void* data = t.data_ptr();
     int count = static_cast<int>(t.numel());
     MPI_Datatype type = TypeOf(t);
+    MPI_Comm comm = comm_;
     return std::make_unique<FutureWork>(
-        Run([=] { MPI_Allreduce(MPI_IN_PLACE, data, count, type, MPI_SUM, MPI_COMM_WORLD); }));
+        rt_->Run([=] { MPI_Allreduce(MPI_IN_PLACE, data, count, type, MPI_SUM, comm); }));
   }
   void Broadcast(torch::Tensor& t, int root) override {
     void* data = t.data_ptr();
     int count = static_cast<int>(t.numel());
     MPI_Datatype type = TypeOf(t);
-    Run([=] { MPI_Bcast(data, count, type, root, MPI_COMM_WORLD); }).get();
+    MPI_Comm comm = comm_;
+    rt_->Run([=] { MPI_Bcast(data, count, type, root, comm); }).get();
   }
   void Barrier() override {
-    Run([] { MPI_Barrier(MPI_COMM_WORLD); }).get();
+    MPI_Comm comm = comm_;
+    rt_->Run([=] { MPI_Barrier(comm); }).get();
+  }
+  void ReduceSum(torch::Tensor& t, int root) override {
+    void* data = t.data_ptr();
+    int count = static_cast<int>(t.numel());
+    MPI_Datatype type = TypeOf(t);
+    MPI_Comm comm = comm_;
+    const bool is_root = rank_ == root;
+    rt_->Run([=] {
+      MPI_Reduce(is_root ? MPI_IN_PLACE : data, is_root ? data : nullptr, count, type, MPI_SUM, root, comm);
+    }).get();
+  }
+  bool Split(int color, int key, std::unique_ptr<GroupCommunicator>* out, std::string* error) override {
+    MPI_Comm sub = MPI_COMM_NULL;
+    int rc = MPI_SUCCESS;
+    MPI_Comm comm = comm_;
+    rt_->Run([&] { rc = MPI_Comm_split(comm, color < 0 ? MPI_UNDEFINED : color, key, &sub); }).get();
+    if (rc != MPI_SUCCESS) {
+      *error = "mpi backend: MPI_Comm_split(color " + std::to_string(color) + ") failed with code " +
+               std::to_string(rc);
+      return false;
+    }
+    *out = sub == MPI_COMM_NULL ? nullptr : std::make_unique<Mpi>(rt_, sub);
+    return true;
   }
 
  private:
-  // Queues `fn` for the MPI thread; operations run in the order they were queued (the same on every rank).
-  std::future<void> Run(std::function<void()> fn) {
-    std::packaged_task<void()> task(std::move(fn));
-    auto f = task.get_future();
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      queue_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-    return f;
-  }
-  void Loop() {
-    for (;;) {
-      std::packaged_task<void()> task;
-      {
-        std::unique_lock<std::mutex> g(mu_);
-        cv_.wait(g, [this] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      task();
-    }
-  }
-
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::packaged_task<void()>> queue_;
-  bool stop_ = false;
+  std::shared_ptr<MpiRuntime> rt_;
+  MPI_Comm comm_;
   int rank_ = 0, size_ = 1, local_rank_ = 0;
-  bool owns_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Communicator> MakeMpi(std::string* error) {
+std::unique_ptr<GroupCommunicator> MakeMpi(std::string* error) {
   try {
-    return std::make_unique<Mpi>();
+    return std::make_unique<Mpi>(std::make_shared<MpiRuntime>(), MPI_COMM_WORLD);
   } catch (const std::exception& e) {
     *error = std::string("mpi backend: ") + e.what();
     return nullptr;
