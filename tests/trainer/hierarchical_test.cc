@@ -113,8 +113,9 @@ void ExpectEqualToReference(const std::filesystem::path& dir, const std::string&
   EXPECT_LE(RelativeError(got, want), 1e-5);
 }
 
+// Small buckets (5 KB), so that several hierarchical allreduces are in flight during each backward pass.
 std::vector<std::string> Hierarchical(std::vector<std::string> args, int ranks_per_node) {
-  args.push_back("--hierarchical");
+  args.insert(args.end(), {"--hierarchical", "--bucket-cap-mb", "0.005"});
   if (ranks_per_node > 0) {
     args.push_back("--ranks-per-node");
     args.push_back(std::to_string(ranks_per_node));
