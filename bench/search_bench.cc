@@ -25,11 +25,13 @@ using ladder::search::ParamKind;
 using ladder::search::ParamSpec;
 using ladder::search::SearchSpec;
 
+constexpr const char* kUsage =
+    "usage: ladder-search-bench regret (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]"
+    " [--checkpoints 25,50,100,200]\n       ladder-search-bench timing --sampler S [--history 100,1000,10000]"
+    " [--asks K]\nThe ladder side of bench/search_vs_optuna; one JSON line per seed (regret) or history size (timing).\n";
+
 int Usage(const std::string& msg) {
-  std::cerr << "ladder-search-bench: " << msg
-            << "\nusage: ladder-search-bench regret (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]"
-               " [--checkpoints 25,50,100,200]\n       ladder-search-bench timing --sampler S [--history 100,1000,10000]"
-               " [--asks K]\n";
+  std::cerr << "ladder-search-bench: " << msg << "\n" << kUsage;
   return 2;
 }
 
@@ -163,7 +165,7 @@ int main(int argc, char** argv) {
   if (argc < 2) return Usage("missing command");
   std::string cmd = argv[1];
   if (cmd == "--help" || cmd == "-h") {
-    Usage("help");
+    std::cout << kUsage;
     return 0;
   }
   std::map<std::string, std::string> a;
