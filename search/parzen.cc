@@ -19,6 +19,46 @@ size_t ChoiceOf(double u, size_t k) {
   return std::min(c, k - 1);
 }
 
+// Sorts (centre in [0, 1], component) pairs, given in component order, by centre, ties by component: std::sort for small inputs, an LSD
+// radix sort on 33 bits of the centre for large ones (the bad group of a long search has thousands of
+// trials; this is the estimator's main cost). Centres closer than 2^-33 may come out in component order
+// rather than by value; the bandwidths that follow are clipped far above such gaps.
+void SortByCentre(std::vector<std::pair<double, uint32_t>>* v) {
+  const size_t n = v->size();
+  if (n < 512) {
+    std::sort(v->begin(), v->end());
+    return;
+  }
+  constexpr int kBits = 11, kPasses = 3;
+  constexpr uint64_t kBuckets = uint64_t{1} << kBits;
+  std::vector<uint64_t> key(n), key_tmp(n);
+  std::vector<std::pair<double, uint32_t>> tmp(n);
+  // The input is in component order and the radix passes are stable, so equal keys stay in component order.
+  for (size_t i = 0; i < n; ++i) {
+    key[i] = static_cast<uint64_t>(std::clamp((*v)[i].first, 0.0, 1.0) * 0x1.0p33);
+    if (key[i] >= (uint64_t{1} << 33)) key[i] = (uint64_t{1} << 33) - 1;
+  }
+  std::vector<size_t> count(kBuckets);
+  for (int pass = 0; pass < kPasses; ++pass) {
+    const int shift = pass * kBits;
+    std::fill(count.begin(), count.end(), 0);
+    for (size_t i = 0; i < n; ++i) ++count[(key[i] >> shift) & (kBuckets - 1)];
+    size_t acc = 0;
+    for (auto& c : count) {
+      size_t t = c;
+      c = acc;
+      acc += t;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const size_t pos = count[(key[i] >> shift) & (kBuckets - 1)]++;
+      tmp[pos] = (*v)[i];
+      key_tmp[pos] = key[i];
+    }
+    v->swap(tmp);
+    key.swap(key_tmp);
+  }
+}
+
 }  // namespace
 
 std::vector<double> DefaultTpeWeights(size_t n) {
@@ -70,10 +110,11 @@ ParzenEstimator::ParzenEstimator(const UnitSpace& unit, std::vector<size_t> dims
   for (size_t k = 0; k < components_; ++k) {  // one pass over the observations, into dim-major columns
     for (size_t j = 0; j < nn; ++j) mu_[j * components_ + k] = k == n ? 0.5 : (*points[k])[dims_[numeric_[j]]];
   }
+  const double log_min_sigma = std::log(min_sigma);
   std::vector<std::pair<double, uint32_t>> sorted(components_);  // (centre, component)
   for (size_t j = 0; j < nn; ++j) {
     for (size_t k = 0; k < components_; ++k) sorted[k] = {mu_[j * components_ + k], static_cast<uint32_t>(k)};
-    std::sort(sorted.begin(), sorted.end());
+    SortByCentre(&sorted);
     const size_t m = sorted.size();
     std::vector<double> ext(m + 2);
     ext[0] = 0.0;
@@ -96,7 +137,8 @@ ParzenEstimator::ParzenEstimator(const UnitSpace& unit, std::vector<size_t> dims
       mu_[j * components_ + k] = mu;
       sigma_[j * components_ + k] = sigma;
       inv_sigma_[j * components_ + k] = 1.0 / sigma;
-      log_const_[k] -= std::log(sigma) + std::log(z) + kLogSqrt2Pi;
+      log_const_[k] -= (sigma == min_sigma ? log_min_sigma : std::log(sigma)) + (z == 1.0 ? 0.0 : std::log(z)) +
+                       kLogSqrt2Pi;
     }
   }
   // Categorical: a component puts (base + 1) / sum on its observed choice and base / sum on the others

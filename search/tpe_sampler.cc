@@ -65,15 +65,26 @@ class TpeSampler : public HistorySampler {
       }
       const size_t n = done.size() + liars.size();
       size_t n_good = std::min({static_cast<size_t>(std::ceil(gamma_ * static_cast<double>(n))), kMaxGood, done.size()});
-      std::vector<const Observation*> by_loss = done;
-      std::stable_sort(by_loss.begin(), by_loss.end(),
-                       [](const Observation* a, const Observation* b) { return *a->loss < *b->loss; });
-      std::vector<const Observation*> good(by_loss.begin(), by_loss.begin() + static_cast<long>(n_good));
-      std::vector<const Observation*> bad(by_loss.begin() + static_cast<long>(n_good), by_loss.end());
-      bad.insert(bad.end(), liars.begin(), liars.end());
+      // The good trials are the first n_good by (loss, number); found with nth_element, then both groups are
+      // read off `done`, which is in trial-number order, so no sort of the (large) bad group is needed.
+      std::vector<std::pair<double, int64_t>> keys;
+      keys.reserve(done.size());
+      for (const Observation* o : done) keys.emplace_back(*o->loss, o->number);
+      std::pair<double, int64_t> cut{-std::numeric_limits<double>::infinity(), std::numeric_limits<int64_t>::min()};
+      if (n_good > 0) {
+        std::nth_element(keys.begin(), keys.begin() + static_cast<long>(n_good - 1), keys.end());
+        cut = keys[n_good - 1];
+      }
+      std::vector<const Observation*> good, bad;
+      good.reserve(n_good);
+      bad.reserve(n - n_good);
+      for (const Observation* o : done) {
+        (n_good > 0 && std::make_pair(*o->loss, o->number) <= cut ? good : bad).push_back(o);
+      }
+      const auto mid = static_cast<long>(bad.size());
+      bad.insert(bad.end(), liars.begin(), liars.end());  // pending trials, in trial-number order too
       auto by_number = [](const Observation* a, const Observation* b) { return a->number < b->number; };
-      std::sort(good.begin(), good.end(), by_number);
-      std::sort(bad.begin(), bad.end(), by_number);
+      std::inplace_merge(bad.begin(), bad.begin() + mid, bad.end(), by_number);
       Split s;
       for (const Observation* o : good) s.good.push_back(&o->u);
       for (const Observation* o : bad) s.bad.push_back(&o->u);
