@@ -1,7 +1,8 @@
-// ladder-allreduce-bench: run under mpirun. Times (a) the trainer's bucketed gradient allreduce — gradients
-// handed to the GradientReducer in backward order, which copies them (scaled) into 25 MiB buckets and
-// launches each bucket's allreduce when it is complete, then the gradients become views of the averaged
-// buckets — against (b) raw MPI_Allreduce of the same bytes (one call, or bucket-sized chunks: the faster).
+// ladder-allreduce-bench: run under mpirun. Times (a) the trainer's bucketed gradient allreduce — the
+// GradientReducer's gradients are views of 25 MiB buckets that autograd accumulates into, so what a step costs
+// the reducer is: parameters marked ready in backward order (as the accumulator hooks do), each bucket's
+// allreduce launched on the communicator's thread as soon as it is complete, Finish() waiting for all —
+// against (b) raw MPI_Allreduce of the same bytes (one call, or bucket-sized chunks: the faster).
 // Prints one JSON line from rank 0.
 #include <mpi.h>
 
@@ -58,22 +59,21 @@ int main(int argc, char** argv) {
     left -= n;
     ++k;
   }
-  // Gradients as a backward pass would hand them over, last parameter first (preallocated, so that the
-  // figure is the reducer's: scaled copy into buckets, bucket allreduces, gradient views).
-  std::vector<torch::Tensor> grads;
-  for (auto& p : params) grads.push_back(torch::randn_like(p));
   std::vector<double> t_ladder, t_mpi;
   {
     ladder::trainer::GradientReducer reducer(params, *comm, static_cast<int64_t>(bucket_mb * 1024 * 1024));
     for (int i = 0; i < iters + 1; ++i) {
+      // The gradients as a backward pass leaves them in the buckets (untimed: autograd's work, not the
+      // reducer's; zeroing is the optimizer's zero_grad of any trainer).
+      reducer.ZeroGrad();
+      for (auto& p : params) p.mutable_grad().normal_();
       comm->Barrier();
       double t0 = Now();
       reducer.Prepare();
-      for (size_t k = params.size(); k-- > 0;) reducer.OnGrad(k, grads[k]);
+      for (size_t k = params.size(); k-- > 0;) reducer.MarkReady(k);
       reducer.Finish();
       double t = Now() - t0;
       if (i) t_ladder.push_back(t);
-      for (auto& p : params) p.mutable_grad() = torch::Tensor();
     }
   }
   // (b) raw MPI_Allreduce of the same bytes, as one call and as chunks of the bucket size; the faster counts.

@@ -52,15 +52,29 @@ std::vector<std::string> SplitCommas(const std::string& v) {
 
 std::string Usage() {
   return R"(usage: ladder-train [options]
-Trains an MLP classifier on a CSV data set and prints metrics as JSON lines on stdout (docs/METRICS.md).
+Trains a network by synchronous data-parallel SGD and prints metrics as JSON lines on stdout (docs/METRICS.md).
 
   --data SOURCE        CSV or CSV.gz: numeric features, integer class label (0..K-1) last; an optional
                        header line is skipped (default: the shipped digits data); or idx:IMAGES,LABELS
                        (MNIST IDX), cifar10:FILE[,FILE..] (CIFAR-10 binary), synthetic:ROWS[:FEATURES[:CLASSES]]
+                       (Gaussian mixture), climate:ROWS[:SIZE] (16-channel fields with cyclones and atmospheric
+                       rivers, per-pixel labels), markov:ROWS[:SEQ[:VOCAB]] (token sequences), text:PATH (a
+                       file's bytes as tokens)
+  --model NAME         mlp | cnn (small ResNet) | unet (segmentation) | transformer (causal LM); default: unet
+                       for climate:, transformer for token data, mlp otherwise
+  --input-shape C,H,W  reshape vector samples (CSV) into images, e.g. 1,8,8 for the digits (for cnn)
   --val-fraction F     held-out fraction, split with a fixed seed (default 0.2)
-  --width N            hidden units per layer (default 128)
-  --depth N            hidden layers (default 2)
-  --dropout P          dropout after each hidden layer, 0 <= P < 1 (default 0)
+  --width N            mlp hidden units, cnn/unet first-stage channels, transformer model width (default 128)
+  --depth N            mlp hidden layers, cnn stages, unet convs per level, transformer blocks (default 2)
+  --heads N            transformer attention heads (default 4)
+  --seq-len N          tokens per sample for text: (and markov: unless given there) (default 64)
+  --dropout P          dropout (after hidden layers, before the cnn head, on attention) 0 <= P < 1 (default 0)
+  --class-weights W    segmentation loss weights: auto (inverse square root of the class frequency),
+                       none, or a comma list (default auto)
+  --device NAME        auto | cpu | cuda (default auto: cuda:LOCAL_RANK when a GPU is there)
+  --precision P        fp32 | bf16 (bf16 autocast for forward and loss; fp32 master weights) (default fp32)
+  --prefetch N         batches assembled ahead on a background thread, 0 = off (default 2)
+  --eval-train-rows N  training rows evaluated at each epoch end for train_loss (default 10000)
   --optimizer NAME     sgd | adam | adamw | lars | larc | lamb (default sgd)
   --lr X               (peak) learning rate > 0 (default 0.05)
   --momentum X         SGD/LARS momentum, 0 <= X < 1 (default 0.9)
@@ -135,6 +149,40 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
   std::map<std::string, std::function<std::string(const std::string&)>> flags = {
       {"--data", [&](const std::string& v) -> std::string { a.data = v; return v.empty() ? "empty path" : ""; }},
       {"--val-fraction", real(&a.val_fraction, 0, 1, true, true)},
+      {"--model",
+       [&](const std::string& v) -> std::string {
+         if (v != "mlp" && v != "cnn" && v != "unet" && v != "transformer") return "expected mlp, cnn, unet or transformer";
+         a.model = v;
+         return "";
+       }},
+      {"--input-shape", [&](const std::string& v) -> std::string { a.input_shape = v; return v.empty() ? "empty" : ""; }},
+      {"--heads", integer(&a.heads, 1, 1024)},
+      {"--seq-len", integer(&a.seq_len, 2, 1 << 20)},
+      {"--class-weights",
+       [&](const std::string& v) -> std::string {
+         if (v != "auto" && v != "none") {
+           for (const auto& part : SplitCommas(v)) {
+             double w;
+             if (!ToDouble(part, &w) || w < 0) return "expected auto, none or comma-separated weights >= 0";
+           }
+         }
+         a.class_weights = v;
+         return "";
+       }},
+      {"--device",
+       [&](const std::string& v) -> std::string {
+         if (v != "auto" && v != "cpu" && v != "cuda") return "expected auto, cpu or cuda";
+         a.device = v;
+         return "";
+       }},
+      {"--precision",
+       [&](const std::string& v) -> std::string {
+         if (v != "fp32" && v != "bf16") return "expected fp32 or bf16";
+         a.precision = v;
+         return "";
+       }},
+      {"--prefetch", integer(&a.prefetch, 0, 64)},
+      {"--eval-train-rows", integer(&a.eval_train_rows, 0, int64_t{1} << 40)},
       {"--width", integer(&a.width, 1, 1 << 20)},
       {"--depth", integer(&a.depth, 0, 64)},
       {"--dropout", real(&a.dropout, 0, 1, false, true)},

@@ -9,9 +9,18 @@
 namespace ladder::trainer {
 
 struct TrainArgs {
-  std::string data;              // CSV (optionally gzip): numeric features, integer class label last
+  std::string data;              // data_sources.h: CSV, idx:, cifar10:, synthetic:, climate:, markov:, text:
+  std::string model;             // mlp | cnn | unet | transformer ("" = the data's default, models.h)
+  int heads = 4;                 // transformer attention heads
+  int64_t seq_len = 64;          // tokens per sample (text:, markov: default)
+  std::string input_shape;       // "C,H,W": reshape vector samples (CSV) into images for cnn/unet
+  std::string class_weights = "auto";  // segmentation loss weights: auto (inverse sqrt frequency) | none | list
+  std::string device = "auto";   // auto | cpu | cuda
+  std::string precision = "fp32";  // fp32 | bf16 (autocast)
+  int prefetch = 2;              // batches prepared ahead on a background thread (0: none)
+  int64_t eval_train_rows = 10000;  // rows of the training set evaluated for the epoch's train_loss
   double val_fraction = 0.2;     // held out with a fixed seed, the same for every trial
-  int width = 128;
+  int width = 128;               // mlp hidden units; cnn/unet base channels; transformer d_model
   int depth = 2;
   double dropout = 0.0;
   std::string optimizer = "sgd";  // sgd | adam | adamw | lars | larc | lamb

@@ -135,21 +135,87 @@ void SplitDataset(const Dataset& all, double val_fraction, uint64_t split_seed, 
   auto take = [&](Dataset* d, size_t from, size_t to) {
     d->features = all.features;
     d->classes = all.classes;
+    d->shape = all.shape;
+    d->label_size = all.label_size;
+    d->task = all.task;
     d->rows = static_cast<int64_t>(to - from);
     d->x.clear();
     d->y.clear();
+    const auto f = static_cast<size_t>(all.features), l = static_cast<size_t>(all.label_size);
     for (size_t i = from; i < to; ++i) {
       auto r = static_cast<size_t>(idx[i]);
-      d->x.insert(d->x.end(), all.x.begin() + static_cast<std::ptrdiff_t>(r * all.features),
-                  all.x.begin() + static_cast<std::ptrdiff_t>((r + 1) * all.features));
-      d->y.push_back(all.y[r]);
+      d->x.insert(d->x.end(), all.x.begin() + static_cast<std::ptrdiff_t>(r * f),
+                  all.x.begin() + static_cast<std::ptrdiff_t>((r + 1) * f));
+      d->y.insert(d->y.end(), all.y.begin() + static_cast<std::ptrdiff_t>(r * l),
+                  all.y.begin() + static_cast<std::ptrdiff_t>((r + 1) * l));
     }
   };
   take(val, 0, static_cast<size_t>(n_val));
   take(train, static_cast<size_t>(n_val), idx.size());
 }
 
+const char* TaskName(Task t) {
+  switch (t) {
+    case Task::kClassify: return "classify";
+    case Task::kSegment: return "segment";
+    case Task::kLanguageModel: return "lm";
+  }
+  return "?";
+}
+
+bool SetSampleShape(const std::string& text, Dataset* d, std::string* error) {
+  std::vector<int64_t> shape;
+  int64_t product = 1;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    char* end = nullptr;
+    long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v < 1) {
+      *error = "--input-shape '" + text + "': expected positive integers separated by commas (C,H,W)";
+      return false;
+    }
+    shape.push_back(v);
+    product *= v;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (product != d->features) {
+    *error = "--input-shape '" + text + "' has " + std::to_string(product) + " elements, the data has " +
+             std::to_string(d->features) + " features per sample";
+    return false;
+  }
+  d->shape = shape;
+  return true;
+}
+
+// Per channel: every (C,H,W) sample's channel c is standardized with channel c's statistics over `train`.
+static void StandardizeChannels(Dataset* train, Dataset* val) {
+  const auto c = static_cast<size_t>(train->shape[0]);
+  const auto plane = static_cast<size_t>(train->features) / c;
+  std::vector<double> sum(c, 0), sq(c, 0);
+  for (size_t r = 0; r < static_cast<size_t>(train->rows); ++r) {
+    for (size_t k = 0; k < c; ++k) {
+      const float* p = &train->x[(r * c + k) * plane];
+      for (size_t j = 0; j < plane; ++j) sum[k] += p[j], sq[k] += static_cast<double>(p[j]) * p[j];
+    }
+  }
+  const double n = static_cast<double>(train->rows) * static_cast<double>(plane);
+  for (Dataset* d : {train, val}) {
+    for (size_t r = 0; r < static_cast<size_t>(d->rows); ++r) {
+      for (size_t k = 0; k < c; ++k) {
+        const double mean = sum[k] / n, sd = std::sqrt(std::max(0.0, sq[k] / n - mean * mean));
+        float* p = &d->x[(r * c + k) * plane];
+        for (size_t j = 0; j < plane; ++j) p[j] = sd > 1e-12 ? static_cast<float>((p[j] - mean) / sd) : 0.0f;
+      }
+    }
+  }
+}
+
 void Standardize(Dataset* train, Dataset* val) {
+  if (train->task == Task::kLanguageModel) return;
+  if (train->shape.size() == 3) return StandardizeChannels(train, val);
   const auto f = static_cast<size_t>(train->features);
   std::vector<double> mean(f, 0), var(f, 0);
   for (size_t r = 0; r < static_cast<size_t>(train->rows); ++r) {

@@ -8,11 +8,24 @@
 
 namespace ladder::trainer {
 
+// What the labels are: one class per sample, one class per pixel, or the next token at every position.
+enum class Task { kClassify, kSegment, kLanguageModel };
+const char* TaskName(Task t);  // "classify", "segment", "lm"
+
 struct Dataset {
   int64_t rows = 0, features = 0, classes = 0;
-  std::vector<float> x;    // rows × features, row-major
-  std::vector<int64_t> y;  // rows
+  std::vector<float> x;    // rows × features, row-major (token ids as exact floats for language models)
+  std::vector<int64_t> y;  // rows × label_size
+  std::vector<int64_t> shape;  // one sample's shape, its product = features (empty: {features})
+  int64_t label_size = 1;      // labels per sample: 1, H·W (segmentation) or T (language model)
+  Task task = Task::kClassify;
+
+  std::vector<int64_t> SampleShape() const { return shape.empty() ? std::vector<int64_t>{features} : shape; }
 };
+
+// Sets d->shape from "C,H,W" (or any comma list whose product is d->features). false with *error naming the
+// value and the feature count otherwise.
+bool SetSampleShape(const std::string& text, Dataset* d, std::string* error);
 
 // Loads `path`; on failure returns false with *error naming the file and line ("d.csv:17: expected 65
 // columns, found 64").
@@ -21,7 +34,8 @@ bool LoadCsv(const std::string& path, Dataset* out, std::string* error);
 // Splits with a fixed seed (independent of the training seed, so every trial sees the same split).
 void SplitDataset(const Dataset& all, double val_fraction, uint64_t split_seed, Dataset* train, Dataset* val);
 
-// Standardizes every feature with the mean and standard deviation of `train` (constant features → 0).
+// Standardizes with the mean and standard deviation of `train` (constant features → 0): per feature for
+// vectors, per channel for (C,H,W) samples; token sequences are left alone.
 void Standardize(Dataset* train, Dataset* val);
 
 // The default data file: $LADDER_DATA_DIR/digits.csv.gz, then <exe dir>/../../data/digits.csv.gz (a build

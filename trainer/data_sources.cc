@@ -67,6 +67,7 @@ bool LoadMnistIdx(const std::string& images, const std::string& labels, Dataset*
   Dataset d;
   d.rows = n;
   d.features = rows * cols;
+  d.shape = {1, rows, cols};
   d.x.reserve(static_cast<size_t>(n * rows * cols));
   for (size_t i = 16; i < im.size(); ++i) d.x.push_back(static_cast<float>(im[i]));
   int64_t max_label = 0;
@@ -84,6 +85,7 @@ bool LoadCifar10(const std::vector<std::string>& files, Dataset* out, std::strin
   Dataset d;
   d.features = 3072;
   d.classes = 10;
+  d.shape = {3, 32, 32};
   for (const auto& f : files) {
     std::vector<unsigned char> bytes;
     if (!ReadAll(f, &bytes, error)) return false;
@@ -134,10 +136,31 @@ Dataset MakeSynthetic(int64_t rows, int64_t features, int64_t classes, uint64_t 
   return d;
 }
 
-bool LoadData(const std::string& spec, Dataset* out, std::string* error) {
+// Parses "A[:B[:C]]" into `values` (defaults kept for missing parts); `mins` are the smallest allowed values.
+static bool ParseCounts(const std::string& kind, const std::string& rest, const std::string& usage,
+                 std::vector<int64_t>& values, const std::vector<int64_t>& mins, std::string* error) {
+  auto parts = Split(rest, ':');
+  if (parts.size() > values.size()) {
+    *error = "--data " + usage + ": too many fields in '" + kind + ":" + rest + "'";
+    return false;
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    char* end = nullptr;
+    long long v = std::strtoll(parts[i].c_str(), &end, 10);
+    if (parts[i].empty() || *end != '\0' || v < mins[i]) {
+      *error = "--data " + usage + ": bad number '" + parts[i] + "' (at least " + std::to_string(mins[i]) + ")";
+      return false;
+    }
+    values[i] = v;
+  }
+  return true;
+}
+
+bool LoadData(const std::string& spec, const DataOptions& options, Dataset* out, std::string* error) {
   auto colon = spec.find(':');
   const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
   const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  constexpr uint64_t kDataSeed = 20261122;  // generated data is the same for every trial
   if (kind == "idx") {
     auto parts = Split(rest, ',');
     if (parts.size() != 2) {
@@ -148,23 +171,28 @@ bool LoadData(const std::string& spec, Dataset* out, std::string* error) {
   }
   if (kind == "cifar10") return LoadCifar10(Split(rest, ','), out, error);
   if (kind == "synthetic") {
-    auto parts = Split(rest, ':');
-    int64_t v[3] = {0, 32, 10};
-    for (size_t i = 0; i < parts.size() && i < 3; ++i) {
-      char* end = nullptr;
-      v[i] = std::strtoll(parts[i].c_str(), &end, 10);
-      if (parts[i].empty() || *end != '\0' || v[i] < (i == 2 ? 2 : 1)) {
-        *error = "--data synthetic:ROWS[:FEATURES[:CLASSES]]: bad number '" + parts[i] + "'";
-        return false;
-      }
-    }
-    if (parts.size() > 3 || v[0] < 2) {
-      *error = "--data synthetic:ROWS[:FEATURES[:CLASSES]] (ROWS >= 2), got '" + rest + "'";
-      return false;
-    }
-    *out = MakeSynthetic(v[0], v[1], v[2], 20261122);
+    std::vector<int64_t> v = {0, 32, 10};
+    if (!ParseCounts(kind, rest, "synthetic:ROWS[:FEATURES[:CLASSES]]", v, {2, 1, 2}, error)) return false;
+    *out = MakeSynthetic(v[0], v[1], v[2], kDataSeed);
     return true;
   }
+  if (kind == "climate") {
+    std::vector<int64_t> v = {0, 32};
+    if (!ParseCounts(kind, rest, "climate:ROWS[:SIZE]", v, {2, 8}, error)) return false;
+    if (v[1] % 4 != 0) {
+      *error = "--data climate:ROWS[:SIZE]: SIZE must be a multiple of 4, got " + std::to_string(v[1]);
+      return false;
+    }
+    *out = MakeClimate(v[0], v[1], kDataSeed);
+    return true;
+  }
+  if (kind == "markov") {
+    std::vector<int64_t> v = {0, options.seq_len, 64};
+    if (!ParseCounts(kind, rest, "markov:ROWS[:SEQ[:VOCAB]]", v, {2, 2, 2}, error)) return false;
+    *out = MakeMarkovText(v[0], v[1], v[2], kDataSeed);
+    return true;
+  }
+  if (kind == "text") return LoadText(rest, options.seq_len, out, error);
   return LoadCsv(spec, out, error);
 }
 

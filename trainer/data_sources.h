@@ -4,7 +4,13 @@
 //   cifar10:FILE[,FILE...]     CIFAR-10 binary batches (1 label byte + 3072 pixel bytes per record)
 //   synthetic:ROWS[:FEATURES[:CLASSES]]  a Gaussian-mixture classification task with label noise, generated
 //                              with a fixed seed (for large-batch experiments that need many examples)
+//   climate:ROWS[:SIZE]        16-channel SIZE×SIZE climate-like fields with cyclones and atmospheric rivers,
+//                              per-pixel labels (segmentation; climate_data.cc; SIZE default 32)
+//   markov:ROWS[:SEQ[:VOCAB]]  token sequences from a sparse second-order Markov chain (language model)
+//   text:PATH                  a text file's bytes as tokens (vocabulary 256) in windows of --seq-len
 //   anything else              a CSV file (csv_dataset.h)
+// Sample shapes: MNIST (1,H,W), CIFAR-10 (3,32,32), climate (16,SIZE,SIZE), tokens (SEQ); CSV rows are vectors
+// (ladder-train --input-shape gives them an image shape).
 // Errors name the file and what is wrong with it.
 #include <string>
 
@@ -12,9 +18,19 @@
 
 namespace ladder::trainer {
 
-bool LoadData(const std::string& spec, Dataset* out, std::string* error);
+struct DataOptions {
+  int64_t seq_len = 64;  // tokens per sample for text: and the default of markov:
+};
+
+bool LoadData(const std::string& spec, const DataOptions& options, Dataset* out, std::string* error);
+inline bool LoadData(const std::string& spec, Dataset* out, std::string* error) {
+  return LoadData(spec, DataOptions{}, out, error);
+}
 bool LoadMnistIdx(const std::string& images, const std::string& labels, Dataset* out, std::string* error);
 bool LoadCifar10(const std::vector<std::string>& files, Dataset* out, std::string* error);
 Dataset MakeSynthetic(int64_t rows, int64_t features, int64_t classes, uint64_t seed);
+Dataset MakeClimate(int64_t rows, int64_t size, uint64_t seed);
+bool LoadText(const std::string& path, int64_t seq_len, Dataset* out, std::string* error);
+Dataset MakeMarkovText(int64_t rows, int64_t seq_len, int64_t vocab, uint64_t seed);
 
 }  // namespace ladder::trainer

@@ -1,5 +1,9 @@
 #include "trainer/grad_reducer.h"
 
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
 #include <chrono>
 
 namespace ladder::trainer {
@@ -13,7 +17,6 @@ GradientReducer::GradientReducer(std::vector<torch::Tensor> params, comm::Commun
     if (cur.params.empty()) return;
     cur.flat = torch::zeros({elems}, params_[cur.params.front()].options().requires_grad(false));
     cur.ready.assign(cur.params.size(), false);
-    cur.touched.assign(cur.params.size(), false);
     buckets_.push_back(std::move(cur));
     cur = Bucket{};
     elems = 0;
@@ -23,7 +26,8 @@ GradientReducer::GradientReducer(std::vector<torch::Tensor> params, comm::Commun
     int64_t bytes = p.numel() * static_cast<int64_t>(p.element_size());
     const int64_t cap = buckets_.empty() ? std::min(first_bucket_cap_bytes, bucket_cap_bytes) : bucket_cap_bytes;
     if (!cur.params.empty() && (elems * static_cast<int64_t>(p.element_size()) + bytes > cap ||
-                                p.scalar_type() != params_[cur.params.front()].scalar_type())) {
+                                p.scalar_type() != params_[cur.params.front()].scalar_type() ||
+                                p.device() != params_[cur.params.front()].device())) {
       close();
     }
     where_[k] = {buckets_.size(), cur.params.size()};
@@ -32,8 +36,33 @@ GradientReducer::GradientReducer(std::vector<torch::Tensor> params, comm::Commun
     elems += p.numel();
   }
   close();
+  // The accumulator of a leaf runs after the tensor's own hooks and after the gradient is accumulated, so its
+  // post-hook sees the gradient in the bucket.
   for (size_t k = 0; k < params_.size(); ++k) {
-    params_[k].register_hook([this, k](torch::Tensor grad) { OnGrad(k, grad); });
+    auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
+    hook_keys_.push_back(acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [this, k](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+          MarkReady(k);
+          return outputs;
+        })));
+    accumulators_.push_back(std::move(acc));
+  }
+  ZeroGrad();
+}
+
+GradientReducer::~GradientReducer() {
+  for (size_t k = 0; k < accumulators_.size(); ++k) accumulators_[k]->del_post_hook(hook_keys_[k]);
+}
+
+void GradientReducer::ZeroGrad() {
+  torch::NoGradGuard no_grad;
+  for (auto& b : buckets_) {
+    b.flat.zero_();
+    for (size_t s = 0; s < b.params.size(); ++s) {
+      auto& p = params_[b.params[s]];
+      auto view = b.flat.narrow(0, b.offsets[s], p.numel()).view_as(p);
+      if (!p.grad().defined() || p.grad().data_ptr() != view.data_ptr()) p.mutable_grad() = view;
+    }
   }
 }
 
@@ -41,51 +70,26 @@ void GradientReducer::Prepare() {
   for (auto& b : buckets_) {
     b.pending = static_cast<int>(b.params.size());
     std::fill(b.ready.begin(), b.ready.end(), false);
-    std::fill(b.touched.begin(), b.touched.end(), false);
     b.work.reset();
   }
   final_ = true;
 }
 
-void GradientReducer::OnGrad(size_t k, const torch::Tensor& grad) {
+void GradientReducer::MarkReady(size_t k) {
+  if (!final_) return;
   auto [bi, slot] = where_[k];
   Bucket& b = buckets_[bi];
-  auto dst = b.flat.narrow(0, b.offsets[slot], grad.numel());
-  // Pre-divided by the world size, so the sum across ranks is the average (one pass over the memory).
-  // First gradient of this step: write; later ones (micro-batches, shared weights): accumulate.
-  const double scale = 1.0 / comm_.size();
-  if (b.touched[slot]) {
-    dst.add_(grad.reshape({-1}), scale);
-  } else {
-    torch::mul_out(dst, grad.reshape({-1}), scale);
-    b.touched[slot] = true;
-  }
-  if (!final_ || b.ready[slot]) return;
+  if (b.ready[slot]) return;
   b.ready[slot] = true;
-  if (--b.pending == 0) Launch(b);
+  if (--b.pending == 0) b.work = comm_.AllreduceSum(b.flat);
 }
-
-void GradientReducer::Launch(Bucket& b) { b.work = comm_.AllreduceSum(b.flat); }
 
 double GradientReducer::Finish() {
   auto t0 = std::chrono::steady_clock::now();
   for (auto& b : buckets_) {
-    if (b.work) continue;
-    for (size_t s = 0; s < b.params.size(); ++s) {
-      if (!b.touched[s]) b.flat.narrow(0, b.offsets[s], params_[b.params[s]].numel()).zero_();
-    }
-    Launch(b);
+    if (!b.work) b.work = comm_.AllreduceSum(b.flat);
   }
-  // The averaged gradients stay in the buckets: each .grad becomes a view of its slice (no copy back).
-  // ZeroGrad must then drop the views (set them to none), or autograd would accumulate into the buckets.
-  torch::NoGradGuard no_grad;
-  for (auto& b : buckets_) {
-    b.work->Wait();
-    for (size_t s = 0; s < b.params.size(); ++s) {
-      auto& p = params_[b.params[s]];
-      p.mutable_grad() = b.flat.narrow(0, b.offsets[s], p.numel()).view_as(p);
-    }
-  }
+  for (auto& b : buckets_) b.work->Wait();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

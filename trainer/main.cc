@@ -1,4 +1,4 @@
-// ladder-train: trains a classifier and reports metrics as JSON lines (docs/METRICS.md).
+// ladder-train: trains a network (MLP, ResNet CNN, U-Net, Transformer LM) and reports metrics as JSON lines (docs/METRICS.md).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -32,7 +32,10 @@ int main(int argc, char** argv) {
   }
   Dataset all, train, val;
   std::string error;
-  if (!LoadData(args.data, &all, &error)) {
+  DataOptions data_options;
+  data_options.seq_len = args.seq_len;
+  if (!LoadData(args.data, data_options, &all, &error) ||
+      (!args.input_shape.empty() && !SetSampleShape(args.input_shape, &all, &error))) {
     std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
     return 2;
   }
@@ -48,11 +51,11 @@ int main(int argc, char** argv) {
   Standardize(&train, &val);
   if (comm->rank() == 0) {
     std::fprintf(stderr,
-                 "ladder-train: %s: %lld train / %lld validation rows, %lld features, %lld classes; %d rank(s) "
-                 "over %s\n",
+                 "ladder-train: %s: %lld train / %lld validation rows, %lld features, %lld classes (task %s); "
+                 "%d rank(s) over %s\n",
                  args.data.c_str(), static_cast<long long>(train.rows), static_cast<long long>(val.rows),
-                 static_cast<long long>(all.features), static_cast<long long>(all.classes), comm->size(),
-                 comm->backend().c_str());
+                 static_cast<long long>(all.features), static_cast<long long>(all.classes), TaskName(all.task),
+                 comm->size(), comm->backend().c_str());
   }
   MetricsWriter metrics(stdout);
   try {

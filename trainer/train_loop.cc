@@ -2,44 +2,34 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "trainer/batch_prefetcher.h"
 #include "trainer/checkpoint.h"
 #include "trainer/grad_reducer.h"
+#include "trainer/models.h"
 #include "trainer/noise_scale.h"
 #include "trainer/optim.h"
 #include "trainer/sample_stream.h"
 #include "trainer/schedule.h"
-
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <numeric>
-#include <random>
+#include "trainer/task.h"
 
 namespace ladder::trainer {
 
 namespace {
 
-torch::nn::Sequential MakeMlp(int64_t in, int64_t classes, const TrainArgs& a) {
-  torch::nn::Sequential net;
-  int64_t width = in;
-  for (int i = 0; i < a.depth; ++i) {
-    net->push_back(torch::nn::Linear(width, a.width));
-    net->push_back(torch::nn::ReLU());
-    if (a.dropout > 0) net->push_back(torch::nn::Dropout(a.dropout));
-    width = a.width;
-  }
-  net->push_back(torch::nn::Linear(width, classes));
-  return net;
-}
-
+// All rows as one CPU tensor shaped [rows, sample shape...] (features) or [rows, label_size] (labels).
 torch::Tensor Features(const Dataset& d) {
-  return torch::from_blob(const_cast<float*>(d.x.data()), {d.rows, d.features}, torch::kFloat32).clone();
+  std::vector<int64_t> shape = {d.rows};
+  for (int64_t s : d.SampleShape()) shape.push_back(s);
+  return torch::from_blob(const_cast<float*>(d.x.data()), shape, torch::kFloat32).clone();
 }
 torch::Tensor Labels(const Dataset& d) {
-  return torch::from_blob(const_cast<int64_t*>(d.y.data()), {d.rows}, torch::kInt64).clone();
+  return torch::from_blob(const_cast<int64_t*>(d.y.data()), {d.rows, d.label_size}, torch::kInt64).clone();
 }
 
 OptimizerOptions OptimizerOptionsFrom(const TrainArgs& a) {
@@ -65,6 +55,39 @@ ScheduleOptions ScheduleFrom(const TrainArgs& a, int64_t total_steps) {
   return s;
 }
 
+ModelOptions ModelOptionsFrom(const TrainArgs& a, const Dataset& d) {
+  ModelOptions m;
+  m.name = a.model.empty() ? DefaultModelFor(d) : a.model;
+  m.width = a.width;
+  m.depth = a.depth;
+  m.dropout = a.dropout;
+  m.heads = a.heads;
+  return m;
+}
+
+// --device: cuda:LOCAL_RANK (modulo the GPUs there are) when asked for or, with auto, when one is there.
+bool PickDevice(const std::string& want, int local_rank, torch::Device* out, std::string* error) {
+  const bool have = torch::cuda::is_available();
+  if (want == "cuda" && !have) {
+    *error = "--device cuda: no CUDA device is visible to this ladder-train (or it was built with a CPU LibTorch)";
+    return false;
+  }
+  if (want == "cpu" || !have) {
+    *out = torch::kCPU;
+    return true;
+  }
+  const auto n = static_cast<int>(torch::cuda::device_count());
+  *out = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % n));
+  return true;
+}
+
+TrainResult Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "ladder-train: %s\n", message.c_str());
+  TrainResult r;
+  r.exit_code = code;
+  return r;
+}
+
 }  // namespace
 
 TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, MetricsWriter& metrics,
@@ -72,42 +95,49 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   TrainResult result;
   torch::manual_seed(a.seed);
   torch::set_num_threads(a.threads);
-  auto net = MakeMlp(train.features, train.classes, a);
   const int world = comm.size(), rank = comm.rank();
   const bool leader = rank == 0;
+  std::string error;
+  torch::Device device = torch::kCPU;
+  if (!PickDevice(a.device, comm.local_rank(), &device, &error)) return Fail(2, error);
+  if (comm.backend() == "nccl" && !device.is_cuda()) return Fail(2, "--comm nccl needs a CUDA device (--device cuda)");
+  if (comm.backend() == "mpi" && device.is_cuda()) {
+    return Fail(2, "--comm mpi works on CPU tensors here; use --comm nccl (or gloo) with --device cuda");
+  }
+  const bool bf16 = a.precision == "bf16";
+  auto net = MakeNetwork(ModelOptionsFrom(a, train), train, &error);
+  if (!net) return Fail(2, error);
+  net->to(device);
+  LossSpec loss_spec;
+  loss_spec.task = train.task;
+  if (!ClassWeights(a.class_weights, train, &loss_spec.class_weights, &error)) return Fail(2, error);
+  if (loss_spec.class_weights.defined()) loss_spec.class_weights = loss_spec.class_weights.to(device);
+
+  auto params = net->parameters();
   std::unique_ptr<GradientReducer> reducer;
   if (world > 1) {
     torch::NoGradGuard no_grad;
-    for (auto& p : net->parameters()) comm.Broadcast(p, 0);
-    reducer = std::make_unique<GradientReducer>(net->parameters(), comm,
-                                                static_cast<int64_t>(a.bucket_cap_mb * 1024 * 1024));
+    for (auto& p : params) comm.Broadcast(p, 0);
+    reducer = std::make_unique<GradientReducer>(params, comm, static_cast<int64_t>(a.bucket_cap_mb * 1024 * 1024));
   }
-  std::string opt_error;
-  auto opt = MakeOptimizer(OptimizerOptionsFrom(a), net->parameters(), &opt_error);
-  if (!opt) {
-    std::fprintf(stderr, "ladder-train: %s\n", opt_error.c_str());
-    result.exit_code = 2;
-    return result;
-  }
-  auto params = net->parameters();
-  // Squared norm of each backward pass's gradient (hooks see a pass's gradient before it is accumulated).
+  auto opt = MakeOptimizer(OptimizerOptionsFrom(a), params, &error);
+  if (!opt) return Fail(2, error);
+  // Squared norm of each backward pass's gradient (tensor hooks see a pass's gradient before it is accumulated).
   double pass_sq = 0;
   bool measure_noise = false;  // this step measures the noise scale
   for (auto& p : params) {
     p.register_hook([&pass_sq, &measure_noise](torch::Tensor g) {
-      if (measure_noise) pass_sq += g.pow(2).sum().item<double>();
+      if (measure_noise) pass_sq += g.to(torch::kFloat64).pow(2).sum().item<double>();
     });
   }
   NoiseScaleEstimator noise;
   const auto xtr = Features(train), ytr = Labels(train), xva = Features(val), yva = Labels(val);
   const int64_t n = train.rows;
-  const int64_t base_global = a.batch_size * world;
+  const int64_t base_global = static_cast<int64_t>(a.batch_size) * world;
   auto global_at = [&](int64_t s) { return GlobalBatchAt(base_global, a.batch_ramp, s); };
   if (base_global > n) {
-    std::fprintf(stderr, "ladder-train: the global batch (%lld) is larger than the training set (%lld rows)\n",
-                 static_cast<long long>(base_global), static_cast<long long>(n));
-    result.exit_code = 2;
-    return result;
+    return Fail(2, "the global batch (" + std::to_string(base_global) + ") is larger than the training set (" +
+                       std::to_string(n) + " rows)");
   }
   SampleStream stream(n, a.seed);
   // Steps in the whole run (for cosine and WSD): every full global batch until the epochs are done.
@@ -119,72 +149,80 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   const ScheduleOptions sched = ScheduleFrom(a, total_steps);
   int64_t step = 0;
   double allreduce_s = 0, lr = a.lr, grad_norm = 0;
-  TrainPosition start;
+  TrainPosition pos;  // of the next sample, for checkpoints
   if (a.resume && std::filesystem::exists(a.checkpoint)) {
-    std::string err;
-    if (!LoadCheckpoint(a.checkpoint, params, *opt, noise, &start, &err)) {
-      std::fprintf(stderr, "ladder-train: %s\n", err.c_str());
-      result.exit_code = 2;
-      return result;
-    }
-    step = start.step;
-    allreduce_s = start.allreduce_s;
-    stream.Seek(start.epoch, start.offset);
+    if (!LoadCheckpoint(a.checkpoint, params, *opt, noise, &pos, &error)) return Fail(2, error);
+    step = pos.step;
+    allreduce_s = pos.allreduce_s;
+    stream.Seek(pos.epoch, pos.offset);
     if (leader) {
       std::fprintf(stderr, "ladder-train: resumed from %s at step %lld (epoch %lld, sample %lld)\n",
-                   a.checkpoint.c_str(), static_cast<long long>(step), static_cast<long long>(start.epoch),
-                   static_cast<long long>(start.offset));
+                   a.checkpoint.c_str(), static_cast<long long>(step), static_cast<long long>(pos.epoch),
+                   static_cast<long long>(pos.offset));
     }
   }
   auto checkpoint = [&] {
     if (!leader || a.checkpoint.empty()) return true;
-    std::string err;
-    if (!SaveCheckpoint(a.checkpoint, params, *opt, noise, {step, stream.epoch(), stream.offset(), allreduce_s},
-                        &err)) {
-      std::fprintf(stderr, "ladder-train: %s\n", err.c_str());
+    pos.step = step;
+    pos.allreduce_s = allreduce_s;
+    if (!SaveCheckpoint(a.checkpoint, params, *opt, noise, pos, &error)) {
+      std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
       return false;
     }
     return true;
   };
+  PrefetchOptions po;
+  po.depth = a.prefetch;
+  po.rank = rank;
+  po.world = world;
+  po.epochs = a.epochs;
+  po.max_steps = a.max_steps;
+  po.pin_memory = device.is_cuda();
+  BatchPrefetcher batches(xtr, ytr, stream, step, global_at, po);
+  // Each rank's loss is scaled by 1/world so that the allreduced sum of gradients is their mean.
+  const double rank_scale = reducer ? 1.0 / world : 1.0;
   auto epoch_t0 = std::chrono::steady_clock::now();
   int64_t epoch_samples = 0, epoch_steps = 0;
   net->train();
-  while (stream.Remaining(a.epochs) >= global_at(step) && !(a.max_steps > 0 && step >= a.max_steps)) {
-    const int64_t global = global_at(step);
-    int epochs_done = 0;
-    const auto batch = stream.Next(global, &epochs_done);
-    // This rank's share of the global batch: positions rank, rank + world, ...
-    std::vector<int64_t> mine;
-    for (size_t i = static_cast<size_t>(rank); i < batch.size(); i += static_cast<size_t>(world)) mine.push_back(batch[i]);
-    const auto idx = torch::tensor(mine, torch::kInt64);
-    const int64_t len = idx.size(0), micro = a.micro_batches, mlen = len / micro;
+  while (auto batch = batches.Next()) {
+    const int64_t global = batch->global;
+    const auto xb = batch->x.to(device, /*non_blocking=*/true), yb = batch->y.to(device, /*non_blocking=*/true);
+    const int64_t len = xb.size(0), micro = a.micro_batches, mlen = len / micro;
     measure_noise = world * micro > 1 && a.noise_scale_every > 0 && step % a.noise_scale_every == 0;
-    opt->ZeroGrad();
-    if (reducer) reducer->Prepare();
-    torch::Tensor loss = torch::zeros({});
+    if (reducer) {
+      reducer->ZeroGrad();
+      reducer->Prepare();
+    } else {
+      opt->ZeroGrad();
+    }
+    torch::Tensor loss = torch::zeros({}, torch::TensorOptions().device(device));
     double small_sq = 0;  // Σ over micro-batches of ‖g_micro‖²
     for (int64_t m = 0; m < micro; ++m) {
-      auto midx = idx.narrow(0, m * mlen, m + 1 == micro ? len - m * mlen : mlen);
+      const int64_t mstart = m * mlen, mcount = m + 1 == micro ? len - m * mlen : mlen;
       if (reducer) reducer->SetFinalMicroBatch(m + 1 == micro);
       pass_sq = 0;
       // Weighted by its share, so the accumulated gradient is the mean over the whole batch.
-      const double share = static_cast<double>(midx.size(0)) / static_cast<double>(len);
-      auto ml = torch::nn::functional::cross_entropy(net->forward(xtr.index_select(0, midx)),
-                                                     ytr.index_select(0, midx)) * share;
-      ml.backward();
-      small_sq += pass_sq / (share * share);  // this pass's gradient is share · g_micro
-      loss = loss + ml.detach();
+      const double share = static_cast<double>(mcount) / static_cast<double>(len);
+      torch::Tensor ml;
+      {
+        AutocastScope autocast(device, bf16);
+        ml = TaskLoss(net->forward(xb.narrow(0, mstart, mcount)), yb.narrow(0, mstart, mcount), loss_spec);
+      }
+      (ml * (share * rank_scale)).backward();
+      // This pass's gradient is share · rank_scale · g_micro.
+      if (measure_noise) small_sq += pass_sq / std::pow(share * rank_scale, 2);
+      loss = loss + ml.detach() * share;
     }
     if (reducer) allreduce_s += reducer->Finish();
     if (measure_noise) {
       if (world > 1) {
-        auto t = torch::tensor({small_sq}, torch::kFloat64);
+        auto t = torch::tensor({small_sq}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
         comm.AllreduceSum(t)->Wait();
         small_sq = t.item<double>();
       }
       double big_sq = 0;
       for (const auto& p : params) {
-        if (p.grad().defined()) big_sq += p.grad().pow(2).sum().item<double>();
+        if (p.grad().defined()) big_sq += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
       }
       noise.Add(small_sq / static_cast<double>(world * micro), len / micro, big_sq, global);
     }
@@ -194,8 +232,10 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     ++step;
     ++epoch_steps;
     epoch_samples += global;
+    pos.epoch = batch->epoch_after;
+    pos.offset = batch->offset_after;
     const double l = loss.item<double>();
-    const double epoch_pos = static_cast<double>(stream.epoch()) + static_cast<double>(stream.offset()) / n;
+    const double epoch_pos = static_cast<double>(pos.epoch) + static_cast<double>(pos.offset) / static_cast<double>(n);
     if (!std::isfinite(l)) {
       if (leader) metrics.Write(step, {{"epoch", epoch_pos}, {"train_loss", l}});
       std::fprintf(stderr, "ladder-train: training diverged at step %lld (loss is %f); try a smaller --lr\n",
@@ -215,29 +255,32 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       result.exit_code = 1;
       return result;
     }
-    const bool last = stream.Remaining(a.epochs) < global_at(step) || (a.max_steps > 0 && step >= a.max_steps);
-    if (epochs_done == 0 && !last) continue;
+    if (batch->epochs_completed == 0 && !batch->last) continue;
     // An epoch ended (or the run does): evaluate on rank 0.
+    if (device.is_cuda()) torch::cuda::synchronize();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_t0).count();
     if (leader) {
-      torch::NoGradGuard no_grad;
-      net->eval();
-      auto train_loss = torch::nn::functional::cross_entropy(net->forward(xtr), ytr).item<double>();
-      auto val_logits = net->forward(xva);
-      double val_loss = torch::nn::functional::cross_entropy(val_logits, yva).item<double>();
-      double acc = val_logits.argmax(1).eq(yva).to(torch::kFloat64).mean().item<double>();
-      net->train();
-      result.final_val_loss = val_loss;
-      result.final_val_accuracy = acc;
-      metrics.Write(step, {{"epoch", epoch_pos},
-                           {"train_loss", train_loss},
-                           {"val_loss", val_loss},
-                           {"val_accuracy", acc},
-                           {"samples_per_s", secs > 0 ? epoch_samples / secs : 0.0},
-                           {"step_time_s", epoch_steps > 0 ? secs / static_cast<double>(epoch_steps) : 0.0},
-                           {"ranks", static_cast<double>(world)},
-                           {"allreduce_s", allreduce_s}});
-      if (!std::isfinite(val_loss)) {
+      EvalOptions eo;
+      eo.device = device;
+      eo.bf16 = bf16;
+      eo.max_rows = a.eval_train_rows;
+      const auto tr = eo.max_rows == 0 ? std::map<std::string, double>{} : Evaluate(*net, xtr, ytr, loss_spec, train.classes, eo);
+      eo.max_rows = 0;
+      const auto va = Evaluate(*net, xva, yva, loss_spec, train.classes, eo);
+      result.final_val_loss = va.at("loss");
+      result.final_val_accuracy = va.at("accuracy");
+      std::vector<std::pair<std::string, double>> values = {{"epoch", epoch_pos}};
+      if (!tr.empty()) values.emplace_back("train_loss", tr.at("loss"));
+      values.emplace_back("val_loss", va.at("loss"));
+      values.emplace_back("val_accuracy", va.at("accuracy"));
+      if (va.count("miou")) values.emplace_back("val_miou", va.at("miou"));
+      if (va.count("perplexity")) values.emplace_back("val_perplexity", va.at("perplexity"));
+      values.emplace_back("samples_per_s", secs > 0 ? static_cast<double>(epoch_samples) / secs : 0.0);
+      values.emplace_back("step_time_s", epoch_steps > 0 ? secs / static_cast<double>(epoch_steps) : 0.0);
+      values.emplace_back("ranks", static_cast<double>(world));
+      values.emplace_back("allreduce_s", allreduce_s);
+      metrics.Write(step, values);
+      if (!std::isfinite(va.at("loss"))) {
         std::fprintf(stderr, "ladder-train: validation loss is not finite; training diverged\n");
         result.exit_code = 3;
         return result;
@@ -251,7 +294,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   if (leader && !a.save_params.empty()) {
     std::ofstream out(a.save_params, std::ios::binary);
     for (const auto& p : net->parameters()) {
-      auto c = p.detach().to(torch::kFloat32).contiguous();
+      auto c = p.detach().to(torch::kCPU, torch::kFloat32).contiguous();
       out.write(reinterpret_cast<const char*>(c.data_ptr<float>()), static_cast<std::streamsize>(c.numel() * 4));
     }
     if (!out) {
