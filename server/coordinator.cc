@@ -236,11 +236,10 @@ grpc::Status Coordinator::CreateSearch(const v1::CreateSearchRequest& req, v1::C
   }
   SearchRt s;
   s.spec = std::move(*parsed.spec);
-  if (s.spec.group.nodes != 1 || s.spec.group.ranks_per_node != 1) {
+  if (s.spec.group.nodes != 1) {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        path + ": resources: this coordinator schedules 1 node x 1 rank per trial so far (got " +
-                            std::to_string(s.spec.group.nodes) + " x " +
-                            std::to_string(s.spec.group.ranks_per_node) + ")");
+                        path + ": resources.nodes: this coordinator places a trial on 1 node so far (got " +
+                            std::to_string(s.spec.group.nodes) + "); ranks_per_node ranks run on that node");
   }
   s.sampler = search::MakeSampler(s.spec);
   auto& p = s.proto;
@@ -950,6 +949,10 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, WorkerRt& w, std::vector<int> 
   env["LADDER_PARAMS"] = ParamsJson(t.params);
   env["LADDER_CHECKPOINT_DIR"] = p.checkpoint_dir();
   st->set_checkpoint_dir(p.checkpoint_dir());
+  // The node's worker starts the group's local ranks (RANK/LOCAL_RANK per process) and stops them all when one
+  // fails. One node per trial here: the group's first rank is 0.
+  st->set_local_ranks(s.spec.group.ranks_per_node);
+  st->set_first_rank(0);
   for (int sl : slots) st->add_slots(sl);
   w.link->Send(msg);
   EmitTrial(t);

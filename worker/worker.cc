@@ -104,7 +104,7 @@ void Worker::Stop() {
   boost::asio::post(loop_, [this, p = &all_exited]() mutable {
     for (auto& [id, r] : trials_) {
       r.cancelled = true;
-      if (r.proc) r.proc->Terminate(opt_.terminate_grace);
+      for (auto& p : r.ranks) p->Terminate(opt_.terminate_grace);
     }
     auto check = std::make_shared<std::function<void()>>();
     auto timer = std::make_shared<boost::asio::steady_timer>(loop_);
@@ -303,11 +303,37 @@ void Worker::StartTrial(const v1::StartTrial& m) {
   r.trial_id = id;
   r.search_id = m.search_id();
   r.epoch = m.assignment_epoch();
+  r.first_rank = m.first_rank();
+  const int nranks = std::max(1, m.local_ranks());
   std::string error;
-  r.proc = TrialProcess::Launch(
-      loop_, spec, [this, id](const std::string& line, bool truncated) { OnLine(id, line, truncated); },
-      [this, id](int code, const std::string& desc) { OnExit(id, code, desc); }, &error);
-  if (!r.proc) {
+  for (int k = 0; k < nranks && error.empty(); ++k) {
+    if (nranks > 1) {
+      spec.env["RANK"] = std::to_string(m.first_rank() + k);
+      spec.env["LOCAL_RANK"] = std::to_string(k);
+      spec.env["LOCAL_WORLD_SIZE"] = std::to_string(nranks);
+      if (k > 0) spec.stderr_path = dir + "/stderr-rank" + std::to_string(m.first_rank() + k) + ".log";
+    }
+    TrialProcess::LineFn on_line = [](const std::string&, bool) {};  // other ranks' stdout is drained
+    if (k == 0 && m.first_rank() == 0) {
+      on_line = [this, id](const std::string& line, bool truncated) { OnLine(id, line, truncated); };
+    }
+    auto p = TrialProcess::Launch(
+        loop_, spec, std::move(on_line),
+        [this, id, k](int code, const std::string& desc) { OnRankExit(id, k, code, desc); }, &error);
+    if (!p) break;
+    r.ranks.push_back(std::move(p));
+    ++r.live_ranks;
+  }
+  if (!error.empty() && !r.ranks.empty()) {
+    // Some ranks started: stop them; the trial ends when they are gone, with this error.
+    LogWarning(kLog, "trial " + std::to_string(id) + ": rank " + std::to_string(m.first_rank() + r.ranks.size()) +
+                         " could not start: " + error);
+    r.exit_code = 127;
+    r.exit_error = "rank " + std::to_string(m.first_rank() + r.ranks.size()) + ": " + error;
+    for (auto& p : r.ranks) p->Terminate(opt_.terminate_grace);
+    return;
+  }
+  if (r.ranks.empty()) {
     LogWarning(kLog, "trial " + std::to_string(id) + " could not start: " + error);
     auto* ex = r.exit.mutable_exited();
     ex->set_trial_id(id);
@@ -321,7 +347,7 @@ void Worker::StartTrial(const v1::StartTrial& m) {
   v1::WorkerMessage out;
   out.mutable_started()->set_trial_id(id);
   out.mutable_started()->set_assignment_epoch(r.epoch);
-  out.mutable_started()->set_pid(r.proc->pid());
+  out.mutable_started()->set_pid(r.ranks[0]->pid());
   Send(out);
 }
 
@@ -330,7 +356,7 @@ void Worker::CancelTrial(int64_t trial_id, int64_t epoch, const std::string& rea
   if (it == trials_.end() || it->second.epoch != epoch) return;
   it->second.cancelled = true;
   LogInfo(kLog, "stopping trial " + std::to_string(trial_id) + ": " + reason);
-  if (it->second.proc) it->second.proc->Terminate(opt_.terminate_grace);
+  for (auto& p : it->second.ranks) p->Terminate(opt_.terminate_grace);
 }
 
 void Worker::OnLine(int64_t trial_id, const std::string& line, bool truncated) {
@@ -353,10 +379,30 @@ void Worker::OnLine(int64_t trial_id, const std::string& line, bool truncated) {
   p.set_time_unix(WallNow());
   for (const auto& [k, v] : parsed.metrics->values) (*p.mutable_values())[k] = v;
   r.points.push_back(std::move(p));
-  if (r.points.size() >= opt_.max_unacked_points && r.proc && !r.proc->paused()) {
-    r.proc->PauseReading();  // backpressure: resumed by OnAck
+  if (r.points.size() >= opt_.max_unacked_points && r.metrics_rank() && !r.metrics_rank()->paused()) {
+    r.metrics_rank()->PauseReading();  // backpressure: resumed by OnAck
   }
   ArmFlush();
+}
+
+void Worker::OnRankExit(int64_t trial_id, int local_rank, int exit_code, const std::string& description) {
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end() || it->second.exited) return;
+  Running& r = it->second;
+  --r.live_ranks;
+  const bool group = r.ranks.size() > 1;
+  if (exit_code != 0 && r.exit_error.empty()) {
+    r.exit_code = exit_code;
+    r.exit_error = group ? "rank " + std::to_string(r.first_rank + local_rank) + ": " + description : description;
+    if (r.live_ranks > 0) {
+      LogWarning(kLog, "trial " + std::to_string(trial_id) + ": " + r.exit_error + "; stopping its other " +
+                           std::to_string(r.live_ranks) + " ranks");
+      r.exit_error += " (the other ranks were stopped)";
+      for (auto& p : r.ranks) p->Terminate(opt_.terminate_grace);
+    }
+  }
+  if (r.live_ranks > 0) return;
+  OnExit(trial_id, r.exit_code, r.exit_error);
 }
 
 void Worker::OnExit(int64_t trial_id, int exit_code, const std::string& description) {
@@ -394,7 +440,9 @@ void Worker::OnAck(const v1::Acknowledged& ack) {
       trials_.erase(it);
       continue;
     }
-    if (r.proc && r.proc->paused() && r.points.size() < opt_.max_unacked_points / 2) r.proc->ResumeReading();
+    if (r.metrics_rank() && r.metrics_rank()->paused() && r.points.size() < opt_.max_unacked_points / 2) {
+      r.metrics_rank()->ResumeReading();
+    }
   }
 }
 

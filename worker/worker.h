@@ -76,7 +76,12 @@ class Worker {
   };
   struct Running {
     int64_t trial_id = 0, search_id = 0, epoch = 0;
-    std::shared_ptr<TrialProcess> proc;
+    std::vector<std::shared_ptr<TrialProcess>> ranks;  // local ranks; [0] is the one whose stdout is read
+    int first_rank = 0;
+    int live_ranks = 0;
+    int exit_code = 0;         // of the first rank that failed (or 0)
+    std::string exit_error;    // "rank 2: killed by SIGSEGV", the first failure
+    TrialProcess* metrics_rank() const { return ranks.empty() ? nullptr : ranks[0].get(); }
     int64_t last_step = -1;
     int64_t ignored = 0;
     std::string last_ignored;
@@ -96,6 +101,8 @@ class Worker {
   void StartTrial(const v1::StartTrial& m);
   void CancelTrial(int64_t trial_id, int64_t epoch, const std::string& reason);
   void OnLine(int64_t trial_id, const std::string& line, bool truncated);
+  // One rank ended; the trial ends (OnExit) when its last rank has.
+  void OnRankExit(int64_t trial_id, int local_rank, int exit_code, const std::string& description);
   void OnExit(int64_t trial_id, int exit_code, const std::string& description);
   void OnAck(const v1::Acknowledged& ack);
   void Send(const v1::WorkerMessage& m);  // drops when disconnected (callers keep what must not be lost)

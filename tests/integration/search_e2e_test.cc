@@ -213,3 +213,58 @@ space:
 
 }  // namespace
 }  // namespace ladder
+
+namespace ladder {
+namespace {
+
+// A trial of 3 local ranks (RANK/LOCAL_RANK per process): rank 1 crashes while ranks 0 and 2 would wait
+// forever (as in a collective). The worker stops the whole group and the trial fails naming the rank.
+TEST_F(SearchE2E, RankCrashStopsTheWholeGroupAndFailsTheTrial) {
+  // Rank 0 reports its rank and world size; ranks 0 and 2 then block; rank 1 dies.
+  v1::CreateSearchResponse resp;
+  auto st = Create(R"(
+name: ranks
+objective: {metric: score, mode: max}
+budget: {max_trials: 1, max_failed_trials: 1}
+resources: {ranks_per_node: 3}
+command: [/bin/sh, -c, 'echo "{{\"rank\": $RANK, \"world\": $WORLD_SIZE, \"local_world\": $LOCAL_WORLD_SIZE, \"score\": {x}}}"; echo $$ > "$LADDER_TRIAL_DIR/pid-$LOCAL_RANK"; if [ "$LOCAL_RANK" = 1 ]; then sleep 0.3; exit 3; fi; exec sleep 600']
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)",
+                   &resp, "secret-token");
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  // worker_ has 2 slots: a second worker with 3 slots runs the group.
+  worker::WorkerOptions wo;
+  wo.server = server_->address();
+  wo.token = "secret-token";
+  wo.node_id = "w3";
+  wo.slots = 3;
+  wo.trial_dir = (dir_ / "trials3").string();
+  worker::Worker w3(wo);
+  w3.Start();
+  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(30));
+  ASSERT_TRUE(done) << "the trial hung";
+  EXPECT_EQ(done->state(), v1::SEARCH_FAILED);
+  auto trial = Query("SELECT id, state, exit_code, error FROM trials")[0];
+  EXPECT_EQ(trial[1], std::to_string(v1::TRIAL_FAILED));
+  EXPECT_EQ(trial[2], "3");
+  EXPECT_NE(trial[3].find("rank 1: exited with code 3 (the other ranks were stopped)"), std::string::npos) << trial[3];
+  // Rank 0's line is the trial's metrics; the ranks saw their own RANK and the group's sizes.
+  auto m = Query("SELECT name, value FROM metrics ORDER BY name");
+  std::map<std::string, std::string> values;
+  for (const auto& r : m) values[r[0]] = r[1];
+  EXPECT_EQ(values["rank"], "0.0");
+  EXPECT_EQ(values["world"], "3.0");
+  EXPECT_EQ(values["local_world"], "3.0");
+  // Every rank's process is gone.
+  for (int k = 0; k < 3; ++k) {
+    std::ifstream in(dir_ / "trials3" / ("trial-" + trial[0]) / ("pid-" + std::to_string(k)));
+    int pid = 0;
+    ASSERT_TRUE(in >> pid) << "rank " << k << " did not start";
+    EXPECT_NE(kill(pid, 0), 0) << "rank " << k << " (pid " << pid << ") still runs";
+  }
+  w3.Stop();
+}
+
+}  // namespace
+}  // namespace ladder
