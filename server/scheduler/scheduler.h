@@ -146,8 +146,8 @@ class NodeGroupScheduler {
   Status Attach(const GroupRequest& request, const NodeGroup& group, double started);
 
   // One scheduling pass: Start and Preempt decisions, already applied to the scheduler's state (started
-  // groups are RUNNING, victims PREEMPTING). Call after anything changed (submit, finish, node state) and
-  // whenever a reservation may have come due.
+  // groups are RUNNING, victims PREEMPTING). Call after anything changed (submit, finish, requeue, node
+  // state, estimate), and now and then (a timer) so that aging moves waiting requests up.
   std::vector<Decision> Schedule(double now);
 
   // --- Queries ----------------------------------------------------------------------------------------
