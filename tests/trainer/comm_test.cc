@@ -2,6 +2,7 @@
 // hierarchical allreduce comes from (and its errors), and what a build without a backend says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "trainer/comm/communicator.h"
