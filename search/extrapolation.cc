@@ -90,7 +90,6 @@ std::optional<BestLr> BestLrOf(const Group& sweep, int neighbours, double lr_lo,
     if (c && (*c)[2] > 0) {
       const double d = std::clamp(-(*c)[1] / (2 * (*c)[2]), xs[lo] - xs[best], xs[hi] - xs[best]);
       out.lr.value = std::exp2(xs[best] + d);
-      out.loss = (*c)[0] + (*c)[1] * d + (*c)[2] * d * d;
       out.parabola = true;
     }
   }

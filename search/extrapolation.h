@@ -103,7 +103,7 @@ struct ExtrapolationOptions {
 struct BestLr {
   int64_t global_batch = 0;
   Interval lr;
-  double loss = kNaN;     // the parabola's value at its vertex (the best trial's loss when no parabola)
+  double loss = kNaN;     // the lowest loss swept (mean over trials at one LR); the parabola sets only the LR
   int trials = 0;         // convergent trials at this batch
   bool at_edge = false;   // the argmin is the smallest or largest LR swept: the optimum may lie outside
   bool parabola = false;  // false: the plain argmin (fewer than 3 distinct LRs near it, or not convex)
