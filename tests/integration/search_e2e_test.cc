@@ -268,3 +268,47 @@ space:
 
 }  // namespace
 }  // namespace ladder
+
+namespace ladder {
+namespace {
+
+// Backpressure: a worker that may hold only 100 unacknowledged points per trial stops reading a trial that
+// prints 5,000 lines at once, and resumes as the coordinator acknowledges them: every point arrives, in order.
+TEST_F(SearchE2E, TinyAcknowledgementWindowLosesNothing) {
+  worker_->Stop();  // only the small-window worker below runs trials
+  worker::WorkerOptions wo;
+  wo.server = server_->address();
+  wo.token = "secret-token";
+  wo.node_id = "small-window";
+  wo.slots = 1;
+  wo.max_unacked_points = 100;
+  wo.trial_dir = (dir_ / "trials-sw").string();
+  worker::Worker w(wo);
+  w.Start();
+  ASSERT_TRUE(w.WaitRegistered(std::chrono::seconds(10)));
+  v1::CreateSearchResponse resp;
+  auto st = Create(R"(
+name: flood
+objective: {metric: score, mode: max}
+budget: {max_trials: 1}
+command: [/bin/sh, -c, 'i=0; while [ $i -lt 5000 ]; do i=$((i+1)); echo "{{\"step\": $i, \"score\": {x}}}"; done']
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)",
+                   &resp, "secret-token");
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(60));
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->state(), v1::SEARCH_COMPLETED) << done->error();
+  w.Stop();
+  server_->Stop();
+  auto r = Query("SELECT COUNT(*), COUNT(DISTINCT step), MIN(step), MAX(step) FROM metrics WHERE name = 'score'")[0];
+  EXPECT_EQ(r[0], "5000");
+  EXPECT_EQ(r[1], "5000");
+  EXPECT_EQ(r[2], "1");
+  EXPECT_EQ(r[3], "5000");
+  EXPECT_EQ(Query("SELECT metric_count FROM trials")[0][0], "5000");
+}
+
+}  // namespace
+}  // namespace ladder
