@@ -23,6 +23,13 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-timeout-ms", heartbeat_timeout_ms, "worker lease: a worker silent this long is down")
       ->check(CLI::Range(100, 3600000))
       ->capture_default_str();
+  app.add_option("--checkpoint-dir", opt.coordinator.checkpoint_root,
+                 "root of the per-trial checkpoint directories (LADDER_CHECKPOINT_DIR, {checkpoint_dir}); on "
+                 "storage every worker sees (default: <db>.checkpoints)");
+  app.add_option("--quarantine-after", opt.coordinator.quarantine_after,
+                 "quarantine a node lost this many times within 10 minutes while running trials (0: never)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   opt.coordinator.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);
   opt.coordinator.heartbeat_interval = std::min(ladder::server::kDefaultHeartbeatInterval,
