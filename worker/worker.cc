@@ -304,6 +304,7 @@ void Worker::StartTrial(const v1::StartTrial& m) {
   r.search_id = m.search_id();
   r.epoch = m.assignment_epoch();
   r.first_rank = m.first_rank();
+  r.checkpoint_dir = m.checkpoint_dir();
   const int nranks = std::max(1, m.local_ranks());
   std::string error;
   for (int k = 0; k < nranks && error.empty(); ++k) {
@@ -410,6 +411,10 @@ void Worker::OnExit(int64_t trial_id, int exit_code, const std::string& descript
   if (it == trials_.end() || it->second.exited) return;
   Running& r = it->second;
   r.exited = true;
+  if (!r.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(r.checkpoint_dir, ec);  // only if empty: a checkpoint stays for a requeued attempt
+  }
   auto* ex = r.exit.mutable_exited();
   ex->set_trial_id(trial_id);
   ex->set_assignment_epoch(r.epoch);

@@ -79,6 +79,7 @@ class Worker {
     std::vector<std::shared_ptr<TrialProcess>> ranks;  // local ranks; [0] is the one whose stdout is read
     int first_rank = 0;
     int live_ranks = 0;
+    std::string checkpoint_dir;  // created at launch; removed at exit when the trial left nothing in it
     int exit_code = 0;         // of the first rank that failed (or 0)
     std::string exit_error;    // "rank 2: killed by SIGSEGV", the first failure
     TrialProcess* metrics_rank() const { return ranks.empty() ? nullptr : ranks[0].get(); }
