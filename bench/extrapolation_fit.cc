@@ -1,0 +1,166 @@
+// ladder-extrapolation-fit: the scale-extrapolation library (search/extrapolation.h, search/scale_plan.h) on
+// trials given as one JSON object on stdin; prints one JSON object on stdout. Used by bench/extrapolation.
+//
+// Input:
+//   {"trials": [{"id", "global_batch", "peak_lr", "steps", "warmup_steps", "decay", "optimizer", "final_loss",
+//                "best_loss", "noise_scale", "noise_scale_start", "diverged", "compute",
+//                "curve": [[step, loss], ...]}, ...],
+//    "predict": [4096, 8192],                     global batches to predict the LR at (fit and baselines)
+//    "oracle": [trials at other batches],          optional: the best LR of each of their sweeps
+//    "options": {"seed": 0, "bootstrap": 200, "anchor": "largest" | "best", "neighbours": 2},
+//    "plan": {"global_batch": 8192, "examples": 1e6, "nodes": 0, "per_node_batch": 0}}   optional
+// Output: {"best_lr": [...], "lr_fit": {...}, "noise_fit": {...}, "noise_ratio", "tradeoff": {...},
+//          "joint_fit": {...}, "predictions": [{"batch", "fit": [v, lo, hi], "lr_fit", "noise_fit", "joint_fit",
+//          "linear", "sqrt"}],
+//          "oracle": [{"batch", "lr": [v, lo, hi], "loss", "at_edge"}], "plan": {...}, "notes": [...]}
+// or {"error": "..."} with exit status 2.
+#include <cmath>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "search/extrapolation.h"
+#include "search/scale_plan.h"
+
+using nlohmann::json;
+using namespace ladder::search;
+
+namespace {
+
+json Iv(const Interval& iv) { return json::array({iv.value, iv.lo, iv.hi}); }
+
+double Num(const json& j, const char* key, double def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  return j[key].get<double>();
+}
+
+std::vector<ScaleTrial> ReadTrials(const json& arr) {
+  std::vector<ScaleTrial> out;
+  for (const json& j : arr) {
+    ScaleTrial t;
+    t.id = j.value("id", "");
+    t.global_batch = j.value("global_batch", int64_t{0});
+    t.peak_lr = Num(j, "peak_lr", 0);
+    t.steps = j.value("steps", int64_t{0});
+    t.warmup_steps = j.value("warmup_steps", int64_t{0});
+    t.decay = j.value("decay", "none");
+    t.optimizer = j.value("optimizer", "sgd");
+    t.compute = Num(j, "compute", 0);
+    t.final_loss = Num(j, "final_loss", kNaN);
+    t.best_loss = Num(j, "best_loss", kNaN);
+    t.noise_scale = Num(j, "noise_scale", 0);
+    t.noise_scale_start = Num(j, "noise_scale_start", 0);
+    t.diverged = j.value("diverged", false);
+    if (j.contains("curve")) {
+      for (const json& p : j["curve"]) t.curve.push_back({p.at(0).get<int64_t>(), p.at(1).get<double>()});
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+json Fit(const std::optional<LrBatchFit>& f) {
+  if (!f) return nullptr;
+  return {{"eps_max", Iv(f->eps_max)}, {"b_noise", Iv(f->b_noise)}, {"identified", f->identified},
+          {"rms_log2_residual", f->rms_log2_residual}};
+}
+
+int Fail(const std::string& message) {
+  std::cout << json{{"error", message}}.dump() << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    std::cout << "usage: ladder-extrapolation-fit < input.json  (see the comment atop bench/extrapolation_fit.cc)\n";
+    return std::string(argv[1]) == "--help" ? 0 : 2;
+  }
+  json in;
+  try {
+    const std::string text(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>{});
+    in = json::parse(text);
+  } catch (const std::exception& e) {
+    return Fail(std::string("stdin: not JSON: ") + e.what());
+  }
+  try {
+    const std::vector<ScaleTrial> trials = ReadTrials(in.value("trials", json::array()));
+    ExtrapolationOptions o;
+    const json opt = in.value("options", json::object());
+    o.seed = opt.value("seed", uint64_t{0});
+    o.bootstrap = opt.value("bootstrap", 200);
+    o.parabola_neighbours = opt.value("neighbours", 2);
+    o.anchor = opt.value("anchor", "largest") == "best" ? ScaleAnchor::kBestOverall : ScaleAnchor::kLargestBatch;
+    auto fitted = FitScaling(trials, o);
+    if (!fitted.ok()) return Fail(fitted.error);
+    const ScalingReport& r = *fitted.value;
+    json out;
+    for (const BestLr& b : r.best_lr) {
+      out["best_lr"].push_back({{"batch", b.global_batch}, {"lr", Iv(b.lr)}, {"loss", b.loss},
+                                {"trials", b.trials}, {"at_edge", b.at_edge}, {"parabola", b.parabola}});
+    }
+    out["lr_fit"] = Fit(r.lr_fit);
+    out["noise_fit"] = Fit(r.noise_fit);
+    out["joint_fit"] = Fit(r.joint_fit);
+    if (r.power_fit) {
+      out["power_fit"] = {{"coefficient", Iv(r.power_fit->coefficient)}, {"exponent", Iv(r.power_fit->exponent)}};
+    }
+    out["measured_noise_scale"] = Iv(r.measured_noise_scale);
+    out["noise_ratio"] = std::isfinite(r.noise_ratio) ? json(r.noise_ratio) : json(nullptr);
+    if (r.tradeoff) {
+      out["tradeoff"] = {{"target_loss", r.tradeoff->target_loss}, {"s_min", Iv(r.tradeoff->s_min)},
+                         {"e_min", Iv(r.tradeoff->e_min)}, {"b_crit", Iv(r.tradeoff->b_crit)}};
+    }
+    out["anchor"] = {{"batch", r.anchor.global_batch}, {"lr", r.anchor.lr}, {"trial", r.anchor.trial_id}};
+    for (const json& b : in.value("predict", json::array())) {
+      const double batch = b.get<double>();
+      json p{{"batch", batch}};
+      for (LrRule rule : {LrRule::kFit, LrRule::kPowerFit, LrRule::kLrFit, LrRule::kNoiseFit, LrRule::kJointFit,
+                          LrRule::kLinear, LrRule::kSqrt}) {
+        auto lr = PredictLr(r, batch, rule);
+        p[LrRuleName(rule)] = lr.ok() ? Iv(*lr.value) : json(nullptr);
+      }
+      out["predictions"].push_back(p);
+    }
+    if (in.contains("oracle")) {
+      std::map<int64_t, std::vector<ScaleTrial>> by_batch;
+      for (ScaleTrial& t : ReadTrials(in["oracle"])) by_batch[t.global_batch].push_back(std::move(t));
+      for (const auto& [batch, sweep] : by_batch) {
+        auto b = FindBestLr(sweep, o.parabola_neighbours);
+        if (!b.ok()) {
+          out["oracle"].push_back({{"batch", batch}, {"error", b.error}});
+        } else {
+          out["oracle"].push_back({{"batch", batch}, {"lr", Iv(b.value->lr)}, {"loss", b.value->loss},
+                                   {"at_edge", b.value->at_edge}, {"parabola", b.value->parabola}});
+        }
+      }
+    }
+    if (in.contains("plan")) {
+      const json& pj = in["plan"];
+      PlanTarget target;
+      target.global_batch = pj.value("global_batch", int64_t{0});
+      target.nodes = pj.value("nodes", 0);
+      target.per_node_batch = pj.value("per_node_batch", int64_t{0});
+      target.examples = Num(pj, "examples", 0);
+      auto plan = PlanRun(r, trials, target);
+      if (!plan.ok()) {
+        out["plan"] = {{"error", plan.error}};
+      } else {
+        const ScalePlan& p = *plan.value;
+        json ramp = json::array();
+        for (const RampStage& s : p.ramp) ramp.push_back({s.step, s.global_batch});
+        out["plan"] = {{"global_batch", p.global_batch}, {"ramp", ramp}, {"peak_lr", Iv(p.peak_lr)},
+                       {"warmup_steps", p.warmup_steps}, {"decay", p.decay}, {"optimizer", p.optimizer},
+                       {"steps", p.steps}, {"final_loss", Iv(p.final_loss)}, {"sources", p.sources}};
+      }
+    }
+    out["notes"] = r.notes;
+    std::cout << out.dump() << "\n";
+  } catch (const std::exception& e) {
+    return Fail(std::string("stdin: bad field: ") + e.what());
+  }
+  return 0;
+}
