@@ -100,8 +100,8 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   std::string error;
   torch::Device device = torch::kCPU;
   if (!PickDevice(a.device, comm.local_rank(), &device, &error)) return Fail(2, error);
-  if (comm.backend() == "nccl" && !device.is_cuda()) return Fail(2, "--comm nccl needs a CUDA device (--device cuda)");
-  if (comm.backend() == "mpi" && device.is_cuda()) {
+  if (comm.backend().rfind("nccl", 0) == 0 && !device.is_cuda()) return Fail(2, "--comm nccl needs a CUDA device (--device cuda)");
+  if (comm.backend().rfind("mpi", 0) == 0 && device.is_cuda()) {
     return Fail(2, "--comm mpi works on CPU tensors here; use --comm nccl (or gloo) with --device cuda");
   }
   const bool bf16 = a.precision == "bf16";
