@@ -71,7 +71,7 @@ TEST(Cli, DemoRunsASmallSearchWithTheRealTrainerAndStoresIt) {
         << "name: small-demo\nobjective: {metric: val_accuracy, mode: max}\n"
            "budget: {max_trials: 4, parallelism: 2}\nsampler: {type: random, seed: 1}\n"
            "command: [ladder-train, --lr, '{lr}', --optimizer, adam, --epochs, '3', --width, '32']\n"
-           "space:\n  lr: {type: float, low: 0.001, high: 0.01, log: true}\n";
+           "space:\n  lr: {type: float, low: 0.003, high: 0.01, log: true}\n";
   }
   auto r = testing::RunCommand(
       {Bin("ladder"), "--server", "127.0.0.1:0", "demo", "--spec", "small.yaml", "--db", "demo.db"}, dir);
