@@ -10,6 +10,7 @@ PKGS=(
   libboost-dev libboost-system-dev   # worker: Boost.Asio event loop, process groups, pipes
   libsqlite3-dev                     # server: the embedded store
   libyaml-cpp-dev                    # search: YAML specs with line/column marks
+  libeigen3-dev                      # search: GP-BO linear algebra (Cholesky, L-BFGS on the kernel hyperparameters)
   libcli11-dev                       # cli and daemons: command-line parsing, --help
   nlohmann-json3-dev                 # metrics JSON lines, --json output
   libopenmpi-dev openmpi-bin          # trainer: the MPI backend (ranks started by mpirun/srun)
