@@ -139,6 +139,9 @@ void Coordinator::Start() {
     if (s.sampler && IsTerminal(t.proto.state())) {
       s.sampler->Tell(t.proto.number(), t.params,
                       t.proto.has_objective() ? std::optional<double>(t.proto.objective()) : std::nullopt);
+    } else if (s.sampler) {
+      // Pending or running: a model-based sampler spreads new suggestions away from it, as before the restart.
+      s.sampler->AddPending(t.proto.number(), t.params);
     }
     int64_t id = t.proto.id();
     trials_.emplace(id, std::move(t));
