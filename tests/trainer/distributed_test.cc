@@ -1,52 +1,20 @@
 // Synchronous data parallelism is exact: N ranks × local batch b end with the same parameters as 1 rank × batch
 // N·b after K steps (relative 1e-5), over MPI (mpirun) and Gloo (ranks started one by one, torchrun style).
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <cmath>
 #include <fstream>
 
 #include "tests/support/process.h"
+#include "tests/support/trainer_runs.h"
 
 namespace ladder {
 namespace {
 
-std::string Train() {
-  const char* d = std::getenv("LADDER_BIN_DIR");
-  return std::string(d ? d : LADDER_TEST_BIN_DIR) + "/ladder-train";
-}
-
-std::vector<float> ReadParams(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::vector<float> v;
-  float x;
-  while (in.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);
-  return v;
-}
-
-// max |a - b| / max |b|
-double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    num = std::max(num, static_cast<double>(std::fabs(a[i] - b[i])));
-    den = std::max(den, static_cast<double>(std::fabs(b[i])));
-  }
-  return num / den;
-}
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
+using testing::FreePort;
+using testing::ReadParams;
+using testing::RelativeError;
+std::string Train() { return testing::TrainerBinary(); }
 
 std::vector<std::string> TrainArgs(int batch, const std::string& out, const std::string& comm) {
   return {"--comm", comm, "--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9", "--batch-size",
