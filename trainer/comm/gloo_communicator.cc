@@ -6,13 +6,13 @@
 // submission order; Split is collective and meant for setup time.
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
 #include "trainer/comm/communicator.h"
+#include "trainer/comm/rendezvous.h"
 
 namespace ladder::trainer::comm {
 
@@ -103,47 +103,20 @@ class Gloo final : public GroupCommunicator {
   int splits_ = 0;
 };
 
-bool Env(const char* name, std::string* out, std::string* error) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) {
-    *error = std::string("gloo backend: environment variable ") + name +
-             " is not set (start ranks with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, as torchrun does)";
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 }  // namespace
 
 std::unique_ptr<GroupCommunicator> MakeGloo(std::string* error) {
-  std::string rank_s, size_s, addr, port_s;
-  if (!Env("RANK", &rank_s, error) || !Env("WORLD_SIZE", &size_s, error) || !Env("MASTER_ADDR", &addr, error) ||
-      !Env("MASTER_PORT", &port_s, error)) {
-    return nullptr;
-  }
-  const int rank = std::atoi(rank_s.c_str()), size = std::atoi(size_s.c_str()), port = std::atoi(port_s.c_str());
-  if (size < 1 || rank < 0 || rank >= size || port <= 0 || port > 65535) {
-    *error = "gloo backend: bad RANK/WORLD_SIZE/MASTER_PORT (" + rank_s + "/" + size_s + "/" + port_s + ")";
-    return nullptr;
-  }
-  const char* lr = std::getenv("LOCAL_RANK");
+  Rendezvous rv;
+  if (!JoinRendezvous("gloo", kGlooTimeout, &rv, error)) return nullptr;
   try {
-    c10d::TCPStoreOptions so;
-    so.port = static_cast<uint16_t>(port);
-    so.isServer = rank == 0;
-    so.numWorkers = size;
-    so.waitWorkers = true;
-    so.timeout = kGlooTimeout;
-    c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(addr, so);
     auto opts = c10d::ProcessGroupGloo::Options::create();
     opts->timeout = kGlooTimeout;
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(addr));
-    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
-    return std::make_unique<Gloo>(std::move(store), std::move(opts), std::move(pg), rank, size,
-                                  lr ? std::atoi(lr) : rank);
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(rv.addr));
+    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(rv.store, rv.rank, rv.size, opts);
+    return std::make_unique<Gloo>(std::move(rv.store), std::move(opts), std::move(pg), rv.rank, rv.size,
+                                  rv.local_rank);
   } catch (const std::exception& e) {
-    *error = std::string("gloo backend: rendezvous at ") + addr + ":" + port_s + " failed: " + e.what();
+    *error = std::string("gloo backend: rendezvous at ") + rv.addr + ":" + rv.port + " failed: " + e.what();
     return nullptr;
   }
 }

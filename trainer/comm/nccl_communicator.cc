@@ -17,7 +17,6 @@
 #ifdef LADDER_NCCL_TORCH_CUDA_STREAM
 #include <c10/cuda/CUDAStream.h>
 #endif
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -25,6 +24,7 @@
 #include <cstring>
 
 #include "trainer/comm/communicator.h"
+#include "trainer/comm/rendezvous.h"
 
 namespace ladder::trainer::comm {
 
@@ -208,18 +208,6 @@ class Nccl final : public Communicator {
   std::atomic<bool> failed_{false};
 };
 
-bool Env(const char* name, std::string* out, std::string* error) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) {
-    *error = std::string("nccl backend: environment variable ") + name +
-             " is not set (start ranks with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, as torchrun "
-             "does)";
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 }  // namespace
 
 bool NcclDevicesPresent() {
@@ -228,33 +216,16 @@ bool NcclDevicesPresent() {
 }
 
 std::unique_ptr<Communicator> MakeNccl(std::string* error) {
-  std::string rank_s, size_s, addr, port_s;
-  if (!Env("RANK", &rank_s, error) || !Env("WORLD_SIZE", &size_s, error) || !Env("MASTER_ADDR", &addr, error) ||
-      !Env("MASTER_PORT", &port_s, error)) {
-    return nullptr;
-  }
-  const int rank = std::atoi(rank_s.c_str()), size = std::atoi(size_s.c_str()), port = std::atoi(port_s.c_str());
-  if (size < 1 || rank < 0 || rank >= size || port <= 0 || port > 65535) {
-    *error = "nccl backend: bad RANK/WORLD_SIZE/MASTER_PORT (" + rank_s + "/" + size_s + "/" + port_s + ")";
-    return nullptr;
-  }
-  const char* lr = std::getenv("LOCAL_RANK");
-  const int local_rank = lr && *lr ? std::atoi(lr) : rank;
+  Rendezvous rv;
+  if (!JoinRendezvous("nccl", kRendezvousTimeout, &rv, error)) return nullptr;
   try {
-    c10d::TCPStoreOptions so;
-    so.port = static_cast<uint16_t>(port);
-    so.isServer = rank == 0;
-    so.numWorkers = size;
-    so.waitWorkers = true;
-    so.timeout = kRendezvousTimeout;
-    c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(addr, so);
-    auto comm = std::make_unique<Nccl>(rank, size, local_rank, std::move(store));
+    auto comm = std::make_unique<Nccl>(rv.rank, rv.size, rv.local_rank, std::move(rv.store));
     comm->Init();
     return comm;
   } catch (const std::exception& e) {
     *error = std::string(e.what()).rfind("nccl backend:", 0) == 0
                  ? e.what()
-                 : std::string("nccl backend: rendezvous at ") + addr + ":" + port_s + " failed: " + e.what();
+                 : std::string("nccl backend: rendezvous at ") + rv.addr + ":" + rv.port + " failed: " + e.what();
     return nullptr;
   }
 }

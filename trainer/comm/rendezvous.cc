@@ -1,0 +1,56 @@
+#include "trainer/comm/rendezvous.h"
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <cstdlib>
+
+namespace ladder::trainer::comm {
+
+namespace {
+
+bool Env(const std::string& backend, const char* name, std::string* out, std::string* error) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) {
+    *error = backend + " backend: environment variable " + name +
+             " is not set (start ranks with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, as torchrun "
+             "does)";
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+bool JoinRendezvous(const std::string& backend, std::chrono::milliseconds timeout, Rendezvous* out,
+                    std::string* error) {
+  std::string rank_s, size_s;
+  if (!Env(backend, "RANK", &rank_s, error) || !Env(backend, "WORLD_SIZE", &size_s, error) ||
+      !Env(backend, "MASTER_ADDR", &out->addr, error) || !Env(backend, "MASTER_PORT", &out->port, error)) {
+    return false;
+  }
+  out->rank = std::atoi(rank_s.c_str());
+  out->size = std::atoi(size_s.c_str());
+  const int port = std::atoi(out->port.c_str());
+  if (out->size < 1 || out->rank < 0 || out->rank >= out->size || port <= 0 || port > 65535) {
+    *error = backend + " backend: bad RANK/WORLD_SIZE/MASTER_PORT (" + rank_s + "/" + size_s + "/" + out->port + ")";
+    return false;
+  }
+  const char* lr = std::getenv("LOCAL_RANK");
+  out->local_rank = lr && *lr ? std::atoi(lr) : out->rank;
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(port);
+    so.isServer = out->rank == 0;
+    so.numWorkers = out->size;
+    so.waitWorkers = true;
+    so.timeout = timeout;
+    out->store = c10::make_intrusive<c10d::TCPStore>(out->addr, so);
+  } catch (const std::exception& e) {
+    *error = backend + " backend: rendezvous at " + out->addr + ":" + out->port + " failed: " + e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ladder::trainer::comm

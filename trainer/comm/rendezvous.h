@@ -1,0 +1,23 @@
+#pragma once
+// Rendezvous of torchrun-style ranks (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): reads and
+// checks the variables and joins the c10d TCPStore at MASTER_ADDR:MASTER_PORT (rank 0 hosts it, and waits for
+// all ranks). Shared by the Gloo and NCCL backends.
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace ladder::trainer::comm {
+
+struct Rendezvous {
+  int rank = 0, size = 1, local_rank = 0;  // local_rank: LOCAL_RANK, else rank
+  std::string addr, port;
+  c10::intrusive_ptr<c10d::Store> store;
+};
+
+// false with *error ("<backend> backend: environment variable RANK is not set ...", "... rendezvous at A:P
+// failed: ...") otherwise.
+bool JoinRendezvous(const std::string& backend, std::chrono::milliseconds timeout, Rendezvous* out,
+                    std::string* error);
+
+}  // namespace ladder::trainer::comm
