@@ -318,23 +318,28 @@ void NodeGroupScheduler::ClearReservationMarks() {
   reserved_marks_.clear();
 }
 
-void NodeGroupScheduler::Reserve(const GroupRequest& head, double now) {
-  reservation_.reset();
-  NodeNeed need = head.need();
-  cluster_.EligibleClasses(need, &classes_);
-  auto eligible = [&](int n) {
-    return cluster_.present(n) && cluster_.state(n) == NodeState::kUp &&
-           std::find(classes_.begin(), classes_.end(), cluster_.class_of(n)) != classes_.end();
-  };
+int NodeGroupScheduler::BeginCapacityScan(const GroupRequest& head) {
+  cluster_.EligibleClasses(head.need(), &classes_);
   const int racks = cluster_.rack_count();
   usable_.assign(racks, 0);
   for (int rack = 0; rack < racks; ++rack) usable_[rack] = cluster_.IdleInRack(rack, classes_, true);
-  int have = cluster_.IdleTotal(classes_, true);
   if (static_cast<int>(stamp_.size()) < cluster_.index_limit()) {
     stamp_.resize(cluster_.index_limit(), 0);
     remaining_.resize(cluster_.index_limit(), 0);
   }
   ++stamp_now_;
+  return cluster_.IdleTotal(classes_, true);
+}
+
+bool NodeGroupScheduler::EligibleForScan(int n) const {
+  return cluster_.present(n) && cluster_.state(n) == NodeState::kUp &&
+         std::find(classes_.begin(), classes_.end(), cluster_.class_of(n)) != classes_.end();
+}
+
+void NodeGroupScheduler::Reserve(const GroupRequest& head, double now) {
+  reservation_.reset();
+  int have = BeginCapacityScan(head);
+  auto eligible = [&](int n) { return EligibleForScan(n); };
   freed_.clear();
   double shadow = now;
   for (auto it = by_end_.begin(); it != by_end_.end() && have < head.nodes; ++it) {
@@ -380,21 +385,8 @@ void NodeGroupScheduler::MaybePreempt(const GroupRequest& head, double now, std:
   int lower = 0;
   for (int c = 0; c < hp; ++c) lower += running_by_class_[c];
   if (lower == 0) return;
-  NodeNeed need = head.need();
-  cluster_.EligibleClasses(need, &classes_);
-  auto eligible = [&](int n) {
-    return cluster_.present(n) && cluster_.state(n) == NodeState::kUp &&
-           std::find(classes_.begin(), classes_.end(), cluster_.class_of(n)) != classes_.end();
-  };
-  const int racks = cluster_.rack_count();
-  usable_.assign(racks, 0);
-  for (int rack = 0; rack < racks; ++rack) usable_[rack] = cluster_.IdleInRack(rack, classes_, true);
-  int have = cluster_.IdleTotal(classes_, true);
-  if (static_cast<int>(stamp_.size()) < cluster_.index_limit()) {
-    stamp_.resize(cluster_.index_limit(), 0);
-    remaining_.resize(cluster_.index_limit(), 0);
-  }
-  ++stamp_now_;
+  int have = BeginCapacityScan(head);
+  auto eligible = [&](int n) { return EligibleForScan(n); };
   auto count_down = [&](const Running& g, std::vector<int>* freed) {
     for (const auto& s : g.group.slices) {
       int n = s.node;

@@ -238,6 +238,11 @@ class NodeGroupScheduler {
   std::vector<int> reserved_marks_;
   SchedulerCounters counters_;
 
+  // Reserve and MaybePreempt count capacity that running groups free up: this fills classes_ (node classes that
+  // fit `head`), usable_ (idle eligible nodes per rack) and a fresh stamp, and returns the idle eligible total.
+  int BeginCapacityScan(const GroupRequest& head);
+  bool EligibleForScan(int node) const;  // up, present, and of a class in classes_
+
   // Scratch, reused across passes.
   std::vector<int> classes_, usable_, nodes_, stamp_, remaining_, freed_;
   std::vector<std::pair<int, int>> plan_;
