@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "search/command_template.h"
+#include "search/spec_scheduler.h"
 #include "search/yaml_reader.h"
 
 namespace ladder::search {
@@ -46,7 +47,7 @@ class SpecReader {
     }
     auto top = internal::ReadMapping(sink_, root, "",
                                      {"name", "description", "objective", "budget", "sampler", "resources",
-                                      "command", "env", "trial", "space"});
+                                      "command", "env", "trial", "space", "scheduler", "ensemble"});
     if (!top) return;
     const MapEntries& t = *top;
     auto required = [&](std::string_view key) -> const MapEntry* {
@@ -69,6 +70,15 @@ class SpecReader {
     const MapEntry* space = required("space");
     if (space != nullptr) ReadSpace(space->value);
 
+    if (const MapEntry* e = Find(t, "scheduler")) {
+      internal::ReadSchedulerSection(sink_, e->value, &spec_.scheduler, &scheduler_seed_given_);
+      internal::CheckSchedulerSection(sink_, e->value, spec_);
+    }
+    if (const MapEntry* e = Find(t, "ensemble")) {
+      if (auto site = internal::ReadEnsembleSection(sink_, e->value, &spec_.ensemble)) {
+        sites_.push_back({"ensemble.predictions_file", site->mark, site->text});
+      }
+    }
     CheckBudget(root, budget);
     if (space != nullptr && space_ok_) CheckGrid();
     CheckPlaceholders();
@@ -610,6 +620,7 @@ class SpecReader {
       spec_.max_trials = max_trials_;
     }
     if (spec_.max_failed_trials == 0) spec_.max_failed_trials = std::max(3, spec_.max_trials / 10);
+    if (!scheduler_seed_given_) spec_.scheduler.seed = spec_.seed;
   }
 
  private:
@@ -620,6 +631,7 @@ class SpecReader {
   std::vector<YAML::Mark> param_marks_;    // parallel to spec_.space.params
   bool space_ok_ = true;
   bool max_trials_given_ = false;
+  bool scheduler_seed_given_ = false;
   int max_trials_ = 0;
   int grid_size_ = 0;
 };

@@ -33,6 +33,27 @@
 //   trial:
 //     progress_timeout: 10m          # the watchdog fails a trial that prints no metrics line for this long
 //                                    # (seconds, or a number with s/m/h; default: no watchdog)
+//   scheduler:                       # early stopping / multi-fidelity (default none); search/trial_scheduler.h
+//     type: asha                     # none | asha | hyperband | median | pbt (a type name alone also works
+//                                    # for none and median)
+//     resource: epoch                # the metric that grows along a trial: epoch (default), step, samples, or
+//                                    # the trial's scale; a report is a metrics line with it and the objective
+//     min_resource: 1                # asha, hyperband: the first rung r (default 1)
+//     max_resource: 27               # asha, hyperband (required): R, where a trial is stopped (done)
+//     reduction_factor: 3            # asha, hyperband: eta > 1 (default 3); rungs at r * eta^k < R
+//     brackets: 4                    # hyperband: brackets used, at most floor(log_eta(R / r)) + 1 (default)
+//     grace_period: 1                # median: no trial is stopped below this resource (default 1)
+//     min_trials: 3                  # median: other trials needed at a resource to compare (default 3)
+//     perturbation_interval: 4       # pbt (required): resource between exploit/explore steps
+//     quantile: 0.25                 # pbt: bottom/top fraction of the population, in (0, 0.5] (default 0.25)
+//     resample_probability: 0.25     # pbt: a perturbed parameter is redrawn instead, in [0, 1] (default 0.25)
+//     seed: 0                        # pbt's choices (default: the sampler's seed)
+//   ensemble:                        # greedy ensemble selection over the best trials (search/ensemble.h)
+//     predictions_file: "{checkpoint_dir}/val_predictions.csv"  # required: where a trial saves its
+//                                    # validation predictions; placeholders as in `command`
+//     size: 10                       # selection rounds, members counted with repetition (default 10)
+//     top_k: 20                      # candidates: the best completed trials by the objective (default 20)
+//     metric: log_loss               # accuracy | log_loss | mse (default log_loss)
 //   space:                           # required, at least one parameter
 //     lr: {type: float, low: 1.0e-4, high: 0.1, log: true}
 //     batch_size: {type: int, low: 16, high: 128, log: true}
@@ -49,6 +70,9 @@
 // word). The grid sampler takes no conditions. Parameter names are [A-Za-z_][A-Za-z0-9_]* and may not be a built-in
 // placeholder's name.
 //
+// The scheduler's resource must differ from the objective's metric; asha and hyperband need
+// min_resource < max_resource; pbt needs budget.parallelism >= 2 (its population is the trials running at once).
+//
 // ParseSpec reports every error it finds, each with file:line:column and the dotted field.
 #include <cstdint>
 #include <map>
@@ -58,6 +82,7 @@
 #include <vector>
 
 #include "search/space.h"
+#include "search/trial_scheduler_options.h"
 
 namespace ladder::search {
 
@@ -97,6 +122,8 @@ struct SearchSpec {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   double progress_timeout_s = 0;  // trial.progress_timeout; 0: no watchdog
+  TrialSchedulerOptions scheduler;  // `scheduler:` (type none when absent)
+  EnsembleOptions ensemble;         // `ensemble:` (enabled false when absent)
   SearchSpace space;
 };
 

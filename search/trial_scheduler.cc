@@ -1,0 +1,107 @@
+#include "search/trial_scheduler.h"
+
+#include <cmath>
+
+#include "search/spec.h"
+#include "search/trial_schedulers.h"
+
+namespace ladder::search {
+
+const char* TrialSchedulerTypeName(TrialSchedulerType type) {
+  switch (type) {
+    case TrialSchedulerType::kNone: return "none";
+    case TrialSchedulerType::kAsha: return "asha";
+    case TrialSchedulerType::kHyperband: return "hyperband";
+    case TrialSchedulerType::kMedian: return "median";
+    case TrialSchedulerType::kPbt: return "pbt";
+  }
+  return "?";
+}
+
+const char* EnsembleMetricName(EnsembleMetric metric) {
+  switch (metric) {
+    case EnsembleMetric::kAccuracy: return "accuracy";
+    case EnsembleMetric::kLogLoss: return "log_loss";
+    case EnsembleMetric::kMse: return "mse";
+  }
+  return "?";
+}
+
+std::vector<double> AshaRungs(const TrialSchedulerOptions& o, int bracket) {
+  std::vector<double> rungs;
+  double rung = o.min_resource;
+  for (int s = 0; s < bracket; ++s) rung *= o.reduction_factor;
+  // Rungs strictly below R: a trial that reaches R is done, there is nothing left to decide.
+  while (!internal::Reached(rung, o.max_resource) && rungs.size() < 64) {
+    rungs.push_back(rung);
+    rung *= o.reduction_factor;
+  }
+  return rungs;
+}
+
+int MaxBrackets(const TrialSchedulerOptions& o) {
+  // One bracket per rung of bracket 0, plus the bracket without rungs (every trial runs to R).
+  return static_cast<int>(AshaRungs(o, 0).size()) + 1;
+}
+
+namespace {
+
+// Hyperband's bracket sizes for brackets 0..b-1 (bracket s has k = K - s rungs, K = MaxBrackets - 1), spread
+// over one cycle by smooth weighted round-robin: each step every bracket gains its weight, the one with the
+// most credit (lowest index on ties) is chosen and pays the total. Deterministic, evenly interleaved.
+std::vector<int> HyperbandCycle(const TrialSchedulerOptions& o, int brackets) {
+  const int max_b = MaxBrackets(o);
+  const int s_max = max_b - 1;
+  std::vector<int64_t> weight(static_cast<size_t>(brackets));
+  int64_t total = 0;
+  for (int s = 0; s < brackets; ++s) {
+    const int k = s_max - s;  // rungs of bracket s
+    double n = std::ceil(static_cast<double>(s_max + 1) / (k + 1) * std::pow(o.reduction_factor, k) - 1e-9);
+    weight[static_cast<size_t>(s)] = std::max<int64_t>(1, static_cast<int64_t>(std::min(n, 1e6)));
+    total += weight[static_cast<size_t>(s)];
+  }
+  std::vector<int> cycle;
+  std::vector<int64_t> credit(weight.size(), 0);
+  cycle.reserve(static_cast<size_t>(total));
+  for (int64_t step = 0; step < total; ++step) {
+    size_t best = 0;
+    for (size_t s = 0; s < weight.size(); ++s) {
+      credit[s] += weight[s];
+      if (credit[s] > credit[best]) best = s;
+    }
+    credit[best] -= total;
+    cycle.push_back(static_cast<int>(best));
+  }
+  return cycle;
+}
+
+}  // namespace
+
+int HyperbandBracket(const TrialSchedulerOptions& o, int brackets, int64_t trial_number) {
+  std::vector<int> cycle = HyperbandCycle(o, brackets);
+  const auto w = static_cast<int64_t>(cycle.size());
+  return cycle[static_cast<size_t>(((trial_number % w) + w) % w)];
+}
+
+namespace internal {
+std::vector<int> HyperbandCycleFor(const TrialSchedulerOptions& o, int brackets) { return HyperbandCycle(o, brackets); }
+}  // namespace internal
+
+std::unique_ptr<TrialScheduler> MakeTrialScheduler(const TrialSchedulerOptions& o, bool maximize,
+                                                   const SearchSpace& space) {
+  switch (o.type) {
+    case TrialSchedulerType::kNone: return nullptr;
+    case TrialSchedulerType::kAsha: return internal::MakeAshaScheduler(o, maximize, 1);
+    case TrialSchedulerType::kHyperband:
+      return internal::MakeAshaScheduler(o, maximize, o.brackets > 0 ? o.brackets : MaxBrackets(o));
+    case TrialSchedulerType::kMedian: return internal::MakeMedianStopping(o, maximize);
+    case TrialSchedulerType::kPbt: return internal::MakePbtScheduler(o, maximize, space);
+  }
+  return nullptr;
+}
+
+std::unique_ptr<TrialScheduler> MakeTrialScheduler(const SearchSpec& spec) {
+  return MakeTrialScheduler(spec.scheduler, spec.objective.maximize, spec.space);
+}
+
+}  // namespace ladder::search
