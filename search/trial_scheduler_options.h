@@ -51,8 +51,8 @@ struct EnsembleOptions {
   int size = kDefaultEnsembleSize;     // selection rounds (members, counted with repetition)
   int top_k = kDefaultEnsembleTopK;    // candidates: the best top_k completed trials by the objective
   EnsembleMetric metric = EnsembleMetric::kLogLoss;  // what the selection minimizes (accuracy: maximizes)
-  // Where a trial saved its validation predictions (bench/../docs: the predictions CSV format in
-  // search/ensemble.h); placeholders as in `command` ({checkpoint_dir}, {trial_number}, parameters).
+  // Where a trial saved its validation predictions (the CSV format is in search/ensemble.h); placeholders
+  // as in `command` ({checkpoint_dir}, {trial_number}, parameters).
   std::string predictions_file;
 };
 
