@@ -1,0 +1,526 @@
+// ladder-multifidelity-bench (run through bench/multifidelity): ASHA, Hyperband and the median stopping rule
+// (search/trial_scheduler.h) against random search at EQUAL TOTAL RESOURCE (epochs).
+//
+// Table mode: trials replay learning curves recorded from real ladder-train runs (bench/data/digits_curves.csv,
+// written by bench/record_curves). W trials run at once (asynchronous: each epoch of a trial takes that
+// configuration's recorded seconds per epoch); a trial takes the next configuration of a seeded permutation of
+// the table (the same permutation for every algorithm of a seed); every finished epoch costs 1 from the budget
+// and is reported to the scheduler as (epoch, val_loss); a stopped trial frees its worker for the next
+// configuration; the run ends when the budget is spent (running trials are cut there). Random search is the
+// same loop without a scheduler (every trial runs to max epochs). A configuration whose run diverged (fewer
+// recorded epochs) fails after one more epoch.
+//
+// Live mode (--live): the same loop on real ladder-train processes (digits data, --threads 1, the record_curves
+// space drawn afresh with the seed), W at once, each started with --epochs R and killed (SIGTERM) when its
+// scheduler stops it or the budget is spent.
+//
+// Regret: the best val_loss any trial reported (at any epoch) minus the best val_loss in the whole table.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <queue>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/trial_scheduler.h"
+
+namespace {
+
+using ladder::search::MakeTrialScheduler;
+using ladder::search::TrialDecision;
+using ladder::search::TrialScheduler;
+using ladder::search::TrialSchedulerOptions;
+using ladder::search::TrialSchedulerType;
+
+struct Options {
+  std::string table;
+  std::vector<int> budgets = {100, 200, 400};
+  int main_budget = 200;
+  int seeds = 50;
+  int workers = 4;
+  double eta = 3;
+  double min_resource = 1;
+  bool live = false;
+  std::string train;
+  int live_budget = 100;
+  int live_seeds = 2;
+  int live_workers = 2;
+};
+
+[[noreturn]] void Usage(int code) {
+  (code == 0 ? std::cout : std::cerr)
+      << "usage: ladder-multifidelity-bench --table CSV [--budgets A,B,..] [--budget N] [--seeds N] [--workers N]\n"
+         "         [--eta X] [--min-resource X] [--live --train PATH [--live-budget N] [--live-seeds N]\n"
+         "         [--live-workers N]]\n"
+         "Runs random search, ASHA, Hyperband and median stopping at equal total epochs on the learning curves\n"
+         "of the table (and with --live on real ladder-train runs); regret = best val_loss found - the table's\n"
+         "best. The last line is one JSON object. Normally run through bench/multifidelity.\n";
+  std::exit(code);
+}
+
+std::vector<int> ParseList(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(std::stoi(item));
+  return out;
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") Usage(0);
+    if (a == "--live") {
+      o.live = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::cerr << "ladder-multifidelity-bench: " << a << " needs a value\n";
+      Usage(2);
+    }
+    std::string v = argv[++i];
+    try {
+      if (a == "--table") o.table = v;
+      else if (a == "--budgets") o.budgets = ParseList(v);
+      else if (a == "--budget") o.main_budget = std::stoi(v);
+      else if (a == "--seeds") o.seeds = std::stoi(v);
+      else if (a == "--workers") o.workers = std::stoi(v);
+      else if (a == "--eta") o.eta = std::stod(v);
+      else if (a == "--min-resource") o.min_resource = std::stod(v);
+      else if (a == "--train") o.train = v;
+      else if (a == "--live-budget") o.live_budget = std::stoi(v);
+      else if (a == "--live-seeds") o.live_seeds = std::stoi(v);
+      else if (a == "--live-workers") o.live_workers = std::stoi(v);
+      else {
+        std::cerr << "ladder-multifidelity-bench: unknown option '" << a << "'\n";
+        Usage(2);
+      }
+    } catch (const std::exception&) {
+      std::cerr << "ladder-multifidelity-bench: bad value '" << v << "' for " << a << "\n";
+      Usage(2);
+    }
+  }
+  if (o.table.empty()) {
+    std::cerr << "ladder-multifidelity-bench: --table is required\n";
+    Usage(2);
+  }
+  if (std::find(o.budgets.begin(), o.budgets.end(), o.main_budget) == o.budgets.end()) {
+    o.budgets.push_back(o.main_budget);
+    std::sort(o.budgets.begin(), o.budgets.end());
+  }
+  if (o.live && o.train.empty()) {
+    std::cerr << "ladder-multifidelity-bench: --live needs --train PATH (ladder-train)\n";
+    Usage(2);
+  }
+  if (o.seeds < 1 || o.workers < 1 || o.live_seeds < 1 || o.live_workers < 1 || !(o.eta > 1)) Usage(2);
+  return o;
+}
+
+// One recorded configuration: its val_loss after each epoch it finished, and seconds per epoch.
+struct Curve {
+  std::vector<double> val_loss;
+  double seconds_per_epoch = 1;
+};
+
+struct Table {
+  std::vector<Curve> curves;
+  int epochs = 0;  // E, the epochs every run was started with
+  double best = std::numeric_limits<double>::infinity();
+  int diverged = 0;
+};
+
+Table ReadTable(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << path << ": cannot open the learning-curve table (record it with bench/record_curves)\n";
+    std::exit(1);
+  }
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  {
+    std::stringstream h(line);
+    std::string f;
+    while (std::getline(h, f, ',')) header.push_back(f);
+  }
+  auto column = [&](const std::string& name) {
+    auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end()) {
+      std::cerr << path << ":1: no column '" << name << "'\n";
+      std::exit(1);
+    }
+    return static_cast<size_t>(it - header.begin());
+  };
+  const size_t c_epochs = column("epochs"), c_seconds = column("seconds"), c_first = column("val_loss_1");
+  Table t;
+  while (c_first + static_cast<size_t>(t.epochs) < header.size() &&
+         header[c_first + static_cast<size_t>(t.epochs)] == "val_loss_" + std::to_string(t.epochs + 1)) {
+    ++t.epochs;
+  }
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    std::vector<std::string> f;
+    std::stringstream s(line);
+    std::string cell;
+    while (std::getline(s, cell, ',')) f.push_back(cell);
+    while (f.size() < header.size()) f.emplace_back();
+    try {
+      Curve c;
+      const int done = std::stoi(f[c_epochs]);
+      for (int e = 0; e < done && e < t.epochs; ++e) c.val_loss.push_back(std::stod(f[c_first + static_cast<size_t>(e)]));
+      c.seconds_per_epoch = std::max(1e-3, std::stod(f[c_seconds]) / std::max(1, done));
+      for (double v : c.val_loss) t.best = std::min(t.best, v);
+      if (done < t.epochs) ++t.diverged;
+      t.curves.push_back(std::move(c));
+    } catch (const std::exception&) {
+      std::cerr << path << ":" << line_no << ": not a row of the learning-curve table\n";
+      std::exit(1);
+    }
+  }
+  if (t.curves.empty() || t.epochs < 2) {
+    std::cerr << path << ": no learning curves\n";
+    std::exit(1);
+  }
+  return t;
+}
+
+const std::vector<std::string> kAlgorithms = {"random", "asha", "hyperband", "median"};
+
+TrialSchedulerOptions SchedulerFor(const std::string& algorithm, const Options& o, int max_epochs) {
+  TrialSchedulerOptions s;
+  s.resource = "epoch";
+  s.min_resource = o.min_resource;
+  s.max_resource = max_epochs;
+  s.reduction_factor = o.eta;
+  if (algorithm == "asha") s.type = TrialSchedulerType::kAsha;
+  if (algorithm == "hyperband") s.type = TrialSchedulerType::kHyperband;
+  if (algorithm == "median") s.type = TrialSchedulerType::kMedian;  // library defaults: grace 1, min_trials 3
+  return s;
+}
+
+struct RunResult {
+  double best = std::numeric_limits<double>::infinity();
+  int trials = 0;
+  int stopped = 0;
+};
+
+// One simulated search over the table.
+RunResult Simulate(const Table& table, const std::string& algorithm, const Options& o, int budget, uint64_t seed) {
+  std::unique_ptr<TrialScheduler> scheduler =
+      MakeTrialScheduler(SchedulerFor(algorithm, o, table.epochs), /*maximize=*/false);
+  std::vector<size_t> order(table.curves.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + 1);
+  std::shuffle(order.begin(), order.end(), rng);
+
+  struct Running {
+    int64_t number;
+    size_t config;
+    int epoch;  // finished epochs
+  };
+  using Event = std::tuple<double, int, Running>;  // (time of the next epoch's end, worker, trial)
+  auto later = [](const Event& a, const Event& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) > std::tie(std::get<0>(b), std::get<1>(b));
+  };
+  std::priority_queue<Event, std::vector<Event>, decltype(later)> events(later);
+  RunResult r;
+  int64_t next = 0;
+  int spent = 0;
+  auto start = [&](int worker, double now) {
+    Running t{next, order[static_cast<size_t>(next) % order.size()], 0};
+    ++next;
+    ++r.trials;
+    events.emplace(now + table.curves[t.config].seconds_per_epoch, worker, t);
+  };
+  for (int w = 0; w < o.workers; ++w) start(w, 0);
+  while (spent < budget && !events.empty()) {
+    auto [now, worker, t] = events.top();
+    events.pop();
+    ++spent;
+    const Curve& c = table.curves[t.config];
+    ++t.epoch;
+    bool ended = false;
+    if (t.epoch > static_cast<int>(c.val_loss.size())) {  // diverged: ladder-train exited with code 3
+      if (scheduler) scheduler->Complete(t.number, std::nullopt);
+      ended = true;
+    } else {
+      const double v = c.val_loss[static_cast<size_t>(t.epoch - 1)];
+      r.best = std::min(r.best, v);
+      if (scheduler) {
+        TrialDecision d = scheduler->Report(t.number, t.epoch, v);
+        if (d.stop() && t.epoch < table.epochs) ++r.stopped;
+        ended = d.stop();
+      }
+      if (t.epoch >= table.epochs) ended = true;
+      if (ended && scheduler) scheduler->Complete(t.number, v);
+    }
+    if (ended) {
+      if (spent < budget) start(worker, now);
+    } else {
+      events.emplace(now + c.seconds_per_epoch, worker, t);
+    }
+  }
+  return r;
+}
+
+struct Summary {
+  double median = 0, q1 = 0, q3 = 0, trials = 0;
+};
+
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+Summary Summarize(const std::vector<double>& regrets, const std::vector<double>& trials) {
+  Summary s;
+  s.median = Quantile(regrets, 0.5);
+  s.q1 = Quantile(regrets, 0.25);
+  s.q3 = Quantile(regrets, 0.75);
+  s.trials = std::accumulate(trials.begin(), trials.end(), 0.0) / static_cast<double>(trials.size());
+  return s;
+}
+
+// ---- live mode: real ladder-train processes --------------------------------------------------------------
+
+struct LiveConfig {
+  double lr, momentum, dropout;
+  std::string optimizer;
+  int batch_size, width, depth;
+};
+
+// The record_curves space (bench/record_curves), drawn from (seed, trial number) alone.
+LiveConfig DrawConfig(uint64_t seed, int64_t number) {
+  std::mt19937_64 rng((seed + 1) * 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(number + 1) * 0xbf58476d1ce4e5b9ULL);
+  std::uniform_real_distribution<double> u(0, 1);
+  auto log_uniform = [&](double lo, double hi) { return std::exp(std::log(lo) + u(rng) * (std::log(hi) - std::log(lo))); };
+  LiveConfig c;
+  c.optimizer = u(rng) < 0.5 ? "sgd" : "adam";
+  c.lr = log_uniform(1e-4, 1.0);
+  c.momentum = c.optimizer == "sgd" ? 0.99 * u(rng) : 0.0;
+  c.batch_size = static_cast<int>(std::lround(log_uniform(16, 256)));
+  c.width = static_cast<int>(std::lround(log_uniform(16, 256)));
+  c.depth = 1 + static_cast<int>(u(rng) * 3) % 3;
+  c.dropout = 0.5 * u(rng);
+  return c;
+}
+
+struct Process {
+  pid_t pid = -1;
+  int fd = -1;
+  std::string buffer;
+  int64_t number = 0;
+  int epoch = 0;
+  bool stopping = false;
+};
+
+Process Spawn(const std::string& train, const LiveConfig& c, int epochs, int64_t number) {
+  std::vector<std::string> args = {train, "--epochs", std::to_string(epochs), "--threads", "1", "--log-every",
+                                   "1000000000", "--eval-train-rows", "0", "--noise-scale-every", "0", "--seed",
+                                   std::to_string(number), "--lr", std::to_string(c.lr), "--optimizer", c.optimizer,
+                                   "--momentum", std::to_string(c.momentum), "--batch-size",
+                                   std::to_string(c.batch_size), "--width", std::to_string(c.width), "--depth",
+                                   std::to_string(c.depth), "--dropout", std::to_string(c.dropout)};
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    std::perror("pipe");
+    std::exit(1);
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  Process p;
+  p.pid = pid;
+  p.fd = fds[0];
+  p.number = number;
+  return p;
+}
+
+void Reap(Process& p, bool kill_it) {
+  if (kill_it) kill(p.pid, SIGTERM);
+  close(p.fd);
+  int status = 0;
+  waitpid(p.pid, &status, 0);
+}
+
+struct LiveResult {
+  double best = std::numeric_limits<double>::infinity();
+  int trials = 0;
+  double seconds = 0;
+};
+
+LiveResult RunLive(const std::string& algorithm, const Options& o, int max_epochs, uint64_t seed) {
+  std::unique_ptr<TrialScheduler> scheduler = MakeTrialScheduler(SchedulerFor(algorithm, o, max_epochs), false);
+  LiveResult r;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Process> running;
+  int64_t next = 0;
+  int spent = 0;
+  auto start = [&] {
+    running.push_back(Spawn(o.train, DrawConfig(seed, next), max_epochs, next));
+    ++next;
+    ++r.trials;
+  };
+  for (int w = 0; w < o.live_workers; ++w) start();
+  while (!running.empty()) {
+    std::vector<pollfd> fds;
+    for (const Process& p : running) fds.push_back({p.fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), 60000) <= 0) {
+      std::cerr << "ladder-multifidelity-bench: no output from ladder-train for 60 s\n";
+      std::exit(1);
+    }
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Process& p = running[i];
+      char buf[4096];
+      ssize_t n = read(p.fd, buf, sizeof buf);
+      bool ended = n <= 0;
+      if (n > 0) p.buffer.append(buf, static_cast<size_t>(n));
+      size_t nl;
+      while (!p.stopping && (nl = p.buffer.find('\n')) != std::string::npos) {
+        if (spent >= o.live_budget) {  // another trial spent the last epoch in this pass
+          p.stopping = true;
+          break;
+        }
+        std::string line = p.buffer.substr(0, nl);
+        p.buffer.erase(0, nl + 1);
+        nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (!j.is_object() || !j.contains("val_loss") || !j["val_loss"].is_number()) continue;
+        const double v = j["val_loss"].get<double>();
+        ++p.epoch;
+        ++spent;
+        r.best = std::min(r.best, v);
+        bool stop = spent >= o.live_budget;
+        if (scheduler) {
+          TrialDecision d = scheduler->Report(p.number, p.epoch, v);
+          if (d.stop()) {
+            stop = true;
+            scheduler->Complete(p.number, v);
+          }
+        }
+        if (stop) p.stopping = true;
+      }
+      if (p.stopping || ended) {
+        if (ended && scheduler && !p.stopping) scheduler->Complete(p.number, std::nullopt);
+        Reap(p, p.stopping);
+        p.pid = -1;
+      }
+    }
+    std::erase_if(running, [](const Process& p) { return p.pid < 0; });
+    if (spent >= o.live_budget) {
+      for (Process& p : running) Reap(p, true);
+      running.clear();
+      break;
+    }
+    while (static_cast<int>(running.size()) < o.live_workers && spent < o.live_budget) start();
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+double Round(double v) { return std::round(v * 1e5) / 1e5; }
+
+std::string Cell(const Summary& s) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.4f [%.4f, %.4f]", s.median, s.q1, s.q3);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = Parse(argc, argv);
+  const Table table = ReadTable(o.table);
+  std::printf("table: %s: %zu configurations x %d epochs (%d diverged), best val_loss %.5f\n", o.table.c_str(),
+              table.curves.size(), table.epochs, table.diverged, table.best);
+  TrialSchedulerOptions shown = SchedulerFor("asha", o, table.epochs);
+  std::printf("asha/hyperband: min_resource %g, max_resource %d, reduction_factor %g (rungs:", o.min_resource,
+              table.epochs, o.eta);
+  for (double rung : ladder::search::AshaRungs(shown)) std::printf(" %g", rung);
+  std::printf("), hyperband brackets %d; median: grace_period %g, min_trials %d; %d trials at once, %d seeds\n",
+              ladder::search::MaxBrackets(shown), shown.grace_period, shown.min_trials, o.workers, o.seeds);
+  std::printf("regret = best val_loss found - table best; median [q1, q3] over seeds; trials = mean trials run\n\n");
+  std::printf("%-8s", "budget");
+  for (const auto& a : kAlgorithms) std::printf(" | %-30s %6s", a.c_str(), "trials");
+  std::printf("\n");
+  std::map<std::string, Summary> main_row;
+  for (int budget : o.budgets) {
+    std::printf("%-8d", budget);
+    for (const auto& a : kAlgorithms) {
+      std::vector<double> regrets, trials;
+      for (int s = 0; s < o.seeds; ++s) {
+        RunResult r = Simulate(table, a, o, budget, static_cast<uint64_t>(s));
+        regrets.push_back(r.best - table.best);
+        trials.push_back(r.trials);
+      }
+      Summary sum = Summarize(regrets, trials);
+      if (budget == o.main_budget) main_row[a] = sum;
+      std::printf(" | %-30s %6.1f", Cell(sum).c_str(), sum.trials);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  nlohmann::json out;
+  out["budget_epochs"] = o.main_budget;
+  for (const auto& a : kAlgorithms) out[a + "_regret"] = Round(main_row[a].median);
+  out["seeds"] = o.seeds;
+  out["table_configs"] = table.curves.size();
+  out["max_epochs"] = table.epochs;
+
+  if (o.live) {
+    std::printf("\nlive: ladder-train %s, %d epochs per trial at most, budget %d epochs, %d trials at once, %d seeds\n",
+                o.train.c_str(), table.epochs, o.live_budget, o.live_workers, o.live_seeds);
+    std::printf("%-10s | %-30s | %6s | %s\n", "algorithm", "regret median [q1, q3]", "trials", "seconds");
+    for (const auto& a : kAlgorithms) {
+      std::vector<double> regrets, trials;
+      double seconds = 0;
+      for (int s = 0; s < o.live_seeds; ++s) {
+        LiveResult r = RunLive(a, o, table.epochs, static_cast<uint64_t>(s));
+        regrets.push_back(r.best - table.best);
+        trials.push_back(r.trials);
+        seconds += r.seconds;
+      }
+      Summary sum = Summarize(regrets, trials);
+      std::printf("%-10s | %-30s | %6.1f | %.1f\n", a.c_str(), Cell(sum).c_str(), sum.trials, seconds);
+      std::fflush(stdout);
+      out["live_" + a + "_regret"] = Round(sum.median);
+    }
+    out["live_budget_epochs"] = o.live_budget;
+  }
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
