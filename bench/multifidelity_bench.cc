@@ -62,7 +62,7 @@ struct Options {
   bool live = false;
   std::string train;
   int live_budget = 100;
-  int live_seeds = 2;
+  int live_seeds = 5;
   int live_workers = 2;
 };
 
