@@ -244,4 +244,34 @@ EnsembleResult SelectEnsemble(const std::vector<EnsembleCandidate>& candidates, 
   return result;
 }
 
+EnsembleResult SelectEnsemble(const std::vector<TrialPredictions>& trials, EnsembleMetric metric, int size) {
+  if (trials.empty()) {
+    EnsembleResult r;
+    r.error = "no candidates: no trial has validation predictions";
+    return r;
+  }
+  const std::vector<double>& labels = trials.front().predictions.labels;
+  std::vector<EnsembleCandidate> candidates;
+  for (const TrialPredictions& t : trials) {
+    const std::vector<double>& mine = t.predictions.labels;
+    if (mine != labels) {
+      EnsembleResult r;
+      std::string where = mine.size() != labels.size()
+                              ? std::to_string(mine.size()) + " examples against " + std::to_string(labels.size())
+                              : "";
+      for (size_t i = 0; where.empty() && i < mine.size(); ++i) {
+        if (mine[i] != labels[i]) {
+          where = "example " + std::to_string(i + 1) + " has label " + Num(mine[i]) + " against " + Num(labels[i]);
+        }
+      }
+      r.error = "trial " + std::to_string(t.trial_number) + ": its validation labels differ from trial " +
+                std::to_string(trials.front().trial_number) + "'s (" + where +
+                "): the trials must predict the same validation examples in the same order";
+      return r;
+    }
+    candidates.push_back({t.trial_number, t.predictions.predictions});
+  }
+  return SelectEnsemble(candidates, labels, metric, size);
+}
+
 }  // namespace ladder::search

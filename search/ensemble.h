@@ -79,6 +79,14 @@ struct EnsembleResult {
 EnsembleResult SelectEnsemble(const std::vector<EnsembleCandidate>& candidates, const std::vector<double>& labels,
                               EnsembleMetric metric, int size);
 
+// The same from whole predictions files (trial number, what ReadPredictionsFile gave), best trial first: every
+// file must hold the same labels in the same order (the same validation examples); an error names the trial.
+struct TrialPredictions {
+  int64_t trial_number = 0;
+  ValidationPredictions predictions;
+};
+EnsembleResult SelectEnsemble(const std::vector<TrialPredictions>& trials, EnsembleMetric metric, int size);
+
 // The metric of one prediction matrix (or an average) against `labels`; shapes must match (not checked).
 double EnsembleScore(const PredictionMatrix& predictions, const std::vector<double>& labels, EnsembleMetric metric);
 

@@ -42,8 +42,9 @@
 // Determinism and restarts. The state is a function of the sequence of calls only, and every decision too
 // (pbt's choices are seeded by (seed, trial number, that trial's exploit count)). A restarted coordinator
 // rebuilds the scheduler by making the same calls again, with the stored events in their original order, and
-// ignoring the decisions (it acted on them already): AddTrial for every trial, Report for every stored
-// metrics point that carries both metrics, Complete/Forget where the trial ended. For asha, hyperband and
+// ignoring the decisions (it acted on them already): AddTrial for every trial, with the parameters it was
+// CREATED with (pbt derives its exploits again, new parameters included), Report for every stored metrics
+// point that carries both metrics, Complete/Forget where the trial ended. For asha, hyperband and
 // median, AddTrial and Complete change no later decision, so "AddTrial for all, then every stored report (and
 // Forget) in stored order, then Complete for the finished trials" rebuilds the same state. For pbt, Complete
 // removes a trial from the population, so it must come at its place among the reports (e.g. by time).

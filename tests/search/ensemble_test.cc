@@ -98,6 +98,28 @@ TEST(EnsembleTest, InconsistentInputsAreErrorsNamingTheTrial) {
   EXPECT_FALSE(SelectEnsemble({A()}, kLabels, EnsembleMetric::kLogLoss, 0).ok());
 }
 
+TEST(EnsembleTest, FromFilesChecksTheLabels) {
+  auto file = [](int64_t n, const std::string& text) {
+    PredictionsReadResult r = ParsePredictionsCsv(text, "t" + std::to_string(n) + ".csv");
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    return TrialPredictions{n, *r.value};
+  };
+  // A and B of TwoComplementaryModelsBeatBoth, as files.
+  TrialPredictions a = file(4, "label,p0,p1\n0,0.9,0.1\n1,0.1,0.9\n0,0.4,0.6\n1,0.6,0.4\n");
+  TrialPredictions b = file(9, "0,0.4,0.6\n1,0.6,0.4\n0,0.9,0.1\n1,0.1,0.9\n");
+  EnsembleResult r = SelectEnsemble({a, b}, EnsembleMetric::kLogLoss, 4);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.picks, (std::vector<int64_t>{4, 9}));
+  EXPECT_NEAR(r.ensemble_metric, -std::log(0.65), 1e-12);
+  TrialPredictions shuffled = file(12, "0,0.4,0.6\n0,0.6,0.4\n1,0.9,0.1\n1,0.1,0.9\n");
+  EXPECT_EQ(SelectEnsemble({a, shuffled}, EnsembleMetric::kLogLoss, 4).error,
+            "trial 12: its validation labels differ from trial 4's (example 2 has label 0 against 1): the trials "
+            "must predict the same validation examples in the same order");
+  TrialPredictions shorter = file(13, "0,0.4,0.6\n");
+  EXPECT_NE(SelectEnsemble({a, shorter}, EnsembleMetric::kLogLoss, 4).error.find("1 examples against 4"),
+            std::string::npos);
+}
+
 TEST(PredictionsCsvTest, ParsesLabelsAndColumnsWithAHeader) {
   PredictionsReadResult r = ParsePredictionsCsv("label,p0,p1,p2\r\n2,0.1,0.2,0.7\r\n\n0, 0.8 ,1.5e-1,5e-2\n", "p.csv");
   ASSERT_TRUE(r.error.empty()) << r.error;
