@@ -189,7 +189,9 @@ Table ReadTable(const std::string& path) {
     try {
       Curve c;
       const int done = std::stoi(f[c_epochs]);
-      for (int e = 0; e < done && e < t.epochs; ++e) c.val_loss.push_back(std::stod(f[c_first + static_cast<size_t>(e)]));
+      for (int e = 0; e < done && e < t.epochs; ++e) {
+        c.val_loss.push_back(std::stod(f[c_first + static_cast<size_t>(e)]));
+      }
       c.seconds_per_epoch = std::max(1e-3, std::stod(f[c_seconds]) / std::max(1, done));
       for (double v : c.val_loss) t.best = std::min(t.best, v);
       if (done < t.epochs) ++t.diverged;
@@ -318,7 +320,9 @@ struct LiveConfig {
 LiveConfig DrawConfig(uint64_t seed, int64_t number) {
   std::mt19937_64 rng((seed + 1) * 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(number + 1) * 0xbf58476d1ce4e5b9ULL);
   std::uniform_real_distribution<double> u(0, 1);
-  auto log_uniform = [&](double lo, double hi) { return std::exp(std::log(lo) + u(rng) * (std::log(hi) - std::log(lo))); };
+  auto log_uniform = [&](double lo, double hi) {
+    return std::exp(std::log(lo) + u(rng) * (std::log(hi) - std::log(lo)));
+  };
   LiveConfig c;
   c.optimizer = u(rng) < 0.5 ? "sgd" : "adam";
   c.lr = log_uniform(1e-4, 1.0);

@@ -16,9 +16,10 @@
 //              mean of their values reported at resources <= t).
 //   pbt        population-based training (Jaderberg et al. 2017), asynchronous like Ray Tune's: whenever a
 //              trial has advanced perturbation_interval since its last perturbation point, the population
-//              (the trials that reported and did not complete) is ranked by their latest values; a trial in the bottom quantile
-//              (ceil(quantile * n), at most n / 2) gets kExploit: restart from the checkpoint of a trial of
-//              the top quantile (a seeded choice), with that trial's parameters perturbed (Perturb below).
+//              (the trials that reported and did not complete) is ranked by their latest values; a trial in
+//              the bottom quantile (ceil(quantile * n), at most n / 2) gets kExploit: restart from the
+//              checkpoint of a trial of the top quantile (a seeded choice), with that trial's parameters
+//              perturbed (Perturb below).
 //
 // Calls, on the coordinator's loop (not thread-safe; no threads, clock or I/O inside):
 //   AddTrial(n, params)         a trial was created with `params` (pbt keeps them, as what a trial that

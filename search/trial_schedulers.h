@@ -13,7 +13,8 @@ namespace ladder::search::internal {
 
 std::unique_ptr<TrialScheduler> MakeAshaScheduler(const TrialSchedulerOptions& options, bool maximize,
                                                   int brackets);                     // asha.cc
-std::unique_ptr<TrialScheduler> MakeMedianStopping(const TrialSchedulerOptions& options, bool maximize);  // median_stopping.cc
+// median_stopping.cc
+std::unique_ptr<TrialScheduler> MakeMedianStopping(const TrialSchedulerOptions& options, bool maximize);
 std::unique_ptr<TrialScheduler> MakePbtScheduler(const TrialSchedulerOptions& options, bool maximize,
                                                  const SearchSpace& space);          // pbt.cc
 
