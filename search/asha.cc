@@ -19,7 +19,7 @@ class AshaScheduler : public TrialScheduler {
       b.rungs = AshaRungs(o, s);
       b.recorded.resize(b.rungs.size());
     }
-    cycle_ = brackets > 1 ? HyperbandCycleFor(o, brackets) : std::vector<int>{0};
+    cycle_ = brackets > 1 ? HyperbandCycle(o, brackets) : std::vector<int>{0};
   }
 
   TrialDecision Report(int64_t n, double resource, double value) override {

@@ -1,5 +1,6 @@
 #include "search/trial_scheduler.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "search/spec.h"
@@ -44,21 +45,28 @@ int MaxBrackets(const TrialSchedulerOptions& o) {
   return static_cast<int>(AshaRungs(o, 0).size()) + 1;
 }
 
-namespace {
-
 // Hyperband's bracket sizes for brackets 0..b-1 (bracket s has k = K - s rungs, K = MaxBrackets - 1), spread
 // over one cycle by smooth weighted round-robin: each step every bracket gains its weight, the one with the
 // most credit (lowest index on ties) is chosen and pays the total. Deterministic, evenly interleaved.
 std::vector<int> HyperbandCycle(const TrialSchedulerOptions& o, int brackets) {
+  if (brackets < 1) return {0};
   const int max_b = MaxBrackets(o);
   const int s_max = max_b - 1;
-  std::vector<int64_t> weight(static_cast<size_t>(brackets));
-  int64_t total = 0;
+  std::vector<double> size(static_cast<size_t>(brackets));
   for (int s = 0; s < brackets; ++s) {
     const int k = s_max - s;  // rungs of bracket s
-    double n = std::ceil(static_cast<double>(s_max + 1) / (k + 1) * std::pow(o.reduction_factor, k) - 1e-9);
-    weight[static_cast<size_t>(s)] = std::max<int64_t>(1, static_cast<int64_t>(std::min(n, 1e6)));
-    total += weight[static_cast<size_t>(s)];
+    size[static_cast<size_t>(s)] =
+        std::ceil(static_cast<double>(s_max + 1) / (k + 1) * std::pow(o.reduction_factor, k) - 1e-9);
+  }
+  // Very wide ranges (R / r = eta^20 and more) are scaled down so the cycle stays at most ~kMaxCycle long.
+  constexpr double kMaxCycle = 10000;
+  const double largest = *std::max_element(size.begin(), size.end());
+  const double scale = largest > kMaxCycle ? kMaxCycle / largest : 1.0;
+  std::vector<int64_t> weight(size.size());
+  int64_t total = 0;
+  for (size_t s = 0; s < size.size(); ++s) {
+    weight[s] = std::max<int64_t>(1, std::llround(size[s] * scale));
+    total += weight[s];
   }
   std::vector<int> cycle;
   std::vector<int64_t> credit(weight.size(), 0);
@@ -75,17 +83,11 @@ std::vector<int> HyperbandCycle(const TrialSchedulerOptions& o, int brackets) {
   return cycle;
 }
 
-}  // namespace
-
 int HyperbandBracket(const TrialSchedulerOptions& o, int brackets, int64_t trial_number) {
   std::vector<int> cycle = HyperbandCycle(o, brackets);
   const auto w = static_cast<int64_t>(cycle.size());
   return cycle[static_cast<size_t>(((trial_number % w) + w) % w)];
 }
-
-namespace internal {
-std::vector<int> HyperbandCycleFor(const TrialSchedulerOptions& o, int brackets) { return HyperbandCycle(o, brackets); }
-}  // namespace internal
 
 std::unique_ptr<TrialScheduler> MakeTrialScheduler(const TrialSchedulerOptions& o, bool maximize,
                                                    const SearchSpace& space) {

@@ -101,7 +101,12 @@ std::vector<double> AshaRungs(const TrialSchedulerOptions& options, int bracket 
 // tolerance, so R / r = eta^k exactly gives k + 1).
 int MaxBrackets(const TrialSchedulerOptions& options);
 
-// The Hyperband bracket of trial `trial_number` for `brackets` brackets (see above).
+// Hyperband's cycle of bracket numbers for `brackets` brackets (see above): trial n goes to
+// cycle[n mod size]. When the largest bracket would get more than 10,000 trials a cycle, every size is scaled
+// down in proportion (the largest to 10,000, none below 1).
+std::vector<int> HyperbandCycle(const TrialSchedulerOptions& options, int brackets);
+
+// The Hyperband bracket of trial `trial_number` for `brackets` brackets (builds the cycle: not for loops).
 int HyperbandBracket(const TrialSchedulerOptions& options, int brackets, int64_t trial_number);
 
 // PBT's explore step, seeded by `rng_seed`: every active parameter of `source` is perturbed, in spec order:

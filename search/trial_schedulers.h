@@ -18,9 +18,6 @@ std::unique_ptr<TrialScheduler> MakeMedianStopping(const TrialSchedulerOptions& 
 std::unique_ptr<TrialScheduler> MakePbtScheduler(const TrialSchedulerOptions& options, bool maximize,
                                                  const SearchSpace& space);          // pbt.cc
 
-// Hyperband's cycle of bracket numbers (trial n goes to cycle[n mod size]); trial_scheduler.cc.
-std::vector<int> HyperbandCycleFor(const TrialSchedulerOptions& options, int brackets);
-
 // The objective as a loss (lower is better): negated when maximizing; not finite: +inf.
 inline double AsLoss(double value, bool maximize) {
   if (!std::isfinite(value)) return std::numeric_limits<double>::infinity();

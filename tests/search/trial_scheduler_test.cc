@@ -2,6 +2,7 @@
 // outcome is known, both objective directions, and the restart contract (state = f(replayed calls)).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -126,6 +127,16 @@ TEST(HyperbandTest, BracketsFollowHyperbandsSizesInACycle) {
   counts.clear();
   for (int64_t n = 0; n < 39; ++n) ++counts[HyperbandBracket(o, 2, n)];
   EXPECT_EQ(counts, (std::map<int, int>{{0, 27}, {1, 12}}));
+}
+
+TEST(HyperbandTest, WideRangesKeepTheCycleShortAndEveryBracketInIt) {
+  TrialSchedulerOptions o = Asha(1, 1e12, 10);  // 12 rungs: bracket 0 alone would be 10^12 trials a cycle
+  o.type = TrialSchedulerType::kHyperband;
+  ASSERT_EQ(MaxBrackets(o), 13);
+  const std::vector<int> cycle = HyperbandCycle(o, 13);
+  EXPECT_LT(cycle.size(), 12000u);  // 10^4 * (1 + 13/12/10 + ...) and a 1 for each tiny bracket
+  EXPECT_EQ(std::set<int>(cycle.begin(), cycle.end()).size(), 13u);  // every bracket gets trials
+  EXPECT_EQ(std::count(cycle.begin(), cycle.end(), 0), 10000);       // the largest bracket, scaled to 10^4
 }
 
 TEST(HyperbandTest, EachBracketHasItsOwnRungs) {
