@@ -22,8 +22,9 @@
 //              perturbed (Perturb below).
 //
 // Calls, on the coordinator's loop (not thread-safe; no threads, clock or I/O inside):
-//   AddTrial(n, params)         a trial was created with `params` (pbt keeps them, as what a trial that
-//                               exploits it perturbs; the others ignore it)
+//   AddTrial(n, params)         a trial was created with `params`, or (again) sets its current parameters
+//                               (pbt keeps them, as what a trial that exploits it perturbs; the others ignore
+//                               it). pbt's decisions (who exploits whom) never depend on parameters.
 //   Report(n, resource, value)  a metrics point carrying both the resource metric and the objective metric
 //                               -> kContinue | kStop (end the trial now: it COMPLETES, its objective being its
 //                               last value) | kExploit (pbt: restart it from source_trial's checkpoint with
@@ -48,7 +49,10 @@
 // point that carries both metrics, Complete/Forget where the trial ended. For asha, hyperband and
 // median, AddTrial and Complete change no later decision, so "AddTrial for all, then every stored report (and
 // Forget) in stored order, then Complete for the finished trials" rebuilds the same state. For pbt, Complete
-// removes a trial from the population, so it must come at its place among the reports (e.g. by time).
+// removes a trial from the population, so it must come at its place among the reports (e.g. by time), and
+// the points a stopped run sent after its kExploit must be left out as they were live. A replay that gave
+// AddTrial the trials' CURRENT parameters (after exploits) should end with AddTrial(n, current parameters)
+// for every trial: the parameters pbt derived again are then exactly the stored ones, whatever the order.
 #include <cstdint>
 #include <memory>
 #include <optional>

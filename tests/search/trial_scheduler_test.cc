@@ -464,6 +464,45 @@ TEST(TrialSchedulerReplayTest, RungAndMedianStateIsAFunctionOfTheReportsAlone) {
   }
 }
 
+TEST(TrialSchedulerReplayTest, PbtReplayedWithCurrentParametersThenResetToThem) {
+  // The coordinator stores a trial's parameters after each exploit (not the ones it was created with). A
+  // replay that adds every trial with its current parameters and sets them again at the end continues with
+  // exactly the original decisions, parameters included.
+  const TrialSchedulerOptions o = Pbt(3, 0.25);
+  const std::vector<Call> calls = RandomCalls(42, 40);
+  const size_t cut = calls.size() * 2 / 3;
+  auto original = MakeTrialScheduler(o, false, PbtSpace());
+  std::map<int64_t, Params> current;
+  int exploits = 0;
+  for (size_t i = 0; i < cut; ++i) {
+    const Call& c = calls[i];
+    if (c.what == Call::kAdd) current[c.n] = LrParams(0.001 * static_cast<double>(c.n + 1));
+    if (c.what == Call::kReport) {
+      TrialDecision d = original->Report(c.n, c.resource, c.value);
+      if (d.exploit()) {
+        current[c.n] = d.params;
+        ++exploits;
+      }
+    } else {
+      Apply(*original, c);
+    }
+  }
+  ASSERT_GT(exploits, 2);
+  auto rebuilt = MakeTrialScheduler(o, false, PbtSpace());
+  for (const auto& [n, params] : current) rebuilt->AddTrial(n, params);
+  for (size_t i = 0; i < cut; ++i) {
+    if (calls[i].what != Call::kAdd) Apply(*rebuilt, calls[i]);
+  }
+  for (const auto& [n, params] : current) rebuilt->AddTrial(n, params);
+  int later_exploits = 0;
+  for (size_t i = cut; i < calls.size(); ++i) {
+    const std::string want = Apply(*original, calls[i]);
+    later_exploits += want.rfind("2 ", 0) == 0;
+    EXPECT_EQ(Apply(*rebuilt, calls[i]), want) << "call " << i;
+  }
+  EXPECT_GT(later_exploits, 0);
+}
+
 TEST(TrialSchedulerTest, MadeFromASpec) {
   const std::string head = "name: s\nobjective: {metric: val_loss, mode: min}\nbudget: {max_trials: 4, parallelism: 4}\n"
                            "command: [t, \"{lr}\"]\nspace:\n  lr: {type: float, low: 0.001, high: 0.1}\n";
