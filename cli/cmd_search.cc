@@ -22,6 +22,7 @@ struct SearchOptions {
   int64_t id = 0;
   bool wait = false;
   bool no_command_check = false;
+  std::string priority = "search";
 };
 
 }  // namespace
@@ -89,6 +90,10 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
   start->add_option("SPEC", opt->spec_path, "YAML search spec")->required();
   start->add_flag("--wait", opt->wait, "follow the search until it ends, then print the leaderboard");
   start->add_flag("--no-command-check", opt->no_command_check, "don't check that the trial command exists here");
+  start->add_option("--priority", opt->priority,
+                    "scheduling class of its trials: search (default), promoted, hero; a higher class goes first "
+                    "and preempts lower ones, which resume later from their checkpoint")
+      ->check(CLI::IsMember({"search", "promoted", "hero"}));
   start->callback([opt, &g, &exit_code] {
     std::string yaml;
     if (!LoadAndValidateSpec(opt->spec_path, !opt->no_command_check, &yaml, true)) {
@@ -99,6 +104,9 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::CreateSearchRequest req;
     req.set_spec_yaml(yaml);
     req.set_spec_path(opt->spec_path);
+    req.set_priority(opt->priority == "hero"       ? v1::PRIORITY_HERO
+                     : opt->priority == "promoted" ? v1::PRIORITY_PROMOTED
+                                                   : v1::PRIORITY_SEARCH);
     v1::CreateSearchResponse resp;
     auto ctx = client.Context();
     auto st = client.stub().CreateSearch(ctx.get(), req, &resp);

@@ -244,7 +244,7 @@ class SpecReader {
   }
 
   void ReadResources(const YAML::Node& n) {
-    auto m = internal::ReadMapping(sink_, n, "resources", {"nodes", "ranks_per_node", "gpus_per_rank"});
+    auto m = internal::ReadMapping(sink_, n, "resources", {"nodes", "ranks_per_node", "gpus_per_rank", "launcher"});
     if (!m) return;
     auto read = [&](std::string_view key, int64_t min, int* out) {
       if (const MapEntry* e = Find(*m, key)) {
@@ -256,6 +256,11 @@ class SpecReader {
     read("nodes", 1, &spec_.group.nodes);
     read("ranks_per_node", 1, &spec_.group.ranks_per_node);
     read("gpus_per_rank", 0, &spec_.group.gpus_per_rank);
+    if (const MapEntry* e = Find(*m, "launcher")) {
+      if (auto v = internal::ReadEnum(sink_, e->value, "resources.launcher", {"per_node", "mpirun"})) {
+        spec_.group.launcher = *v == "mpirun" ? Launcher::kMpirun : Launcher::kPerNode;
+      }
+    }
   }
 
   void ReadCommand(const YAML::Node& n) {

@@ -25,6 +25,7 @@
 //     nodes: 1
 //     ranks_per_node: 1
 //     gpus_per_rank: 0
+//     launcher: per_node             # per_node (torchrun variables; Gloo/NCCL) | mpirun (MPI); see Launcher
 //   command: [ladder-train, --lr, "{lr}"]   # a list, or one string split into words like a shell would
 //                                           # (quotes, backslashes); no shell runs. {name} is replaced by
 //                                           # the parameter's value; also {trial_id} {trial_number}
@@ -92,8 +93,15 @@ struct Objective {
   enum class Scope { kLast, kBest } scope = Scope::kLast;
 };
 
+// How a multi-rank trial's processes are started (resources.launcher):
+//   per_node  every node's worker starts its local ranks with torchrun's variables (RANK, WORLD_SIZE,
+//             LOCAL_RANK, MASTER_ADDR, MASTER_PORT): Gloo and NCCL rendezvous
+//   mpirun    the group's first worker runs `mpirun -np WORLD --host h1:r,h2:r ... COMMAND`: MPI
+enum class Launcher { kPerNode, kMpirun };
+
 struct GroupRequest {
   int nodes = 1, ranks_per_node = 1, gpus_per_rank = 0;
+  Launcher launcher = Launcher::kPerNode;
 };
 
 // Options of the `sampler:` mapping; 0 means the sampler's own default. Each applies only to the samplers its

@@ -47,10 +47,38 @@ bool IsTerminal(v1::TrialState s) {
   return s == v1::TRIAL_COMPLETED || s == v1::TRIAL_FAILED || s == v1::TRIAL_CANCELLED;
 }
 
+scheduler::Priority SchedPriority(v1::Priority p) {
+  switch (p) {
+    case v1::PRIORITY_HERO: return scheduler::Priority::kHero;
+    case v1::PRIORITY_PROMOTED: return scheduler::Priority::kPromoted;
+    default: return scheduler::Priority::kSearch;
+  }
+}
+
+scheduler::NodeSpec NodeSpecOf(const v1::WorkerInfo& info, scheduler::NodeState state) {
+  scheduler::NodeSpec spec;
+  spec.id = info.node_id();
+  const auto& r = info.resources();
+  spec.resources.cores = std::max(1, r.cores());
+  spec.resources.slots = std::max(1, r.slots());
+  spec.resources.gpus = std::max(0, r.gpus());
+  spec.resources.memory_bytes = std::max<int64_t>(0, r.memory_bytes());
+  spec.labels.insert(r.labels().begin(), r.labels().end());
+  spec.state = state;
+  return spec;
+}
+
+std::string Address(const v1::WorkerResources& r) { return r.address().empty() ? r.hostname() : r.address(); }
+
 }  // namespace
 
 Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, CoordinatorOptions options)
-    : loop_(loop), store_(store), opt_(std::move(options)), flush_timer_(loop), lease_timer_(loop) {
+    : loop_(loop),
+      store_(store),
+      opt_(std::move(options)),
+      sched_(opt_.scheduling),
+      flush_timer_(loop),
+      lease_timer_(loop) {
   if (opt_.checkpoint_root.empty()) opt_.checkpoint_root = store_.path() + ".checkpoints";
   std::error_code ec;
   auto abs = std::filesystem::absolute(opt_.checkpoint_root, ec);
@@ -65,6 +93,8 @@ std::string Coordinator::CheckpointDir(const TrialRt& t) const {
 Coordinator::~Coordinator() = default;
 
 double Coordinator::Now() const { return WallNow(); }
+
+double Coordinator::SchedNow() const { return std::chrono::duration<double>(Clock::now() - sched_epoch_).count(); }
 
 // ------------------------------------------------------------------------------------------------------
 // Start-up and restart recovery
@@ -86,13 +116,20 @@ void Coordinator::Start() {
       } else {
         s.spec = std::move(*parsed.spec);
         s.sampler = search::MakeSampler(s.spec);
+        s.trial_sched = search::MakeTrialScheduler(s.spec);
+        s.proto.mutable_group()->set_launcher(
+            s.spec.group.launcher == search::Launcher::kMpirun ? v1::LAUNCHER_MPIRUN : v1::LAUNCHER_PER_NODE);
       }
     }
     int64_t id = s.proto.id();
     searches_.emplace(id, std::move(s));
   }
-  // Quarantine outlives a restart; other nodes appear when their workers register.
+  // Every node known before is in the cluster, down until its worker registers again (so that running groups
+  // can be re-attached where they are). Quarantine outlives a restart.
   for (auto& node : store_.LoadNodes()) {
+    auto st = sched_.AddNode(NodeSpecOf(node, node.state() == v1::WORKER_QUARANTINED ? scheduler::NodeState::kQuarantined
+                                                                                    : scheduler::NodeState::kDown));
+    if (!st.ok()) LogWarning(kLog, "node " + node.node_id() + " from the database: " + st.message());
     if (node.state() != v1::WORKER_QUARANTINED) continue;
     WorkerRt& w = workers_[node.node_id()];
     w.info = std::move(node);
@@ -118,7 +155,18 @@ void Coordinator::Start() {
       case v1::TRIAL_PENDING: s.pending.insert(t.proto.id()); break;
       case v1::TRIAL_RUNNING:
         s.running.insert(t.proto.id());
-        for (const auto& p : t.proto.placement()) t.slots.assign(p.slots().begin(), p.slots().end());
+        for (const auto& p : t.proto.placement()) {
+          Member m;
+          m.node_id = p.node_id();
+          m.epoch = t.epoch;
+          m.slots.assign(p.slots().begin(), p.slots().end());
+          m.gpus.assign(p.gpus().begin(), p.gpus().end());
+          m.first_rank = p.first_rank();
+          // mpirun launches: only the first node runs a process the workers know of.
+          m.live = s.proto.group().launcher() != v1::LAUNCHER_MPIRUN || p.first_rank() == 0;
+          m.attached = !m.live;
+          t.members.push_back(std::move(m));
+        }
         t.reattach_deadline = reattach_deadline;
         t.last_progress = Clock::now();
         // Rebuild the objective seen so far from the stored points.
@@ -147,11 +195,36 @@ void Coordinator::Start() {
     trials_.emplace(id, std::move(t));
   }
   next_assignment_epoch_ = max_epoch + 1;
+  // The scheduler takes back what runs (exactly where it runs) and queues what waits, in id order.
+  for (auto& [id, t] : trials_) {
+    SearchRt& s = searches_.at(t.proto.search_id());
+    if (s.proto.state() != v1::SEARCH_RUNNING) continue;
+    if (t.proto.state() == v1::TRIAL_PENDING) {
+      Submit(s, t);
+    } else if (t.proto.state() == v1::TRIAL_RUNNING) {
+      scheduler::NodeGroup group;
+      for (const auto& m : t.members) {
+        auto idx = sched_.cluster().IndexOf(m.node_id);
+        if (!idx) break;
+        group.slices.push_back({*idx, m.slots, m.gpus, m.first_rank});
+      }
+      auto st = group.size() == static_cast<int>(t.members.size())
+                    ? sched_.Attach(GroupRequestFor(s, t), group, SchedNow())
+                    : scheduler::Status::NotFound("a node of its placement is unknown");
+      if (st.ok()) {
+        t.sched = Sched::kRunning;
+      } else {
+        // It cannot hold its nodes; it is requeued if its workers do not re-attach it in time.
+        LogWarning(kLog, "trial " + std::to_string(id) + ": cannot re-attach its node group: " + st.message());
+      }
+    }
+  }
   for (auto& [id, s] : searches_) {
     for (int64_t tid : s.trial_ids) {
       const auto& t = trials_.at(tid);
       if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective()) ConsiderBest(s, t);
     }
+    if (s.trial_sched) ReplayTrialScheduler(s);
     UpdateSearchCounts(s);
   }
   store_.AppendEvent("coordinator_started", 0, 0, "", Now());
@@ -215,14 +288,22 @@ void Coordinator::CheckLeases() {
     }
   }
   CheckWatchdog(now);
-  // Trials that were running before a restart and that no worker re-attached.
+  // Trials that were running before a restart and that some worker did not re-attach.
   for (auto& [id, t] : trials_) {
-    if (t.proto.state() == v1::TRIAL_RUNNING && t.node_id.empty() && t.reattach_deadline != Clock::time_point{} &&
-        now > t.reattach_deadline) {
-      t.reattach_deadline = {};
+    if (t.reattach_deadline == Clock::time_point{} || now <= t.reattach_deadline) continue;
+    t.reattach_deadline = {};
+    bool lost = false;
+    for (auto& m : t.members) {
+      if (m.live && !m.attached) {
+        lost = true;
+        MemberGone(t, m);
+      }
+    }
+    if (lost && t.proto.state() == v1::TRIAL_RUNNING) {
       RequeueOrFail(t, "no worker re-attached it after the coordinator restarted");
     }
   }
+  if (sched_.queued() > 0) RequestSchedule();  // aging, and reservations coming due
 }
 
 // ------------------------------------------------------------------------------------------------------
@@ -239,12 +320,11 @@ grpc::Status Coordinator::CreateSearch(const v1::CreateSearchRequest& req, v1::C
   }
   SearchRt s;
   s.spec = std::move(*parsed.spec);
-  if (s.spec.group.nodes != 1) {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        path + ": resources.nodes: this coordinator places a trial on 1 node so far (got " +
-                            std::to_string(s.spec.group.nodes) + "); ranks_per_node ranks run on that node");
+  if (!v1::Priority_IsValid(req.priority())) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "priority: unknown value " + std::to_string(req.priority()));
   }
   s.sampler = search::MakeSampler(s.spec);
+  s.trial_sched = search::MakeTrialScheduler(s.spec);
   auto& p = s.proto;
   p.set_name(s.spec.name);
   p.set_state(v1::SEARCH_RUNNING);
@@ -256,6 +336,9 @@ grpc::Status Coordinator::CreateSearch(const v1::CreateSearchRequest& req, v1::C
   p.mutable_group()->set_nodes(s.spec.group.nodes);
   p.mutable_group()->set_ranks_per_node(s.spec.group.ranks_per_node);
   p.mutable_group()->set_gpus_per_rank(s.spec.group.gpus_per_rank);
+  p.mutable_group()->set_launcher(s.spec.group.launcher == search::Launcher::kMpirun ? v1::LAUNCHER_MPIRUN
+                                                                                      : v1::LAUNCHER_PER_NODE);
+  p.set_priority(req.priority() == v1::PRIORITY_UNSPECIFIED ? v1::PRIORITY_SEARCH : req.priority());
   p.set_created_unix(Now());
   store_.InsertSearch(&p);
   store_.AppendEvent("search_created", p.id(), 0, p.name(), Now());
@@ -447,8 +530,11 @@ void Coordinator::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   *w.info.mutable_resources() = reg.resources();
   w.info.set_epoch(next_worker_epoch_++);
   w.info.set_last_seen_unix(Now());
-  w.slot_busy.assign(static_cast<size_t>(reg.resources().slots()), false);
   w.lease_deadline = Clock::now() + opt_.heartbeat_timeout;
+  // The node joins the cluster (or comes back with what it reports now).
+  auto spec = NodeSpecOf(w.info, scheduler::NodeState::kDown);
+  scheduler::Status st = sched_.cluster().IndexOf(node) ? sched_.UpdateNode(spec) : sched_.AddNode(spec);
+  if (!st.ok()) LogWarning(kLog, "worker " + node + ": " + st.message() + " (keeping what the scheduler had)");
 
   v1::CoordinatorMessage reply;
   auto* r = reply.mutable_registered();
@@ -457,24 +543,16 @@ void Coordinator::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   r->set_heartbeat_interval_ms(static_cast<int32_t>(opt_.heartbeat_interval.count()));
   for (const auto& run : reg.running()) {
     auto it = trials_.find(run.trial_id());
-    bool ours = it != trials_.end() && it->second.epoch == run.assignment_epoch() &&
-                it->second.proto.state() == v1::TRIAL_RUNNING &&
-                (it->second.node_id == node || it->second.node_id.empty());
-    bool slots_fit = ours;
-    if (ours) {
-      for (int sl : it->second.slots) {
-        if (sl < 0 || sl >= reg.resources().slots() || w.slot_busy[static_cast<size_t>(sl)]) slots_fit = false;
-      }
-    }
-    if (!slots_fit) {
+    Member* m = it == trials_.end() ? nullptr : MemberOn(it->second, node, run.assignment_epoch());
+    bool ours = m && m->live && it->second.epoch == run.assignment_epoch() &&
+                it->second.proto.state() == v1::TRIAL_RUNNING;
+    if (!ours) {
       r->add_cancel_trials(run.trial_id());
       continue;
     }
     TrialRt& t = it->second;
-    t.node_id = node;
-    t.reattach_deadline = {};
+    m->attached = true;
     t.last_progress = Clock::now();
-    for (int sl : t.slots) w.slot_busy[static_cast<size_t>(sl)] = true;
     w.trials.insert(t.proto.id());
     previous.erase(t.proto.id());
     store_.AppendEvent("trial_reattached", t.proto.search_id(), t.proto.id(), node, Now());
@@ -488,12 +566,19 @@ void Coordinator::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   // Trials this node had before but no longer reports are lost.
   for (int64_t id : previous) {
     auto it = trials_.find(id);
-    if (it != trials_.end() && it->second.proto.state() == v1::TRIAL_RUNNING) {
-      it->second.node_id.clear();
-      RequeueOrFail(it->second, "worker " + node + " came back without it");
+    if (it == trials_.end()) continue;
+    TrialRt& t = it->second;
+    for (auto& m : t.members) {
+      if (m.node_id == node && m.live) MemberGone(t, m);
+    }
+    if (t.proto.state() == v1::TRIAL_RUNNING) {
+      RequeueOrFail(t, "worker " + node + " came back without it");
+    } else {
+      MaybeReleaseGroup(t);
     }
   }
-  EmitWorker(w);
+  SyncNode(w);
+  UpdateBusy(node);
   RequestSchedule();
 }
 
@@ -501,12 +586,13 @@ void Coordinator::OnStarted(WorkerRt& w, const v1::TrialStarted& m) {
   auto it = trials_.find(m.trial_id());
   if (it == trials_.end() || it->second.epoch != m.assignment_epoch()) return;
   store_.AppendEvent("trial_started", it->second.proto.search_id(), m.trial_id(),
-                     "pid " + std::to_string(m.pid()), Now());
+                     w.info.node_id() + " pid " + std::to_string(m.pid()), Now());
 }
 
 void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
   auto it = trials_.find(m.trial_id());
-  if (it == trials_.end() || it->second.epoch != m.assignment_epoch() || it->second.node_id != w.info.node_id()) {
+  Member* mem = it == trials_.end() ? nullptr : MemberOn(it->second, w.info.node_id(), m.assignment_epoch());
+  if (!mem || !mem->live || it->second.epoch != m.assignment_epoch() || mem->first_rank != 0) {
     // Fencing: a run the coordinator no longer owns.
     v1::CoordinatorMessage cancel;
     cancel.mutable_cancel()->set_trial_id(m.trial_id());
@@ -516,7 +602,7 @@ void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
     return;
   }
   TrialRt& t = it->second;
-  const SearchRt& s = searches_.at(t.proto.search_id());
+  SearchRt& s = searches_.at(t.proto.search_id());
   // metric_count is the number of this run's points stored so far, i.e. the next sequence number.
   int64_t seq = m.has_first_seq() ? m.first_seq() : t.proto.metric_count();
   const v1::MetricPoint* last = nullptr;
@@ -532,6 +618,7 @@ void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
                                                                              : vit->second < *t.best_objective);
       if (better) t.best_objective = vit->second;
     }
+    if (s.trial_sched) ConsultTrialScheduler(s, t, point);
     if (!watchers_.empty()) {
       v1::Event ev;
       ev.set_kind(v1::Event::TRIAL_METRICS);
@@ -554,49 +641,57 @@ void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
 
 void Coordinator::OnExited(WorkerRt& w, const v1::TrialExited& m) {
   auto it = trials_.find(m.trial_id());
-  if (it == trials_.end() || it->second.epoch != m.assignment_epoch() || it->second.node_id != w.info.node_id()) {
-    // A stale run (its slots were already given back), or an exit already stored whose acknowledgement was
+  Member* mem = it == trials_.end() ? nullptr : MemberOn(it->second, w.info.node_id(), m.assignment_epoch());
+  if (!mem || !mem->live) {
+    // A stale run (its resources were already given back), or an exit already stored whose acknowledgement was
     // lost: the worker may forget it.
     OweAck(w.link, m.trial_id(), m.assignment_epoch(), 0, true);
     return;
   }
   TrialRt& t = it->second;
-  OweAck(w.link, t.proto.id(), t.epoch, t.proto.metric_count(), true);
-  if (!t.watchdog_error.empty() && t.proto.state() == v1::TRIAL_RUNNING) {
-    Release(t, "failed");
-    FinishTrial(t, v1::TRIAL_FAILED, m.exit_code(), t.watchdog_error);
-    return;
-  }
-  if (t.proto.state() == v1::TRIAL_CANCELLED) {
+  const bool current = mem->epoch == t.epoch;
+  const bool metrics_member = mem->first_rank == 0;
+  OweAck(w.link, t.proto.id(), mem->epoch, current && metrics_member ? t.proto.metric_count() : 0, true);
+  const bool multi_node = t.members.size() > 1;
+  const std::string where = multi_node ? "node " + w.info.node_id() + ": " : "";
+  mem->live = false;
+  w.trials.erase(t.proto.id());
+  const bool any_live = std::any_of(t.members.begin(), t.members.end(), [](const Member& x) { return x.live; });
+  const bool failed = m.exit_code() != 0 || !m.error().empty();
+
+  if (current && t.proto.state() == v1::TRIAL_RUNNING) {
+    SearchRt& s = searches_.at(t.proto.search_id());
+    if (!t.watchdog_error.empty()) {
+      CloseAllocation(t, "failed");
+      FinishTrial(t, v1::TRIAL_FAILED, m.exit_code(), t.watchdog_error);
+    } else if (t.exploit && (m.cancelled() || !failed)) {
+      if (!any_live) FinishExploit(s, t);
+    } else if (!t.early_stop.empty() && (m.cancelled() || !failed)) {
+      // Stopped by the trial scheduler: it completes with the value it reached.
+      if (!any_live) CompleteFromExit(s, t);
+    } else if (t.preempting && (m.cancelled() || failed)) {
+      // Stopped for a higher-priority trial: it resumes once every member has stopped.
+      if (!any_live) FinishPreemption(t);
+    } else if (m.cancelled()) {
+      CloseAllocation(t, "cancelled");
+      FinishTrial(t, v1::TRIAL_CANCELLED, m.exit_code(), m.error().empty() ? "cancelled" : m.error());
+    } else if (failed) {
+      // A rank failed: the whole group stops (FinishTrial stops the other members).
+      std::string err = m.error().empty() ? "exited with code " + std::to_string(m.exit_code()) : m.error();
+      CloseAllocation(t, "failed");
+      FinishTrial(t, v1::TRIAL_FAILED, m.exit_code(), where + err);
+    } else if (!any_live) {
+      CompleteFromExit(s, t);
+    }
+    // else: exit 0 on one node while others still run; the trial ends with the last of them.
+  } else if (current && t.proto.state() == v1::TRIAL_CANCELLED && metrics_member) {
     t.proto.set_exit_code(m.exit_code());
     SaveTrial(t);
-    Release(t, "cancelled");
-    RequestSchedule();
-    return;
   }
-  const SearchRt& s = searches_.at(t.proto.search_id());
-  if (m.cancelled()) {
-    Release(t, "cancelled");
-    FinishTrial(t, v1::TRIAL_CANCELLED, m.exit_code(), m.error().empty() ? "cancelled" : m.error());
-    return;
-  }
-  Release(t, m.exit_code() == 0 ? "exited" : "failed");
-  if (m.exit_code() != 0 || !m.error().empty()) {
-    std::string err = m.error().empty() ? "exited with code " + std::to_string(m.exit_code()) : m.error();
-    FinishTrial(t, v1::TRIAL_FAILED, m.exit_code(), err);
-    return;
-  }
-  auto objective = s.spec.objective.scope == search::Objective::Scope::kBest ? t.best_objective : t.last_objective;
-  if (!objective) {
-    FinishTrial(t, v1::TRIAL_FAILED, 0,
-                "exited 0 without reporting the objective metric '" + s.proto.objective_metric() + "' (" +
-                    std::to_string(t.proto.metric_count()) + " metrics lines, " +
-                    std::to_string(t.proto.ignored_lines()) + " ignored lines)");
-    return;
-  }
-  t.proto.set_has_objective(true);
-  t.proto.set_objective(*objective);
-  FinishTrial(t, v1::TRIAL_COMPLETED, 0, "");
+  if (current && !any_live && t.proto.state() == v1::TRIAL_CANCELLED) CloseAllocation(t, "cancelled");
+  UpdateBusy(w.info.node_id());
+  EmitWorker(w);
+  MaybeReleaseGroup(t);
 }
 
 // ------------------------------------------------------------------------------------------------------
@@ -625,23 +720,104 @@ void Coordinator::SetTrialState(TrialRt& t, v1::TrialState state) {
   UpdateSearchCounts(s);
 }
 
-void Coordinator::Release(TrialRt& t, const std::string& outcome) {
+void Coordinator::CloseAllocation(TrialRt& t, const std::string& outcome) {
   if (t.epoch != 0) store_.CloseAllocation(t.proto.id(), t.epoch, outcome, Now());
-  if (t.node_id.empty()) return;
-  auto wit = workers_.find(t.node_id);
-  if (wit != workers_.end()) {
-    for (int sl : t.slots) {
-      if (sl >= 0 && static_cast<size_t>(sl) < wit->second.slot_busy.size()) {
-        wit->second.slot_busy[static_cast<size_t>(sl)] = false;
-      }
-    }
-    wit->second.trials.erase(t.proto.id());
-    wit->second.info.set_busy_slots(static_cast<int32_t>(
-        std::count(wit->second.slot_busy.begin(), wit->second.slot_busy.end(), true)));
-    EmitWorker(wit->second);
+}
+
+Coordinator::Member* Coordinator::MemberOn(TrialRt& t, const std::string& node, int64_t epoch) {
+  for (auto& m : t.members) {
+    if (m.node_id == node && m.epoch == epoch) return &m;
   }
-  t.node_id.clear();
-  t.slots.clear();
+  return nullptr;
+}
+
+void Coordinator::MemberGone(TrialRt& t, Member& m) {
+  m.live = false;
+  auto wit = workers_.find(m.node_id);
+  if (wit != workers_.end()) wit->second.trials.erase(t.proto.id());
+}
+
+void Coordinator::StopMembers(TrialRt& t, const std::string& reason) {
+  for (auto& m : t.members) {
+    if (!m.live) continue;
+    auto wit = workers_.find(m.node_id);
+    if (wit == workers_.end() || !wit->second.link || !m.attached) {
+      MemberGone(t, m);  // nothing runs there that anyone could stop or hear from
+      continue;
+    }
+    v1::CoordinatorMessage cancel;
+    cancel.mutable_cancel()->set_trial_id(t.proto.id());
+    cancel.mutable_cancel()->set_assignment_epoch(m.epoch);
+    cancel.mutable_cancel()->set_reason(reason);
+    wit->second.link->Send(cancel);
+  }
+}
+
+void Coordinator::MaybeReleaseGroup(TrialRt& t) {
+  for (const auto& m : t.members) {
+    if (m.live) return;
+  }
+  std::vector<std::string> nodes;
+  for (const auto& m : t.members) nodes.push_back(m.node_id);
+  t.members.clear();
+  const bool pending = t.proto.state() == v1::TRIAL_PENDING;
+  if (t.sched == Sched::kRunning) {
+    auto st = pending ? sched_.Requeue(t.proto.id()) : sched_.Finish(t.proto.id());
+    if (!st.ok()) LogError(kLog, "trial " + std::to_string(t.proto.id()) + ": scheduler: " + st.message());
+    t.sched = pending && st.ok() ? Sched::kQueued : Sched::kNone;
+  }
+  auto sit = searches_.find(t.proto.search_id());
+  if (pending && t.sched == Sched::kNone && sit != searches_.end()) Submit(sit->second, t);
+  for (const auto& n : nodes) UpdateBusy(n);
+  RequestSchedule();
+}
+
+scheduler::GroupRequest Coordinator::GroupRequestFor(const SearchRt& s, const TrialRt& t) const {
+  scheduler::GroupRequest r;
+  r.trial_id = t.proto.id();
+  r.nodes = s.spec.group.nodes;
+  r.ranks_per_node = s.spec.group.ranks_per_node;
+  r.gpus_per_rank = s.spec.group.gpus_per_rank;
+  r.priority = SchedPriority(s.proto.priority());
+  return r;
+}
+
+void Coordinator::Submit(SearchRt& s, TrialRt& t) {
+  auto req = GroupRequestFor(s, t);
+  auto st = sched_.Submit(req, SchedNow());
+  if (!st.ok()) {
+    LogError(kLog, "trial " + std::to_string(t.proto.id()) + ": scheduler: " + st.message());
+    return;
+  }
+  t.sched = Sched::kQueued;
+  if (!s.infeasible_logged) {
+    if (auto f = sched_.Feasible(req); !f.ok()) {
+      s.infeasible_logged = true;
+      LogWarning(kLog, "search " + std::to_string(s.proto.id()) + ": its trials wait: " + f.message());
+    }
+  }
+}
+
+std::vector<int64_t> Coordinator::SyncNode(WorkerRt& w) {
+  std::vector<int64_t> affected;
+  scheduler::NodeState state = !w.link                                          ? scheduler::NodeState::kDown
+                               : w.info.state() == v1::WORKER_QUARANTINED ||
+                                         w.info.state() == v1::WORKER_DRAINING ? scheduler::NodeState::kDraining
+                                                                                : scheduler::NodeState::kUp;
+  auto st = sched_.SetNodeState(w.info.node_id(), state, &affected);
+  if (!st.ok()) LogError(kLog, "node " + w.info.node_id() + ": scheduler: " + st.message());
+  return affected;
+}
+
+void Coordinator::UpdateBusy(const std::string& node) {
+  auto wit = workers_.find(node);
+  auto idx = sched_.cluster().IndexOf(node);
+  if (wit == workers_.end() || !idx) return;
+  const auto& spec = sched_.cluster().spec(*idx);
+  int busy = spec.resources.slots - sched_.cluster().free_slots(*idx);
+  if (busy == wit->second.info.busy_slots()) return;
+  wit->second.info.set_busy_slots(busy);
+  EmitWorker(wit->second);
 }
 
 void Coordinator::MarkWorkerDown(WorkerRt& w, const std::string& reason) {
@@ -651,14 +827,24 @@ void Coordinator::MarkWorkerDown(WorkerRt& w, const std::string& reason) {
   }
   w.link = nullptr;
   if (!w.trials.empty()) RecordNodeFailure(w, reason);
-  std::set<int64_t> ids = w.trials;
+  std::vector<int64_t> affected = SyncNode(w);
+  std::set<int64_t> ids(w.trials.begin(), w.trials.end());
+  ids.insert(affected.begin(), affected.end());
   for (int64_t id : ids) {
     auto it = trials_.find(id);
-    if (it != trials_.end()) RequeueOrFail(it->second, reason);
+    if (it == trials_.end()) continue;
+    TrialRt& t = it->second;
+    for (auto& m : t.members) {
+      if (m.node_id == w.info.node_id()) MemberGone(t, m);
+    }
+    if (t.proto.state() == v1::TRIAL_RUNNING) {
+      RequeueOrFail(t, reason);  // stops the group's members on the other nodes
+    } else {
+      MaybeReleaseGroup(t);
+    }
   }
   w.trials.clear();
-  std::fill(w.slot_busy.begin(), w.slot_busy.end(), false);
-  w.info.set_busy_slots(0);
+  UpdateBusy(w.info.node_id());
   store_.UpsertNode(w.info);
   store_.AppendEvent("worker_down", 0, 0, w.info.node_id() + ": " + reason, Now());
   EmitWorker(w);
@@ -666,18 +852,23 @@ void Coordinator::MarkWorkerDown(WorkerRt& w, const std::string& reason) {
 }
 
 void Coordinator::RequeueOrFail(TrialRt& t, const std::string& reason) {
-  Release(t, "lost");
+  CloseAllocation(t, "lost");
   if (t.proto.state() != v1::TRIAL_RUNNING) {
     SaveTrial(t);
+    MaybeReleaseGroup(t);
     return;
   }
   SearchRt& s = searches_.at(t.proto.search_id());
   if (s.proto.state() == v1::SEARCH_RUNNING && t.proto.attempt() < s.spec.max_retries) {
+    StopMembers(t, reason + "; the trial is requeued");
     t.proto.set_attempt(t.proto.attempt() + 1);
     t.proto.set_error(reason + "; requeued (attempt " + std::to_string(t.proto.attempt()) + ")");
     t.proto.clear_placement();
     t.proto.set_started_unix(0);
     t.epoch = 0;
+    t.preempting = false;
+    t.early_stop.clear();
+    t.exploit.reset();
     t.last_objective.reset();
     t.best_objective.reset();
     t.watchdog_error.clear();
@@ -687,6 +878,7 @@ void Coordinator::RequeueOrFail(TrialRt& t, const std::string& reason) {
     LogWarning(kLog, "trial " + std::to_string(t.proto.id()) + " requeued: " + reason);
     EmitTrial(t);
     EmitSearch(s);
+    MaybeReleaseGroup(t);
     RequestSchedule();
     return;
   }
@@ -698,8 +890,12 @@ void Coordinator::FinishTrial(TrialRt& t, v1::TrialState state, int exit_code, c
   t.proto.set_exit_code(exit_code);
   t.proto.set_error(error);
   t.proto.set_finished_unix(Now());
+  t.preempting = false;
   SetTrialState(t, state);
   SaveTrial(t);
+  // Whatever still runs of the group stops now; its nodes go back to the scheduler once it has.
+  StopMembers(t, "trial " + std::string(state == v1::TRIAL_COMPLETED ? "completed" : "ended") +
+                     (error.empty() ? "" : ": " + error));
   store_.AppendEvent(std::string("trial_") + (state == v1::TRIAL_COMPLETED ? "completed"
                                                 : state == v1::TRIAL_FAILED ? "failed"
                                                                             : "cancelled"),
@@ -708,6 +904,16 @@ void Coordinator::FinishTrial(TrialRt& t, v1::TrialState state, int exit_code, c
     s.sampler->Tell(t.proto.number(), t.params,
                     t.proto.has_objective() ? std::optional<double>(t.proto.objective()) : std::nullopt);
   }
+  if (s.trial_sched) {
+    if (state == v1::TRIAL_CANCELLED) {
+      s.trial_sched->Forget(t.proto.number());
+    } else {
+      s.trial_sched->Complete(t.proto.number(), t.proto.has_objective() && state == v1::TRIAL_COMPLETED
+                                                    ? std::optional<double>(t.proto.objective())
+                                                    : std::nullopt);
+    }
+  }
+  t.exploit.reset();
   if (state == v1::TRIAL_COMPLETED) ConsiderBest(s, t);
   UpdateSearchCounts(s);
   EmitTrial(t);
@@ -720,6 +926,7 @@ void Coordinator::FinishTrial(TrialRt& t, v1::TrialState state, int exit_code, c
                          std::to_string(t.proto.number()) + ": " + error);
     }
   }
+  MaybeReleaseGroup(t);
   MaybeFinishSearch(s);
   EmitSearch(s);
   RequestSchedule();
@@ -792,11 +999,10 @@ void Coordinator::CheckWatchdog(Clock::time_point now) {
     if (s.proto.state() != v1::SEARCH_RUNNING || s.spec.progress_timeout_s <= 0) continue;
     const auto limit = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(s.spec.progress_timeout_s));
-    for (int64_t id : s.running) {
+    std::vector<int64_t> running(s.running.begin(), s.running.end());
+    for (int64_t id : running) {
       TrialRt& t = trials_.at(id);
-      if (t.node_id.empty() || !t.watchdog_error.empty() || now - t.last_progress < limit) continue;
-      auto wit = workers_.find(t.node_id);
-      if (wit == workers_.end() || !wit->second.link) continue;
+      if (t.members.empty() || t.preempting || !t.watchdog_error.empty() || now - t.last_progress < limit) continue;
       char buf[160];
       std::snprintf(buf, sizeof buf, "no metrics line for %.1f s (trial.progress_timeout is %g s): stopped by "
                     "the watchdog", std::chrono::duration<double>(now - t.last_progress).count(),
@@ -804,11 +1010,11 @@ void Coordinator::CheckWatchdog(Clock::time_point now) {
       t.watchdog_error = buf;
       LogWarning(kLog, "trial " + std::to_string(id) + ": " + t.watchdog_error);
       store_.AppendEvent("trial_watchdog", sid, id, t.watchdog_error, Now());
-      v1::CoordinatorMessage cancel;
-      cancel.mutable_cancel()->set_trial_id(id);
-      cancel.mutable_cancel()->set_assignment_epoch(t.epoch);
-      cancel.mutable_cancel()->set_reason(t.watchdog_error);
-      wit->second.link->Send(cancel);
+      StopMembers(t, t.watchdog_error);
+      if (std::none_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; })) {
+        CloseAllocation(t, "failed");
+        FinishTrial(t, v1::TRIAL_FAILED, -1, t.watchdog_error);
+      }
     }
   }
 }
@@ -827,71 +1033,81 @@ void Coordinator::Schedule() {
   schedule_posted_ = false;
   if (stopped_) return;
   try {
+    // Every running search keeps `parallelism` trials submitted (queued or running).
     for (auto& [id, s] : searches_) {
       if (s.proto.state() != v1::SEARCH_RUNNING) continue;
-      while (AssignOne(s)) {
+      while (CreateOne(s)) {
       }
-      MaybeFinishSearch(s);
     }
+    for (const auto& d : sched_.Schedule(SchedNow())) {
+      auto it = trials_.find(d.trial_id);
+      if (it == trials_.end()) continue;
+      TrialRt& t = it->second;
+      if (d.kind == scheduler::Decision::Kind::kPreempt) {
+        Preempt(t, d.for_trial_id);
+      } else {
+        t.sched = Sched::kRunning;
+        Launch(searches_.at(t.proto.search_id()), t, d.group);
+      }
+    }
+    for (auto& [id, s] : searches_) MaybeFinishSearch(s);
   } catch (const std::exception& e) {
     LogError(kLog, std::string("scheduling failed: ") + e.what());
   }
 }
 
-bool Coordinator::AssignOne(SearchRt& s) {
-  if (static_cast<int>(s.running.size()) >= s.proto.parallelism()) return false;
-  if (s.pending.empty() && (s.exhausted || s.next_number >= s.proto.max_trials())) return false;
-  const int needed = s.spec.group.ranks_per_node;
-  const int gpus_needed = s.spec.group.ranks_per_node * s.spec.group.gpus_per_rank;
-  // Best fit: the UP worker with the fewest free slots that still fits (packs small trials together).
-  WorkerRt* best = nullptr;
-  int best_free = 0;
-  for (auto& [node, w] : workers_) {
-    if (w.info.state() != v1::WORKER_UP || !w.link) continue;
-    if (w.info.resources().gpus() < gpus_needed) continue;
-    int free = static_cast<int>(std::count(w.slot_busy.begin(), w.slot_busy.end(), false));
-    if (free >= needed && (!best || free < best_free)) {
-      best = &w;
-      best_free = free;
-    }
+bool Coordinator::CreateOne(SearchRt& s) {
+  if (static_cast<int>(s.running.size() + s.pending.size()) >= s.proto.parallelism()) return false;
+  if (s.exhausted || s.next_number >= s.proto.max_trials()) return false;
+  auto params = s.sampler->Ask(s.next_number);
+  if (!params) {
+    s.exhausted = true;
+    return false;
   }
-  if (!best) return false;
-
-  TrialRt* t = nullptr;
-  if (!s.pending.empty()) {
-    t = &trials_.at(*s.pending.begin());
-  } else {
-    auto params = s.sampler->Ask(s.next_number);
-    if (!params) {
-      s.exhausted = true;
-      return false;
-    }
-    TrialRt fresh;
-    fresh.params = std::move(*params);
-    auto& p = fresh.proto;
-    p.set_search_id(s.proto.id());
-    p.set_number(s.next_number++);
-    p.set_state(v1::TRIAL_PENDING);
-    *p.mutable_group() = s.proto.group();
-    p.set_created_unix(Now());
-    for (const auto& [k, v] : fresh.params) (*p.mutable_params())[k] = ToProto(v);
-    store_.InsertTrial(&p);
-    int64_t id = p.id();
-    s.trial_ids.push_back(id);
-    t = &trials_.emplace(id, std::move(fresh)).first->second;
-    s.pending.insert(id);
-  }
-  std::vector<int> slots;
-  for (size_t i = 0; i < best->slot_busy.size() && static_cast<int>(slots.size()) < needed; ++i) {
-    if (!best->slot_busy[i]) slots.push_back(static_cast<int>(i));
-  }
-  Launch(s, *t, *best, std::move(slots));
+  TrialRt fresh;
+  fresh.params = std::move(*params);
+  auto& p = fresh.proto;
+  p.set_search_id(s.proto.id());
+  p.set_number(s.next_number++);
+  p.set_state(v1::TRIAL_PENDING);
+  *p.mutable_group() = s.proto.group();
+  p.set_created_unix(Now());
+  for (const auto& [k, v] : fresh.params) (*p.mutable_params())[k] = ToProto(v);
+  store_.InsertTrial(&p);
+  int64_t id = p.id();
+  s.trial_ids.push_back(id);
+  TrialRt& t = trials_.emplace(id, std::move(fresh)).first->second;
+  s.pending.insert(id);
+  if (s.trial_sched) s.trial_sched->AddTrial(t.proto.number(), t.params);
+  UpdateSearchCounts(s);
+  Submit(s, t);
+  EmitTrial(t);
   return true;
 }
 
-void Coordinator::Launch(SearchRt& s, TrialRt& t, WorkerRt& w, std::vector<int> slots) {
+void Coordinator::Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& group) {
   const auto& p = t.proto;
   t.proto.set_checkpoint_dir(CheckpointDir(t));
+  t.epoch = next_assignment_epoch_++;
+  t.members.clear();
+  t.proto.clear_placement();
+  const auto& cluster = sched_.cluster();
+  for (const auto& slice : group.slices) {
+    Member m;
+    m.node_id = cluster.spec(slice.node).id;
+    m.epoch = t.epoch;
+    m.slots = slice.slots;
+    m.gpus = slice.gpus;
+    m.first_rank = slice.first_rank;
+    auto* pl = t.proto.add_placement();
+    pl->set_node_id(m.node_id);
+    auto wit = workers_.find(m.node_id);
+    if (wit != workers_.end()) pl->set_hostname(wit->second.info.resources().hostname());
+    for (int sl : m.slots) pl->add_slots(sl);
+    for (int g : m.gpus) pl->add_gpus(g);
+    pl->set_first_rank(m.first_rank);
+    t.members.push_back(std::move(m));
+  }
   std::map<std::string, std::string> builtins = {{"trial_id", std::to_string(p.id())},
                                                  {"trial_number", std::to_string(p.number())},
                                                  {"search_id", std::to_string(p.search_id())},
@@ -902,21 +1118,11 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, WorkerRt& w, std::vector<int> 
     FinishTrial(t, v1::TRIAL_FAILED, -1, "command: " + sub.error);
     return;
   }
-  t.epoch = next_assignment_epoch_++;
-  t.node_id = w.info.node_id();
   t.last_progress = Clock::now();
   t.watchdog_error.clear();
-  t.slots = slots;
-  for (int sl : slots) w.slot_busy[static_cast<size_t>(sl)] = true;
-  w.trials.insert(p.id());
-  w.info.set_busy_slots(static_cast<int32_t>(std::count(w.slot_busy.begin(), w.slot_busy.end(), true)));
-
-  t.proto.clear_placement();
-  auto* pl = t.proto.add_placement();
-  pl->set_node_id(w.info.node_id());
-  pl->set_hostname(w.info.resources().hostname());
-  for (int sl : slots) pl->add_slots(sl);
-  pl->set_first_rank(0);
+  t.preempting = false;
+  t.early_stop.clear();
+  t.exploit.reset();
   t.proto.clear_command();
   for (const auto& a : sub.argv) t.proto.add_command(a);
   t.proto.set_started_unix(Now());
@@ -925,42 +1131,249 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, WorkerRt& w, std::vector<int> 
   t.proto.set_ignored_lines(0);
   t.proto.clear_last_ignored_line();
   SetTrialState(t, v1::TRIAL_RUNNING);
-  store_.OpenAllocation(p.id(), p.attempt(), w.info.node_id(), FormatIdSet(slots), t.epoch, Now());
+  std::string nodes, where;
+  for (const auto& m : t.members) {
+    nodes += (nodes.empty() ? "" : ",") + m.node_id;
+    where += (where.empty() ? "" : " ") + m.node_id + ":s[" + FormatIdSet(m.slots) + "]";
+  }
+  store_.OpenAllocation(p.id(), p.attempt(), nodes, group.ToString(), t.epoch, Now());
   SaveTrial(t);
-  store_.AppendEvent("trial_assigned", p.search_id(), p.id(),
-                     w.info.node_id() + ":s[" + FormatIdSet(slots) + "] epoch " + std::to_string(t.epoch), Now());
+  store_.AppendEvent("trial_assigned", p.search_id(), p.id(), where + " epoch " + std::to_string(t.epoch), Now());
 
-  v1::CoordinatorMessage msg;
-  auto* st = msg.mutable_start();
-  st->set_trial_id(p.id());
-  st->set_search_id(p.search_id());
-  st->set_assignment_epoch(t.epoch);
-  for (const auto& a : sub.argv) st->add_argv(a);
-  auto& env = *st->mutable_env();
-  for (const auto& [k, v] : sub.env) env[k] = v;
+  // What every started process gets.
   const int world = s.spec.group.nodes * s.spec.group.ranks_per_node;
-  env["RANK"] = "0";
-  env["LOCAL_RANK"] = "0";
-  env["WORLD_SIZE"] = std::to_string(world);
-  env["LOCAL_WORLD_SIZE"] = std::to_string(s.spec.group.ranks_per_node);
-  env["MASTER_ADDR"] = opt_.master_addr;
-  env["MASTER_PORT"] = std::to_string(29500 + p.id() % 20000);
+  const bool mpirun = s.spec.group.launcher == search::Launcher::kMpirun;
+  std::map<std::string, std::string> env(sub.env.begin(), sub.env.end());
   env["LADDER_TRIAL_ID"] = std::to_string(p.id());
   env["LADDER_TRIAL_NUMBER"] = std::to_string(p.number());
   env["LADDER_SEARCH_ID"] = std::to_string(p.search_id());
   env["LADDER_ATTEMPT"] = std::to_string(p.attempt());
   env["LADDER_PARAMS"] = ParamsJson(t.params);
   env["LADDER_CHECKPOINT_DIR"] = p.checkpoint_dir();
-  st->set_checkpoint_dir(p.checkpoint_dir());
-  // The node's worker starts the group's local ranks (RANK/LOCAL_RANK per process) and stops them all when one
-  // fails. One node per trial here: the group's first rank is 0.
-  st->set_local_ranks(s.spec.group.ranks_per_node);
-  st->set_first_rank(0);
-  for (int sl : slots) st->add_slots(sl);
-  w.link->Send(msg);
+  std::string master = opt_.master_addr;
+  if (t.members.size() > 1) {
+    auto wit = workers_.find(t.members.front().node_id);
+    if (wit != workers_.end()) master = Address(wit->second.info.resources());
+  }
+  std::vector<std::string> argv = sub.argv;
+  if (mpirun) {
+    // The first node's worker starts mpirun over the group's hosts; mpirun starts every rank.
+    std::vector<std::string> words = opt_.mpirun;
+    std::string hosts;
+    for (const auto& m : t.members) {
+      auto wit = workers_.find(m.node_id);
+      std::string host = wit == workers_.end() ? m.node_id : Address(wit->second.info.resources());
+      hosts += (hosts.empty() ? "" : ",") + host + ":" + std::to_string(m.slots.size());
+    }
+    words.insert(words.end(), {"-np", std::to_string(world), "--host", hosts});
+    for (const auto& [k, v] : env) words.insert(words.end(), {"-x", k});
+    words.insert(words.end(), argv.begin(), argv.end());
+    argv = std::move(words);
+  } else {
+    env["WORLD_SIZE"] = std::to_string(world);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(s.spec.group.ranks_per_node);
+    env["MASTER_ADDR"] = master;
+    env["MASTER_PORT"] = std::to_string(29500 + p.id() % 20000);
+  }
+  for (auto& m : t.members) {
+    if (mpirun && m.first_rank != 0) continue;  // mpirun's ranks run there; the worker only holds the slots
+    auto wit = workers_.find(m.node_id);
+    if (wit == workers_.end() || !wit->second.link) {
+      // The scheduler only places on UP nodes, which have a stream: this is a bug, not a user error.
+      LogError(kLog, "trial " + std::to_string(p.id()) + ": node " + m.node_id + " has no worker stream");
+      continue;
+    }
+    WorkerRt& w = wit->second;
+    v1::CoordinatorMessage msg;
+    auto* st = msg.mutable_start();
+    st->set_trial_id(p.id());
+    st->set_search_id(p.search_id());
+    st->set_assignment_epoch(t.epoch);
+    for (const auto& a : argv) st->add_argv(a);
+    auto& menv = *st->mutable_env();
+    for (const auto& [k, v] : env) menv[k] = v;
+    if (!mpirun) {
+      menv["RANK"] = std::to_string(m.first_rank);
+      menv["LOCAL_RANK"] = "0";
+    }
+    if (!m.gpus.empty()) menv["CUDA_VISIBLE_DEVICES"] = FormatIdSet(m.gpus);
+    st->set_checkpoint_dir(p.checkpoint_dir());
+    // The node's worker starts its local ranks (RANK = first_rank + k, LOCAL_RANK = k) and stops them all when
+    // one fails.
+    st->set_local_ranks(mpirun ? 1 : s.spec.group.ranks_per_node);
+    st->set_first_rank(m.first_rank);
+    for (int sl : m.slots) st->add_slots(sl);
+    m.live = true;
+    w.trials.insert(p.id());
+    w.link->Send(msg);
+    UpdateBusy(m.node_id);
+    EmitWorker(w);
+  }
+  for (auto& m : t.members) UpdateBusy(m.node_id);
+  if (std::none_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; })) {
+    RequeueOrFail(t, "no worker stream to start it on");
+    return;
+  }
   EmitTrial(t);
-  EmitWorker(w);
   EmitSearch(s);
+}
+
+void Coordinator::Preempt(TrialRt& t, int64_t for_trial) {
+  std::string reason = "preempted by trial " + std::to_string(for_trial);
+  auto fit = trials_.find(for_trial);
+  if (fit != trials_.end()) {
+    reason += " (" + std::string(v1::Priority_Name(searches_.at(fit->second.proto.search_id()).proto.priority())) + ")";
+  }
+  t.preempting = true;
+  store_.AppendEvent("trial_preempted", t.proto.search_id(), t.proto.id(), reason, Now());
+  LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + " " + reason + "; it resumes from its checkpoint later");
+  t.proto.set_error(reason);
+  StopMembers(t, reason + "; it resumes from its checkpoint later");
+  if (std::none_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; })) FinishPreemption(t);
+}
+
+void Coordinator::FinishPreemption(TrialRt& t) {
+  if (t.proto.state() != v1::TRIAL_RUNNING) return;
+  t.proto.set_preemptions(t.proto.preemptions() + 1);
+  BackToQueue(t, "preempted");
+}
+
+void Coordinator::BackToQueue(TrialRt& t, const std::string& outcome) {
+  CloseAllocation(t, outcome);
+  t.preempting = false;
+  t.early_stop.clear();
+  t.exploit.reset();
+  t.proto.clear_placement();
+  t.proto.set_started_unix(0);
+  t.epoch = 0;
+  t.last_objective.reset();
+  t.best_objective.reset();
+  t.watchdog_error.clear();
+  SetTrialState(t, v1::TRIAL_PENDING);
+  SaveTrial(t);
+  EmitTrial(t);
+  EmitSearch(searches_.at(t.proto.search_id()));
+  MaybeReleaseGroup(t);
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Trial schedulers (early stopping, pbt)
+// ------------------------------------------------------------------------------------------------------
+
+void Coordinator::CompleteFromExit(SearchRt& s, TrialRt& t) {
+  CloseAllocation(t, t.early_stop.empty() ? "exited" : "stopped early");
+  auto objective = s.spec.objective.scope == search::Objective::Scope::kBest ? t.best_objective : t.last_objective;
+  if (!objective) {
+    FinishTrial(t, v1::TRIAL_FAILED, 0,
+                "exited 0 without reporting the objective metric '" + s.proto.objective_metric() + "' (" +
+                    std::to_string(t.proto.metric_count()) + " metrics lines, " +
+                    std::to_string(t.proto.ignored_lines()) + " ignored lines)");
+    return;
+  }
+  t.proto.set_has_objective(true);
+  t.proto.set_objective(*objective);
+  // A trial stopped early keeps the scheduler's reason as its note (it is not an error: it COMPLETED).
+  FinishTrial(t, v1::TRIAL_COMPLETED, 0, t.early_stop.empty() ? "" : "stopped early: " + t.early_stop);
+}
+
+void Coordinator::ConsultTrialScheduler(SearchRt& s, TrialRt& t, const v1::MetricPoint& point) {
+  if (t.proto.state() != v1::TRIAL_RUNNING || t.preempting || t.exploit || !t.early_stop.empty()) return;
+  auto r = point.values().find(s.spec.scheduler.resource);
+  auto v = point.values().find(s.proto.objective_metric());
+  if (r == point.values().end() || v == point.values().end()) return;
+  search::TrialDecision d = s.trial_sched->Report(t.proto.number(), r->second, v->second);
+  if (d.kind == search::TrialDecision::Kind::kContinue) return;
+  const char* type = search::TrialSchedulerTypeName(s.spec.scheduler.type);
+  if (d.exploit()) {
+    auto src = std::find_if(s.trial_ids.begin(), s.trial_ids.end(),
+                            [&](int64_t id) { return trials_.at(id).proto.number() == d.source_trial; });
+    if (src == s.trial_ids.end()) {
+      LogError(kLog, "trial " + std::to_string(t.proto.id()) + ": pbt chose trial number " +
+                         std::to_string(d.source_trial) + ", which this search does not have; ignored");
+      return;
+    }
+    store_.AppendEvent("trial_exploit", s.proto.id(), t.proto.id(), d.reason, Now());
+    LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + ": " + type + ": " + d.reason);
+    t.exploit = std::move(d);
+    StopMembers(t, std::string(type) + ": " + t.exploit->reason);
+  } else {
+    store_.AppendEvent("trial_stopped_early", s.proto.id(), t.proto.id(), d.reason, Now());
+    LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + " stopped early: " + d.reason);
+    t.early_stop = std::string(type) + ": " + d.reason;
+    StopMembers(t, "stopped early by " + t.early_stop);
+  }
+  if (std::none_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; })) {
+    if (t.exploit) FinishExploit(s, t); else CompleteFromExit(s, t);
+  }
+}
+
+void Coordinator::FinishExploit(SearchRt& s, TrialRt& t) {
+  search::TrialDecision d = std::move(*t.exploit);
+  t.exploit.reset();
+  const TrialRt* source = nullptr;
+  for (int64_t id : s.trial_ids) {
+    if (trials_.at(id).proto.number() == d.source_trial) source = &trials_.at(id);
+  }
+  // The stopped trial becomes a copy of the source: its checkpoint directory gets the source's files.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path from = source ? fs::path(CheckpointDir(*source)) : fs::path();
+  fs::path to = CheckpointDir(t);
+  if (source) {
+    fs::remove_all(to, ec);
+    fs::create_directories(to, ec);
+    if (!ec && fs::exists(from)) fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+  }
+  if (!source || ec) {
+    CloseAllocation(t, "failed");
+    FinishTrial(t, v1::TRIAL_FAILED, -1,
+                "pbt: cannot take trial number " + std::to_string(d.source_trial) + "'s checkpoint " + from.string() +
+                    " into " + to.string() + (ec ? ": " + ec.message() : ""));
+    return;
+  }
+  t.params = d.params;
+  t.proto.clear_params();
+  for (const auto& [k, v] : t.params) (*t.proto.mutable_params())[k] = ToProto(v);
+  store_.ReplaceParams(t.proto);
+  t.proto.set_error("pbt: continues from trial " + std::to_string(source->proto.id()) + " (" + d.reason + ")");
+  BackToQueue(t, "exploit");
+}
+
+void Coordinator::ReplayTrialScheduler(SearchRt& s) {
+  // AddTrial for every trial, every stored report in stored order, then how each finished trial ended. Exact
+  // for asha, hyperband and median; pbt's population drops finished trials at the end instead of at their
+  // place among the reports (search/trial_scheduler.h).
+  std::map<int64_t, const TrialRt*> by_id;
+  for (int64_t id : s.trial_ids) {
+    const TrialRt& t = trials_.at(id);
+    by_id[id] = &t;
+    s.trial_sched->AddTrial(t.proto.number(), t.params);
+  }
+  const std::string& resource = s.spec.scheduler.resource;
+  const std::string& objective = s.proto.objective_metric();
+  size_t replayed = 0;
+  for (const auto& sp : store_.LoadSearchMetrics(s.proto.id(), {resource, objective})) {
+    auto r = sp.point.values().find(resource);
+    auto v = sp.point.values().find(objective);
+    auto t = by_id.find(sp.trial_id);
+    if (r == sp.point.values().end() || v == sp.point.values().end() || t == by_id.end()) continue;
+    s.trial_sched->Report(t->second->proto.number(), r->second, v->second);
+    ++replayed;
+  }
+  for (const auto& [id, t] : by_id) {
+    switch (t->proto.state()) {
+      case v1::TRIAL_CANCELLED: s.trial_sched->Forget(t->proto.number()); break;
+      case v1::TRIAL_COMPLETED:
+        s.trial_sched->Complete(t->proto.number(), t->proto.has_objective() ? std::optional<double>(t->proto.objective())
+                                                                            : std::nullopt);
+        break;
+      case v1::TRIAL_FAILED: s.trial_sched->Complete(t->proto.number(), std::nullopt); break;
+      default: break;
+    }
+  }
+  LogInfo(kLog, "search " + std::to_string(s.proto.id()) + ": " +
+                    search::TrialSchedulerTypeName(s.spec.scheduler.type) + " rebuilt from " +
+                    std::to_string(replayed) + " stored reports");
 }
 
 void Coordinator::MaybeFinishSearch(SearchRt& s) {
@@ -982,25 +1395,26 @@ void Coordinator::SetSearchState(SearchRt& s, v1::SearchState state, const std::
       t.proto.set_error("search " + std::string(state == v1::SEARCH_CANCELLED ? "cancelled" : "failed"));
       SetTrialState(t, v1::TRIAL_CANCELLED);
       SaveTrial(t);
+      if (t.sched == Sched::kQueued) {
+        sched_.Cancel(id);
+        t.sched = Sched::kNone;
+      }
+      MaybeReleaseGroup(t);  // a requeued trial whose old processes still stop keeps its group until then
       EmitTrial(t);
     }
     std::vector<int64_t> running(s.running.begin(), s.running.end());
     for (int64_t id : running) {
       TrialRt& t = trials_.at(id);
-      auto wit = workers_.find(t.node_id);
-      if (wit != workers_.end() && wit->second.link) {
-        v1::CoordinatorMessage cancel;
-        cancel.mutable_cancel()->set_trial_id(id);
-        cancel.mutable_cancel()->set_assignment_epoch(t.epoch);
-        cancel.mutable_cancel()->set_reason(t.proto.error());
-        wit->second.link->Send(cancel);
-      } else {
-        Release(t, "cancelled");
-      }
       t.proto.set_finished_unix(Now());
       t.proto.set_error("search " + std::string(state == v1::SEARCH_CANCELLED ? "cancelled" : "failed"));
+      t.preempting = false;
       SetTrialState(t, v1::TRIAL_CANCELLED);
       SaveTrial(t);
+      StopMembers(t, t.proto.error());
+      if (std::none_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; })) {
+        CloseAllocation(t, "cancelled");
+      }
+      MaybeReleaseGroup(t);
       EmitTrial(t);
     }
   }

@@ -6,9 +6,21 @@
 //
 // Trial lifecycle (proto TrialState):
 //
-//   PENDING ──Schedule(): worker with free slots──► RUNNING ──exit 0 + objective──► COMPLETED
-//      ▲                                              │ ├──exit ≠ 0, launch error, no objective──► FAILED
-//      └──worker lost, attempt < max_retries──────────┘ └──search cancelled──► CANCELLED
+//   PENDING ──Schedule(): the scheduler starts its node group──► RUNNING ──every node exit 0 + objective──► COMPLETED
+//      ▲                                                           │ ├──a rank fails, launch error, no objective──► FAILED
+//      ├──worker lost, attempt < max_retries───────────────────────┤ └──search cancelled──► CANCELLED
+//      └──preempted by a higher priority (stopped, resumes from its checkpoint)──┘
+//
+// Node groups: every trial is a request to `scheduler::NodeGroupScheduler` (server/scheduler/): nodes x
+// ranks_per_node x gpus_per_rank, gang-allocated, compact in racks, EASY backfill, priority classes (the
+// search's Priority) with preemption. Workers are the scheduler's nodes (registration adds/updates them, a lost
+// stream marks them down; quarantined nodes with a stream are draining: they keep their trials, get no new
+// ones). A trial has one member per node of its group. Launch per node: each member's worker starts its local
+// ranks with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR (rank 0's node address)/MASTER_PORT; launch by mpirun: the
+// first member's worker runs `mpirun --host a:R,b:R ...`, the other members hold their slots. Only global rank
+// 0's member reports metrics. When one member fails or its node is lost, the other members are stopped; the
+// group's resources go back to the scheduler only when every member has stopped (or its node is down), so a
+// new trial never shares a node with processes of an old one.
 //
 // Every assignment carries a fresh, monotonically increasing assignment epoch. Messages about a trial that
 // carry a stale epoch (a worker that lost its lease and came back) are ignored and the worker is told to stop
@@ -47,7 +59,9 @@
 
 #include "ladder/v1/ladder.pb.h"
 #include "search/sampler.h"
+#include "search/trial_scheduler.h"
 #include "search/spec.h"
+#include "server/scheduler/scheduler.h"
 #include "server/store/store.h"
 
 namespace ladder::server {
@@ -71,6 +85,10 @@ struct CoordinatorOptions {
   // Root of the per-trial checkpoint directories (ROOT/search-S/trial-T, on storage every node sees);
   // empty: "<database path>.checkpoints".
   std::string checkpoint_root;
+  // The words that start an MPI launch (resources.launcher: mpirun): the group's first worker runs
+  // MPIRUN... -np WORLD --host a:R,b:R -x NAME... COMMAND (e.g. {"mpirun", "--allow-run-as-root"}).
+  std::vector<std::string> mpirun = {"mpirun"};
+  scheduler::SchedulerOptions scheduling;
   std::string version = "0.1.0";
 };
 
@@ -118,18 +136,36 @@ class Coordinator {
     v1::Search proto;
     search::SearchSpec spec;
     std::unique_ptr<search::Sampler> sampler;
+    std::unique_ptr<search::TrialScheduler> trial_sched;  // the spec's `scheduler:`; null for none
     int next_number = 0;     // trials created so far
     bool exhausted = false;  // the sampler has no more configurations
     std::vector<int64_t> trial_ids;      // in creation order
     std::set<int64_t> pending, running;  // by trial id (pending in requeue order = id order)
     int completed = 0, failed = 0, cancelled = 0;
+    bool infeasible_logged = false;      // warned once that no set of nodes can hold its group now
   };
+  // One node of a trial's assignment.
+  struct Member {
+    std::string node_id;
+    int64_t epoch = 0;         // the assignment it belongs to
+    std::vector<int> slots, gpus;
+    int first_rank = 0;
+    bool live = false;         // a process runs (or may run) there: its exit is awaited
+    bool attached = true;      // false after a restart until its worker re-registers with it
+  };
+  // Where the scheduler has the trial.
+  enum class Sched { kNone, kQueued, kRunning };
   struct TrialRt {
     v1::Trial proto;
     search::Params params;
     int64_t epoch = 0;        // current assignment epoch (0: none)
-    std::string node_id;      // where it runs (empty: nowhere)
-    std::vector<int> slots;   // slots held on node_id, released on exit or worker loss
+    // The nodes of the current assignment, or of the last one while its processes stop. Cleared when every
+    // member has stopped and the group went back to the scheduler.
+    std::vector<Member> members;
+    Sched sched = Sched::kNone;
+    bool preempting = false;  // told to stop for a higher-priority trial; PENDING again once stopped
+    std::string early_stop;   // the trial scheduler stopped it (why): it COMPLETES with its value once stopped
+    std::optional<search::TrialDecision> exploit;  // pbt: once stopped, it restarts from another's checkpoint
     std::optional<double> last_objective, best_objective;
     Clock::time_point reattach_deadline{};  // after a restart: unclaimed RUNNING trials are requeued then
     Clock::time_point last_progress{};      // launch, re-attach or last metric point (the watchdog's clock)
@@ -138,9 +174,8 @@ class Coordinator {
   struct WorkerRt {
     v1::WorkerInfo info;
     std::shared_ptr<WorkerLink> link;
-    std::vector<bool> slot_busy;
     Clock::time_point lease_deadline;
-    std::set<int64_t> trials;
+    std::set<int64_t> trials;  // trials with a live member on this node
     std::vector<Clock::time_point> failures;  // inside the quarantine window
   };
   // Acknowledgements owed to one worker stream, sent after the next commit.
@@ -154,8 +189,24 @@ class Coordinator {
   void OnMetrics(WorkerRt& w, const v1::MetricReport& m);
   void OnExited(WorkerRt& w, const v1::TrialExited& m);
   WorkerRt* WorkerFor(const std::shared_ptr<WorkerLink>& link);
-  // Releases the trial's slots on its worker and closes its allocation.
-  void Release(TrialRt& t, const std::string& outcome);
+  // Closes the trial's allocation record (the assignment ended, for `outcome`).
+  void CloseAllocation(TrialRt& t, const std::string& outcome);
+  Member* MemberOn(TrialRt& t, const std::string& node, int64_t epoch);
+  // The member stopped (exited, or its node is gone): it no longer holds the node's worker.
+  void MemberGone(TrialRt& t, Member& m);
+  // Tells every live member to stop; members whose worker is not connected are taken as gone.
+  void StopMembers(TrialRt& t, const std::string& reason);
+  // When no member is live: gives the group back (Finish, or Requeue for a PENDING trial) and queues a PENDING
+  // trial the scheduler does not have.
+  void MaybeReleaseGroup(TrialRt& t);
+  scheduler::GroupRequest GroupRequestFor(const SearchRt& s, const TrialRt& t) const;
+  void Submit(SearchRt& s, TrialRt& t);
+  // Tells the scheduler the node's state (up, draining when quarantined, down without a stream); returns
+  // the trials that lost a node.
+  std::vector<int64_t> SyncNode(WorkerRt& w);
+  // Refreshes the node's busy_slots from the scheduler (and tells watchers when it changed).
+  void UpdateBusy(const std::string& node);
+  double SchedNow() const;
   void MarkWorkerDown(WorkerRt& w, const std::string& reason);
   // Counts a failure of the node; quarantines it at opt_.quarantine_after failures inside the window.
   void RecordNodeFailure(WorkerRt& w, const std::string& reason);
@@ -176,8 +227,22 @@ class Coordinator {
   // Posts one Schedule() pass (coalesced).
   void RequestSchedule();
   void Schedule();
-  bool AssignOne(SearchRt& s);
-  void Launch(SearchRt& s, TrialRt& t, WorkerRt& w, std::vector<int> slots);
+  // Creates and submits the search's next trial when it has room; false when it has none.
+  bool CreateOne(SearchRt& s);
+  void Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& group);
+  void Preempt(TrialRt& t, int64_t for_trial);
+  // A preempted trial's members all stopped: PENDING again, same attempt.
+  void FinishPreemption(TrialRt& t);
+  // A trial stopped on purpose goes back to the queue (same attempt): preemption, pbt exploit.
+  void BackToQueue(TrialRt& t, const std::string& outcome);
+  // pbt: the stopped trial takes the source's checkpoint and the perturbed parameters, and is queued again.
+  void FinishExploit(SearchRt& s, TrialRt& t);
+  // The trial's last member exited 0 (or was stopped early): COMPLETED with its objective, or FAILED without.
+  void CompleteFromExit(SearchRt& s, TrialRt& t);
+  // Passes a metrics point to the search's trial scheduler and acts on its decision.
+  void ConsultTrialScheduler(SearchRt& s, TrialRt& t, const v1::MetricPoint& point);
+  // After a restart: the same calls again, from the stored trials and points (decisions ignored).
+  void ReplayTrialScheduler(SearchRt& s);
   void MaybeFinishSearch(SearchRt& s);
   void SetSearchState(SearchRt& s, v1::SearchState state, const std::string& error);
   void UpdateSearchCounts(SearchRt& s);
@@ -196,6 +261,8 @@ class Coordinator {
   boost::asio::io_context& loop_;
   store::Store& store_;
   CoordinatorOptions opt_;
+  scheduler::NodeGroupScheduler sched_;
+  Clock::time_point sched_epoch_ = Clock::now();
   boost::asio::steady_timer flush_timer_;
   boost::asio::steady_timer lease_timer_;
   bool stopped_ = false;

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/token.h"
+#include "search/command_template.h"
 #include "server/server.h"
 
 int main(int argc, char** argv) {
@@ -30,7 +31,21 @@ int main(int argc, char** argv) {
                  "quarantine a node lost this many times within 10 minutes while running trials (0: never)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  std::string mpirun;
+  app.add_option("--mpirun", mpirun,
+                 "the command that starts an MPI trial (resources.launcher: mpirun), split into words; the "
+                 "coordinator appends -np, --host, -x and the trial's command")
+      ->default_str("mpirun");
   CLI11_PARSE(app, argc, argv);
+  if (!mpirun.empty()) {
+    std::string err;
+    auto words = ladder::search::SplitCommandLine(mpirun, &err);
+    if (!err.empty() || words.empty()) {
+      std::cerr << "ladder-server: --mpirun '" << mpirun << "': " << (err.empty() ? "empty" : err) << "\n";
+      return 2;
+    }
+    opt.coordinator.mpirun = std::move(words);
+  }
   opt.coordinator.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);
   opt.coordinator.heartbeat_interval = std::min(ladder::server::kDefaultHeartbeatInterval,
                                                 opt.coordinator.heartbeat_timeout / 3);

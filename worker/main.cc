@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
   app.add_option("--slots", opt.slots, "ranks this node runs at once (default: number of cores)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--gpus", opt.gpus, "GPUs on this node (default: count /dev/nvidiaN)")->check(CLI::Range(0, 1024));
+  app.add_option("--address", opt.address,
+                 "where the other nodes of a multi-node trial reach this one (MASTER_ADDR, mpirun --host); "
+                 "default: hostname");
   app.add_option("--label", labels, "topology label KEY=VALUE (repeatable), e.g. rack=r12");
   app.add_option("--trial-dir", opt.trial_dir, "directory for per-trial logs and outputs")->capture_default_str();
   CLI11_PARSE(app, argc, argv);

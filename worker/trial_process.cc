@@ -57,6 +57,11 @@ std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop
     if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : spec.env) merged[k] = v;
+  // The search directories come first on the child's PATH too, so that a launcher it runs (mpirun, a shell
+  // script) finds the same programs as argv[0] did.
+  std::string path;
+  for (const auto& d : spec.search_dirs) path += d + ":";
+  if (!path.empty()) merged["PATH"] = path + (merged.count("PATH") ? merged["PATH"] : "/usr/local/bin:/usr/bin:/bin");
   for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());

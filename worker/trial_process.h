@@ -30,7 +30,8 @@ struct LaunchSpec {
   std::map<std::string, std::string> env;     // added to (and overriding) the worker's environment
   std::string workdir;                        // empty: the worker's cwd
   std::string stderr_path;                    // empty: /dev/null
-  std::vector<std::string> search_dirs;       // e.g. the directory holding ladder-worker (for ladder-train)
+  std::vector<std::string> search_dirs;       // e.g. the directory holding ladder-worker (for ladder-train);
+                                              // also put first on the child's PATH
 };
 
 class TrialProcess : public std::enable_shared_from_this<TrialProcess> {

@@ -30,6 +30,7 @@ v1::WorkerResources DetectResources(const WorkerOptions& opt) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   r.set_hostname(host);
+  r.set_address(opt.address.empty() ? r.hostname() : opt.address);
   int cores = static_cast<int>(std::thread::hardware_concurrency());
   r.set_cores(cores > 0 ? cores : 1);
   r.set_slots(opt.slots > 0 ? opt.slots : r.cores());

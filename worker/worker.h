@@ -46,6 +46,7 @@ struct WorkerOptions {
   int slots = 0;                              // default: the number of cores
   int gpus = -1;                              // default: count /dev/nvidiaN
   std::map<std::string, std::string> labels;  // topology labels (rack, switch, ...)
+  std::string address;                        // where other nodes reach this one; default: the hostname
   std::string trial_dir = "ladder-trials";    // per-trial directories (stderr.log, outputs)
   std::vector<std::string> search_dirs;       // where argv[0] is looked up before PATH; default: own bin dir
   std::chrono::milliseconds metrics_flush = kDefaultMetricsFlush;

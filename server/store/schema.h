@@ -93,6 +93,11 @@ CREATE TABLE events(
       R"sql(
 ALTER TABLE nodes ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
 )sql",
+      // 3: scheduling class of a search (1 search, 2 promoted, 3 hero) and preemptions of a trial.
+      R"sql(
+ALTER TABLE searches ADD COLUMN priority INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE trials ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return kMigrations;
 }

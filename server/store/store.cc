@@ -17,7 +17,8 @@ std::string PlacementJson(const v1::Trial& t) {
     arr.push_back({{"node", p.node_id()},
                    {"host", p.hostname()},
                    {"slots", std::vector<int>(p.slots().begin(), p.slots().end())},
-                   {"first_rank", p.first_rank()}});
+                   {"first_rank", p.first_rank()},
+                   {"gpus", std::vector<int>(p.gpus().begin(), p.gpus().end())}});
   }
   return arr.dump();
 }
@@ -31,6 +32,7 @@ void ParsePlacement(const std::string& text, v1::Trial* t) {
     pl->set_hostname(p.value("host", ""));
     for (int s : p.value("slots", std::vector<int>{})) pl->add_slots(s);
     pl->set_first_rank(p.value("first_rank", 0));
+    for (int g : p.value("gpus", std::vector<int>{})) pl->add_gpus(g);
   }
 }
 
@@ -133,11 +135,12 @@ void Store::InsertSearch(v1::Search* s) {
   BeginIfNeeded();
   auto& st = db_.Prepare(
       "INSERT INTO searches(name,state,spec_yaml,objective_metric,direction,max_trials,parallelism,nodes,"
-      "ranks_per_node,gpus_per_rank,created_at,error) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+      "ranks_per_node,gpus_per_rank,created_at,error,priority) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st.Bind(1, s->name()).Bind(2, s->state()).Bind(3, s->spec_yaml()).Bind(4, s->objective_metric());
   st.Bind(5, s->direction()).Bind(6, s->max_trials()).Bind(7, s->parallelism());
   st.Bind(8, s->group().nodes()).Bind(9, s->group().ranks_per_node()).Bind(10, s->group().gpus_per_rank());
   st.Bind(11, s->created_unix()).Bind(12, s->error());
+  st.Bind(13, s->priority() == v1::PRIORITY_UNSPECIFIED ? v1::PRIORITY_SEARCH : s->priority());
   st.Run();
   s->set_id(db_.LastInsertId());
 }
@@ -163,30 +166,15 @@ void Store::InsertTrial(v1::Trial* t) {
   st.Bind(5, t->created_unix()).Bind(6, CommandJson(*t));
   st.Run();
   t->set_id(db_.LastInsertId());
-  auto& ps = db_.Prepare("INSERT INTO params(trial_id,name,kind,real_value,int_value,text_value) VALUES(?,?,?,?,?,?)");
-  for (const auto& [name, v] : t->params()) {
-    ps.Bind(1, t->id()).Bind(2, name);
-    switch (v.kind_case()) {
-      case v1::ParamValue::kFloatValue:
-        ps.Bind(3, 1).Bind(4, v.float_value()).BindNull(5).BindNull(6);
-        break;
-      case v1::ParamValue::kIntValue:
-        ps.Bind(3, 2).BindNull(4).Bind(5, v.int_value()).BindNull(6);
-        break;
-      default:
-        ps.Bind(3, 3).BindNull(4).BindNull(5).Bind(6, v.string_value());
-        break;
-    }
-    ps.Run();
-  }
+  InsertParams(*t);
 }
 
 void Store::UpdateTrial(const v1::Trial& t, int64_t assignment_epoch) {
   BeginIfNeeded();
   auto& st = db_.Prepare(
       "UPDATE trials SET state=?, attempt=?, exit_code=?, error=?, ignored_lines=?, last_ignored_line=?, "
-      "objective=?, metric_count=?, command=?, placement=?, assignment_epoch=?, started_at=?, finished_at=? "
-      "WHERE id=?");
+      "objective=?, metric_count=?, command=?, placement=?, assignment_epoch=?, started_at=?, finished_at=?, "
+      "preemptions=? WHERE id=?");
   st.Bind(1, t.state()).Bind(2, t.attempt());
   if (t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_FAILED || t.state() == v1::TRIAL_CANCELLED) {
     st.Bind(3, t.exit_code());
@@ -210,7 +198,7 @@ void Store::UpdateTrial(const v1::Trial& t, int64_t assignment_epoch) {
   } else {
     st.BindNull(13);
   }
-  st.Bind(14, t.id());
+  st.Bind(14, t.preemptions()).Bind(15, t.id());
   st.Run();
 }
 
@@ -287,7 +275,7 @@ std::vector<v1::Search> Store::LoadSearches() {
   std::vector<v1::Search> out;
   auto& st = db_.Prepare(
       "SELECT id,name,state,spec_yaml,objective_metric,direction,max_trials,parallelism,nodes,ranks_per_node,"
-      "gpus_per_rank,created_at,finished_at,error FROM searches ORDER BY id");
+      "gpus_per_rank,created_at,finished_at,error,priority FROM searches ORDER BY id");
   while (st.Step()) {
     v1::Search s;
     s.set_id(st.Int(0));
@@ -304,6 +292,7 @@ std::vector<v1::Search> Store::LoadSearches() {
     s.set_created_unix(st.Real(11));
     if (!st.IsNull(12)) s.set_finished_unix(st.Real(12));
     s.set_error(st.Text(13));
+    s.set_priority(static_cast<v1::Priority>(st.Int(14)));
     out.push_back(std::move(s));
   }
   st.Reset();
@@ -344,7 +333,8 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs) {
   std::vector<v1::Trial> out;
   auto& st = db_.Prepare(
       "SELECT id,search_id,number,state,attempt,exit_code,error,ignored_lines,last_ignored_line,objective,"
-      "metric_count,command,placement,assignment_epoch,created_at,started_at,finished_at FROM trials ORDER BY id");
+      "metric_count,command,placement,assignment_epoch,created_at,started_at,finished_at,preemptions FROM trials "
+      "ORDER BY id");
   while (st.Step()) {
     v1::Trial t;
     t.set_id(st.Int(0));
@@ -370,6 +360,7 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs) {
     t.set_created_unix(st.Real(14));
     if (!st.IsNull(15)) t.set_started_unix(st.Real(15));
     if (!st.IsNull(16)) t.set_finished_unix(st.Real(16));
+    t.set_preemptions(static_cast<int>(st.Int(17)));
     out.push_back(std::move(t));
   }
   st.Reset();
@@ -413,6 +404,59 @@ std::vector<v1::MetricPoint> Store::LoadMetrics(int64_t trial_id) {
       out.back().set_time_unix(time);
     }
     (*out.back().mutable_values())[st.Text(1)] = st.Real(2);
+  }
+  st.Reset();
+  return out;
+}
+
+void Store::InsertParams(const v1::Trial& trial) {
+  const v1::Trial* t = &trial;
+  auto& ps = db_.Prepare("INSERT INTO params(trial_id,name,kind,real_value,int_value,text_value) VALUES(?,?,?,?,?,?)");
+  for (const auto& [name, v] : t->params()) {
+    ps.Bind(1, t->id()).Bind(2, name);
+    switch (v.kind_case()) {
+      case v1::ParamValue::kFloatValue:
+        ps.Bind(3, 1).Bind(4, v.float_value()).BindNull(5).BindNull(6);
+        break;
+      case v1::ParamValue::kIntValue:
+        ps.Bind(3, 2).BindNull(4).Bind(5, v.int_value()).BindNull(6);
+        break;
+      default:
+        ps.Bind(3, 3).BindNull(4).BindNull(5).Bind(6, v.string_value());
+        break;
+    }
+    ps.Run();
+  }
+}
+
+void Store::ReplaceParams(const v1::Trial& trial) {
+  BeginIfNeeded();
+  auto& del = db_.Prepare("DELETE FROM params WHERE trial_id=?");
+  del.Bind(1, trial.id());
+  del.Run();
+  InsertParams(trial);
+}
+
+std::vector<Store::SearchPoint> Store::LoadSearchMetrics(int64_t search_id, const std::vector<std::string>& names) {
+  std::vector<SearchPoint> out;
+  if (names.empty()) return out;
+  std::string in = "?";
+  for (size_t i = 1; i < names.size(); ++i) in += ",?";
+  auto& st = db_.Prepare("SELECT m.trial_id,m.step,m.name,m.value,m.time FROM metrics m JOIN trials t ON "
+                         "t.id=m.trial_id WHERE t.search_id=? AND m.name IN (" + in + ") ORDER BY m.rowid");
+  st.Bind(1, search_id);
+  for (size_t i = 0; i < names.size(); ++i) st.Bind(static_cast<int>(i) + 2, names[i]);
+  while (st.Step()) {
+    int64_t trial = st.Int(0), step = st.Int(1);
+    double time = st.Real(4);
+    if (out.empty() || out.back().trial_id != trial || out.back().point.step() != step ||
+        out.back().point.time_unix() != time) {
+      out.emplace_back();
+      out.back().trial_id = trial;
+      out.back().point.set_step(step);
+      out.back().point.set_time_unix(time);
+    }
+    (*out.back().point.mutable_values())[st.Text(2)] = st.Real(3);
   }
   st.Reset();
   return out;

@@ -67,10 +67,20 @@ class Store {
   std::vector<v1::Trial> LoadTrials(std::vector<int64_t>* assignment_epochs);
   int64_t MaxAssignmentEpoch();
   std::vector<v1::MetricPoint> LoadMetrics(int64_t trial_id);
+  // Every stored point of the search's trials that carries one of `names`, in the order they were stored
+  // (across trials), only those values: what a restarted trial scheduler replays.
+  struct SearchPoint {
+    int64_t trial_id = 0;
+    v1::MetricPoint point;
+  };
+  std::vector<SearchPoint> LoadSearchMetrics(int64_t search_id, const std::vector<std::string>& names);
+  // Replaces a trial's parameters (PBT gives a trial new ones when it exploits another).
+  void ReplaceParams(const v1::Trial& trial);
 
  private:
   void BeginIfNeeded();
   void Migrate();
+  void InsertParams(const v1::Trial& trial);
 
   void CheckIntegrity();
 

@@ -1,0 +1,169 @@
+// Multi-node trials on this machine: one coordinator and two workers in one process, each worker acting as a
+// node. A real `ladder-train` runs over both "nodes" with Gloo (every worker starts its ranks with the
+// rendezvous variables) and with MPI (the first worker runs mpirun over both hosts; mpirun reaches the second
+// "host" through an rsh agent that runs the command here, as ssh would on a cluster). A rank that crashes on
+// one node stops the group's ranks on the other.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <map>
+
+#include "server/server.h"
+#include "tests/integration/test_support.h"
+#include "worker/worker.h"
+
+namespace ladder {
+namespace {
+
+class MultiNode : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::FreshDir("multinode");
+    // mpirun's remote launch: the "host" argument is dropped and the command runs on this machine.
+    agent_ = (dir_ / "fake-rsh").string();
+    std::ofstream(agent_) << "#!/bin/sh\nshift\nexec sh -c \"$*\"\n";
+    chmod(agent_.c_str(), 0755);
+    server::ServerOptions so;
+    so.listen = "127.0.0.1:0";
+    so.db_path = (dir_ / "ladder.db").string();
+    so.coordinator.mpirun = {"mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "plm_rsh_agent", agent_,
+                             "--mca", "btl", "self,vader,tcp"};
+    server_ = std::make_unique<server::Server>(so);
+    server_->Start();
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    stub_ = v1::Ladder::NewStub(channel_);
+  }
+  void TearDown() override {
+    for (auto& w : workers_) w->Stop();
+    server_->Stop();
+    std::filesystem::remove_all(dir_);
+  }
+  // Two workers, "nodea" and "nodeb", one slot each, reachable at `address_a` / `address_b`.
+  void StartNodes(const std::string& address_a, const std::string& address_b) {
+    for (auto [name, address] : {std::pair{"nodea", address_a}, std::pair{"nodeb", address_b}}) {
+      worker::WorkerOptions wo;
+      wo.server = server_->address();
+      wo.node_id = name;
+      wo.address = address;
+      wo.slots = 1;
+      wo.trial_dir = (dir_ / name).string();
+      wo.search_dirs = {LADDER_TEST_BIN_DIR};
+      workers_.push_back(std::make_unique<worker::Worker>(wo));
+      workers_.back()->Start();
+      ASSERT_TRUE(workers_.back()->WaitRegistered(std::chrono::seconds(10)));
+    }
+  }
+  std::optional<v1::Search> Run(const std::string& yaml, std::chrono::seconds deadline) {
+    grpc::ClientContext ctx;
+    v1::CreateSearchRequest req;
+    req.set_spec_yaml(yaml);
+    v1::CreateSearchResponse resp;
+    auto st = stub_->CreateSearch(&ctx, req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    if (!st.ok()) return std::nullopt;
+    return testing::WaitForSearchEnd(*stub_, resp.search().id(), deadline);
+  }
+  v1::Trial OnlyTrial(int64_t search_id) {
+    grpc::ClientContext ctx;
+    v1::ListTrialsRequest req;
+    req.set_search_id(search_id);
+    v1::ListTrialsResponse resp;
+    EXPECT_TRUE(stub_->ListTrials(&ctx, req, &resp).ok());
+    EXPECT_EQ(resp.trials_size(), 1);
+    grpc::ClientContext ctx2;
+    v1::GetTrialRequest g;
+    g.set_trial_id(resp.trials(0).id());
+    g.set_include_metrics(true);
+    v1::GetTrialResponse t;
+    EXPECT_TRUE(stub_->GetTrial(&ctx2, g, &t).ok());
+    return t.trial();
+  }
+  static double LastValue(const v1::Trial& t, const std::string& name) {
+    for (int i = t.metrics_size() - 1; i >= 0; --i) {
+      auto it = t.metrics(i).values().find(name);
+      if (it != t.metrics(i).values().end()) return it->second;
+    }
+    return -1;
+  }
+  static std::string TrainSpec(const std::string& comm, const std::string& launcher) {
+    return "name: two-nodes-" + comm + "\n"
+           "objective: {metric: val_accuracy, mode: max}\n"
+           "budget: {max_trials: 1, max_retries: 0}\n"
+           "resources: {nodes: 2, ranks_per_node: 1, launcher: " + launcher + "}\n"
+           "command: [ladder-train, --comm, " + comm + ", --epochs, '3', --batch-size, '32', --lr, '{lr}',\n"
+           "          --prefetch, '0']\n"
+           "env: {OMP_NUM_THREADS: '1'}\n"
+           "space:\n  lr: {type: categorical, values: ['0.05']}\n";
+  }
+
+  std::filesystem::path dir_;
+  std::string agent_;
+  std::unique_ptr<server::Server> server_;
+  std::vector<std::unique_ptr<worker::Worker>> workers_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Ladder::Stub> stub_;
+};
+
+TEST_F(MultiNode, GlooTrialRunsOneRankOnEachNodeWithTheRendezvousOfRankZerosNode) {
+  StartNodes("127.0.0.1", "127.0.0.1");
+  auto s = Run(TrainSpec("gloo", "per_node"), std::chrono::seconds(120));
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error();
+  auto t = OnlyTrial(s->id());
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+  ASSERT_EQ(t.placement_size(), 2);
+  EXPECT_NE(t.placement(0).node_id(), t.placement(1).node_id());
+  EXPECT_EQ(LastValue(t, "ranks"), 2) << "the trainer saw a world of 2 ranks";
+  EXPECT_GT(t.objective(), 0.5);
+}
+
+TEST_F(MultiNode, MpiTrialIsStartedByMpirunOnTheFirstNodeOverBothHosts) {
+  StartNodes("nodea", "nodeb");  // names only mpirun (through the rsh agent) has to reach
+  auto s = Run(TrainSpec("mpi", "mpirun"), std::chrono::seconds(120));
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error();
+  auto t = OnlyTrial(s->id());
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+  ASSERT_EQ(t.placement_size(), 2);
+  ASSERT_GE(t.command_size(), 1);
+  EXPECT_EQ(LastValue(t, "ranks"), 2);
+  EXPECT_GT(t.objective(), 0.5);
+}
+
+TEST_F(MultiNode, RankCrashOnOneNodeStopsTheRankOnTheOtherNode) {
+  StartNodes("127.0.0.1", "127.0.0.1");
+  // Rank 1 fails at once; rank 0 would wait in a collective (here: sleep) for a minute.
+  auto s = Run("name: crash\n"
+               "objective: {metric: score, mode: max}\n"
+               "budget: {max_trials: 1, max_retries: 0, max_failed_trials: 1}\n"
+               "resources: {nodes: 2, ranks_per_node: 1}\n"
+               "command: [sh, -c, 'if [ \"$RANK\" = 1 ]; then exit 3; fi; exec sleep 60']\n"
+               "space:\n  x: {type: float, low: 0, high: 1}\n",
+               std::chrono::seconds(30));
+  ASSERT_TRUE(s) << "the search ended well before rank 0's minute was up";
+  EXPECT_EQ(s->state(), v1::SEARCH_FAILED);
+  auto t = OnlyTrial(s->id());
+  EXPECT_EQ(t.state(), v1::TRIAL_FAILED);
+  EXPECT_NE(t.error().find("exited with code 3"), std::string::npos) << t.error();
+  // Rank 0's node reports its run stopped (its slot given back) without waiting for the sleep: follow the
+  // event stream (it starts with every worker's state) until no worker has a busy slot.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto reader = stub_->Watch(&ctx, v1::WatchRequest{});
+  std::map<std::string, int> busy;
+  v1::Event ev;
+  bool idle = false;
+  while (!idle && reader->Read(&ev)) {
+    if (ev.kind() != v1::Event::WORKER_UPDATED) continue;
+    busy[ev.worker().node_id()] = ev.worker().busy_slots();
+    idle = busy.size() == 2 && busy["nodea"] == 0 && busy["nodeb"] == 0;
+  }
+  ctx.TryCancel();
+  reader->Finish();
+  EXPECT_TRUE(idle) << "the other node's rank was stopped and its slot given back";
+}
+
+}  // namespace
+}  // namespace ladder

@@ -1,0 +1,245 @@
+// The coordinator with multi-node trials: node groups from the scheduler, launch per node or by mpirun,
+// group stop on a rank crash or a lost node, preemption by priority, re-attach after a restart.
+#include "tests/server/coordinator_fixture.h"
+
+namespace ladder::server {
+namespace {
+
+constexpr const char* kTwoNodeSpec = R"(
+name: groups
+objective: {metric: score, mode: max}
+budget: {max_trials: 2, parallelism: 1, max_retries: 1, max_failed_trials: 5}
+resources: {nodes: 2, ranks_per_node: 2}
+command: [train, "--x={x}"]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)";
+
+std::vector<v1::CancelTrial> Cancels(const FakeLink& link) {
+  std::vector<v1::CancelTrial> out;
+  for (const auto& m : link.sent) {
+    if (m.has_cancel()) out.push_back(m.cancel());
+  }
+  return out;
+}
+
+using CoordinatorGroupTest = CoordinatorTest;
+
+TEST_F(CoordinatorGroupTest, TwoNodeTrialStartsEveryNodesRanksWithRendezvousVariablesOnOneRack) {
+  // Three nodes; r1 holds two of them: the group must be compact (both on r1).
+  auto a = Connect("a", 2, {}, {{"rack", "r2"}});
+  auto b = Connect("b", 2, {}, {{"rack", "r1"}});
+  auto c = Connect("c", 2, {}, {{"rack", "r1"}});
+  auto id = CreateSearch(kTwoNodeSpec);
+  ASSERT_TRUE(a->Starts().empty()) << "the group goes on the rack that holds it whole";
+  ASSERT_EQ(b->Starts().size(), 1u);
+  ASSERT_EQ(c->Starts().size(), 1u);
+  auto sb = b->Starts()[0], sc = c->Starts()[0];
+  EXPECT_EQ(sb.trial_id(), sc.trial_id());
+  EXPECT_EQ(sb.assignment_epoch(), sc.assignment_epoch()) << "one assignment epoch for the whole group";
+  EXPECT_EQ(sb.local_ranks(), 2);
+  EXPECT_EQ(sb.first_rank(), 0);
+  EXPECT_EQ(sc.first_rank(), 2);
+  EXPECT_EQ(sb.env().at("RANK"), "0");
+  EXPECT_EQ(sc.env().at("RANK"), "2");
+  EXPECT_EQ(sc.env().at("WORLD_SIZE"), "4");
+  EXPECT_EQ(sc.env().at("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(sb.env().at("MASTER_ADDR"), "b.addr") << "rank 0's node address";
+  EXPECT_EQ(sc.env().at("MASTER_ADDR"), "b.addr");
+  EXPECT_EQ(sb.env().at("MASTER_PORT"), sc.env().at("MASTER_PORT"));
+  auto t = GetTrial(sb.trial_id());
+  ASSERT_EQ(t.placement_size(), 2);
+  EXPECT_EQ(t.placement(0).node_id(), "b");
+  EXPECT_EQ(t.placement(1).node_id(), "c");
+  EXPECT_EQ(t.placement(1).first_rank(), 2);
+
+  // Only global rank 0's node reports metrics; a report from another node is fenced.
+  Metric(c, sc, 0.1);
+  EXPECT_EQ(GetTrial(sb.trial_id()).metric_count(), 0);
+  ASSERT_FALSE(Cancels(*c).empty()) << "metrics from a node that is not rank 0's are refused";
+  Metric(b, sb, 0.8);
+  // The trial ends when its last node has exited.
+  Exit(b, sb, 0);
+  EXPECT_EQ(GetTrial(sb.trial_id()).state(), v1::TRIAL_RUNNING) << "node c still runs";
+  EXPECT_EQ(b->Starts().size(), 1u) << "the group's nodes are not given out before every member stopped";
+  Exit(c, sc, 0);
+  t = GetTrial(sb.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED);
+  EXPECT_DOUBLE_EQ(t.objective(), 0.8);
+  EXPECT_EQ(b->Starts().size() + c->Starts().size(), 4u) << "the second trial got the same compact pair";
+  EXPECT_EQ(GetSearch(id).running(), 1);
+}
+
+TEST_F(CoordinatorGroupTest, RankCrashOnOneNodeStopsTheOtherAndFreesTheGroupOnlyWhenBothStopped) {
+  auto a = Connect("a", 2);
+  auto b = Connect("b", 2);
+  CreateSearch(kTwoNodeSpec);
+  auto sa = a->Starts().at(0), sb = b->Starts().at(0);
+  Exit(b, sb, 139);  // rank 2 or 3 crashed on b
+  auto t = GetTrial(sa.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_FAILED);
+  EXPECT_NE(t.error().find("node b"), std::string::npos) << t.error();
+  auto ca = Cancels(*a);
+  ASSERT_EQ(ca.size(), 1u) << "the rest of the group is stopped";
+  EXPECT_EQ(ca[0].assignment_epoch(), sa.assignment_epoch());
+  EXPECT_EQ(a->Starts().size(), 1u) << "node a still stops the old ranks: nothing new goes there yet";
+  Exit(a, sa, 143, /*cancelled=*/true);
+  EXPECT_EQ(a->Starts().size(), 2u) << "once every member stopped, the next trial gets the nodes";
+  EXPECT_EQ(b->Starts().size(), 2u);
+}
+
+TEST_F(CoordinatorGroupTest, LostNodeStopsTheGroupElsewhereAndRequeuesOnOtherNodes) {
+  auto a = Connect("a", 2);
+  auto b = Connect("b", 2);
+  auto c = Connect("c", 2);
+  CreateSearch(kTwoNodeSpec);
+  std::shared_ptr<FakeLink> lost, kept, spare;
+  for (auto& l : {a, b, c}) {
+    if (l->Starts().empty()) spare = l;
+  }
+  ASSERT_TRUE(spare);
+  for (auto& l : {a, b, c}) {
+    if (l != spare && !lost) lost = l; else if (l != spare) kept = l;
+  }
+  auto first = kept->Starts().at(0);
+  coord_->OnWorkerGone(lost, "stream broken");
+  Drain();
+  auto t = GetTrial(first.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_PENDING);
+  EXPECT_EQ(t.attempt(), 1);
+  ASSERT_EQ(Cancels(*kept).size(), 1u) << "the surviving member is stopped";
+  EXPECT_TRUE(spare->Starts().empty()) << "requeued only once the surviving member stopped";
+  Exit(kept, first, 143, /*cancelled=*/true);
+  ASSERT_EQ(spare->Starts().size(), 1u) << "the retry runs on the two nodes that are up";
+  ASSERT_EQ(kept->Starts().size(), 2u);
+  EXPECT_GT(spare->Starts()[0].assignment_epoch(), first.assignment_epoch());
+  // A late report from the lost node's old run is fenced.
+  v1::WorkerMessage m;
+  m.mutable_metrics()->set_trial_id(first.trial_id());
+  m.mutable_metrics()->set_assignment_epoch(first.assignment_epoch());
+  coord_->OnWorkerMessage(kept, m);
+  Drain();
+  EXPECT_EQ(Cancels(*kept).size(), 2u);
+}
+
+TEST_F(CoordinatorGroupTest, MpirunLaunchRunsOnTheFirstNodeOverTheGroupsHosts) {
+  Close();
+  options_.mpirun = {"mpirun", "--allow-run-as-root"};
+  Open();
+  auto a = Connect("a", 2);
+  auto b = Connect("b", 2);
+  std::string spec = kTwoNodeSpec;
+  spec.replace(spec.find("ranks_per_node: 2}"), 18, "ranks_per_node: 2, launcher: mpirun}");
+  CreateSearch(spec);
+  auto starts_a = a->Starts(), starts_b = b->Starts();
+  ASSERT_EQ(starts_a.size() + starts_b.size(), 1u) << "only the first node's worker starts a process";
+  auto st = starts_a.empty() ? starts_b[0] : starts_a[0];
+  std::vector<std::string> argv(st.argv().begin(), st.argv().end());
+  ASSERT_GE(argv.size(), 8u);
+  EXPECT_EQ(argv[0], "mpirun");
+  EXPECT_EQ(argv[1], "--allow-run-as-root");
+  EXPECT_EQ(argv[2], "-np");
+  EXPECT_EQ(argv[3], "4");
+  EXPECT_EQ(argv[4], "--host");
+  EXPECT_TRUE(argv[5] == "a.addr:2,b.addr:2" || argv[5] == "b.addr:2,a.addr:2") << argv[5];
+  EXPECT_EQ(argv[argv.size() - 2], "train");
+  EXPECT_EQ(st.env().count("RANK"), 0u) << "mpirun numbers the ranks";
+  EXPECT_EQ(st.local_ranks(), 1);
+  auto t = GetTrial(st.trial_id());
+  EXPECT_EQ(t.placement_size(), 2) << "both nodes are held";
+  // mpirun's exit ends the trial; the other node had nothing to stop.
+  auto& link = starts_a.empty() ? b : a;
+  Metric(link, st, 0.5);
+  Exit(link, st, 0);
+  EXPECT_EQ(GetTrial(st.trial_id()).state(), v1::TRIAL_COMPLETED);
+  EXPECT_EQ(a->Starts().size() + b->Starts().size(), 2u) << "the next trial got the nodes";
+}
+
+TEST_F(CoordinatorGroupTest, HeroSearchPreemptsASearchTrialWhichResumesAfterwards) {
+  auto a = Connect("a", 2);
+  constexpr const char* kOneNode = R"(
+name: small
+objective: {metric: score, mode: max}
+budget: {max_trials: 1, parallelism: 1}
+resources: {nodes: 1, ranks_per_node: 2}
+command: [train, "--x={x}", "--ckpt={checkpoint_dir}"]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)";
+  auto low = CreateSearch(kOneNode);
+  ASSERT_EQ(a->Starts().size(), 1u);
+  auto victim = a->Starts()[0];
+  std::string hero_spec = kOneNode;
+  hero_spec.replace(hero_spec.find("small"), 5, "herorun");
+  auto hero = CreateSearch(hero_spec, v1::PRIORITY_HERO);
+  EXPECT_EQ(GetSearch(hero).priority(), v1::PRIORITY_HERO);
+  auto cancels = Cancels(*a);
+  ASSERT_EQ(cancels.size(), 1u) << "the search trial is told to stop through its checkpoint";
+  EXPECT_EQ(cancels[0].trial_id(), victim.trial_id());
+  EXPECT_NE(cancels[0].reason().find("preempted"), std::string::npos) << cancels[0].reason();
+  EXPECT_EQ(a->Starts().size(), 1u) << "the hero waits until the victim has stopped";
+  Exit(a, victim, 0, /*cancelled=*/true);  // it saved its checkpoint and exited
+  auto t = GetTrial(victim.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_PENDING);
+  EXPECT_EQ(t.attempt(), 0) << "a preemption is not a retry";
+  EXPECT_EQ(t.preemptions(), 1);
+  ASSERT_EQ(a->Starts().size(), 2u);
+  auto hero_start = a->Starts()[1];
+  EXPECT_NE(hero_start.trial_id(), victim.trial_id());
+  Report(a, hero_start, 0.9);
+  EXPECT_EQ(GetSearch(hero).state(), v1::SEARCH_COMPLETED);
+  ASSERT_EQ(a->Starts().size(), 3u) << "the preempted trial resumes";
+  auto resumed = a->Starts()[2];
+  EXPECT_EQ(resumed.trial_id(), victim.trial_id());
+  EXPECT_EQ(resumed.checkpoint_dir(), victim.checkpoint_dir()) << "from the same checkpoint directory";
+  Report(a, resumed, 0.4);
+  EXPECT_EQ(GetSearch(low).state(), v1::SEARCH_COMPLETED);
+  EXPECT_EQ(GetTrial(victim.trial_id()).preemptions(), 1) << "stored";
+}
+
+TEST_F(CoordinatorGroupTest, RestartReattachesATwoNodeTrialWhereItRuns) {
+  auto a = Connect("a", 2);
+  auto b = Connect("b", 2);
+  auto c = Connect("c", 2);
+  CreateSearch(kTwoNodeSpec);
+  std::vector<std::pair<std::shared_ptr<FakeLink>, v1::StartTrial>> members;
+  std::shared_ptr<FakeLink> idle;
+  for (auto& [name, l] : std::vector<std::pair<std::string, std::shared_ptr<FakeLink>>>{{"a", a}, {"b", b}, {"c", c}}) {
+    if (l->Starts().empty()) idle = l; else members.push_back({l, l->Starts()[0]});
+  }
+  ASSERT_EQ(members.size(), 2u);
+  auto st = members[0].second;
+  Close();  // the coordinator dies; the workers keep running their ranks
+  Open();
+  std::map<std::shared_ptr<FakeLink>, std::string> names = {{a, "a"}, {b, "b"}, {c, "c"}};
+  std::vector<std::shared_ptr<FakeLink>> relinked;
+  for (auto& [l, s] : members) relinked.push_back(Connect(names[l], 2, {{s.trial_id(), s.assignment_epoch()}}));
+  auto idle2 = Connect(names[idle], 2);
+  for (auto& l : relinked) {
+    for (const auto& m : l->sent) {
+      ASSERT_FALSE(m.has_registered() && m.registered().cancel_trials_size() > 0) << "re-attached, not cancelled";
+    }
+  }
+  auto t = GetTrial(st.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_RUNNING);
+  EXPECT_EQ(t.attempt(), 0);
+  EXPECT_TRUE(idle2->Starts().empty()) << "parallelism 1: nothing else runs, and the group keeps its nodes";
+  Metric(relinked[0], members[0].second, 0.7);
+  Exit(relinked[0], members[0].second, 0);
+  Exit(relinked[1], members[1].second, 0);
+  EXPECT_EQ(GetTrial(st.trial_id()).state(), v1::TRIAL_COMPLETED);
+  EXPECT_EQ(idle2->Starts().size() + relinked[0]->Starts().size() + relinked[1]->Starts().size(), 2u)
+      << "the second trial starts on two nodes";
+}
+
+TEST_F(CoordinatorGroupTest, GroupThatNoNodesCanHoldWaitsAndStartsWhenNodesJoin) {
+  auto a = Connect("a", 2);
+  CreateSearch(kTwoNodeSpec);
+  EXPECT_TRUE(a->Starts().empty());
+  auto b = Connect("b", 2);
+  EXPECT_EQ(a->Starts().size(), 1u);
+  EXPECT_EQ(b->Starts().size(), 1u);
+}
+
+}  // namespace
+}  // namespace ladder::server
