@@ -1283,7 +1283,6 @@ void Coordinator::ConsultTrialScheduler(SearchRt& s, TrialRt& t, const v1::Metri
   if (r == point.values().end() || v == point.values().end()) return;
   search::TrialDecision d = s.trial_sched->Report(t.proto.number(), r->second, v->second);
   if (d.kind == search::TrialDecision::Kind::kContinue) return;
-  const char* type = search::TrialSchedulerTypeName(s.spec.scheduler.type);
   if (d.exploit()) {
     auto src = std::find_if(s.trial_ids.begin(), s.trial_ids.end(),
                             [&](int64_t id) { return trials_.at(id).proto.number() == d.source_trial; });
@@ -1293,13 +1292,13 @@ void Coordinator::ConsultTrialScheduler(SearchRt& s, TrialRt& t, const v1::Metri
       return;
     }
     store_.AppendEvent("trial_exploit", s.proto.id(), t.proto.id(), d.reason, Now());
-    LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + ": " + type + ": " + d.reason);
+    LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + ": " + d.reason);
     t.exploit = std::move(d);
-    StopMembers(t, std::string(type) + ": " + t.exploit->reason);
+    StopMembers(t, t.exploit->reason);
   } else {
     store_.AppendEvent("trial_stopped_early", s.proto.id(), t.proto.id(), d.reason, Now());
     LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + " stopped early: " + d.reason);
-    t.early_stop = std::string(type) + ": " + d.reason;
+    t.early_stop = d.reason;  // names the scheduler: "asha: rung 1 (epoch 3): ..."
     StopMembers(t, "stopped early by " + t.early_stop);
   }
   if (std::none_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; })) {
@@ -1341,8 +1340,9 @@ void Coordinator::FinishExploit(SearchRt& s, TrialRt& t) {
 
 void Coordinator::ReplayTrialScheduler(SearchRt& s) {
   // AddTrial for every trial, every stored report in stored order, then how each finished trial ended. Exact
-  // for asha, hyperband and median; pbt's population drops finished trials at the end instead of at their
-  // place among the reports (search/trial_scheduler.h).
+  // for asha, hyperband and median; for pbt approximate: its population drops finished trials at the end
+  // instead of at their place among the reports, and points a run sent after its exploit decision (ignored
+  // live) are replayed (search/trial_scheduler.h).
   std::map<int64_t, const TrialRt*> by_id;
   for (int64_t id : s.trial_ids) {
     const TrialRt& t = trials_.at(id);
@@ -1371,6 +1371,8 @@ void Coordinator::ReplayTrialScheduler(SearchRt& s) {
       default: break;
     }
   }
+  // pbt keeps each trial's parameters; the store has the current ones (after any exploit).
+  for (const auto& [id, t] : by_id) s.trial_sched->AddTrial(t->proto.number(), t->params);
   LogInfo(kLog, "search " + std::to_string(s.proto.id()) + ": " +
                     search::TrialSchedulerTypeName(s.spec.scheduler.type) + " rebuilt from " +
                     std::to_string(replayed) + " stored reports");

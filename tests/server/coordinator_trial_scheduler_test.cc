@@ -1,0 +1,132 @@
+// The coordinator with a trial scheduler (the spec's `scheduler:`): ASHA stops trials early (they complete
+// with their value), PBT restarts a bad trial from a good one's checkpoint with perturbed parameters, and the
+// scheduler's state is rebuilt from the stored points after a restart.
+#include <fstream>
+
+#include "tests/server/coordinator_fixture.h"
+
+namespace ladder::server {
+namespace {
+
+using CoordinatorTrialSchedulerTest = CoordinatorTest;
+
+std::string Spec(const std::string& scheduler, int parallelism, int max_trials) {
+  return "name: sched\n"
+         "objective: {metric: score, mode: max}\n"
+         "budget: {max_trials: " + std::to_string(max_trials) + ", parallelism: " + std::to_string(parallelism) +
+         "}\n"
+         "sampler: {type: random, seed: 5}\n"
+         "scheduler: " + scheduler + "\n"
+         "command: [train, '--x={x}', '--ckpt={checkpoint_dir}']\n"
+         "space:\n  x: {type: float, low: 0.0, high: 1.0}\n";
+}
+
+// One metrics line with the resource (epoch) and the objective.
+void Point(Coordinator& c, const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s, double epoch,
+           double score, int64_t seq) {
+  v1::WorkerMessage m;
+  auto* mr = m.mutable_metrics();
+  mr->set_trial_id(s.trial_id());
+  mr->set_assignment_epoch(s.assignment_epoch());
+  mr->set_first_seq(seq);
+  auto* p = mr->add_points();
+  p->set_step(static_cast<int64_t>(epoch));
+  (*p->mutable_values())["epoch"] = epoch;
+  (*p->mutable_values())["score"] = score;
+  c.OnWorkerMessage(link, m);
+}
+
+std::vector<v1::CancelTrial> CancelsOf(const FakeLink& link, int64_t trial) {
+  std::vector<v1::CancelTrial> out;
+  for (const auto& m : link.sent) {
+    if (m.has_cancel() && m.cancel().trial_id() == trial) out.push_back(m.cancel());
+  }
+  return out;
+}
+
+constexpr const char* kAsha = "{type: asha, resource: epoch, min_resource: 1, max_resource: 9, reduction_factor: 3}";
+
+TEST_F(CoordinatorTrialSchedulerTest, AshaStopsATrialBelowTheRungCutoffAndItCompletesWithItsValue) {
+  auto a = Connect("a", 3);
+  auto id = CreateSearch(Spec(kAsha, 3, 3));
+  auto starts = a->Starts();
+  ASSERT_EQ(starts.size(), 3u);
+  Point(*coord_, a, starts[0], 1, 0.9, 0);
+  Point(*coord_, a, starts[1], 1, 0.8, 0);
+  Drain();
+  EXPECT_TRUE(CancelsOf(*a, starts[0].trial_id()).empty()) << "first at the rung: it goes on";
+  Point(*coord_, a, starts[2], 1, 0.1, 0);  // the worst of 3 at rung 1: only the top 1 of 3 goes on
+  Drain();
+  auto cancels = CancelsOf(*a, starts[2].trial_id());
+  ASSERT_EQ(cancels.size(), 1u);
+  EXPECT_NE(cancels[0].reason().find("stopped early"), std::string::npos) << cancels[0].reason();
+  Exit(a, starts[2], 143, /*cancelled=*/true);
+  auto t = GetTrial(starts[2].trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << "an early stop is a completed trial";
+  EXPECT_DOUBLE_EQ(t.objective(), 0.1);
+  EXPECT_EQ(t.error().rfind("stopped early: asha", 0), 0u) << t.error();
+  // A trial that reaches max_resource is stopped too (it is done).
+  Point(*coord_, a, starts[0], 9, 0.95, 1);
+  Drain();
+  ASSERT_EQ(CancelsOf(*a, starts[0].trial_id()).size(), 1u);
+  Exit(a, starts[0], 0, true);
+  EXPECT_EQ(GetTrial(starts[0].trial_id()).state(), v1::TRIAL_COMPLETED);
+  EXPECT_DOUBLE_EQ(GetSearch(id).best_objective(), 0.95);
+}
+
+TEST_F(CoordinatorTrialSchedulerTest, AshaRungsAreRebuiltFromStoredPointsAfterARestart) {
+  auto a = Connect("a", 3);
+  CreateSearch(Spec(kAsha, 3, 3));
+  auto starts = a->Starts();
+  ASSERT_EQ(starts.size(), 3u);
+  Point(*coord_, a, starts[0], 1, 0.9, 0);
+  Point(*coord_, a, starts[1], 1, 0.8, 0);
+  Drain();
+  Close();  // the coordinator dies; the three runs go on
+  Open();
+  std::vector<std::pair<int64_t, int64_t>> running;
+  for (const auto& s : starts) running.push_back({s.trial_id(), s.assignment_epoch()});
+  auto a2 = Connect("a", 3, running);
+  Point(*coord_, a2, starts[2], 1, 0.1, 0);
+  Drain();
+  EXPECT_EQ(CancelsOf(*a2, starts[2].trial_id()).size(), 1u)
+      << "the rung remembers 0.9 and 0.8 from before the restart, so 0.1 is cut";
+}
+
+TEST_F(CoordinatorTrialSchedulerTest, PbtRestartsABadTrialFromAGoodOnesCheckpointWithPerturbedParameters) {
+  auto a = Connect("a", 2);
+  auto id = CreateSearch(
+      Spec("{type: pbt, resource: epoch, perturbation_interval: 1, quantile: 0.5, resample_probability: 0}", 2, 2));
+  auto starts = a->Starts();
+  ASSERT_EQ(starts.size(), 2u);
+  auto good = GetTrial(starts[0].trial_id()), bad = GetTrial(starts[1].trial_id());
+  // The good trial saved a checkpoint.
+  std::filesystem::create_directories(starts[0].checkpoint_dir());
+  std::ofstream(std::filesystem::path(starts[0].checkpoint_dir()) / "model.pt") << "good weights";
+  Point(*coord_, a, starts[0], 1, 0.9, 0);
+  Point(*coord_, a, starts[1], 1, 0.2, 0);
+  Drain();
+  auto cancels = CancelsOf(*a, bad.id());
+  ASSERT_EQ(cancels.size(), 1u) << "the bottom half exploits the top half";
+  EXPECT_NE(cancels[0].reason().find("pbt"), std::string::npos) << cancels[0].reason();
+  Exit(a, starts[1], 143, /*cancelled=*/true);
+  auto t = GetTrial(bad.id());
+  ASSERT_EQ(a->Starts().size(), 3u) << "it starts again at once";
+  auto again = a->Starts()[2];
+  EXPECT_EQ(again.trial_id(), bad.id());
+  EXPECT_EQ(t.attempt(), 0);
+  double good_x = good.params().at("x").float_value();
+  double new_x = GetTrial(bad.id()).params().at("x").float_value();
+  EXPECT_TRUE(std::abs(new_x - std::min(1.0, good_x * 0.8)) < 1e-12 || std::abs(new_x - std::min(1.0, good_x * 1.2)) < 1e-12)
+      << "the good trial's x (" << good_x << ") times 0.8 or 1.2, got " << new_x;
+  ASSERT_EQ(again.argv(1).rfind("--x=", 0), 0u);
+  EXPECT_NEAR(std::stod(again.argv(1).substr(4)), new_x, 1e-9) << "launched with the new parameters";
+  std::ifstream in(std::filesystem::path(again.checkpoint_dir()) / "model.pt");
+  std::string weights;
+  std::getline(in, weights);
+  EXPECT_EQ(weights, "good weights") << "its checkpoint directory holds the good trial's checkpoint";
+  EXPECT_EQ(GetSearch(id).state(), v1::SEARCH_RUNNING);
+}
+
+}  // namespace
+}  // namespace ladder::server
