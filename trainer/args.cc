@@ -110,6 +110,8 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
   --ranks-per-node N   ranks per node (default: from LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE or
                        SLURM_NTASKS_PER_NODE); set it to simulate several nodes on one machine
   --save-params PATH   rank 0 writes the final parameters to PATH (raw float32)
+  --phase-times        at the end every rank prints to stderr its mean milliseconds per step in each phase
+                       (data, forward, backward, allreduce wait, noise scale, optimizer, rest)
   --checkpoint PATH    rank 0 writes a checkpoint there (atomically) every --checkpoint-every steps and
                        at the end: parameters, optimizer, step, data position, RNG
   --checkpoint-every N (default 0: only at the end)
@@ -287,6 +289,10 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
     }
     if (flag == "--hierarchical") {
       a.hierarchical = true;
+      continue;
+    }
+    if (flag == "--phase-times") {
+      a.phase_times = true;
       continue;
     }
     auto eq = flag.find('=');

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -80,6 +81,35 @@ bool PickDevice(const std::string& want, int local_rank, torch::Device* out, std
   *out = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % n));
   return true;
 }
+
+// Where a rank's wall time goes, phase by phase (--phase-times). Mark(p) charges the time since the previous
+// mark to phase p; a mark costs one clock read, so the loop always keeps the account.
+class PhaseTimes {
+ public:
+  enum Phase { kData, kForward, kBackward, kAllreduce, kNoise, kOptimizer, kRest, kEval, kCount };
+  void Mark(Phase p) {
+    const auto now = std::chrono::steady_clock::now();
+    total_[p] += std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+  }
+  void Print(int rank, int64_t steps) const {
+    static constexpr const char* kNames[kCount] = {"data",        "forward",   "backward", "allreduce_wait",
+                                                   "noise_scale", "optimizer", "rest",     "eval"};
+    const double per = steps > 0 ? 1e3 / static_cast<double>(steps) : 0.0;
+    double sum = 0;
+    std::string line;
+    for (int p = 0; p < kEval; ++p) {
+      sum += total_[p];
+      line += std::string(" ") + kNames[p] + " " + std::to_string(total_[p] * per);
+    }
+    std::fprintf(stderr, "ladder-train: rank %d phase times over %lld steps (ms per step):%s; step %.3f; eval %.1f ms in all\n",
+                 rank, static_cast<long long>(steps), line.c_str(), sum * per, total_[kEval] * 1e3);
+  }
+
+ private:
+  std::array<double, kCount> total_{};
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 
 TrainResult Fail(int code, const std::string& message) {
   std::fprintf(stderr, "ladder-train: %s\n", message.c_str());
@@ -182,9 +212,12 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   // Each rank's loss is scaled by 1/world so that the allreduced sum of gradients is their mean.
   const double rank_scale = reducer ? 1.0 / world : 1.0;
   auto epoch_t0 = std::chrono::steady_clock::now();
-  int64_t epoch_samples = 0, epoch_steps = 0;
+  int64_t epoch_samples = 0, epoch_steps = 0, run_steps = 0;
+  PhaseTimes phases;
   net->train();
   while (auto batch = batches.Next()) {
+    phases.Mark(PhaseTimes::kData);
+    ++run_steps;
     const int64_t global = batch->global;
     const auto xb = batch->x.to(device, /*non_blocking=*/true), yb = batch->y.to(device, /*non_blocking=*/true);
     const int64_t len = xb.size(0), micro = a.micro_batches, mlen = len / micro;
@@ -204,16 +237,21 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       // Weighted by its share, so the accumulated gradient is the mean over the whole batch.
       const double share = static_cast<double>(mcount) / static_cast<double>(len);
       torch::Tensor ml;
+      phases.Mark(PhaseTimes::kRest);
       {
         AutocastScope autocast(device, bf16);
         ml = TaskLoss(net->forward(xb.narrow(0, mstart, mcount)), yb.narrow(0, mstart, mcount), loss_spec);
       }
+      phases.Mark(PhaseTimes::kForward);
       (ml * (share * rank_scale)).backward();
+      phases.Mark(PhaseTimes::kBackward);
       // This pass's gradient is share · rank_scale · g_micro.
       if (measure_noise) small_sq += pass_sq / std::pow(share * rank_scale, 2);
       loss = loss + ml.detach() * share;
     }
+    phases.Mark(PhaseTimes::kRest);
     if (reducer) allreduce_s += reducer->Finish();
+    phases.Mark(PhaseTimes::kAllreduce);
     if (measure_noise) {
       if (world > 1) {
         auto t = torch::tensor({small_sq}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
@@ -226,9 +264,11 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       }
       noise.Add(small_sq / static_cast<double>(world * micro), len / micro, big_sq, global);
     }
+    phases.Mark(PhaseTimes::kNoise);
     if (a.clip_grad_norm > 0) grad_norm = ClipGradNorm(params, a.clip_grad_norm);
     lr = LearningRate(ScaledPeakLr(a.lr, global, a.reference_batch, a.lr_scaling), sched, step);
     opt->Step(lr);
+    phases.Mark(PhaseTimes::kOptimizer);
     ++step;
     ++epoch_steps;
     epoch_samples += global;
@@ -255,6 +295,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       result.exit_code = 1;
       return result;
     }
+    phases.Mark(PhaseTimes::kRest);
     if (batch->epochs_completed == 0 && !batch->last) continue;
     // An epoch ended (or the run does): evaluate on rank 0.
     if (device.is_cuda()) torch::cuda::synchronize();
@@ -289,7 +330,9 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     epoch_samples = 0;
     epoch_steps = 0;
     epoch_t0 = std::chrono::steady_clock::now();
+    phases.Mark(PhaseTimes::kEval);
   }
+  if (a.phase_times) phases.Print(rank, run_steps);
   if (!checkpoint()) result.exit_code = 1;
   if (leader && !a.save_params.empty()) {
     std::ofstream out(a.save_params, std::ios::binary);

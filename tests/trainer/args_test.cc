@@ -18,6 +18,8 @@ TEST(TrainerArgs, DefaultsAndBothValueForms) {
   EXPECT_EQ(p.args.epochs, 3);
   EXPECT_EQ(p.args.seed, 9u);
   EXPECT_TRUE(ParseArgs({"--help"}).help);
+  EXPECT_FALSE(p.args.phase_times);
+  EXPECT_TRUE(ParseArgs({"--phase-times"}).args.phase_times);
 }
 
 TEST(TrainerArgs, BadValuesNameTheFlag) {

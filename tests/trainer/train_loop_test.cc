@@ -82,6 +82,33 @@ TEST(TrainLoop, SameSeedSameLosses) {
   EXPECT_NE(r1.train_losses, r3.train_losses);
 }
 
+TEST(TrainLoop, PhaseTimesAccountForEveryStep) {
+  auto tr = Blobs(200, 1), va = Blobs(50, 2);
+  TrainArgs a;
+  a.epochs = 2;
+  a.batch_size = 20;
+  a.phase_times = true;
+  TrainResult r;
+  testing::internal::CaptureStderr();
+  RunCaptured(a, tr, va, &r);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.exit_code, 0);
+  // 2 epochs x 200 rows / 20 per step = 20 steps; every phase is named with a non-negative time.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(err, m, std::regex(R"(rank 0 phase times over (\d+) steps \(ms per step\):(.*); step ([0-9.]+); eval ([0-9.]+) ms)")))
+      << err;
+  EXPECT_EQ(m[1].str(), "20");
+  for (const char* phase : {"data", "forward", "backward", "allreduce_wait", "noise_scale", "optimizer", "rest"}) {
+    EXPECT_TRUE(std::regex_search(m[2].str(), std::regex(std::string(" ") + phase + " [0-9.]+"))) << phase << ": " << err;
+  }
+  EXPECT_GT(std::stod(m[3].str()), 0.0);
+  // Without the flag nothing is printed.
+  a.phase_times = false;
+  testing::internal::CaptureStderr();
+  RunCaptured(a, tr, va, &r);
+  EXPECT_EQ(testing::internal::GetCapturedStderr().find("phase times"), std::string::npos);
+}
+
 TEST(TrainLoop, DivergenceExitsWithCode3) {
   auto tr = Blobs(200, 1), va = Blobs(50, 2);
   TrainArgs a;
