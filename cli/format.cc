@@ -155,6 +155,20 @@ void PrintSearchSummary(const v1::Search& s, std::ostream& out) {
     out << "  best " << s.objective_metric() << " = " << s.best_objective() << " (trial id " << s.best_trial_id()
         << ")\n";
   }
+  if (s.priority() == v1::PRIORITY_HERO || s.priority() == v1::PRIORITY_PROMOTED) {
+    out << "  priority: " << (s.priority() == v1::PRIORITY_HERO ? "hero" : "promoted") << "\n";
+  }
+  if (s.has_ensemble()) {
+    const auto& e = s.ensemble();
+    if (!e.error().empty()) {
+      out << "  ensemble: none (" << e.error() << ")\n";
+    } else {
+      out << "  ensemble " << e.metric() << " = " << e.value() << " vs best single trial " << e.best_single_value()
+          << " (trial id " << e.best_single_trial_id() << "), from " << e.candidates() << " candidates; members:";
+      for (const auto& m : e.members()) out << " trial " << m.trial_number() << " x" << m.weight();
+      out << "\n";
+    }
+  }
 }
 
 }  // namespace ladder::cli

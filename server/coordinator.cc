@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/id_set.h"
+#include "search/ensemble.h"
 #include "common/log.h"
 
 namespace ladder::server {
@@ -1382,7 +1383,76 @@ void Coordinator::MaybeFinishSearch(SearchRt& s) {
   if (s.proto.state() != v1::SEARCH_RUNNING) return;
   if (!s.running.empty() || !s.pending.empty()) return;
   if (!s.exhausted && s.next_number < s.proto.max_trials()) return;
+  if (s.spec.ensemble.enabled) BuildEnsemble(s);
   SetSearchState(s, v1::SEARCH_COMPLETED, "");
+}
+
+void Coordinator::BuildEnsemble(SearchRt& s) {
+  const auto& opt = s.spec.ensemble;
+  v1::EnsembleResult out;
+  out.set_metric(search::EnsembleMetricName(opt.metric));
+  // Candidates: completed trials with an objective, best first, at most top_k.
+  std::vector<const TrialRt*> done;
+  for (int64_t id : s.trial_ids) {
+    const TrialRt& t = trials_.at(id);
+    if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective()) done.push_back(&t);
+  }
+  const bool maximize = s.spec.objective.maximize;
+  std::stable_sort(done.begin(), done.end(), [&](const TrialRt* a, const TrialRt* b) {
+    return maximize ? a->proto.objective() > b->proto.objective() : a->proto.objective() < b->proto.objective();
+  });
+  if (static_cast<int>(done.size()) > opt.top_k) done.resize(static_cast<size_t>(opt.top_k));
+  std::vector<search::TrialPredictions> preds;
+  std::map<int64_t, int64_t> id_of_number;
+  std::string error;
+  for (const TrialRt* t : done) {
+    // The file's path: the template with the trial's placeholders, as in its command.
+    search::SearchSpec one = s.spec;
+    one.command = {opt.predictions_file};
+    one.env.clear();
+    auto sub = search::SubstituteCommand(one, t->params,
+                                         {{"trial_id", std::to_string(t->proto.id())},
+                                          {"trial_number", std::to_string(t->proto.number())},
+                                          {"search_id", std::to_string(t->proto.search_id())},
+                                          {"checkpoint_dir", CheckpointDir(*t)}});
+    if (!sub.error.empty() || sub.argv.empty()) {
+      error = "ensemble.predictions_file: " + sub.error;
+      break;
+    }
+    auto read = search::ReadPredictionsFile(sub.argv.front());
+    if (!read.error.empty()) {
+      error = "trial " + std::to_string(t->proto.number()) + ": " + read.error;
+      break;
+    }
+    preds.push_back({t->proto.number(), std::move(*read.value)});
+    id_of_number[t->proto.number()] = t->proto.id();
+  }
+  out.set_candidates(static_cast<int32_t>(preds.size()));
+  if (error.empty() && preds.empty()) error = "no completed trial to build an ensemble from";
+  if (error.empty()) {
+    auto r = search::SelectEnsemble(preds, opt.metric, opt.size);
+    if (!r.ok()) {
+      error = r.error;
+    } else {
+      out.set_value(r.ensemble_metric);
+      out.set_best_single_trial_id(id_of_number[r.best_single_trial]);
+      out.set_best_single_value(r.best_single_metric);
+      for (const auto& m : r.members) {
+        auto* pm = out.add_members();
+        pm->set_trial_id(id_of_number[m.trial_number]);
+        pm->set_trial_number(static_cast<int32_t>(m.trial_number));
+        pm->set_weight(m.weight);
+      }
+    }
+  }
+  out.set_error(error);
+  std::string detail = error.empty() ? out.metric() + " " + std::to_string(out.value()) + " (best single trial " +
+                                           std::to_string(out.best_single_value()) + "), " +
+                                           std::to_string(out.members_size()) + " members"
+                                     : error;
+  store_.AppendEvent("search_ensemble", s.proto.id(), 0, detail, Now());
+  LogInfo(kLog, "search " + std::to_string(s.proto.id()) + " ensemble: " + detail);
+  *s.proto.mutable_ensemble() = std::move(out);
 }
 
 void Coordinator::SetSearchState(SearchRt& s, v1::SearchState state, const std::string& error) {

@@ -244,6 +244,10 @@ class Coordinator {
   // After a restart: the same calls again, from the stored trials and points (decisions ignored).
   void ReplayTrialScheduler(SearchRt& s);
   void MaybeFinishSearch(SearchRt& s);
+  // The spec's `ensemble:`: greedy selection over the top_k completed trials' saved validation predictions
+  // (read from each trial's ensemble.predictions_file); the result (or why there is none) goes into the
+  // search. Reads at most top_k files on the loop, once per search.
+  void BuildEnsemble(SearchRt& s);
   void SetSearchState(SearchRt& s, v1::SearchState state, const std::string& error);
   void UpdateSearchCounts(SearchRt& s);
 

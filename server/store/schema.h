@@ -93,10 +93,12 @@ CREATE TABLE events(
       R"sql(
 ALTER TABLE nodes ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
 )sql",
-      // 3: scheduling class of a search (1 search, 2 promoted, 3 hero) and preemptions of a trial.
+      // 3: scheduling class of a search (1 search, 2 promoted, 3 hero), preemptions of a trial, and a
+      // search's ensemble (ladder.v1.EnsembleResult as JSON).
       R"sql(
 ALTER TABLE searches ADD COLUMN priority INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE trials ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE searches ADD COLUMN ensemble TEXT;
 )sql",
   };
   return kMigrations;

@@ -1,5 +1,6 @@
 #include "server/store/store.h"
 
+#include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
@@ -147,14 +148,22 @@ void Store::InsertSearch(v1::Search* s) {
 
 void Store::UpdateSearch(const v1::Search& s) {
   BeginIfNeeded();
-  auto& st = db_.Prepare("UPDATE searches SET state=?, finished_at=?, error=? WHERE id=?");
+  auto& st = db_.Prepare("UPDATE searches SET state=?, finished_at=?, error=?, ensemble=? WHERE id=?");
   st.Bind(1, s.state());
   if (s.finished_unix() > 0) {
     st.Bind(2, s.finished_unix());
   } else {
     st.BindNull(2);
   }
-  st.Bind(3, s.error()).Bind(4, s.id());
+  st.Bind(3, s.error());
+  if (s.has_ensemble()) {
+    std::string json_text;
+    (void)google::protobuf::util::MessageToJsonString(s.ensemble(), &json_text);
+    st.Bind(4, json_text);
+  } else {
+    st.BindNull(4);
+  }
+  st.Bind(5, s.id());
   st.Run();
 }
 
@@ -275,7 +284,7 @@ std::vector<v1::Search> Store::LoadSearches() {
   std::vector<v1::Search> out;
   auto& st = db_.Prepare(
       "SELECT id,name,state,spec_yaml,objective_metric,direction,max_trials,parallelism,nodes,ranks_per_node,"
-      "gpus_per_rank,created_at,finished_at,error,priority FROM searches ORDER BY id");
+      "gpus_per_rank,created_at,finished_at,error,priority,ensemble FROM searches ORDER BY id");
   while (st.Step()) {
     v1::Search s;
     s.set_id(st.Int(0));
@@ -293,6 +302,7 @@ std::vector<v1::Search> Store::LoadSearches() {
     if (!st.IsNull(12)) s.set_finished_unix(st.Real(12));
     s.set_error(st.Text(13));
     s.set_priority(static_cast<v1::Priority>(st.Int(14)));
+    if (!st.IsNull(15)) (void)google::protobuf::util::JsonStringToMessage(st.Text(15), s.mutable_ensemble());
     out.push_back(std::move(s));
   }
   st.Reset();

@@ -7,6 +7,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "server/coordinator.h"
 
