@@ -110,6 +110,9 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
   --ranks-per-node N   ranks per node (default: from LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE or
                        SLURM_NTASKS_PER_NODE); set it to simulate several nodes on one machine
   --save-params PATH   rank 0 writes the final parameters to PATH (raw float32)
+  --save-predictions PATH
+                       rank 0 writes the final model's validation predictions to PATH (CSV: label, then
+                       class probabilities; atomically), for the search spec's `ensemble:`
   --phase-times        at the end every rank prints to stderr its mean milliseconds per step in each phase
                        (data, forward, backward, allreduce wait, noise scale, optimizer, rest)
   --checkpoint PATH    rank 0 writes a checkpoint there (atomically) every --checkpoint-every steps and
@@ -272,6 +275,7 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       {"--bucket-cap-mb", real(&a.bucket_cap_mb, 0, 1 << 20, true, false)},
       {"--ranks-per-node", integer(&a.ranks_per_node, 1, 1 << 20)},
       {"--save-params", [&](const std::string& v) -> std::string { a.save_params = v; return v.empty() ? "empty path" : ""; }},
+      {"--save-predictions", [&](const std::string& v) -> std::string { a.save_predictions = v; return v.empty() ? "empty path" : ""; }},
   };
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i], value;

@@ -58,6 +58,7 @@ struct TrainArgs {
   int64_t checkpoint_every = 0;          // steps between checkpoints (0: only at the end)
   bool resume = false;                   // continue from --checkpoint when it exists
   std::string save_params;              // rank 0 writes the final parameters here (raw float32), for tests
+  std::string save_predictions;         // rank 0 writes the final validation predictions here (CSV, ensembles)
   bool phase_times = false;              // each rank prints its mean time per step in each phase at the end
 };
 

@@ -11,6 +11,7 @@
 
 #include "trainer/batch_prefetcher.h"
 #include "trainer/checkpoint.h"
+#include "trainer/predictions.h"
 #include "trainer/grad_reducer.h"
 #include "trainer/models.h"
 #include "trainer/noise_scale.h"
@@ -310,7 +311,11 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       const auto va = Evaluate(*net, xva, yva, loss_spec, train.classes, eo);
       result.final_val_loss = va.at("loss");
       result.final_val_accuracy = va.at("accuracy");
-      std::vector<std::pair<std::string, double>> values = {{"epoch", epoch_pos}};
+      // An evaluation line counts whole epochs done (the batch that ended the epoch may reach into the next).
+      // The last batch of a run that went through every epoch may leave a partial batch out: that is all epochs.
+      const bool all_epochs = batch->last && (a.max_steps == 0 || step < a.max_steps);
+      const double epochs_done = all_epochs ? static_cast<double>(a.epochs) : std::floor(epoch_pos + 1e-9);
+      std::vector<std::pair<std::string, double>> values = {{"epoch", epochs_done}};
       if (!tr.empty()) values.emplace_back("train_loss", tr.at("loss"));
       values.emplace_back("val_loss", va.at("loss"));
       values.emplace_back("val_accuracy", va.at("accuracy"));
@@ -334,6 +339,16 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   }
   if (a.phase_times) phases.Print(rank, run_steps);
   if (!checkpoint()) result.exit_code = 1;
+  if (leader && !a.save_predictions.empty()) {
+    EvalOptions eo;
+    eo.device = device;
+    eo.bf16 = bf16;
+    std::string perr;
+    if (!SavePredictions(*net, xva, yva, loss_spec, eo, a.save_predictions, &perr)) {
+      std::fprintf(stderr, "ladder-train: %s\n", perr.c_str());
+      result.exit_code = 1;
+    }
+  }
   if (leader && !a.save_params.empty()) {
     std::ofstream out(a.save_params, std::ios::binary);
     for (const auto& p : net->parameters()) {
