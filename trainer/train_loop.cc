@@ -324,6 +324,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       values.emplace_back("samples_per_s", secs > 0 ? static_cast<double>(epoch_samples) / secs : 0.0);
       values.emplace_back("step_time_s", epoch_steps > 0 ? secs / static_cast<double>(epoch_steps) : 0.0);
       values.emplace_back("ranks", static_cast<double>(world));
+      values.emplace_back("global_batch", static_cast<double>(batch->global));  // a scale resource for ASHA
       values.emplace_back("allreduce_s", allreduce_s);
       metrics.Write(step, values);
       if (!std::isfinite(va.at("loss"))) {
