@@ -55,6 +55,8 @@
 //     size: 10                       # selection rounds, members counted with repetition (default 10)
 //     top_k: 20                      # candidates: the best completed trials by the objective (default 20)
 //     metric: log_loss               # accuracy | log_loss | mse (default log_loss)
+//     retrain: [retrain-ensemble, --members, "{ensemble_file}"]  # optional: one workflow step after the
+//                                    # selection that retrains the members together (see EnsembleOptions)
 //   space:                           # required, at least one parameter
 //     lr: {type: float, low: 1.0e-4, high: 0.1, log: true}
 //     batch_size: {type: int, low: 16, high: 128, log: true}

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "search/command_template.h"
 #include "search/trial_scheduler.h"
 
 namespace ladder::search::internal {
@@ -159,7 +160,7 @@ void CheckSchedulerSection(ErrorSink& sink, const YAML::Node& n, const SearchSpe
 }
 
 std::optional<TemplateText> ReadEnsembleSection(ErrorSink& sink, const YAML::Node& n, EnsembleOptions* o) {
-  auto m = ReadMapping(sink, n, "ensemble", {"size", "top_k", "metric", "predictions_file"});
+  auto m = ReadMapping(sink, n, "ensemble", {"size", "top_k", "metric", "predictions_file", "retrain"});
   if (!m) return std::nullopt;
   o->enabled = true;
   if (const MapEntry* e = Find(*m, "size")) {
@@ -173,6 +174,22 @@ std::optional<TemplateText> ReadEnsembleSection(ErrorSink& sink, const YAML::Nod
       o->metric = *s == "accuracy" ? EnsembleMetric::kAccuracy
                   : *s == "mse"    ? EnsembleMetric::kMse
                                    : EnsembleMetric::kLogLoss;
+    }
+  }
+  if (const MapEntry* r = Find(*m, "retrain")) {
+    if (r->value.IsScalar()) {
+      std::string err;
+      o->retrain = SplitCommandLine(r->value.Scalar(), &err);
+      if (!err.empty()) sink.At(r->value, "ensemble.retrain", err);
+    } else if (r->value.IsSequence()) {
+      for (size_t i = 0; i < r->value.size(); ++i) {
+        if (auto w = ReadString(sink, r->value[i], "ensemble.retrain[" + std::to_string(i) + "]")) o->retrain.push_back(*w);
+      }
+    } else {
+      sink.At(r->value, "ensemble.retrain", "expected a command: a list of words or one string");
+    }
+    if (o->retrain.empty() && r->value.IsDefined() && !r->value.IsNull()) {
+      sink.At(r->value, "ensemble.retrain", "must not be empty");
     }
   }
   const MapEntry* e = Find(*m, "predictions_file");

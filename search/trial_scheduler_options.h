@@ -4,6 +4,7 @@
 // (search/trial_scheduler.h) and SelectEnsemble (search/ensemble.h) use them.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ladder::search {
 
@@ -54,6 +55,10 @@ struct EnsembleOptions {
   // Where a trial saved its validation predictions (the CSV format is in search/ensemble.h); placeholders
   // as in `command` ({checkpoint_dir}, {trial_number}, parameters).
   std::string predictions_file;
+  // `retrain`: the command of one workflow step run after the selection, with the members: {ensemble_file}
+  // (and LADDER_ENSEMBLE_FILE) name a JSON file listing them (trial ids, weights, parameters, checkpoint
+  // directories); {checkpoint_dir}, {search_id}, {trial_id}, {trial_number} are the step's own. Empty: none.
+  std::vector<std::string> retrain;
 };
 
 }  // namespace ladder::search

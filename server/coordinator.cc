@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/id_set.h"
@@ -185,7 +186,11 @@ void Coordinator::Start() {
       case v1::TRIAL_CANCELLED: ++s.cancelled; break;
       default: break;
     }
-    if (s.sampler && IsTerminal(t.proto.state())) {
+    t.workflow_step = s.proto.ensemble().retrain_trial_id() == t.proto.id();
+    t.proto.set_workflow_step(t.workflow_step);
+    if (t.workflow_step) {
+      // Not a configuration of the space: the samplers never heard of it.
+    } else if (s.sampler && IsTerminal(t.proto.state())) {
       s.sampler->Tell(t.proto.number(), t.params,
                       t.proto.has_objective() ? std::optional<double>(t.proto.objective()) : std::nullopt);
     } else if (s.sampler) {
@@ -901,11 +906,11 @@ void Coordinator::FinishTrial(TrialRt& t, v1::TrialState state, int exit_code, c
                                                 : state == v1::TRIAL_FAILED ? "failed"
                                                                             : "cancelled"),
                      t.proto.search_id(), t.proto.id(), error, Now());
-  if (s.sampler) {
+  if (s.sampler && !t.workflow_step) {
     s.sampler->Tell(t.proto.number(), t.params,
                     t.proto.has_objective() ? std::optional<double>(t.proto.objective()) : std::nullopt);
   }
-  if (s.trial_sched) {
+  if (s.trial_sched && !t.workflow_step) {
     if (state == v1::TRIAL_CANCELLED) {
       s.trial_sched->Forget(t.proto.number());
     } else {
@@ -915,7 +920,7 @@ void Coordinator::FinishTrial(TrialRt& t, v1::TrialState state, int exit_code, c
     }
   }
   t.exploit.reset();
-  if (state == v1::TRIAL_COMPLETED) ConsiderBest(s, t);
+  if (state == v1::TRIAL_COMPLETED && !t.workflow_step) ConsiderBest(s, t);
   UpdateSearchCounts(s);
   EmitTrial(t);
   if (state == v1::TRIAL_FAILED) {
@@ -1113,10 +1118,19 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& gr
                                                  {"trial_number", std::to_string(p.number())},
                                                  {"search_id", std::to_string(p.search_id())},
                                                  {"checkpoint_dir", p.checkpoint_dir()}};
-  auto sub = search::SubstituteCommand(s.spec, t.params, builtins);
+  search::Substituted sub;
+  if (t.workflow_step) {
+    search::SearchSpec step = s.spec;
+    step.command = s.spec.ensemble.retrain;
+    builtins["ensemble_file"] = p.checkpoint_dir() + "/ensemble.json";
+    sub = search::SubstituteCommand(step, t.params, builtins);
+    sub.env["LADDER_ENSEMBLE_FILE"] = builtins["ensemble_file"];
+  } else {
+    sub = search::SubstituteCommand(s.spec, t.params, builtins);
+  }
   if (!sub.error.empty()) {
     SetTrialState(t, v1::TRIAL_RUNNING);
-    FinishTrial(t, v1::TRIAL_FAILED, -1, "command: " + sub.error);
+    FinishTrial(t, v1::TRIAL_FAILED, -1, std::string(t.workflow_step ? "ensemble.retrain: " : "command: ") + sub.error);
     return;
   }
   t.last_progress = Clock::now();
@@ -1347,6 +1361,7 @@ void Coordinator::ReplayTrialScheduler(SearchRt& s) {
   std::map<int64_t, const TrialRt*> by_id;
   for (int64_t id : s.trial_ids) {
     const TrialRt& t = trials_.at(id);
+    if (t.workflow_step) continue;
     by_id[id] = &t;
     s.trial_sched->AddTrial(t.proto.number(), t.params);
   }
@@ -1383,7 +1398,13 @@ void Coordinator::MaybeFinishSearch(SearchRt& s) {
   if (s.proto.state() != v1::SEARCH_RUNNING) return;
   if (!s.running.empty() || !s.pending.empty()) return;
   if (!s.exhausted && s.next_number < s.proto.max_trials()) return;
-  if (s.spec.ensemble.enabled) BuildEnsemble(s);
+  if (s.spec.ensemble.enabled && !s.proto.has_ensemble()) {
+    BuildEnsemble(s);
+    if (!s.spec.ensemble.retrain.empty() && s.proto.ensemble().error().empty()) {
+      CreateRetrainStep(s);  // the search completes once the step has ended
+      return;
+    }
+  }
   SetSearchState(s, v1::SEARCH_COMPLETED, "");
 }
 
@@ -1453,6 +1474,62 @@ void Coordinator::BuildEnsemble(SearchRt& s) {
   store_.AppendEvent("search_ensemble", s.proto.id(), 0, detail, Now());
   LogInfo(kLog, "search " + std::to_string(s.proto.id()) + " ensemble: " + detail);
   *s.proto.mutable_ensemble() = std::move(out);
+}
+
+void Coordinator::CreateRetrainStep(SearchRt& s) {
+  TrialRt fresh;
+  fresh.workflow_step = true;
+  auto& p = fresh.proto;
+  p.set_search_id(s.proto.id());
+  p.set_number(s.next_number++);
+  p.set_state(v1::TRIAL_PENDING);
+  p.set_workflow_step(true);
+  *p.mutable_group() = s.proto.group();
+  p.set_created_unix(Now());
+  store_.InsertTrial(&p);
+  const int64_t id = p.id();
+  s.trial_ids.push_back(id);
+  TrialRt& t = trials_.emplace(id, std::move(fresh)).first->second;
+  t.proto.set_checkpoint_dir(CheckpointDir(t));
+  // The members, for the step's command: written before the step can start (atomically).
+  nlohmann::json members = nlohmann::json::array();
+  for (const auto& m : s.proto.ensemble().members()) {
+    const TrialRt& mt = trials_.at(m.trial_id());
+    members.push_back({{"trial_id", m.trial_id()},
+                       {"trial_number", m.trial_number()},
+                       {"weight", m.weight()},
+                       {"objective", mt.proto.objective()},
+                       {"params", nlohmann::json::parse(ParamsJson(mt.params))},
+                       {"checkpoint_dir", CheckpointDir(mt)},
+                       {"command", std::vector<std::string>(mt.proto.command().begin(), mt.proto.command().end())}});
+  }
+  nlohmann::json doc = {{"search_id", s.proto.id()},
+                        {"metric", s.proto.ensemble().metric()},
+                        {"value", s.proto.ensemble().value()},
+                        {"members", members}};
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(t.proto.checkpoint_dir(), ec);
+  const std::string path = t.proto.checkpoint_dir() + "/ensemble.json";
+  {
+    std::ofstream out(path + ".tmp");
+    out << doc.dump(2) << "\n";
+  }
+  fs::rename(path + ".tmp", path, ec);
+  s.proto.mutable_ensemble()->set_retrain_trial_id(id);
+  store_.UpdateSearch(s.proto);
+  store_.AppendEvent("ensemble_retrain", s.proto.id(), id, path, Now());
+  s.pending.insert(id);
+  UpdateSearchCounts(s);
+  if (ec) {
+    SetTrialState(t, v1::TRIAL_RUNNING);
+    FinishTrial(t, v1::TRIAL_FAILED, -1, "ensemble.retrain: cannot write " + path + ": " + ec.message());
+    return;
+  }
+  Submit(s, t);
+  EmitTrial(t);
+  EmitSearch(s);
+  RequestSchedule();
 }
 
 void Coordinator::SetSearchState(SearchRt& s, v1::SearchState state, const std::string& error) {

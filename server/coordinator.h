@@ -166,6 +166,7 @@ class Coordinator {
     bool preempting = false;  // told to stop for a higher-priority trial; PENDING again once stopped
     std::string early_stop;   // the trial scheduler stopped it (why): it COMPLETES with its value once stopped
     std::optional<search::TrialDecision> exploit;  // pbt: once stopped, it restarts from another's checkpoint
+    bool workflow_step = false;  // the ensemble's retrain step: no sampler, no trial scheduler, not "best"
     std::optional<double> last_objective, best_objective;
     Clock::time_point reattach_deadline{};  // after a restart: unclaimed RUNNING trials are requeued then
     Clock::time_point last_progress{};      // launch, re-attach or last metric point (the watchdog's clock)
@@ -248,6 +249,9 @@ class Coordinator {
   // (read from each trial's ensemble.predictions_file); the result (or why there is none) goes into the
   // search. Reads at most top_k files on the loop, once per search.
   void BuildEnsemble(SearchRt& s);
+  // ensemble.retrain: one more trial, after the selection, whose command gets the members (a JSON file in its
+  // checkpoint directory: {ensemble_file}, LADDER_ENSEMBLE_FILE). The search completes when it has ended.
+  void CreateRetrainStep(SearchRt& s);
   void SetSearchState(SearchRt& s, v1::SearchState state, const std::string& error);
   void UpdateSearchCounts(SearchRt& s);
 

@@ -89,6 +89,22 @@ TEST(SchedulerSpecTest, Ensemble) {
   EXPECT_EQ(d.spec->ensemble.metric, EnsembleMetric::kLogLoss);
 }
 
+TEST(SchedulerSpecTest, EnsembleRetrainStep) {
+  ParseResult r = ParseSpec(kHead + "ensemble:\n  predictions_file: p.csv\n"
+                                    "  retrain: \"retrain --members '{ensemble_file}' --epochs 30\"\n", "s.yaml");
+  ASSERT_TRUE(r.ok()) << AllErrors(r);
+  EXPECT_EQ(r.spec->ensemble.retrain,
+            (std::vector<std::string>{"retrain", "--members", "{ensemble_file}", "--epochs", "30"}));
+  ParseResult l = ParseSpec(kHead + "ensemble: {predictions_file: p.csv, retrain: [a, \"{ensemble_file}\"]}\n", "s.yaml");
+  ASSERT_TRUE(l.ok()) << AllErrors(l);
+  EXPECT_EQ(l.spec->ensemble.retrain, (std::vector<std::string>{"a", "{ensemble_file}"}));
+  ParseResult bad = ParseSpec(kHead + "ensemble: {predictions_file: p.csv, retrain: []}\n", "s.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(AllErrors(bad).find("ensemble.retrain: must not be empty"), std::string::npos) << AllErrors(bad);
+  ParseResult bad2 = ParseSpec(kHead + "ensemble: {predictions_file: p.csv, retrain: {x: 1}}\n", "s.yaml");
+  EXPECT_NE(AllErrors(bad2).find("ensemble.retrain: expected a command"), std::string::npos) << AllErrors(bad2);
+}
+
 struct BadCase {
   const char* what;
   std::string section;  // appended at line 8

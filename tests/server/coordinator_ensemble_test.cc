@@ -1,6 +1,7 @@
 // The coordinator builds the spec's ensemble when a search completes: greedy selection over the best trials'
 // saved validation predictions, stored with the search (it survives a restart), or an error naming the file.
 #include <fstream>
+#include <sstream>
 
 #include "tests/server/coordinator_fixture.h"
 
@@ -78,6 +79,51 @@ TEST_F(CoordinatorEnsembleTest, MissingPredictionsFileIsReportedNamingTheTrialAn
   EXPECT_NE(s.ensemble().error().find("trial 1"), std::string::npos) << s.ensemble().error();
   EXPECT_NE(s.ensemble().error().find("val.csv"), std::string::npos) << s.ensemble().error();
   EXPECT_EQ(s.ensemble().members_size(), 0);
+}
+
+TEST_F(CoordinatorEnsembleTest, RetrainStepGetsTheMembersAndTheSearchCompletesAfterIt) {
+  auto a = Connect("a", 3);
+  std::string spec = kEnsembleSpec;
+  spec.replace(spec.find("metric: accuracy}"), 17,
+               "metric: accuracy, retrain: [retrain, \"--members={ensemble_file}\", \"--out={checkpoint_dir}\"]}");
+  auto id = CreateSearch(spec);
+  auto starts = a->Starts();
+  ASSERT_EQ(starts.size(), 3u);
+  WritePredictions(starts[0], kA);
+  WritePredictions(starts[1], kB);
+  WritePredictions(starts[2], kC);
+  Report(a, starts[0], 0.75);
+  Report(a, starts[1], 0.74);
+  Report(a, starts[2], 0.10);
+  ASSERT_EQ(a->Starts().size(), 4u) << "the retrain step starts once the ensemble is chosen";
+  auto step = a->Starts()[3];
+  EXPECT_EQ(GetSearch(id).state(), v1::SEARCH_RUNNING) << "the search waits for its last step";
+  ASSERT_EQ(step.argv_size(), 3);
+  EXPECT_EQ(step.argv(0), "retrain");
+  std::string file = step.argv(1).substr(std::string("--members=").size());
+  EXPECT_EQ(step.env().at("LADDER_ENSEMBLE_FILE"), file);
+  EXPECT_EQ(step.argv(2), "--out=" + step.checkpoint_dir());
+  std::ifstream in(file);
+  ASSERT_TRUE(in) << file;
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const auto& s : {starts[0], starts[1]}) {
+    EXPECT_NE(text.str().find("\"trial_id\": " + std::to_string(s.trial_id())), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find(s.checkpoint_dir()), std::string::npos) << "members' checkpoints are listed";
+  }
+  EXPECT_EQ(text.str().find("\"trial_id\": " + std::to_string(starts[2].trial_id())), std::string::npos);
+  auto t = GetTrial(step.trial_id());
+  EXPECT_TRUE(t.workflow_step());
+  EXPECT_EQ(t.params_size(), 0);
+  Report(a, step, 0.99);
+  auto s = GetSearch(id);
+  EXPECT_EQ(s.state(), v1::SEARCH_COMPLETED);
+  EXPECT_EQ(s.ensemble().retrain_trial_id(), step.trial_id());
+  EXPECT_DOUBLE_EQ(s.best_objective(), 0.75) << "the step is not a configuration: it is not the best trial";
+  Close();
+  Open();
+  EXPECT_TRUE(GetTrial(step.trial_id()).workflow_step()) << "known as the step after a restart";
+  EXPECT_EQ(GetSearch(id).ensemble().retrain_trial_id(), step.trial_id());
 }
 
 }  // namespace
