@@ -121,6 +121,10 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
   --resume             continue from --checkpoint if it exists (every rank reads it)
   --help               this text
 
+Memory: ladder-train sets glibc's mmap threshold to 32 MiB and its trim threshold to 1 GiB, so that each
+step reuses the memory the previous one freed instead of faulting in fresh pages; setting GLIBC_TUNABLES (or
+MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_) leaves the allocator as you chose.
+
 Exit codes: 0 done, 2 bad arguments or data, 3 training diverged (NaN/inf loss).
 )";
 }
