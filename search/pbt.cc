@@ -94,7 +94,9 @@ class PbtScheduler : public TrialScheduler {
     const auto pos = static_cast<int>(std::find(ranked.begin(), ranked.end(), n) - ranked.begin());
     if (pos < size - q) return d;  // not in the bottom quantile
 
-    std::mt19937_64 rng = TrialRng(o_.seed, n, static_cast<uint64_t>(t.exploits) + 1);
+    // A salt of its own: the random sampler draws trial n from TrialRng(seed, n, small salts), and a pbt resample
+    // must not repeat the trial's original draw.
+    std::mt19937_64 rng = TrialRng(o_.seed, n, 0x9b7000 + static_cast<uint64_t>(t.exploits) + 1);
     const int64_t source = ranked[static_cast<size_t>(UniformBelow(rng, static_cast<uint64_t>(q)))];
     Trial& s = trials_[source];
     d.kind = TrialDecision::Kind::kExploit;

@@ -1351,6 +1351,13 @@ void Coordinator::FinishExploit(SearchRt& s, TrialRt& t) {
   store_.ReplaceParams(t.proto);
   t.proto.set_error("pbt: continues from trial " + std::to_string(source->proto.id()) + " (" + d.reason + ")");
   BackToQueue(t, "exploit");
+  // It is the source's model now: until it reports (a source that had finished leaves it nothing to train),
+  // its value is the source's.
+  auto inherited = source->last_objective ? source->last_objective
+                   : source->proto.has_objective() ? std::optional<double>(source->proto.objective())
+                                                   : std::nullopt;
+  t.last_objective = inherited;
+  t.best_objective = source->best_objective ? source->best_objective : inherited;
 }
 
 void Coordinator::ReplayTrialScheduler(SearchRt& s) {
