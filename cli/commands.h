@@ -12,6 +12,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupTrials(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code);
+void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code);
 
 // Reads a spec file and validates it locally (the same parser the coordinator uses), also checking that the
 // trial command can be found on this machine. Prints the errors and returns false when invalid.

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   ladder::cli::SetupUp(app, g, exit_code);
   ladder::cli::SetupDemo(app, g, exit_code);
+  ladder::cli::SetupPromote(app, g, exit_code);
   ladder::cli::SetupSearch(app, g, exit_code);
   ladder::cli::SetupTrials(app, g, exit_code);
   try {

@@ -1,6 +1,7 @@
 #include "server/coordinator.h"
 
 #include <boost/asio/post.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -119,6 +120,7 @@ void Coordinator::Start() {
         s.spec = std::move(*parsed.spec);
         s.sampler = search::MakeSampler(s.spec);
         s.trial_sched = search::MakeTrialScheduler(s.spec);
+        if (std::string err = LoadPlan(s); !err.empty()) LogWarning(kLog, "search " + std::to_string(s.proto.id()) + ": " + err);
         s.proto.mutable_group()->set_launcher(
             s.spec.group.launcher == search::Launcher::kMpirun ? v1::LAUNCHER_MPIRUN : v1::LAUNCHER_PER_NODE);
       }
@@ -345,6 +347,10 @@ grpc::Status Coordinator::CreateSearch(const v1::CreateSearchRequest& req, v1::C
   p.mutable_group()->set_launcher(s.spec.group.launcher == search::Launcher::kMpirun ? v1::LAUNCHER_MPIRUN
                                                                                       : v1::LAUNCHER_PER_NODE);
   p.set_priority(req.priority() == v1::PRIORITY_UNSPECIFIED ? v1::PRIORITY_SEARCH : req.priority());
+  p.set_plan_json(req.plan_json());
+  if (std::string err = LoadPlan(s); !err.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "plan_json: " + err);
+  }
   p.set_created_unix(Now());
   store_.InsertSearch(&p);
   store_.AppendEvent("search_created", p.id(), 0, p.name(), Now());
@@ -625,6 +631,7 @@ void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
       if (better) t.best_objective = vit->second;
     }
     if (s.trial_sched) ConsultTrialScheduler(s, t, point);
+    if (!s.band.empty()) WatchBand(s, t, point);
     if (!watchers_.empty()) {
       v1::Event ev;
       ev.set_kind(v1::Event::TRIAL_METRICS);
@@ -1399,6 +1406,60 @@ void Coordinator::ReplayTrialScheduler(SearchRt& s) {
   LogInfo(kLog, "search " + std::to_string(s.proto.id()) + ": " +
                     search::TrialSchedulerTypeName(s.spec.scheduler.type) + " rebuilt from " +
                     std::to_string(replayed) + " stored reports");
+}
+
+std::string Coordinator::LoadPlan(SearchRt& s) {
+  s.band.clear();
+  if (s.proto.plan_json().empty()) return "";
+  auto j = nlohmann::json::parse(s.proto.plan_json(), nullptr, false);
+  if (!j.is_object()) return "not a JSON object";
+  s.stop_outside_band = j.value("stop_outside_band", false);
+  if (!j.contains("loss_band")) return "";
+  if (!j["loss_band"].is_array()) return "loss_band: expected [[step, lo, hi], ...]";
+  for (const auto& p : j["loss_band"]) {
+    if (!p.is_array() || p.size() != 3 || !p[0].is_number() || !p[1].is_number() || !p[2].is_number()) {
+      s.band.clear();
+      return "loss_band: expected [[step, lo, hi], ...], got " + p.dump();
+    }
+    s.band.push_back({p[0].get<double>(), p[1].get<double>(), p[2].get<double>()});
+  }
+  std::sort(s.band.begin(), s.band.end());
+  return "";
+}
+
+void Coordinator::WatchBand(SearchRt& s, TrialRt& t, const v1::MetricPoint& point) {
+  auto it = point.values().find("val_loss");
+  const double step = static_cast<double>(point.step());
+  if (it == point.values().end() || step < s.band.front()[0] || t.proto.state() != v1::TRIAL_RUNNING) return;
+  // Linear in the step between band points; the last point's band beyond it.
+  double lo = s.band.back()[1], hi = s.band.back()[2];
+  for (size_t i = 1; i < s.band.size(); ++i) {
+    if (step <= s.band[i][0]) {
+      const auto& a = s.band[i - 1];
+      const auto& b = s.band[i];
+      const double f = b[0] > a[0] ? (step - a[0]) / (b[0] - a[0]) : 1.0;
+      lo = a[1] + f * (b[1] - a[1]);
+      hi = a[2] + f * (b[2] - a[2]);
+      break;
+    }
+  }
+  const double loss = it->second;
+  const bool outside = !(loss >= lo && loss <= hi);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "val_loss %.4g at step %lld is %s the predicted band [%.4g, %.4g]", loss,
+                static_cast<long long>(point.step()), outside ? (loss > hi ? "above" : "below") : "back inside", lo, hi);
+  if (outside == t.outside_band) return;
+  t.outside_band = outside;
+  store_.AppendEvent(outside ? "hero_outside_band" : "hero_inside_band", s.proto.id(), t.proto.id(), buf, Now());
+  if (!outside) {
+    LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + ": " + buf);
+    return;
+  }
+  LogWarning(kLog, "trial " + std::to_string(t.proto.id()) + ": " + buf);
+  if (s.stop_outside_band && loss > hi && t.watchdog_error.empty()) {
+    t.watchdog_error = std::string(buf) + ": stopped (ladder promote --stop-outside-band)";
+    StopMembers(t, t.watchdog_error);
+  }
 }
 
 void Coordinator::MaybeFinishSearch(SearchRt& s) {

@@ -46,6 +46,7 @@
 // that long is stopped (CancelTrial) and FAILED with an error naming the field.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <array>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -143,6 +144,9 @@ class Coordinator {
     std::set<int64_t> pending, running;  // by trial id (pending in requeue order = id order)
     int completed = 0, failed = 0, cancelled = 0;
     bool infeasible_logged = false;      // warned once that no set of nodes can hold its group now
+    // A hero run's predicted validation-loss band (plan_json "loss_band": step, lo, hi), ascending steps.
+    std::vector<std::array<double, 3>> band;
+    bool stop_outside_band = false;
   };
   // One node of a trial's assignment.
   struct Member {
@@ -167,6 +171,7 @@ class Coordinator {
     std::string early_stop;   // the trial scheduler stopped it (why): it COMPLETES with its value once stopped
     std::optional<search::TrialDecision> exploit;  // pbt: once stopped, it restarts from another's checkpoint
     bool workflow_step = false;  // the ensemble's retrain step: no sampler, no trial scheduler, not "best"
+    bool outside_band = false;   // its val_loss is outside the search's predicted band (warned once)
     std::optional<double> last_objective, best_objective;
     Clock::time_point reattach_deadline{};  // after a restart: unclaimed RUNNING trials are requeued then
     Clock::time_point last_progress{};      // launch, re-attach or last metric point (the watchdog's clock)
@@ -244,6 +249,11 @@ class Coordinator {
   void ConsultTrialScheduler(SearchRt& s, TrialRt& t, const v1::MetricPoint& point);
   // After a restart: the same calls again, from the stored trials and points (decisions ignored).
   void ReplayTrialScheduler(SearchRt& s);
+  // A hero run's plan: reads the band from s.proto.plan_json(); an error names the problem.
+  static std::string LoadPlan(SearchRt& s);
+  // Compares a point's val_loss with the band at its step: warns (event, log) when the run leaves it and, with
+  // stop_outside_band, stops a run that is worse than the band.
+  void WatchBand(SearchRt& s, TrialRt& t, const v1::MetricPoint& point);
   void MaybeFinishSearch(SearchRt& s);
   // The spec's `ensemble:`: greedy selection over the top_k completed trials' saved validation predictions
   // (read from each trial's ensemble.predictions_file); the result (or why there is none) goes into the

@@ -99,6 +99,7 @@ ALTER TABLE nodes ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
 ALTER TABLE searches ADD COLUMN priority INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE trials ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE searches ADD COLUMN ensemble TEXT;
+ALTER TABLE searches ADD COLUMN plan TEXT NOT NULL DEFAULT '';
 )sql",
   };
   return kMigrations;

@@ -1,0 +1,210 @@
+// ladder promote SEARCH: plan a hero run from a finished search's trials (scale extrapolation), print the
+// plan, and unless --dry-run submit it as a one-trial search at hero priority with the plan stored.
+#include <cmath>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/promote_plan.h"
+#include "search/extrapolation.h"
+#include "search/scale_plan.h"
+
+namespace ladder::cli {
+
+namespace {
+
+std::string Iv(const search::Interval& i) {
+  char buf[96];
+  if (std::isnan(i.lo)) {
+    std::snprintf(buf, sizeof buf, "%.4g", i.value);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g [%.4g, %.4g]", i.value, i.lo, i.hi);
+  }
+  return buf;
+}
+
+void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
+               const std::vector<search::LossBandPoint>& band, const HeroShape& shape,
+               const std::vector<std::string>& notes, std::ostream& out) {
+  out << "hero plan from search " << s.id() << " '" << s.name() << "' (" << used << " trials fitted)\n";
+  out << "  node group     " << shape.nodes << " node(s) x " << shape.ranks_per_node << " rank(s)\n";
+  out << "  global batch   " << p.global_batch;
+  if (p.ramp.size() > 1) {
+    out << "  (ramp:";
+    for (const auto& r : p.ramp) out << " " << r.global_batch << "@" << r.step;
+    out << ")";
+  }
+  out << "\n  peak LR        " << Iv(p.peak_lr) << "   (linear rule " << p.linear_rule_lr << ", sqrt rule "
+      << p.sqrt_rule_lr << ")\n";
+  out << "  warmup         " << p.warmup_steps << " steps; decay " << p.decay << "; optimizer " << p.optimizer << "\n";
+  out << "  steps          " << p.steps;
+  if (!std::isnan(p.final_loss.value)) out << "; predicted final val_loss " << Iv(p.final_loss);
+  out << "\n";
+  if (!band.empty()) {
+    out << "  live val_loss band";
+    for (const auto& b : band) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %lld:[%.3g,%.3g]", static_cast<long long>(b.step), b.loss.lo, b.loss.hi);
+      out << buf;
+    }
+    out << "\n";
+  }
+  out << "  from:\n";
+  for (const auto& src : p.sources) out << "    " << src << "\n";
+  for (const auto& n : notes) out << "  note: " << n << "\n";
+}
+
+}  // namespace
+
+void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
+  struct Options {
+    int64_t search_id = 0;
+    int nodes = 0;
+    int ranks_per_node = 0;
+    int64_t batch = 0;
+    int64_t per_node_batch = 0;
+    double budget = 0;
+    bool dry_run = false;
+    bool stop_outside_band = false;
+  };
+  auto opt = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "promote", "Plan a hero run from a search's trials (global batch, LR, warmup, decay, optimizer) and submit it");
+  cmd->add_option("SEARCH", opt->search_id, "the search whose trials swept batch sizes and learning rates")->required();
+  cmd->add_option("--nodes", opt->nodes, "nodes of the hero run (default: the search's)")->check(CLI::Range(1, 100000));
+  cmd->add_option("--ranks-per-node", opt->ranks_per_node, "ranks per node (default: the search's)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--batch", opt->batch, "global batch of the hero run")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  cmd->add_option("--per-node-batch", opt->per_node_batch, "global batch = nodes x this")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->add_option("--budget", opt->budget, "training budget in examples (default: steps to the fitted target loss)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--dry-run", opt->dry_run, "print the plan and stop");
+  cmd->add_flag("--stop-outside-band", opt->stop_outside_band,
+                "the coordinator stops the hero run when its validation loss leaves the predicted band (default: warn)");
+  cmd->callback([opt, &g, &exit_code] {
+    Client client(g);
+    v1::GetSearchRequest sreq;
+    sreq.set_search_id(opt->search_id);
+    v1::GetSearchResponse sresp;
+    auto ctx = client.Context();
+    auto st = client.stub().GetSearch(ctx.get(), sreq, &sresp);
+    if (!st.ok()) {
+      exit_code = ReportRpcError(st, "promote", client.server());
+      return;
+    }
+    const v1::Search& s = sresp.search();
+    v1::ListTrialsRequest lreq;
+    lreq.set_search_id(s.id());
+    v1::ListTrialsResponse lresp;
+    auto ctx2 = client.Context();
+    st = client.stub().ListTrials(ctx2.get(), lreq, &lresp);
+    if (!st.ok()) {
+      exit_code = ReportRpcError(st, "promote", client.server());
+      return;
+    }
+    std::vector<v1::Trial> trials;
+    for (const auto& t : lresp.trials()) {
+      v1::GetTrialRequest treq;
+      treq.set_trial_id(t.id());
+      treq.set_include_metrics(true);
+      v1::GetTrialResponse tresp;
+      auto ctx3 = client.Context();
+      st = client.stub().GetTrial(ctx3.get(), treq, &tresp);
+      if (!st.ok()) {
+        exit_code = ReportRpcError(st, "promote", client.server());
+        return;
+      }
+      trials.push_back(tresp.trial());
+    }
+    std::vector<std::string> notes;
+    auto scale = ScaleTrialsFrom(s, trials, &notes);
+    auto report = search::FitScaling(scale);
+    if (!report.ok()) {
+      std::cerr << "ladder promote: search " << s.id() << ": cannot fit the scaling laws: " << report.error << "\n";
+      for (const auto& n : notes) std::cerr << "  note: " << n << "\n";
+      exit_code = kFailed;
+      return;
+    }
+    HeroShape shape;
+    shape.nodes = opt->nodes > 0 ? opt->nodes : std::max(1, s.group().nodes());
+    shape.ranks_per_node = opt->ranks_per_node > 0 ? opt->ranks_per_node : std::max(1, s.group().ranks_per_node());
+    search::PlanTarget target;
+    target.global_batch = opt->batch;
+    if (opt->per_node_batch > 0) {
+      target.nodes = shape.nodes;
+      target.per_node_batch = opt->per_node_batch;
+    }
+    target.examples = opt->budget;
+    auto plan = search::PlanRun(*report.value, scale, target);
+    if (!plan.ok()) {
+      std::cerr << "ladder promote: " << plan.error << " (give --batch, --per-node-batch or --budget)\n";
+      exit_code = kBadInput;
+      return;
+    }
+    auto live_band = LiveBand(*plan.value, scale);
+    auto plan_json = PlanJson(*plan.value, live_band, shape, opt->stop_outside_band);
+    auto ranked = RankTrials(s, trials);
+    const v1::Trial* best = nullptr;
+    const search::ScaleTrial* best_scale = nullptr;
+    for (const auto& t : ranked) {
+      for (const auto& sc : scale) {
+        if (sc.id == "trial " + std::to_string(t.number()) && t.state() == v1::TRIAL_COMPLETED) best = &t, best_scale = &sc;
+      }
+      if (best) break;
+    }
+    std::string error;
+    std::vector<std::string> command =
+        best ? HeroCommand(*best, *best_scale, *plan.value, shape, &error) : std::vector<std::string>{};
+    if (!best) error = "no completed trial to take the command from";
+    if (g.json) {
+      nlohmann::json out = {{"search_id", s.id()}, {"plan", plan_json}, {"command", command}, {"notes", notes}};
+      if (!error.empty()) out["error"] = error;
+      if (opt->dry_run || !error.empty()) {
+        std::cout << out.dump() << "\n";
+        exit_code = error.empty() ? kOk : kFailed;
+        return;
+      }
+    } else {
+      PrintPlan(s, scale.size(), *plan.value, live_band, shape, notes, std::cout);
+      if (!command.empty()) {
+        std::cout << "  command       ";
+        for (const auto& w : command) std::cout << " " << w;
+        std::cout << "\n";
+      }
+      if (!error.empty()) {
+        std::cerr << "ladder promote: " << error << "\n";
+        exit_code = kFailed;
+        return;
+      }
+      if (opt->dry_run) {
+        exit_code = kOk;
+        return;
+      }
+    }
+    v1::CreateSearchRequest creq;
+    creq.set_spec_yaml(HeroSpecYaml(s, command, shape));
+    creq.set_spec_path("ladder promote " + std::to_string(s.id()));
+    creq.set_priority(v1::PRIORITY_HERO);
+    creq.set_plan_json(plan_json.dump());
+    v1::CreateSearchResponse cresp;
+    auto ctx4 = client.Context();
+    st = client.stub().CreateSearch(ctx4.get(), creq, &cresp);
+    if (!st.ok()) {
+      exit_code = ReportRpcError(st, "promote", client.server());
+      return;
+    }
+    if (g.json) {
+      std::cout << nlohmann::json{{"search_id", s.id()}, {"hero_search_id", cresp.search().id()}, {"plan", plan_json},
+                                  {"command", command}}
+                       .dump()
+                << "\n";
+    } else {
+      std::cout << "hero run submitted: search " << cresp.search().id() << " at hero priority (it preempts search "
+                << "trials on the nodes it needs); follow it with: ladder search show " << cresp.search().id() << "\n";
+    }
+    exit_code = kOk;
+  });
+}
+
+}  // namespace ladder::cli

@@ -1,0 +1,132 @@
+// ladder promote's pure parts: trials' scale records from their metrics and commands, the hero command, the
+// live loss band.
+#include "cli/promote_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace ladder::cli {
+namespace {
+
+v1::Trial MakeTrial(int number, int64_t batch, double lr, std::vector<double> losses, const std::string& optimizer) {
+  v1::Trial t;
+  t.set_number(number);
+  t.set_state(v1::TRIAL_COMPLETED);
+  for (const char* w : {"ladder-train", "--lr"}) t.add_command(w);
+  t.add_command(std::to_string(lr));
+  t.add_command("--batch-size");
+  t.add_command(std::to_string(batch));
+  t.add_command("--optimizer=" + optimizer);
+  t.add_command("--epochs");
+  t.add_command("4");
+  t.add_command("--warmup-steps");
+  t.add_command("5");
+  int64_t step = 0;
+  for (double l : losses) {
+    step += 10;
+    auto* p = t.add_metrics();
+    p->set_step(step);
+    (*p->mutable_values())["global_batch"] = static_cast<double>(batch);
+    (*p->mutable_values())["lr"] = lr * (step == 10 ? 0.5 : 1.0);  // warming up at first
+    (*p->mutable_values())["noise_scale"] = 100 + static_cast<double>(step);
+    (*p->mutable_values())["val_loss"] = l;
+  }
+  return t;
+}
+
+TEST(PromotePlan, ScaleTrialsComeFromMetricsAndCommandsAndSkipWhatCannotBeUsed) {
+  v1::Search s;
+  s.mutable_group()->set_nodes(2);
+  std::vector<v1::Trial> trials = {MakeTrial(0, 64, 0.1, {1.0, 0.5, 0.3, 0.25}, "lamb")};
+  v1::Trial failed = MakeTrial(1, 64, 0.4, {1.0}, "sgd");
+  failed.set_state(v1::TRIAL_FAILED);
+  failed.set_exit_code(3);  // diverged: kept, as diverged
+  trials.push_back(failed);
+  v1::Trial broken = MakeTrial(2, 64, 0.2, {1.0}, "sgd");
+  broken.set_state(v1::TRIAL_FAILED);
+  broken.set_exit_code(1);
+  broken.set_error("exited with code 1");
+  trials.push_back(broken);
+  v1::Trial silent;
+  silent.set_number(3);
+  silent.set_state(v1::TRIAL_COMPLETED);
+  trials.push_back(silent);
+  std::vector<std::string> notes;
+  auto scale = ScaleTrialsFrom(s, trials, &notes);
+  ASSERT_EQ(scale.size(), 2u);
+  const auto& t = scale[0];
+  EXPECT_EQ(t.global_batch, 64);
+  EXPECT_DOUBLE_EQ(t.peak_lr, 0.1) << "the largest lr reported (after warmup)";
+  EXPECT_EQ(t.steps, 40);
+  EXPECT_DOUBLE_EQ(t.final_loss, 0.25);
+  EXPECT_DOUBLE_EQ(t.best_loss, 0.25);
+  EXPECT_EQ(t.curve.size(), 4u);
+  EXPECT_EQ(t.optimizer, "lamb") << "--optimizer=VALUE is read too";
+  EXPECT_EQ(t.warmup_steps, 5);
+  EXPECT_EQ(t.nodes, 2);
+  EXPECT_GT(t.noise_scale, 100);
+  EXPECT_TRUE(scale[1].diverged);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("trial 2: failed"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[1].find("trial 3"), std::string::npos) << notes[1];
+}
+
+TEST(PromotePlan, HeroCommandPutsThePlansScheduleIntoTheBestTrialsCommand) {
+  auto best = MakeTrial(0, 64, 0.1, {1.0, 0.5, 0.3, 0.25}, "sgd");
+  std::vector<std::string> notes;
+  auto scale = ScaleTrialsFrom(v1::Search{}, {best}, &notes);
+  search::ScalePlan plan;
+  plan.global_batch = 1024;
+  plan.ramp = {{0, 256}, {100, 512}, {200, 1024}};
+  plan.peak_lr.value = 0.8;
+  plan.warmup_steps = 50;
+  plan.decay = "cosine";
+  plan.optimizer = "lars";
+  plan.steps = 1000;
+  std::string error;
+  auto argv = HeroCommand(best, scale[0], plan, {4, 2}, &error);
+  ASSERT_EQ(error, "");
+  auto value = [&](const std::string& flag) {
+    for (size_t i = 0; i + 1 < argv.size(); ++i) {
+      if (argv[i] == flag) return argv[i + 1];
+    }
+    return std::string("<absent>");
+  };
+  EXPECT_EQ(value("--lr"), "0.8");
+  EXPECT_EQ(value("--batch-size"), "32") << "256 over 4 nodes x 2 ranks";
+  EXPECT_EQ(value("--optimizer"), "lars");
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--optimizer=sgd"), 0) << "the old spelling is replaced";
+  EXPECT_EQ(value("--batch-ramp"), "100:2,200:4");
+  EXPECT_EQ(value("--max-steps"), "1000");
+  EXPECT_EQ(value("--warmup-steps"), "50");
+  // The trial saw 40 steps x 64 = 2560 examples in 4 epochs: 640 per epoch; 1000 x 1024 needs 1600 (+1).
+  EXPECT_EQ(value("--epochs"), "1601");
+  EXPECT_EQ(value("--checkpoint"), "{checkpoint_dir}/hero.pt");
+  EXPECT_EQ(argv.back(), "--resume");
+  plan.ramp = {{0, 100}};
+  HeroCommand(best, scale[0], plan, {4, 2}, &error);
+  EXPECT_NE(error.find("does not split over 8 ranks"), std::string::npos) << error;
+}
+
+TEST(PromotePlan, LiveBandFollowsTheNearOptimalCurvesAndEndsAtThePredictedFinalLoss) {
+  std::vector<std::string> notes;
+  auto scale = ScaleTrialsFrom(v1::Search{},
+                               {MakeTrial(0, 64, 0.1, {1.0, 0.5, 0.3, 0.20}, "sgd"),
+                                MakeTrial(1, 64, 0.2, {1.2, 0.6, 0.35, 0.22}, "sgd"),
+                                MakeTrial(2, 64, 0.9, {2.0, 2.0, 2.0, 2.0}, "sgd")},  // far from optimal: left out
+                               &notes);
+  search::ScalePlan plan;
+  plan.steps = 400;
+  plan.final_loss = {0.15, 0.10, 0.18};
+  auto band = LiveBand(plan, scale);
+  ASSERT_EQ(band.size(), 8u) << "fractions before the curves' first point (0.25 of the run) are left out";
+  EXPECT_EQ(band.back().step, 400);
+  EXPECT_DOUBLE_EQ(band.back().loss.lo, 0.10);
+  EXPECT_DOUBLE_EQ(band.back().loss.hi, 0.18);
+  // At half the run: the curves are at 0.5 and 0.6, moved by the end offsets (0.10 - 0.20, 0.18 - 0.22).
+  EXPECT_EQ(band[2].step, 200);
+  EXPECT_NEAR(band[2].loss.lo, 0.5 - 0.10, 1e-12);
+  EXPECT_NEAR(band[2].loss.hi, 0.6 - 0.04, 1e-12);
+}
+
+}  // namespace
+}  // namespace ladder::cli
