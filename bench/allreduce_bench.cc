@@ -1,10 +1,17 @@
 // ladder-allreduce-bench: run under mpirun. Times (a) the trainer's bucketed gradient allreduce — the
-// GradientReducer's gradients are views of 25 MiB buckets that autograd accumulates into, so what a step costs
-// the reducer is: parameters marked ready in backward order (as the accumulator hooks do), each bucket's
-// allreduce launched on the communicator's thread as soon as it is complete, Finish() waiting for all —
-// against (b) raw MPI_Allreduce of the same bytes (one call, or bucket-sized chunks: the faster).
-// Prints one JSON line from rank 0.
+// GradientReducer's gradients are views of flat buffers that autograd accumulates into, cut into buckets of the
+// cap (the first 1 MiB), so what a step costs the reducer is: parameters marked ready in backward order (as the
+// accumulator hooks do), each bucket's allreduce launched on the communicator's MPI thread as soon as it is
+// complete, Finish() waiting for all — against (b) raw MPI_Allreduce of the same bytes from the calling thread,
+// three ways: one call, cap-sized chunks, and the reducer's own bucket sizes; the fastest (by median) counts.
+// A diagnostic fourth way (not a baseline) sends the reducer's pieces through the MPI backend's thread.
+//
+// The variants run interleaved, one iteration of each per round, so that a change of load during the run
+// hits all of them alike. Untimed before each timed iteration: the gradients (or the raw buffer) are filled
+// with constants and the ranks meet at a barrier. Prints one JSON line from rank 0 with the medians, the
+// quartiles, and the median of the per-round ratios ladder / best raw.
 #include <mpi.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,9 +29,20 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double Median(std::vector<double> v) {
+double Quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+double Median(const std::vector<double>& v) { return Quantile(v, 0.5); }
+
+// Minor page faults of this process so far (all threads: the MPI thread's too).
+double MinorFaults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_minflt);
 }
 
 }  // namespace
@@ -39,6 +57,10 @@ int main(int argc, char** argv) {
     else if (f == "--iters") iters = std::atoi(argv[i + 1]);
     else if (f == "--bucket-cap-mb") bucket_mb = std::atof(argv[i + 1]);
   }
+  if (bytes < 4 || iters < 1 || bucket_mb <= 0) {
+    std::fprintf(stderr, "ladder-allreduce-bench: --bytes >= 4, --iters >= 1, --bucket-cap-mb > 0\n");
+    return 2;
+  }
   // The raw baseline calls MPI from this thread while the communicator calls it from its own.
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -49,60 +71,103 @@ int main(int argc, char** argv) {
     return 2;
   }
   torch::set_num_threads(1);
-  // Parameters shaped like a network's: a few large matrices and many small vectors, `bytes` in all.
+  // Parameters shaped like a network's: large matrices (16 MiB) and small vectors between them, `bytes` in all.
   std::vector<torch::Tensor> params;
   int64_t left = bytes / 4;
   int64_t k = 0;
   while (left > 0) {
     int64_t n = std::min<int64_t>(left, (k % 4 == 3) ? 4096 : (4 << 20));
-    params.push_back(torch::randn({n}).requires_grad_(true));
+    params.push_back(torch::zeros({n}).requires_grad_(true));
     left -= n;
     ++k;
   }
-  std::vector<double> t_ladder, t_mpi;
-  {
-    ladder::trainer::GradientReducer reducer(params, *comm, static_cast<int64_t>(bucket_mb * 1024 * 1024));
-    for (int i = 0; i < iters + 1; ++i) {
-      // The gradients as a backward pass leaves them in the buckets (untimed: autograd's work, not the
-      // reducer's; zeroing is the optimizer's zero_grad of any trainer).
-      reducer.ZeroGrad();
-      for (auto& p : params) p.mutable_grad().normal_();
-      comm->Barrier();
-      double t0 = Now();
-      reducer.Prepare();
-      for (size_t k = params.size(); k-- > 0;) reducer.MarkReady(k);
-      reducer.Finish();
-      double t = Now() - t0;
-      if (i) t_ladder.push_back(t);
+  const int64_t cap_bytes = static_cast<int64_t>(bucket_mb * 1024 * 1024);
+  ladder::trainer::GradientReducer reducer(params, *comm, cap_bytes);
+  // Raw MPI's ways to cut the same elements: one call, cap-sized chunks, the reducer's buckets.
+  const int64_t elems = bytes / 4;
+  std::vector<std::vector<int64_t>> cuts(3);
+  cuts[0] = {elems};
+  for (int64_t off = 0; off < elems; off += cap_bytes / 4) cuts[1].push_back(std::min(cap_bytes / 4, elems - off));
+  for (int64_t b : reducer.bucket_bytes()) cuts[2].push_back(b / 4);
+  auto flat = torch::zeros({elems});
+  std::vector<double> t_ladder, f_ladder;  // seconds and page faults per timed iteration
+  std::vector<double> t_thread;  // diagnostic: the reducer's bucket pieces of `flat` through the communicator
+  std::vector<std::vector<double>> t_raw(cuts.size()), f_raw(cuts.size());
+  for (int i = 0; i < iters + 1; ++i) {  // the first round is warm-up
+    // (a) The gradients as a backward pass leaves them in the buffers (untimed: autograd's work, not the
+    // reducer's; zeroing is the optimizer's zero_grad of any trainer).
+    reducer.ZeroGrad();
+    for (auto& p : params) p.mutable_grad().fill_(0.5f);
+    comm->Barrier();
+    double f0 = MinorFaults(), t0 = Now();
+    reducer.Prepare();
+    for (size_t j = params.size(); j-- > 0;) reducer.MarkReady(j);
+    reducer.Finish();
+    double t = Now() - t0;
+    if (i) {
+      t_ladder.push_back(t);
+      f_ladder.push_back(MinorFaults() - f0);
     }
-  }
-  // (b) raw MPI_Allreduce of the same bytes, as one call and as chunks of the bucket size; the faster counts.
-  auto flat = torch::randn({bytes / 4});
-  const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * 1024 * 1024 / 4));
-  for (int64_t piece : {flat.numel(), chunk}) {
-    std::vector<double> times;
-    for (int i = 0; i < iters + 1; ++i) {
+    // (b) raw MPI_Allreduce, each way of cutting.
+    for (size_t c = 0; c < cuts.size(); ++c) {
+      flat.fill_(0.5f);
       comm->Barrier();
-      double t0 = Now();
-      for (int64_t off = 0; off < flat.numel(); off += piece) {
-        MPI_Allreduce(MPI_IN_PLACE, flat.data_ptr<float>() + off, static_cast<int>(std::min(piece, flat.numel() - off)),
-                      MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      f0 = MinorFaults();
+      t0 = Now();
+      int64_t off = 0;
+      for (int64_t piece : cuts[c]) {
+        MPI_Allreduce(MPI_IN_PLACE, flat.data_ptr<float>() + off, static_cast<int>(piece), MPI_FLOAT, MPI_SUM,
+                      MPI_COMM_WORLD);
+        off += piece;
       }
-      double t = Now() - t0;
-      if (i) times.push_back(t);
+      t = Now() - t0;
+      if (i) {
+        t_raw[c].push_back(t);
+        f_raw[c].push_back(MinorFaults() - f0);
+      }
     }
-    if (t_mpi.empty() || Median(times) < Median(t_mpi)) t_mpi = times;
+    // (c) Diagnostic, not a baseline: the reducer's bucket pieces of `flat` queued on the communicator's MPI
+    // thread without the reducer, i.e. what the backend's threading costs by itself.
+    flat.fill_(0.5f);
+    std::vector<torch::Tensor> pieces;
+    for (int64_t off = 0; int64_t e : cuts[2]) {
+      pieces.push_back(flat.narrow(0, off, e));
+      off += e;
+    }
+    comm->Barrier();
+    t0 = Now();
+    std::vector<std::unique_ptr<ladder::trainer::comm::Work>> works;
+    for (auto& piece : pieces) works.push_back(comm->AllreduceSum(piece));
+    for (auto& w : works) w->Wait();
+    if (i) t_thread.push_back(Now() - t0);
   }
   if (comm->rank() == 0) {
     const int n = comm->size();
-    const double b = static_cast<double>((bytes / 4) * 4);
-    const double ladder_comm = Median(t_ladder);
-    const double mpi = Median(t_mpi);
+    const double b = static_cast<double>(elems * 4);
+    size_t best = 0;
+    for (size_t c = 1; c < cuts.size(); ++c) {
+      if (Median(t_raw[c]) < Median(t_raw[best])) best = c;
+    }
+    static const char* kCutNames[] = {"one call", "cap chunks", "reducer buckets"};
+    std::vector<double> ratios;
+    for (size_t i = 0; i < t_ladder.size(); ++i) ratios.push_back(t_ladder[i] / t_raw[best][i]);
+    const double ladder_s = Median(t_ladder), mpi_s = Median(t_raw[best]);
     auto busbw = [&](double secs) { return b / secs * 2.0 * (n - 1) / n / 1e9; };
+    std::string buckets;
+    for (int64_t bb : cuts[2]) buckets += (buckets.empty() ? "" : ",") + std::to_string(bb * 4);
     std::printf(
-        "{\"bytes\": %.0f, \"ranks\": %d, \"tensors\": %zu, \"ladder_s\": %.6f, \"mpi_s\": %.6f, "
-        "\"ladder_busbw_gbps\": %.3f, \"mpi_busbw_gbps\": %.3f, \"overhead\": %.4f}\n",
-        b, n, params.size(), ladder_comm, mpi, busbw(ladder_comm), busbw(mpi), ladder_comm / mpi - 1.0);
+        "{\"bytes\": %.0f, \"ranks\": %d, \"iters\": %d, \"tensors\": %zu, \"buckets\": [%s], "
+        "\"ladder_s\": %.6f, \"ladder_s_q1\": %.6f, \"ladder_s_q3\": %.6f, "
+        "\"mpi_s\": %.6f, \"mpi_s_q1\": %.6f, \"mpi_s_q3\": %.6f, \"mpi_best\": \"%s\", "
+        "\"mpi_one_call_s\": %.6f, \"mpi_cap_chunks_s\": %.6f, \"mpi_bucket_chunks_s\": %.6f, "
+        "\"ladder_busbw_gbps\": %.3f, \"mpi_busbw_gbps\": %.3f, \"overhead\": %.4f, "
+        "\"paired_overhead\": %.4f, \"paired_overhead_q1\": %.4f, \"paired_overhead_q3\": %.4f, "
+        "\"ladder_faults\": %.0f, \"mpi_faults\": %.0f, \"mpi_thread_bucket_chunks_s\": %.6f}\n",
+        b, n, iters, params.size(), buckets.c_str(), ladder_s, Quantile(t_ladder, 0.25), Quantile(t_ladder, 0.75),
+        mpi_s, Quantile(t_raw[best], 0.25), Quantile(t_raw[best], 0.75), kCutNames[best], Median(t_raw[0]),
+        Median(t_raw[1]), Median(t_raw[2]), busbw(ladder_s), busbw(mpi_s), ladder_s / mpi_s - 1.0,
+        Median(ratios) - 1.0, Quantile(ratios, 0.25) - 1.0, Quantile(ratios, 0.75) - 1.0, Median(f_ladder),
+        Median(f_raw[best]), Median(t_thread));
   }
   comm.reset();
   MPI_Finalize();
