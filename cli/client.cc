@@ -60,4 +60,27 @@ int ReportRpcError(const grpc::Status& st, const std::string& what, const std::s
   }
 }
 
+bool FetchSearchAndTrials(Client& client, int64_t search_id, const std::string& what, v1::Search* search,
+                          std::vector<v1::Trial>* trials, int* exit_code) {
+  v1::GetSearchRequest sreq;
+  sreq.set_search_id(search_id);
+  v1::GetSearchResponse sresp;
+  auto ctx = client.Context();
+  auto st = client.stub().GetSearch(ctx.get(), sreq, &sresp);
+  if (st.ok()) {
+    v1::ListTrialsRequest req;
+    req.set_search_id(search_id);
+    v1::ListTrialsResponse resp;
+    auto ctx2 = client.Context();
+    st = client.stub().ListTrials(ctx2.get(), req, &resp);
+    trials->assign(resp.trials().begin(), resp.trials().end());
+  }
+  if (!st.ok()) {
+    *exit_code = ReportRpcError(st, what, client.server());
+    return false;
+  }
+  *search = sresp.search();
+  return true;
+}
+
 }  // namespace ladder::cli

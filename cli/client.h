@@ -42,6 +42,10 @@ class Client {
 // Prints "ladder: <what>: <message>" on stderr and returns the exit code for the status.
 int ReportRpcError(const grpc::Status& st, const std::string& what, const std::string& server);
 
+// GetSearch, then ListTrials (without metrics). On an RPC error: reports it as `what`, sets *exit_code, false.
+bool FetchSearchAndTrials(Client& client, int64_t search_id, const std::string& what, v1::Search* search,
+                          std::vector<v1::Trial>* trials, int* exit_code);
+
 // The token for talking to `server` per the rules above ("" if none found).
 std::string ResolveToken(const std::string& explicit_token);
 

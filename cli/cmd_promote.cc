@@ -84,33 +84,17 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
                 "the coordinator stops the hero run when its validation loss leaves the predicted band (default: warn)");
   cmd->callback([opt, &g, &exit_code] {
     Client client(g);
-    v1::GetSearchRequest sreq;
-    sreq.set_search_id(opt->search_id);
-    v1::GetSearchResponse sresp;
-    auto ctx = client.Context();
-    auto st = client.stub().GetSearch(ctx.get(), sreq, &sresp);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "promote", client.server());
-      return;
-    }
-    const v1::Search& s = sresp.search();
-    v1::ListTrialsRequest lreq;
-    lreq.set_search_id(s.id());
-    v1::ListTrialsResponse lresp;
-    auto ctx2 = client.Context();
-    st = client.stub().ListTrials(ctx2.get(), lreq, &lresp);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "promote", client.server());
-      return;
-    }
+    v1::Search s;
+    std::vector<v1::Trial> listed;
+    if (!FetchSearchAndTrials(client, opt->search_id, "promote", &s, &listed, &exit_code)) return;
     std::vector<v1::Trial> trials;
-    for (const auto& t : lresp.trials()) {
+    for (const auto& t : listed) {
       v1::GetTrialRequest treq;
       treq.set_trial_id(t.id());
       treq.set_include_metrics(true);
       v1::GetTrialResponse tresp;
       auto ctx3 = client.Context();
-      st = client.stub().GetTrial(ctx3.get(), treq, &tresp);
+      auto st = client.stub().GetTrial(ctx3.get(), treq, &tresp);
       if (!st.ok()) {
         exit_code = ReportRpcError(st, "promote", client.server());
         return;
@@ -189,7 +173,7 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     creq.set_plan_json(plan_json.dump());
     v1::CreateSearchResponse cresp;
     auto ctx4 = client.Context();
-    st = client.stub().CreateSearch(ctx4.get(), creq, &cresp);
+    auto st = client.stub().CreateSearch(ctx4.get(), creq, &cresp);
     if (!st.ok()) {
       exit_code = ReportRpcError(st, "promote", client.server());
       return;

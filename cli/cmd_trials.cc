@@ -17,33 +17,18 @@ void SetupTrials(CLI::App& app, GlobalOptions& g, int& exit_code) {
   cmd->add_option("--top", opt->top, "show only the best N (0: all)");
   cmd->callback([opt, &g, &exit_code] {
     Client client(g);
-    v1::GetSearchRequest sreq;
-    sreq.set_search_id(opt->search_id);
-    v1::GetSearchResponse sresp;
-    auto ctx = client.Context();
-    auto st = client.stub().GetSearch(ctx.get(), sreq, &sresp);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "trials", client.server());
-      return;
-    }
-    v1::ListTrialsRequest req;
-    req.set_search_id(opt->search_id);
-    v1::ListTrialsResponse resp;
-    auto ctx2 = client.Context();
-    st = client.stub().ListTrials(ctx2.get(), req, &resp);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "trials", client.server());
-      return;
-    }
-    auto ranked = RankTrials(sresp.search(), {resp.trials().begin(), resp.trials().end()});
+    v1::Search search;
+    std::vector<v1::Trial> trials;
+    if (!FetchSearchAndTrials(client, opt->search_id, "trials", &search, &trials, &exit_code)) return;
+    auto ranked = RankTrials(search, std::move(trials));
     if (g.json) {
       v1::ListTrialsResponse out;
       for (size_t i = 0; i < ranked.size() && (opt->top == 0 || i < opt->top); ++i) *out.add_trials() = ranked[i];
       std::cout << ToJson(out) << "\n";
     } else {
-      PrintSearchSummary(sresp.search(), std::cout);
+      PrintSearchSummary(search, std::cout);
       std::cout << "\n";
-      PrintLeaderboard(sresp.search(), ranked, opt->top, std::cout);
+      PrintLeaderboard(search, ranked, opt->top, std::cout);
     }
     exit_code = kOk;
   });

@@ -102,21 +102,22 @@ class CoordinatorTest : public ::testing::Test {
     Drain();
     return resp.search().id();
   }
-  void Report(const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s, double score, int exit_code = 0) {
+  // One metrics line of a run; with seq >= 0 it carries that sequence number (first_seq).
+  void Point(const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s, int64_t step,
+             const std::map<std::string, double>& values, int64_t seq = -1) {
     v1::WorkerMessage m;
     auto* mr = m.mutable_metrics();
     mr->set_trial_id(s.trial_id());
     mr->set_assignment_epoch(s.assignment_epoch());
+    if (seq >= 0) mr->set_first_seq(seq);
     auto* p = mr->add_points();
-    p->set_step(1);
-    (*p->mutable_values())["score"] = score;
+    p->set_step(step);
+    for (const auto& [k, v] : values) (*p->mutable_values())[k] = v;
     coord_->OnWorkerMessage(link, m);
-    v1::WorkerMessage e;
-    e.mutable_exited()->set_trial_id(s.trial_id());
-    e.mutable_exited()->set_assignment_epoch(s.assignment_epoch());
-    e.mutable_exited()->set_exit_code(exit_code);
-    coord_->OnWorkerMessage(link, e);
     Drain();
+  }
+  void Metric(const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s, double score) {
+    Point(link, s, 1, {{"score", score}});
   }
   // One node's run of a trial ends.
   void Exit(const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s, int exit_code, bool cancelled = false) {
@@ -128,16 +129,10 @@ class CoordinatorTest : public ::testing::Test {
     coord_->OnWorkerMessage(link, e);
     Drain();
   }
-  void Metric(const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s, double score) {
-    v1::WorkerMessage m;
-    auto* mr = m.mutable_metrics();
-    mr->set_trial_id(s.trial_id());
-    mr->set_assignment_epoch(s.assignment_epoch());
-    auto* p = mr->add_points();
-    p->set_step(1);
-    (*p->mutable_values())["score"] = score;
-    coord_->OnWorkerMessage(link, m);
-    Drain();
+  // The run reports `score` and exits.
+  void Report(const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s, double score, int exit_code = 0) {
+    Metric(link, s, score);
+    Exit(link, s, exit_code);
   }
   v1::Search GetSearch(int64_t id) {
     v1::GetSearchRequest req;

@@ -27,19 +27,6 @@ int64_t CreateHero(Coordinator& c, const std::string& plan, grpc::Status* status
   return resp.search().id();
 }
 
-void Loss(Coordinator& c, const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s, int64_t step,
-          double loss, int64_t seq) {
-  v1::WorkerMessage m;
-  auto* mr = m.mutable_metrics();
-  mr->set_trial_id(s.trial_id());
-  mr->set_assignment_epoch(s.assignment_epoch());
-  mr->set_first_seq(seq);
-  auto* p = mr->add_points();
-  p->set_step(step);
-  (*p->mutable_values())["val_loss"] = loss;
-  c.OnWorkerMessage(link, m);
-}
-
 size_t CancelCount(const FakeLink& l) {
   size_t n = 0;
   for (const auto& m : l.sent) n += m.has_cancel();
@@ -54,12 +41,12 @@ TEST_F(CoordinatorHeroTest, RunWorseThanTheBandIsStoppedWithAnErrorNamingTheBand
   Drain();
   EXPECT_EQ(GetSearch(id).plan_json(), kBand);
   auto st = a->Starts().at(0);
-  Loss(*coord_, a, st, 50, 9.0, 0);   // before the band starts: not judged
-  Loss(*coord_, a, st, 100, 1.5, 1);  // inside [1, 2]
-  Loss(*coord_, a, st, 200, 1.2, 2);  // inside the interpolated [0.75, 1.5]
+  Point(a, st, 50, {{"val_loss", 9.0}}, 0);   // before the band starts: not judged
+  Point(a, st, 100, {{"val_loss", 1.5}}, 1);  // inside [1, 2]
+  Point(a, st, 200, {{"val_loss", 1.2}}, 2);  // inside the interpolated [0.75, 1.5]
   Drain();
   EXPECT_EQ(CancelCount(*a), 0u);
-  Loss(*coord_, a, st, 300, 1.3, 3);  // above [0.5, 1.0]
+  Point(a, st, 300, {{"val_loss", 1.3}}, 3);  // above [0.5, 1.0]
   Drain();
   ASSERT_EQ(CancelCount(*a), 1u);
   Exit(a, st, 143, /*cancelled=*/true);
@@ -77,7 +64,7 @@ TEST_F(CoordinatorHeroTest, WithoutStopTheRunOnlyWarnsAndFinishes) {
   CreateHero(*coord_, R"({"loss_band": [[0, 0.1, 0.2]]})");
   Drain();
   auto st = a->Starts().at(0);
-  Loss(*coord_, a, st, 10, 5.0, 0);
+  Point(a, st, 10, {{"val_loss", 5.0}}, 0);
   Drain();
   EXPECT_EQ(CancelCount(*a), 0u) << "warn only";
   Exit(a, st, 0);

@@ -21,21 +21,6 @@ std::string Spec(const std::string& scheduler, int parallelism, int max_trials) 
          "space:\n  x: {type: float, low: 0.0, high: 1.0}\n";
 }
 
-// One metrics line with the resource (epoch) and the objective.
-void Point(Coordinator& c, const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s, double epoch,
-           double score, int64_t seq) {
-  v1::WorkerMessage m;
-  auto* mr = m.mutable_metrics();
-  mr->set_trial_id(s.trial_id());
-  mr->set_assignment_epoch(s.assignment_epoch());
-  mr->set_first_seq(seq);
-  auto* p = mr->add_points();
-  p->set_step(static_cast<int64_t>(epoch));
-  (*p->mutable_values())["epoch"] = epoch;
-  (*p->mutable_values())["score"] = score;
-  c.OnWorkerMessage(link, m);
-}
-
 std::vector<v1::CancelTrial> CancelsOf(const FakeLink& link, int64_t trial) {
   std::vector<v1::CancelTrial> out;
   for (const auto& m : link.sent) {
@@ -51,11 +36,11 @@ TEST_F(CoordinatorTrialSchedulerTest, AshaStopsATrialBelowTheRungCutoffAndItComp
   auto id = CreateSearch(Spec(kAsha, 3, 3));
   auto starts = a->Starts();
   ASSERT_EQ(starts.size(), 3u);
-  Point(*coord_, a, starts[0], 1, 0.9, 0);
-  Point(*coord_, a, starts[1], 1, 0.8, 0);
+  Point(a, starts[0], 1, {{"epoch", 1}, {"score", 0.9}}, 0);
+  Point(a, starts[1], 1, {{"epoch", 1}, {"score", 0.8}}, 0);
   Drain();
   EXPECT_TRUE(CancelsOf(*a, starts[0].trial_id()).empty()) << "first at the rung: it goes on";
-  Point(*coord_, a, starts[2], 1, 0.1, 0);  // the worst of 3 at rung 1: only the top 1 of 3 goes on
+  Point(a, starts[2], 1, {{"epoch", 1}, {"score", 0.1}}, 0);  // the worst of 3 at rung 1: only the top 1 of 3 goes on
   Drain();
   auto cancels = CancelsOf(*a, starts[2].trial_id());
   ASSERT_EQ(cancels.size(), 1u);
@@ -66,7 +51,7 @@ TEST_F(CoordinatorTrialSchedulerTest, AshaStopsATrialBelowTheRungCutoffAndItComp
   EXPECT_DOUBLE_EQ(t.objective(), 0.1);
   EXPECT_EQ(t.error().rfind("stopped early: asha", 0), 0u) << t.error();
   // A trial that reaches max_resource is stopped too (it is done).
-  Point(*coord_, a, starts[0], 9, 0.95, 1);
+  Point(a, starts[0], 9, {{"epoch", 9}, {"score", 0.95}}, 1);
   Drain();
   ASSERT_EQ(CancelsOf(*a, starts[0].trial_id()).size(), 1u);
   Exit(a, starts[0], 0, true);
@@ -79,15 +64,15 @@ TEST_F(CoordinatorTrialSchedulerTest, AshaRungsAreRebuiltFromStoredPointsAfterAR
   CreateSearch(Spec(kAsha, 3, 3));
   auto starts = a->Starts();
   ASSERT_EQ(starts.size(), 3u);
-  Point(*coord_, a, starts[0], 1, 0.9, 0);
-  Point(*coord_, a, starts[1], 1, 0.8, 0);
+  Point(a, starts[0], 1, {{"epoch", 1}, {"score", 0.9}}, 0);
+  Point(a, starts[1], 1, {{"epoch", 1}, {"score", 0.8}}, 0);
   Drain();
   Close();  // the coordinator dies; the three runs go on
   Open();
   std::vector<std::pair<int64_t, int64_t>> running;
   for (const auto& s : starts) running.push_back({s.trial_id(), s.assignment_epoch()});
   auto a2 = Connect("a", 3, running);
-  Point(*coord_, a2, starts[2], 1, 0.1, 0);
+  Point(a2, starts[2], 1, {{"epoch", 1}, {"score", 0.1}}, 0);
   Drain();
   EXPECT_EQ(CancelsOf(*a2, starts[2].trial_id()).size(), 1u)
       << "the rung remembers 0.9 and 0.8 from before the restart, so 0.1 is cut";
@@ -103,8 +88,8 @@ TEST_F(CoordinatorTrialSchedulerTest, PbtRestartsABadTrialFromAGoodOnesCheckpoin
   // The good trial saved a checkpoint.
   std::filesystem::create_directories(starts[0].checkpoint_dir());
   std::ofstream(std::filesystem::path(starts[0].checkpoint_dir()) / "model.pt") << "good weights";
-  Point(*coord_, a, starts[0], 1, 0.9, 0);
-  Point(*coord_, a, starts[1], 1, 0.2, 0);
+  Point(a, starts[0], 1, {{"epoch", 1}, {"score", 0.9}}, 0);
+  Point(a, starts[1], 1, {{"epoch", 1}, {"score", 0.2}}, 0);
   Drain();
   auto cancels = CancelsOf(*a, bad.id());
   ASSERT_EQ(cancels.size(), 1u) << "the bottom half exploits the top half";
