@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   ladder::trainer::comm::CommOptions comm_options;
   comm_options.hierarchical = args.hierarchical;
   comm_options.ranks_per_node = args.ranks_per_node;
+  comm_options.cpu_only = args.device == "cpu";
   auto comm = ladder::trainer::comm::MakeCommunicator(args.comm, comm_options, &error);
   if (!comm) {
     std::fprintf(stderr, "ladder-train: %s\n", error.c_str());

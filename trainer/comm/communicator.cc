@@ -46,13 +46,16 @@ std::vector<std::string> AvailableBackends() {
 
 namespace {
 
-// The backend "auto" stands for: nccl when this build has it, CUDA devices are present and WORLD_SIZE > 1
-// (torchrun-style ranks); mpi under mpirun/srun with several ranks; gloo when WORLD_SIZE > 1; else none.
-std::string ResolveAuto() {
+// The backend "auto" stands for: nccl when this build has it, CUDA devices are present, the model is not kept
+// on the CPU and WORLD_SIZE > 1 (torchrun-style ranks); mpi under mpirun/srun with several ranks; gloo when
+// WORLD_SIZE > 1; else none.
+std::string ResolveAuto(bool cpu_only) {
   const int mpi_size = EnvInt("OMPI_COMM_WORLD_SIZE", EnvInt("PMIX_SIZE", EnvInt("PMI_SIZE", 1)));
   const int world_size = EnvInt("WORLD_SIZE", 1);
 #ifdef LADDER_HAVE_NCCL
-  if (world_size > 1 && NcclDevicesPresent()) return "nccl";
+  if (world_size > 1 && !cpu_only && NcclDevicesPresent()) return "nccl";
+#else
+  (void)cpu_only;
 #endif
   if (mpi_size > 1) return "mpi";
   if (world_size > 1) return "gloo";
@@ -73,7 +76,7 @@ std::unique_ptr<GroupCommunicator> MakeGroupBackend(const std::string& b, std::s
 
 std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, const CommOptions& options,
                                                std::string* error) {
-  const std::string b = backend == "auto" ? ResolveAuto() : backend;
+  const std::string b = backend == "auto" ? ResolveAuto(options.cpu_only) : backend;
   if (b != "none" && b != "gloo" && b != "mpi" && b != "nccl") {
     *error = "unknown backend '" + backend + "' (auto, none, gloo, mpi, nccl)";
     return nullptr;

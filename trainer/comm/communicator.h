@@ -64,13 +64,16 @@ struct CommOptions {
   // Ranks per node; 0 = from the launcher (LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE).
   // Setting it simulates several nodes on one machine (ranks r with the same r / ranks_per_node share a node).
   int ranks_per_node = 0;
+  // The model runs on the CPU (--device cpu): "auto" then never picks nccl, whose buffers live on a GPU.
+  bool cpu_only = false;
 };
 
 // Which backends this build has ("none", "gloo", "mpi", and "nccl" when built with CUDA).
 std::vector<std::string> AvailableBackends();
 
-// Creates the communicator for `backend` ("auto": nccl when this build has it, a CUDA device is visible and
-// WORLD_SIZE > 1; else mpi when started by mpirun/srun with several ranks; gloo when WORLD_SIZE > 1; else none).
+// Creates the communicator for `backend` ("auto": nccl when this build has it, options.cpu_only is false, a CUDA
+// device is visible and WORLD_SIZE > 1; else mpi when started by mpirun/srun with several ranks; gloo when
+// WORLD_SIZE > 1; else none).
 // With options.hierarchical (gloo, mpi) the result is the hierarchical composition (MakeHierarchical) over
 // the node layout of node_layout.h; rank 0 prints "hierarchical: N nodes x M ranks" to stderr. On failure
 // returns nullptr and sets *error (naming the missing variable, the invalid layout, or the backend this build
