@@ -591,6 +591,7 @@ void Coordinator::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   }
   SyncNode(w);
   UpdateBusy(node);
+  EmitWorker(w);
   RequestSchedule();
 }
 

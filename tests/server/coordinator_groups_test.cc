@@ -241,5 +241,28 @@ TEST_F(CoordinatorGroupTest, GroupThatNoNodesCanHoldWaitsAndStartsWhenNodesJoin)
   EXPECT_EQ(b->Starts().size(), 1u);
 }
 
+TEST_F(CoordinatorGroupTest, WatchersSeeAWorkerComeUpAndItsSlotsFillAndEmpty) {
+  std::vector<v1::WorkerInfo> seen;
+  coord_->AddWatcher(0, [&](const v1::Event& ev) {
+    if (ev.kind() == v1::Event::WORKER_UPDATED) seen.push_back(ev.worker());
+  });
+  auto a = Connect("a", 2);
+  ASSERT_FALSE(seen.empty()) << "a registration is announced";
+  EXPECT_EQ(seen.back().node_id(), "a");
+  EXPECT_EQ(seen.back().state(), v1::WORKER_UP);
+  CreateSearch(R"(
+name: one
+objective: {metric: score, mode: max}
+budget: {max_trials: 1}
+resources: {ranks_per_node: 2}
+command: [train]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+  EXPECT_EQ(seen.back().busy_slots(), 2);
+  Report(a, a->Starts().at(0), 0.5);
+  EXPECT_EQ(seen.back().busy_slots(), 0);
+}
+
 }  // namespace
 }  // namespace ladder::server
