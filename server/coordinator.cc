@@ -670,7 +670,7 @@ void Coordinator::OnExited(WorkerRt& w, const v1::TrialExited& m) {
   const std::string where = multi_node ? "node " + w.info.node_id() + ": " : "";
   mem->live = false;
   w.trials.erase(t.proto.id());
-  const bool any_live = std::any_of(t.members.begin(), t.members.end(), [](const Member& x) { return x.live; });
+  const bool any_live = AnyLive(t);
   const bool failed = m.exit_code() != 0 || !m.error().empty();
 
   if (current && t.proto.state() == v1::TRIAL_RUNNING) {
@@ -703,9 +703,7 @@ void Coordinator::OnExited(WorkerRt& w, const v1::TrialExited& m) {
     SaveTrial(t);
   }
   if (current && !any_live && t.proto.state() == v1::TRIAL_CANCELLED) CloseAllocation(t, "cancelled");
-  UpdateBusy(w.info.node_id());
-  EmitWorker(w);
-  MaybeReleaseGroup(t);
+  MaybeReleaseGroup(t);  // updates the nodes' busy slots once the group is given back
 }
 
 // ------------------------------------------------------------------------------------------------------
@@ -1025,7 +1023,7 @@ void Coordinator::CheckWatchdog(Clock::time_point now) {
       LogWarning(kLog, "trial " + std::to_string(id) + ": " + t.watchdog_error);
       store_.AppendEvent("trial_watchdog", sid, id, t.watchdog_error, Now());
       StopMembers(t, t.watchdog_error);
-      if (std::none_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; })) {
+      if (!AnyLive(t)) {
         CloseAllocation(t, "failed");
         FinishTrial(t, v1::TRIAL_FAILED, -1, t.watchdog_error);
       }
@@ -1078,25 +1076,43 @@ bool Coordinator::CreateOne(SearchRt& s) {
     s.exhausted = true;
     return false;
   }
+  TrialRt& t = NewTrial(s, std::move(*params), /*workflow_step=*/false);
+  if (s.trial_sched) s.trial_sched->AddTrial(t.proto.number(), t.params);
+  Submit(s, t);
+  EmitTrial(t);
+  return true;
+}
+
+Coordinator::TrialRt& Coordinator::NewTrial(SearchRt& s, search::Params params, bool workflow_step) {
   TrialRt fresh;
-  fresh.params = std::move(*params);
+  fresh.params = std::move(params);
+  fresh.workflow_step = workflow_step;
   auto& p = fresh.proto;
   p.set_search_id(s.proto.id());
   p.set_number(s.next_number++);
   p.set_state(v1::TRIAL_PENDING);
+  p.set_workflow_step(workflow_step);
   *p.mutable_group() = s.proto.group();
   p.set_created_unix(Now());
   for (const auto& [k, v] : fresh.params) (*p.mutable_params())[k] = ToProto(v);
   store_.InsertTrial(&p);
-  int64_t id = p.id();
+  const int64_t id = p.id();
   s.trial_ids.push_back(id);
-  TrialRt& t = trials_.emplace(id, std::move(fresh)).first->second;
   s.pending.insert(id);
-  if (s.trial_sched) s.trial_sched->AddTrial(t.proto.number(), t.params);
   UpdateSearchCounts(s);
-  Submit(s, t);
-  EmitTrial(t);
-  return true;
+  return trials_.emplace(id, std::move(fresh)).first->second;
+}
+
+bool Coordinator::AnyLive(const TrialRt& t) {
+  return std::any_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; });
+}
+
+const Coordinator::TrialRt* Coordinator::TrialByNumber(const SearchRt& s, int64_t number) const {
+  for (int64_t id : s.trial_ids) {
+    const TrialRt& t = trials_.at(id);
+    if (t.proto.number() == number) return &t;
+  }
+  return nullptr;
 }
 
 void Coordinator::Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& group) {
@@ -1229,11 +1245,9 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& gr
     m.live = true;
     w.trials.insert(p.id());
     w.link->Send(msg);
-    UpdateBusy(m.node_id);
-    EmitWorker(w);
   }
-  for (auto& m : t.members) UpdateBusy(m.node_id);
-  if (std::none_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; })) {
+  for (auto& m : t.members) UpdateBusy(m.node_id);  // mpirun's other nodes are held too
+  if (!AnyLive(t)) {
     RequeueOrFail(t, "no worker stream to start it on");
     return;
   }
@@ -1252,7 +1266,7 @@ void Coordinator::Preempt(TrialRt& t, int64_t for_trial) {
   LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + " " + reason + "; it resumes from its checkpoint later");
   t.proto.set_error(reason);
   StopMembers(t, reason + "; it resumes from its checkpoint later");
-  if (std::none_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; })) FinishPreemption(t);
+  if (!AnyLive(t)) FinishPreemption(t);
 }
 
 void Coordinator::FinishPreemption(TrialRt& t) {
@@ -1307,9 +1321,7 @@ void Coordinator::ConsultTrialScheduler(SearchRt& s, TrialRt& t, const v1::Metri
   search::TrialDecision d = s.trial_sched->Report(t.proto.number(), r->second, v->second);
   if (d.kind == search::TrialDecision::Kind::kContinue) return;
   if (d.exploit()) {
-    auto src = std::find_if(s.trial_ids.begin(), s.trial_ids.end(),
-                            [&](int64_t id) { return trials_.at(id).proto.number() == d.source_trial; });
-    if (src == s.trial_ids.end()) {
+    if (!TrialByNumber(s, d.source_trial)) {
       LogError(kLog, "trial " + std::to_string(t.proto.id()) + ": pbt chose trial number " +
                          std::to_string(d.source_trial) + ", which this search does not have; ignored");
       return;
@@ -1324,7 +1336,7 @@ void Coordinator::ConsultTrialScheduler(SearchRt& s, TrialRt& t, const v1::Metri
     t.early_stop = d.reason;  // names the scheduler: "asha: rung 1 (epoch 3): ..."
     StopMembers(t, "stopped early by " + t.early_stop);
   }
-  if (std::none_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; })) {
+  if (!AnyLive(t)) {
     if (t.exploit) FinishExploit(s, t); else CompleteFromExit(s, t);
   }
 }
@@ -1332,10 +1344,7 @@ void Coordinator::ConsultTrialScheduler(SearchRt& s, TrialRt& t, const v1::Metri
 void Coordinator::FinishExploit(SearchRt& s, TrialRt& t) {
   search::TrialDecision d = std::move(*t.exploit);
   t.exploit.reset();
-  const TrialRt* source = nullptr;
-  for (int64_t id : s.trial_ids) {
-    if (trials_.at(id).proto.number() == d.source_trial) source = &trials_.at(id);
-  }
+  const TrialRt* source = TrialByNumber(s, d.source_trial);
   // The stopped trial becomes a copy of the source: its checkpoint directory gets the source's files.
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -1546,19 +1555,8 @@ void Coordinator::BuildEnsemble(SearchRt& s) {
 }
 
 void Coordinator::CreateRetrainStep(SearchRt& s) {
-  TrialRt fresh;
-  fresh.workflow_step = true;
-  auto& p = fresh.proto;
-  p.set_search_id(s.proto.id());
-  p.set_number(s.next_number++);
-  p.set_state(v1::TRIAL_PENDING);
-  p.set_workflow_step(true);
-  *p.mutable_group() = s.proto.group();
-  p.set_created_unix(Now());
-  store_.InsertTrial(&p);
-  const int64_t id = p.id();
-  s.trial_ids.push_back(id);
-  TrialRt& t = trials_.emplace(id, std::move(fresh)).first->second;
+  TrialRt& t = NewTrial(s, {}, /*workflow_step=*/true);
+  const int64_t id = t.proto.id();
   t.proto.set_checkpoint_dir(CheckpointDir(t));
   // The members, for the step's command: written before the step can start (atomically).
   nlohmann::json members = nlohmann::json::array();
@@ -1588,8 +1586,6 @@ void Coordinator::CreateRetrainStep(SearchRt& s) {
   s.proto.mutable_ensemble()->set_retrain_trial_id(id);
   store_.UpdateSearch(s.proto);
   store_.AppendEvent("ensemble_retrain", s.proto.id(), id, path, Now());
-  s.pending.insert(id);
-  UpdateSearchCounts(s);
   if (ec) {
     SetTrialState(t, v1::TRIAL_RUNNING);
     FinishTrial(t, v1::TRIAL_FAILED, -1, "ensemble.retrain: cannot write " + path + ": " + ec.message());
@@ -1629,7 +1625,7 @@ void Coordinator::SetSearchState(SearchRt& s, v1::SearchState state, const std::
       SetTrialState(t, v1::TRIAL_CANCELLED);
       SaveTrial(t);
       StopMembers(t, t.proto.error());
-      if (std::none_of(t.members.begin(), t.members.end(), [](const Member& m) { return m.live; })) {
+      if (!AnyLive(t)) {
         CloseAllocation(t, "cancelled");
       }
       MaybeReleaseGroup(t);

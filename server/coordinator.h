@@ -235,6 +235,10 @@ class Coordinator {
   void Schedule();
   // Creates and submits the search's next trial when it has room; false when it has none.
   bool CreateOne(SearchRt& s);
+  // Stores a new PENDING trial (the next number) and counts it; the caller submits it.
+  TrialRt& NewTrial(SearchRt& s, search::Params params, bool workflow_step);
+  static bool AnyLive(const TrialRt& t);
+  const TrialRt* TrialByNumber(const SearchRt& s, int64_t number) const;
   void Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& group);
   void Preempt(TrialRt& t, int64_t for_trial);
   // A preempted trial's members all stopped: PENDING again, same attempt.

@@ -163,7 +163,7 @@ TEST_F(SearchE2E, CancelStopsRunningTrialProcesses) {
 name: sleepy
 objective: {metric: score, mode: max}
 budget: {max_trials: 4, parallelism: 2}
-command: [/bin/sh, -c, 'echo "{{\"score\": {x}}}"; exec sleep 600']
+command: [/bin/sh, -c, 'echo "{{\"score\": {x}}}"; exec tail -f /dev/null']
 space:
   x: {type: float, low: 0.0, high: 1.0}
 )",
@@ -227,7 +227,7 @@ name: ranks
 objective: {metric: score, mode: max}
 budget: {max_trials: 1, max_failed_trials: 1}
 resources: {ranks_per_node: 3}
-command: [/bin/sh, -c, 'echo "{{\"rank\": $RANK, \"world\": $WORLD_SIZE, \"local_world\": $LOCAL_WORLD_SIZE, \"score\": {x}}}"; echo $$ > "$LADDER_TRIAL_DIR/pid-$LOCAL_RANK"; if [ "$LOCAL_RANK" = 1 ]; then sleep 0.3; exit 3; fi; exec sleep 600']
+command: [/bin/sh, -c, 'echo "{{\"rank\": $RANK, \"world\": $WORLD_SIZE, \"local_world\": $LOCAL_WORLD_SIZE, \"score\": {x}}}"; echo $$ > "$LADDER_TRIAL_DIR/pid-$LOCAL_RANK"; if [ "$LOCAL_RANK" = 1 ]; then sleep 0.3; exit 3; fi; exec tail -f /dev/null']
 space:
   x: {type: float, low: 0.0, high: 1.0}
 )",
