@@ -29,7 +29,8 @@
 //   command: [ladder-train, --lr, "{lr}"]   # a list, or one string split into words like a shell would
 //                                           # (quotes, backslashes); no shell runs. {name} is replaced by
 //                                           # the parameter's value; also {trial_id} {trial_number}
-//                                           # {search_id}; {{ and }} are literal braces.
+//                                           # {search_id} {checkpoint_dir} {nodes} (the trial's node
+//                                           # count); {{ and }} are literal braces.
 //   env: {OMP_NUM_THREADS: "1"}      # extra environment for the trial; values may hold placeholders
 //   trial:
 //     progress_timeout: 10m          # the watchdog fails a trial that prints no metrics line for this long
@@ -38,7 +39,9 @@
 //     type: asha                     # none | asha | hyperband | median | pbt (a type name alone also works
 //                                    # for none and median)
 //     resource: epoch                # the metric that grows along a trial: epoch (default), step, samples, or
-//                                    # the trial's scale; a report is a metrics line with it and the objective
+//                                    # the trial's scale; a report is a metrics line with it and the objective.
+//                                    # nodes (asha, hyperband): the rungs are node counts; a trial runs in
+//                                    # stages, relaunched on more nodes from its checkpoint (NodeLevels)
 //     min_resource: 1                # asha, hyperband: the first rung r (default 1)
 //     max_resource: 27               # asha, hyperband (required): R, where a trial is stopped (done)
 //     reduction_factor: 3            # asha, hyperband: eta > 1 (default 3); rungs at r * eta^k < R
@@ -164,7 +167,7 @@ Substituted SubstituteCommand(const SearchSpec& spec, const Params& params,
 
 // The built-in placeholders every command may use.
 inline const std::vector<std::string>& BuiltinPlaceholders() {
-  static const std::vector<std::string> k = {"trial_id", "trial_number", "search_id", "checkpoint_dir"};
+  static const std::vector<std::string> k = {"trial_id", "trial_number", "search_id", "checkpoint_dir", "nodes"};
   return k;
 }
 

@@ -1,6 +1,7 @@
 #include "search/spec_scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "search/command_template.h"
@@ -133,6 +134,45 @@ void ReadSchedulerSection(ErrorSink& sink, const YAML::Node& n, TrialSchedulerOp
   }
 }
 
+namespace {
+
+// `resource: nodes`: the rungs are node counts (trial_scheduler.h, NodeLevels).
+void CheckNodeLevels(ErrorSink& sink, const YAML::Node& n, const SearchSpec& spec) {
+  const TrialSchedulerOptions& o = spec.scheduler;
+  if (o.type != TrialSchedulerType::kAsha && o.type != TrialSchedulerType::kHyperband) {
+    sink.At(FieldNode(n, "resource"), "scheduler.resource",
+            "nodes (node count as the fidelity) needs type asha or hyperband, got " +
+                std::string(TrialSchedulerTypeName(o.type)));
+    return;
+  }
+  if (o.max_resource <= 0 || !(o.min_resource < o.max_resource)) return;  // reported above
+  auto whole = [](double v) { return v >= 1 && std::fabs(v - std::round(v)) < 1e-9 && v <= 1e6; };
+  if (!whole(o.min_resource) || !whole(o.max_resource)) {
+    sink.At(FieldNode(n, whole(o.min_resource) ? "max_resource" : "min_resource"), "scheduler.resource",
+            "with resource nodes, min_resource and max_resource are node counts (whole numbers >= 1), got " +
+                FormatNumber(o.min_resource) + " and " + FormatNumber(o.max_resource));
+    return;
+  }
+  for (int bracket = 0; bracket < MaxBrackets(o); ++bracket) {
+    for (double r : AshaRungs(o, bracket)) {
+      if (!whole(r)) {
+        sink.At(FieldNode(n, "reduction_factor"), "scheduler.reduction_factor",
+                "with resource nodes every rung is a node count, but min_resource " + FormatNumber(o.min_resource) +
+                    " x reduction_factor^k gives " + FormatNumber(r) + ": use a whole reduction_factor");
+        return;
+      }
+    }
+  }
+  if (spec.group.nodes != 1 && spec.group.nodes != static_cast<int>(std::llround(o.max_resource))) {
+    sink.At(FieldNode(n, "resource"), "resources.nodes",
+            "with scheduler.resource nodes a trial's node count is its rung's (" + FormatNumber(o.min_resource) +
+                " up to max_resource " + FormatNumber(o.max_resource) + "): leave resources.nodes out, got " +
+                std::to_string(spec.group.nodes));
+  }
+}
+
+}  // namespace
+
 void CheckSchedulerSection(ErrorSink& sink, const YAML::Node& n, const SearchSpec& spec) {
   const TrialSchedulerOptions& o = spec.scheduler;
   if (o.type == TrialSchedulerType::kNone) return;
@@ -152,6 +192,7 @@ void CheckSchedulerSection(ErrorSink& sink, const YAML::Node& n, const SearchSpe
                   std::to_string(o.brackets));
     }
   }
+  if (o.resource == kNodesResource) CheckNodeLevels(sink, n, spec);
   if (o.type == TrialSchedulerType::kPbt && spec.parallelism < 2) {
     sink.At(FieldNode(n, "type"), "scheduler.type",
             "pbt needs a population of trials running at once: set budget.parallelism >= 2 (got " +

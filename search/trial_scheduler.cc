@@ -89,6 +89,17 @@ int HyperbandBracket(const TrialSchedulerOptions& o, int brackets, int64_t trial
   return cycle[static_cast<size_t>(((trial_number % w) + w) % w)];
 }
 
+std::vector<int> NodeLevels(const TrialSchedulerOptions& o, int64_t trial_number) {
+  int bracket = 0;
+  if (o.type == TrialSchedulerType::kHyperband) {
+    bracket = HyperbandBracket(o, o.brackets > 0 ? o.brackets : MaxBrackets(o), trial_number);
+  }
+  std::vector<int> levels;
+  for (double r : AshaRungs(o, bracket)) levels.push_back(static_cast<int>(std::llround(r)));
+  levels.push_back(static_cast<int>(std::llround(o.max_resource)));
+  return levels;
+}
+
 std::unique_ptr<TrialScheduler> MakeTrialScheduler(const TrialSchedulerOptions& o, bool maximize,
                                                    const SearchSpace& space) {
   switch (o.type) {

@@ -113,6 +113,19 @@ std::vector<int> HyperbandCycle(const TrialSchedulerOptions& options, int bracke
 // The Hyperband bracket of trial `trial_number` for `brackets` brackets (builds the cycle: not for loops).
 int HyperbandBracket(const TrialSchedulerOptions& options, int brackets, int64_t trial_number);
 
+// Node count as the fidelity (`scheduler.resource: nodes`, asha and hyperband only). The coordinator runs such a
+// trial in stages, one per level: the first on NodeLevels(...)[0] nodes; when a stage's run exits 0 the
+// coordinator reports (node count, the run's objective) to the scheduler; a trial that goes on is queued again,
+// at promoted priority, for the next level's node count and resumes from its checkpoint directory (the command
+// gets the stage's node count as {nodes}, e.g. `--epochs {nodes}` so that a stage on more nodes trains on).
+// The levels are the rungs of the trial's bracket, then max_resource; every one a whole number.
+inline constexpr const char* kNodesResource = "nodes";
+inline bool ScalesNodes(const TrialSchedulerOptions& options) {
+  return (options.type == TrialSchedulerType::kAsha || options.type == TrialSchedulerType::kHyperband) &&
+         options.resource == kNodesResource;
+}
+std::vector<int> NodeLevels(const TrialSchedulerOptions& options, int64_t trial_number);
+
 // PBT's explore step, seeded by `rng_seed`: every active parameter of `source` is perturbed, in spec order:
 // with probability resample_probability it is drawn again (uniformly, log-uniformly where `log`); otherwise a
 // float is multiplied by 0.8 or 1.2 (even odds), an int too (rounded; moved by 1 when rounding keeps it

@@ -73,6 +73,13 @@ scheduler::NodeSpec NodeSpecOf(const v1::WorkerInfo& info, scheduler::NodeState 
 
 std::string Address(const v1::WorkerResources& r) { return r.address().empty() ? r.hostname() : r.address(); }
 
+// A metric value for a message: 6 significant digits.
+std::string FormatValue(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 }  // namespace
 
 Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, CoordinatorOptions options)
@@ -152,6 +159,13 @@ void Coordinator::Start() {
     auto sit = searches_.find(t.proto.search_id());
     if (sit == searches_.end()) continue;
     SearchRt& s = sit->second;
+    const int stored_nodes = t.proto.group().nodes();
+    *t.proto.mutable_group() = s.proto.group();
+    if (stored_nodes > 0) {
+      t.proto.mutable_group()->set_nodes(stored_nodes);
+    } else if (search::ScalesNodes(s.spec.scheduler) && !t.proto.workflow_step()) {
+      t.proto.mutable_group()->set_nodes(search::NodeLevels(s.spec.scheduler, t.proto.number()).front());
+    }
     s.trial_ids.push_back(t.proto.id());
     s.next_number = std::max(s.next_number, t.proto.number() + 1);
     if (t.proto.has_objective()) t.last_objective = t.best_objective = t.proto.objective();
@@ -631,7 +645,8 @@ void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
                                                                              : vit->second < *t.best_objective);
       if (better) t.best_objective = vit->second;
     }
-    if (s.trial_sched) ConsultTrialScheduler(s, t, point);
+    // With node count as the fidelity, a stage is reported when its run ends (EndStage), not per point.
+    if (s.trial_sched && !search::ScalesNodes(s.spec.scheduler)) ConsultTrialScheduler(s, t, point);
     if (!s.band.empty()) WatchBand(s, t, point);
     if (!watchers_.empty()) {
       v1::Event ev;
@@ -695,7 +710,7 @@ void Coordinator::OnExited(WorkerRt& w, const v1::TrialExited& m) {
       CloseAllocation(t, "failed");
       FinishTrial(t, v1::TRIAL_FAILED, m.exit_code(), where + err);
     } else if (!any_live) {
-      CompleteFromExit(s, t);
+      EndStage(s, t);
     }
     // else: exit 0 on one node while others still run; the trial ends with the last of them.
   } else if (current && t.proto.state() == v1::TRIAL_CANCELLED && metrics_member) {
@@ -773,12 +788,14 @@ void Coordinator::MaybeReleaseGroup(TrialRt& t) {
   for (const auto& m : t.members) nodes.push_back(m.node_id);
   t.members.clear();
   const bool pending = t.proto.state() == v1::TRIAL_PENDING;
-  if (t.sched == Sched::kRunning) {
-    auto st = pending ? sched_.Requeue(t.proto.id()) : sched_.Finish(t.proto.id());
-    if (!st.ok()) LogError(kLog, "trial " + std::to_string(t.proto.id()) + ": scheduler: " + st.message());
-    t.sched = pending && st.ok() ? Sched::kQueued : Sched::kNone;
-  }
   auto sit = searches_.find(t.proto.search_id());
+  // A trial promoted to another node count (node count as the fidelity) is a new request, not a requeue.
+  const bool reshaped = sit != searches_.end() && TrialNodes(sit->second, t) != static_cast<int>(nodes.size());
+  if (t.sched == Sched::kRunning) {
+    auto st = pending && !reshaped ? sched_.Requeue(t.proto.id()) : sched_.Finish(t.proto.id());
+    if (!st.ok()) LogError(kLog, "trial " + std::to_string(t.proto.id()) + ": scheduler: " + st.message());
+    t.sched = pending && !reshaped && st.ok() ? Sched::kQueued : Sched::kNone;
+  }
   if (pending && t.sched == Sched::kNone && sit != searches_.end()) Submit(sit->second, t);
   for (const auto& n : nodes) UpdateBusy(n);
   RequestSchedule();
@@ -787,11 +804,28 @@ void Coordinator::MaybeReleaseGroup(TrialRt& t) {
 scheduler::GroupRequest Coordinator::GroupRequestFor(const SearchRt& s, const TrialRt& t) const {
   scheduler::GroupRequest r;
   r.trial_id = t.proto.id();
-  r.nodes = s.spec.group.nodes;
+  r.nodes = TrialNodes(s, t);
   r.ranks_per_node = s.spec.group.ranks_per_node;
   r.gpus_per_rank = s.spec.group.gpus_per_rank;
   r.priority = SchedPriority(s.proto.priority());
+  // Node count as the fidelity: a trial past its first stage was promoted by the trial scheduler.
+  if (search::ScalesNodes(s.spec.scheduler) && !t.workflow_step &&
+      r.nodes > search::NodeLevels(s.spec.scheduler, t.proto.number()).front()) {
+    r.priority = std::max(r.priority, scheduler::Priority::kPromoted);
+  }
   return r;
+}
+
+int Coordinator::TrialNodes(const SearchRt& s, const TrialRt& t) {
+  return t.proto.group().nodes() > 0 ? t.proto.group().nodes() : s.spec.group.nodes;
+}
+
+std::map<std::string, std::string> Coordinator::Builtins(const SearchRt& s, const TrialRt& t) const {
+  return {{"trial_id", std::to_string(t.proto.id())},
+          {"trial_number", std::to_string(t.proto.number())},
+          {"search_id", std::to_string(t.proto.search_id())},
+          {"checkpoint_dir", CheckpointDir(t)},
+          {"nodes", std::to_string(TrialNodes(s, t))}};
 }
 
 void Coordinator::Submit(SearchRt& s, TrialRt& t) {
@@ -1093,6 +1127,9 @@ Coordinator::TrialRt& Coordinator::NewTrial(SearchRt& s, search::Params params, 
   p.set_state(v1::TRIAL_PENDING);
   p.set_workflow_step(workflow_step);
   *p.mutable_group() = s.proto.group();
+  if (search::ScalesNodes(s.spec.scheduler) && !workflow_step) {
+    p.mutable_group()->set_nodes(search::NodeLevels(s.spec.scheduler, p.number()).front());
+  }
   p.set_created_unix(Now());
   for (const auto& [k, v] : fresh.params) (*p.mutable_params())[k] = ToProto(v);
   store_.InsertTrial(&p);
@@ -1138,10 +1175,7 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& gr
     pl->set_first_rank(m.first_rank);
     t.members.push_back(std::move(m));
   }
-  std::map<std::string, std::string> builtins = {{"trial_id", std::to_string(p.id())},
-                                                 {"trial_number", std::to_string(p.number())},
-                                                 {"search_id", std::to_string(p.search_id())},
-                                                 {"checkpoint_dir", p.checkpoint_dir()}};
+  std::map<std::string, std::string> builtins = Builtins(s, t);
   search::Substituted sub;
   if (t.workflow_step) {
     search::SearchSpec step = s.spec;
@@ -1180,7 +1214,7 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& gr
   store_.AppendEvent("trial_assigned", p.search_id(), p.id(), where + " epoch " + std::to_string(t.epoch), Now());
 
   // What every started process gets.
-  const int world = s.spec.group.nodes * s.spec.group.ranks_per_node;
+  const int world = TrialNodes(s, t) * s.spec.group.ranks_per_node;
   const bool mpirun = s.spec.group.launcher == search::Launcher::kMpirun;
   std::map<std::string, std::string> env(sub.env.begin(), sub.env.end());
   env["LADDER_TRIAL_ID"] = std::to_string(p.id());
@@ -1189,6 +1223,7 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& gr
   env["LADDER_ATTEMPT"] = std::to_string(p.attempt());
   env["LADDER_PARAMS"] = ParamsJson(t.params);
   env["LADDER_CHECKPOINT_DIR"] = p.checkpoint_dir();
+  env["LADDER_NODES"] = std::to_string(t.members.size());
   std::string master = opt_.master_addr;
   if (t.members.size() > 1) {
     auto wit = workers_.find(t.members.front().node_id);
@@ -1259,7 +1294,8 @@ void Coordinator::Preempt(TrialRt& t, int64_t for_trial) {
   std::string reason = "preempted by trial " + std::to_string(for_trial);
   auto fit = trials_.find(for_trial);
   if (fit != trials_.end()) {
-    reason += " (" + std::string(v1::Priority_Name(searches_.at(fit->second.proto.search_id()).proto.priority())) + ")";
+    const SearchRt& fs = searches_.at(fit->second.proto.search_id());
+    reason += " (" + std::string(scheduler::PriorityName(GroupRequestFor(fs, fit->second).priority)) + " priority)";
   }
   t.preempting = true;
   store_.AppendEvent("trial_preempted", t.proto.search_id(), t.proto.id(), reason, Now());
@@ -1311,6 +1347,32 @@ void Coordinator::CompleteFromExit(SearchRt& s, TrialRt& t) {
   t.proto.set_objective(*objective);
   // A trial stopped early keeps the scheduler's reason as its note (it is not an error: it COMPLETED).
   FinishTrial(t, v1::TRIAL_COMPLETED, 0, t.early_stop.empty() ? "" : "stopped early: " + t.early_stop);
+}
+
+void Coordinator::EndStage(SearchRt& s, TrialRt& t) {
+  if (!s.trial_sched || !search::ScalesNodes(s.spec.scheduler) || t.workflow_step) return CompleteFromExit(s, t);
+  const std::vector<int> levels = search::NodeLevels(s.spec.scheduler, t.proto.number());
+  const int nodes = TrialNodes(s, t);
+  auto next = std::upper_bound(levels.begin(), levels.end(), nodes);
+  auto objective = s.spec.objective.scope == search::Objective::Scope::kBest ? t.best_objective : t.last_objective;
+  if (next == levels.end() || !objective) return CompleteFromExit(s, t);  // the last stage, or nothing to judge
+  // The stage's report, stored as one of the trial's metrics points: a restarted coordinator replays it.
+  v1::MetricPoint point;
+  point.set_step(t.proto.last_metrics().step());
+  point.set_time_unix(Now());
+  (*point.mutable_values())[search::kNodesResource] = nodes;
+  (*point.mutable_values())[s.proto.objective_metric()] = *objective;
+  store_.AppendMetrics(t.proto.id(), point);
+  ConsultTrialScheduler(s, t, point);  // a stop completes the trial with its value
+  if (t.proto.state() != v1::TRIAL_RUNNING || !t.early_stop.empty()) return;
+  const std::string why = std::string(search::TrialSchedulerTypeName(s.spec.scheduler.type)) + ": promoted from " +
+                          std::to_string(nodes) + " to " + std::to_string(*next) + " nodes (" +
+                          s.proto.objective_metric() + " " + FormatValue(*objective) + ")";
+  store_.AppendEvent("trial_promoted", s.proto.id(), t.proto.id(), why, Now());
+  LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + ": " + why);
+  t.proto.mutable_group()->set_nodes(*next);
+  t.proto.set_error(why);
+  BackToQueue(t, "promoted");
 }
 
 void Coordinator::ConsultTrialScheduler(SearchRt& s, TrialRt& t, const v1::MetricPoint& point) {
@@ -1509,11 +1571,7 @@ void Coordinator::BuildEnsemble(SearchRt& s) {
     search::SearchSpec one = s.spec;
     one.command = {opt.predictions_file};
     one.env.clear();
-    auto sub = search::SubstituteCommand(one, t->params,
-                                         {{"trial_id", std::to_string(t->proto.id())},
-                                          {"trial_number", std::to_string(t->proto.number())},
-                                          {"search_id", std::to_string(t->proto.search_id())},
-                                          {"checkpoint_dir", CheckpointDir(*t)}});
+    auto sub = search::SubstituteCommand(one, t->params, Builtins(s, *t));
     if (!sub.error.empty() || sub.argv.empty()) {
       error = "ensemble.predictions_file: " + sub.error;
       break;

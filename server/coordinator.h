@@ -206,6 +206,10 @@ class Coordinator {
   // trial the scheduler does not have.
   void MaybeReleaseGroup(TrialRt& t);
   scheduler::GroupRequest GroupRequestFor(const SearchRt& s, const TrialRt& t) const;
+  // The trial's node count: its own (node count as the fidelity: its stage's), else the search's.
+  static int TrialNodes(const SearchRt& s, const TrialRt& t);
+  // The built-in placeholders of the trial's command and templates (search::BuiltinPlaceholders).
+  std::map<std::string, std::string> Builtins(const SearchRt& s, const TrialRt& t) const;
   void Submit(SearchRt& s, TrialRt& t);
   // Tells the scheduler the node's state (up, draining when quarantined, down without a stream); returns
   // the trials that lost a node.
@@ -249,6 +253,11 @@ class Coordinator {
   void FinishExploit(SearchRt& s, TrialRt& t);
   // The trial's last member exited 0 (or was stopped early): COMPLETED with its objective, or FAILED without.
   void CompleteFromExit(SearchRt& s, TrialRt& t);
+  // Every member exited 0. Node count as the fidelity (scheduler.resource nodes): a stage below the last level
+  // is reported to the trial scheduler as (nodes, objective); the trial is stopped (COMPLETED with its value)
+  // or queued again for the next level's node count (promoted priority, same checkpoint directory). Otherwise,
+  // and at the last level: CompleteFromExit.
+  void EndStage(SearchRt& s, TrialRt& t);
   // Passes a metrics point to the search's trial scheduler and acts on its decision.
   void ConsultTrialScheduler(SearchRt& s, TrialRt& t, const v1::MetricPoint& point);
   // After a restart: the same calls again, from the stored trials and points (decisions ignored).

@@ -101,6 +101,10 @@ ALTER TABLE trials ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE searches ADD COLUMN ensemble TEXT;
 ALTER TABLE searches ADD COLUMN plan TEXT NOT NULL DEFAULT '';
 )sql",
+      // 4: a trial's own node count (node count as the fidelity: it grows from stage to stage; 0: the search's).
+      R"sql(
+ALTER TABLE trials ADD COLUMN group_nodes INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return kMigrations;
 }

@@ -184,7 +184,7 @@ void Store::UpdateTrial(const v1::Trial& t, int64_t assignment_epoch) {
   auto& st = db_.Prepare(
       "UPDATE trials SET state=?, attempt=?, exit_code=?, error=?, ignored_lines=?, last_ignored_line=?, "
       "objective=?, metric_count=?, command=?, placement=?, assignment_epoch=?, started_at=?, finished_at=?, "
-      "preemptions=? WHERE id=?");
+      "preemptions=?, group_nodes=? WHERE id=?");
   st.Bind(1, t.state()).Bind(2, t.attempt());
   if (t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_FAILED || t.state() == v1::TRIAL_CANCELLED) {
     st.Bind(3, t.exit_code());
@@ -208,7 +208,7 @@ void Store::UpdateTrial(const v1::Trial& t, int64_t assignment_epoch) {
   } else {
     st.BindNull(13);
   }
-  st.Bind(14, t.preemptions()).Bind(15, t.id());
+  st.Bind(14, t.preemptions()).Bind(15, t.group().nodes()).Bind(16, t.id());
   st.Run();
 }
 
@@ -345,7 +345,7 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs) {
   std::vector<v1::Trial> out;
   auto& st = db_.Prepare(
       "SELECT id,search_id,number,state,attempt,exit_code,error,ignored_lines,last_ignored_line,objective,"
-      "metric_count,command,placement,assignment_epoch,created_at,started_at,finished_at,preemptions FROM trials "
+      "metric_count,command,placement,assignment_epoch,created_at,started_at,finished_at,preemptions,group_nodes FROM trials "
       "ORDER BY id");
   while (st.Step()) {
     v1::Trial t;
@@ -373,6 +373,7 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs) {
     if (!st.IsNull(15)) t.set_started_unix(st.Real(15));
     if (!st.IsNull(16)) t.set_finished_unix(st.Real(16));
     t.set_preemptions(static_cast<int>(st.Int(17)));
+    t.mutable_group()->set_nodes(static_cast<int>(st.Int(18)));  // 0 (older rows): the search's
     out.push_back(std::move(t));
   }
   st.Reset();

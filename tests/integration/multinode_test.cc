@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <array>
 #include <fstream>
 #include <map>
 
@@ -163,6 +164,54 @@ TEST_F(MultiNode, RankCrashOnOneNodeStopsTheRankOnTheOtherNode) {
   ctx.TryCancel();
   reader->Finish();
   EXPECT_TRUE(idle) << "the other node's rank was stopped and its slot given back";
+}
+
+TEST_F(MultiNode, NodeCountFidelityRelaunchesAPromotedTrialOnBothNodesFromItsCheckpoint) {
+  // scheduler.resource nodes: stage 1 trains epoch 1 on one node; ASHA promotes the trial (alone at its
+  // rung), and stage 2 resumes from the checkpoint on both nodes (Gloo, a world of 2) and trains epoch 2.
+  StartNodes("127.0.0.1", "127.0.0.1");
+  auto s = Run("name: nodes-fidelity\n"
+               "objective: {metric: val_accuracy, mode: max}\n"
+               "budget: {max_trials: 1, max_retries: 0}\n"
+               "scheduler: {type: asha, resource: nodes, min_resource: 1, max_resource: 2, reduction_factor: 2}\n"
+               "command: [ladder-train, --epochs, '{nodes}', --batch-size, '32', --lr, '{lr}', --prefetch, '0',\n"
+               "          --checkpoint, '{checkpoint_dir}/model.pt', --resume]\n"
+               "env: {OMP_NUM_THREADS: '1'}\n"
+               "space:\n  lr: {type: categorical, values: ['0.05']}\n",
+               std::chrono::seconds(120));
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error();
+  auto t = OnlyTrial(s->id());
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+  EXPECT_EQ(t.group().nodes(), 2);
+  ASSERT_EQ(t.placement_size(), 2) << "the last stage ran on both nodes";
+  EXPECT_NE(t.placement(0).node_id(), t.placement(1).node_id());
+  // Evaluation lines: epoch 1 on one rank; then, on two ranks with twice the global batch, steps that go on
+  // from stage 1's last step (resumed, not trained again from step 1) up to epoch 2. Between them, the stage's
+  // report to ASHA.
+  std::vector<std::array<double, 4>> evals;  // step, epoch, ranks, global_batch
+  int stage_reports = 0;
+  for (const auto& p : t.metrics()) {
+    const auto& v = p.values();
+    if (v.count("ranks")) evals.push_back({static_cast<double>(p.step()), v.at("epoch"), v.at("ranks"), v.at("global_batch")});
+    if (v.count("nodes")) {
+      ++stage_reports;
+      EXPECT_EQ(v.at("nodes"), 1);
+      EXPECT_TRUE(v.count("val_accuracy"));
+    }
+  }
+  ASSERT_GE(evals.size(), 2u);
+  EXPECT_EQ(evals.front()[1], 1);
+  EXPECT_EQ(evals.front()[2], 1);
+  EXPECT_EQ(evals.front()[3], 32);
+  for (size_t i = 1; i < evals.size(); ++i) {
+    EXPECT_EQ(evals[i][2], 2) << "eval " << i;
+    EXPECT_EQ(evals[i][3], 64) << "eval " << i;
+    EXPECT_GT(evals[i][0], evals.front()[0]) << "stage 2 resumed after stage 1's last step";
+  }
+  EXPECT_EQ(evals.back()[1], 2);
+  EXPECT_EQ(stage_reports, 1);
+  EXPECT_GT(t.objective(), 0.5);
 }
 
 }  // namespace

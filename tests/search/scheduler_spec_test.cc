@@ -2,9 +2,12 @@
 // field, line, column and a message.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
+#include <vector>
 
 #include "search/spec.h"
+#include "search/trial_scheduler.h"
 
 namespace ladder::search {
 namespace {
@@ -176,6 +179,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"field on none", "scheduler: {type: none, quantile: 0.2}\n", "scheduler.quantile", 8, 0,
                 "applies only to the pbt scheduler, not none"},
         BadCase{"scheduler a list", "scheduler: [asha]\n", "scheduler", 8, 12, "expected a scheduler type"},
+        BadCase{"nodes on median", "scheduler: {type: median, resource: nodes}\n", "scheduler.resource", 8, 37,
+                "nodes (node count as the fidelity) needs type asha or hyperband, got median"},
+        BadCase{"nodes with a fractional rung", "scheduler: {type: asha, resource: nodes, max_resource: 9, "
+                "reduction_factor: 2.5}\n", "scheduler.reduction_factor", 8, 77, "gives 2.5: use a whole reduction_factor"},
+        BadCase{"nodes not whole", "scheduler: {type: asha, resource: nodes, min_resource: 0.5, max_resource: 4, "
+                "reduction_factor: 2}\n", "scheduler.resource", 8, 0, "node counts (whole numbers >= 1), got 0.5 and 4"},
+        BadCase{"nodes and resources.nodes", "resources: {nodes: 2}\nscheduler: {type: asha, resource: nodes, "
+                "max_resource: 4, reduction_factor: 2}\n", "resources.nodes", 9, 0, "leave resources.nodes out, got 2"},
         BadCase{"ensemble without file", "ensemble: {size: 3}\n", "ensemble.predictions_file", 8, 11,
                 "missing required field 'predictions_file'"},
         BadCase{"ensemble unknown placeholder", "ensemble: {predictions_file: \"{checkpoint_dri}/p.csv\"}\n",
@@ -189,6 +200,37 @@ INSTANTIATE_TEST_SUITE_P(
       for (const char* p = info.param.what; *p; ++p) name += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
       return name;
     });
+
+TEST(SchedulerSpecTest, NodeCountAsTheFidelityGivesWholeNodeLevelsPerBracket) {
+  ParseResult a = ParseSpec(kHead + "scheduler: {type: asha, resource: nodes, max_resource: 8, reduction_factor: 2}\n"
+                                    "resources: {nodes: 8}\n", "s.yaml");
+  ASSERT_TRUE(a.ok()) << AllErrors(a);
+  EXPECT_TRUE(ScalesNodes(a.spec->scheduler));
+  EXPECT_EQ(NodeLevels(a.spec->scheduler, 0), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(NodeLevels(a.spec->scheduler, 5), (std::vector<int>{1, 2, 4, 8})) << "asha: one bracket";
+  // hyperband: a trial's levels start at its bracket's first rung; the last bracket runs at 4 nodes only.
+  ParseResult h = ParseSpec(kHead + "scheduler: {type: hyperband, resource: nodes, max_resource: 4, "
+                                    "reduction_factor: 2}\n", "s.yaml");
+  ASSERT_TRUE(h.ok()) << AllErrors(h);
+  std::set<std::vector<int>> seen;
+  for (int n = 0; n < 20; ++n) {
+    auto levels = NodeLevels(h.spec->scheduler, n);
+    int bracket = HyperbandBracket(h.spec->scheduler, MaxBrackets(h.spec->scheduler), n);
+    EXPECT_EQ(levels.front(), 1 << bracket) << "trial " << n;
+    EXPECT_EQ(levels.back(), 4);
+    seen.insert(levels);
+  }
+  EXPECT_EQ(seen, (std::set<std::vector<int>>{{1, 2, 4}, {2, 4}, {4}}));
+  // Another resource name is an ordinary metric.
+  ParseResult e = ParseSpec(kHead + "scheduler: {type: asha, resource: epoch, max_resource: 8}\n", "s.yaml");
+  ASSERT_TRUE(e.ok()) << AllErrors(e);
+  EXPECT_FALSE(ScalesNodes(e.spec->scheduler));
+  // {nodes} is a built-in placeholder (and so not a parameter name).
+  ParseResult p = ParseSpec("name: s\nobjective: {metric: v, mode: min}\nbudget: {max_trials: 2}\n"
+                            "command: [t, \"{nodes}\"]\nspace:\n  nodes: {type: int, low: 1, high: 4}\n", "p.yaml");
+  ASSERT_EQ(p.errors.size(), 1u) << AllErrors(p);
+  EXPECT_NE(p.errors[0].message.find("'nodes' is a built-in placeholder"), std::string::npos) << AllErrors(p);
+}
 
 TEST(SchedulerSpecTest, PbtNeedsParallelism) {
   const std::string spec =
