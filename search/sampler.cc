@@ -178,6 +178,7 @@ std::unique_ptr<Sampler> MakeSampler(const SearchSpec& spec) {
   if (spec.sampler == "tpe") return internal::MakeTpeSampler(spec);
   if (spec.sampler == "gp") return internal::MakeGpSampler(spec);
   if (spec.sampler == "cmaes") return internal::MakeCmaEsSampler(spec);
+  if (spec.sampler == "scales") return internal::MakeScalesSampler(spec);
   return std::make_unique<RandomSampler>(spec);
 }
 

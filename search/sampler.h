@@ -7,6 +7,8 @@
 //   gp      Gaussian-process BO: Matérn-5/2 ARD kernel fitted by marginal likelihood, expected improvement,
 //           kriging believer for pending trials; the model holds at most `max_history` trials
 //   cmaes   CMA-ES over the float/int parameters (categoricals drawn at random)
+//   scales  the spec's `scales:` section (search/scales.h): a global batch x learning-rate grid, then
+//           extensions that bracket each batch's best learning rate (Ask may wait for results: Waiting)
 //
 // Determinism contract. random, grid and sobol: Ask(n) is a function of (spec seed, n) only. The model-based
 // samplers (tpe, gp, cmaes): Ask(n) is a function of (spec seed, n, the set of told trials, the set of pending
@@ -41,6 +43,9 @@ class Sampler {
   // A trial that runs with `params` but was not asked of this sampler object (after a restart). Samplers
   // without a model ignore it.
   virtual void AddPending(int64_t /*trial_number*/, const Params& /*params*/) {}
+  // After Ask returned nullopt: true when more configurations may come once a pending trial is told (the
+  // caller asks again after the next Tell); false when the sampler is done.
+  virtual bool Waiting() const { return false; }
   // Finite spaces (grid) know their size.
   virtual std::optional<int64_t> Size() const { return std::nullopt; }
 };

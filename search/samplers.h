@@ -9,5 +9,6 @@ namespace ladder::search::internal {
 std::unique_ptr<Sampler> MakeTpeSampler(const SearchSpec& spec);    // tpe_sampler.cc
 std::unique_ptr<Sampler> MakeGpSampler(const SearchSpec& spec);     // gp_sampler.cc
 std::unique_ptr<Sampler> MakeCmaEsSampler(const SearchSpec& spec);  // cmaes_sampler.cc
+std::unique_ptr<Sampler> MakeScalesSampler(const SearchSpec& spec);  // scales_sampler.cc (`scales:`)
 
 }  // namespace ladder::search::internal

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "search/command_template.h"
+#include "search/spec_scales.h"
 #include "search/spec_scheduler.h"
 #include "search/yaml_reader.h"
 
@@ -47,7 +48,7 @@ class SpecReader {
     }
     auto top = internal::ReadMapping(sink_, root, "",
                                      {"name", "description", "objective", "budget", "sampler", "resources",
-                                      "command", "env", "trial", "space", "scheduler", "ensemble"});
+                                      "command", "env", "trial", "space", "scheduler", "ensemble", "scales"});
     if (!top) return;
     const MapEntries& t = *top;
     auto required = [&](std::string_view key) -> const MapEntry* {
@@ -60,15 +61,30 @@ class SpecReader {
     if (const MapEntry* e = required("name")) ReadName(e->value);
     if (const MapEntry* e = Find(t, "description")) internal::ReadString(sink_, e->value, "description");
     if (const MapEntry* e = required("objective")) ReadObjective(e->value);
-    if (const MapEntry* e = Find(t, "sampler")) ReadSampler(e->value);
+    const MapEntry* scales = Find(t, "scales");
+    if (const MapEntry* e = Find(t, "sampler")) {
+      if (scales != nullptr) {
+        sink_.At(e->key_node, "sampler", "scales: plans the trials itself: leave sampler out");
+      } else {
+        ReadSampler(e->value);
+      }
+    }
     const MapEntry* budget = Find(t, "budget");
     if (budget != nullptr) ReadBudget(budget->value);
     if (const MapEntry* e = Find(t, "resources")) ReadResources(e->value);
     if (const MapEntry* e = required("command")) ReadCommand(e->value);
     if (const MapEntry* e = Find(t, "env")) ReadEnv(e->value);
     if (const MapEntry* e = Find(t, "trial")) ReadTrial(e->value);
-    const MapEntry* space = required("space");
-    if (space != nullptr) ReadSpace(space->value);
+    const MapEntry* space = nullptr;
+    if (scales != nullptr) {
+      if (const MapEntry* e = Find(t, "space")) {
+        sink_.At(e->key_node, "space", "scales: defines the space (global_batch and lr): leave space out");
+      }
+      ReadScales(scales->value);
+    } else {
+      space = required("space");
+      if (space != nullptr) ReadSpace(space->value);
+    }
 
     if (const MapEntry* e = Find(t, "scheduler")) {
       internal::ReadSchedulerSection(sink_, e->value, &spec_.scheduler, &scheduler_seed_given_);
@@ -562,10 +578,26 @@ class SpecReader {
   }
 
   void CheckBudget(const YAML::Node& root, const MapEntry* budget) {
-    if (spec_.sampler != "grid" && !max_trials_given_) {
+    if (spec_.sampler != "grid" && !scales_present_ && !max_trials_given_) {
       sink_.At(budget != nullptr ? budget->value : root, "budget.max_trials",
-               "missing required field 'max_trials' (only the grid sampler has a default)");
+               "missing required field 'max_trials' (only the grid sampler and scales: have a default)");
     }
+    if (spec_.scales.enabled && max_trials_given_ && max_trials_ < static_cast<int>(ScalesGrid(spec_.scales).size())) {
+      sink_.At(budget->value, "budget.max_trials",
+               "scales: plans " + std::to_string(ScalesGrid(spec_.scales).size()) +
+                   " grid trials; max_trials must be at least that (or left out: grid + extend x batches = " +
+                   std::to_string(ScalesMaxTrials(spec_.scales)) + "), got " + std::to_string(max_trials_));
+    }
+  }
+
+  void ReadScales(const YAML::Node& n) {
+    scales_present_ = true;  // even when invalid: its parameters and budget default, so errors do not cascade
+    spec_.sampler = "scales";
+    param_names_.insert(param_names_.end(), {kScalesBatchParam, kScalesLrParam});
+    internal::ReadScalesSection(sink_, n, &spec_.scales);
+    if (!spec_.scales.enabled) return;
+    spec_.space = ScalesSpace(spec_.scales);
+    param_marks_.assign(spec_.space.params.size(), n.Mark());
   }
 
   void CheckGrid() {
@@ -621,6 +653,8 @@ class SpecReader {
   void Finish() {
     if (spec_.sampler == "grid") {
       spec_.max_trials = max_trials_given_ ? std::min(max_trials_, grid_size_) : grid_size_;
+    } else if (spec_.sampler == "scales" && !max_trials_given_) {
+      spec_.max_trials = static_cast<int>(ScalesMaxTrials(spec_.scales));
     } else {
       spec_.max_trials = max_trials_;
     }
@@ -637,6 +671,7 @@ class SpecReader {
   bool space_ok_ = true;
   bool max_trials_given_ = false;
   bool scheduler_seed_given_ = false;
+  bool scales_present_ = false;
   int max_trials_ = 0;
   int grid_size_ = 0;
 };

@@ -60,7 +60,10 @@
 //     metric: log_loss               # accuracy | log_loss | mse (default log_loss)
 //     retrain: [retrain-ensemble, --members, "{ensemble_file}"]  # optional: one workflow step after the
 //                                    # selection that retrains the members together (see EnsembleOptions)
-//   space:                           # required, at least one parameter
+//   scales:                          # instead of space and sampler: a batch x learning-rate sweep planned
+//     global_batch: [32, 64, 128]    # for `ladder promote` (search/scales.h)
+//     lr: {low: 0.01, high: 0.16}
+//   space:                           # required (unless scales:), at least one parameter
 //     lr: {type: float, low: 1.0e-4, high: 0.1, log: true}
 //     batch_size: {type: int, low: 16, high: 128, log: true}
 //     width: {type: int, low: 32, high: 256, grid_points: 3}
@@ -87,6 +90,7 @@
 #include <string_view>
 #include <vector>
 
+#include "search/scales.h"
 #include "search/space.h"
 #include "search/trial_scheduler_options.h"
 
@@ -137,6 +141,7 @@ struct SearchSpec {
   double progress_timeout_s = 0;  // trial.progress_timeout; 0: no watchdog
   TrialSchedulerOptions scheduler;  // `scheduler:` (type none when absent)
   EnsembleOptions ensemble;         // `ensemble:` (enabled false when absent)
+  ScalesOptions scales;             // `scales:` (sampler "scales"; the space is global_batch x lr)
   SearchSpace space;
 };
 

@@ -1107,7 +1107,9 @@ bool Coordinator::CreateOne(SearchRt& s) {
   if (s.exhausted || s.next_number >= s.proto.max_trials()) return false;
   auto params = s.sampler->Ask(s.next_number);
   if (!params) {
-    s.exhausted = true;
+    // A sampler that waits for results is asked again after the next trial ends (MaybeFinishSearch does not
+    // end a search that is not exhausted); with nothing left to wait for it is done.
+    s.exhausted = !s.sampler->Waiting() || (s.running.empty() && s.pending.empty());
     return false;
   }
   TrialRt& t = NewTrial(s, std::move(*params), /*workflow_step=*/false);
