@@ -40,6 +40,16 @@ std::vector<std::pair<std::shared_ptr<FakeLink>, v1::StartTrial>> StartsOf(const
   return out;
 }
 
+// The trials started so far on any of the links, ascending (with repeats for multi-node starts).
+std::vector<int64_t> StartedTrials(const Links& links) {
+  std::vector<int64_t> trials;
+  for (const auto& l : links) {
+    for (const auto& s : l->Starts()) trials.push_back(s.trial_id());
+  }
+  std::sort(trials.begin(), trials.end());
+  return trials;
+}
+
 std::string Arg(const v1::StartTrial& s, const std::string& prefix) {
   for (const auto& a : s.argv()) {
     if (a.rfind(prefix, 0) == 0) return a.substr(prefix.size());
@@ -59,13 +69,8 @@ class CoordinatorNodeFidelityTest : public CoordinatorTest {
 TEST_F(CoordinatorNodeFidelityTest, APromotedTrialIsRelaunchedOnTwiceTheNodesFromItsCheckpointUntilMaxResource) {
   Links links = {Connect("a", 1), Connect("b", 1), Connect("c", 1), Connect("d", 1)};
   auto id = CreateSearch(kNodesSpec);
-  auto search = GetSearch(id);
   // Both trials start their first stage on one node each.
-  std::vector<int64_t> trials;
-  for (const auto& l : links) {
-    for (const auto& s : l->Starts()) trials.push_back(s.trial_id());
-  }
-  std::sort(trials.begin(), trials.end());
+  std::vector<int64_t> trials = StartedTrials(links);
   ASSERT_EQ(trials.size(), 2u);
   auto good = StartsOf(links, trials[0]);
   auto bad = StartsOf(links, trials[1]);
@@ -127,11 +132,7 @@ TEST_F(CoordinatorNodeFidelityTest, APromotedTrialIsRelaunchedOnTwiceTheNodesFro
 TEST_F(CoordinatorNodeFidelityTest, APromotedStageOutranksSearchTrialsAndStagesSurviveARestart) {
   Links links = {Connect("a", 1), Connect("b", 1)};
   CreateSearch(kNodesSpec);
-  std::vector<int64_t> trials;
-  for (const auto& l : links) {
-    for (const auto& s : l->Starts()) trials.push_back(s.trial_id());
-  }
-  std::sort(trials.begin(), trials.end());
+  std::vector<int64_t> trials = StartedTrials(links);
   ASSERT_EQ(trials.size(), 2u);
   auto first = StartsOf(links, trials[0]);
   auto other = StartsOf(links, trials[1]);
