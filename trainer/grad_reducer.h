@@ -62,6 +62,9 @@ class GradientReducer {
   // Each bucket's size in bytes, in bucket order (the order they are launched in when gradients arrive in
   // reverse parameter order).
   std::vector<int64_t> bucket_bytes() const;
+  // The flat gradient buffers (one per run of parameters sharing a dtype and device; every .grad is a view of
+  // one). A benchmark reduces the very same bytes with raw collectives through them.
+  const std::vector<torch::Tensor>& buffers() const { return buffers_; }
   // What the accumulator post-hooks call once parameter `param`'s gradient is in its buffer. Public so that a
   // benchmark can drive the reducer without autograd.
   void MarkReady(size_t param);
