@@ -1,15 +1,16 @@
 // ladder-allreduce-bench: run under mpirun. Times (a) the trainer's bucketed gradient allreduce — the
 // GradientReducer's gradients are views of flat buffers that autograd accumulates into, cut into buckets of the
 // cap (the first 1 MiB), so what a step costs the reducer is: parameters marked ready in backward order (as the
-// accumulator hooks do), each bucket's allreduce launched on the communicator's MPI thread as soon as it is
-// complete, Finish() waiting for all — against (b) raw MPI_Allreduce of the same bytes from the calling thread,
-// three ways: one call, cap-sized chunks, and the reducer's own bucket sizes; the fastest (by median) counts.
-// A diagnostic fourth way (not a baseline) sends the reducer's pieces through the MPI backend's thread.
+// accumulator hooks do), each bucket's allreduce launched on the MPI backend as soon as it is complete,
+// Finish() waiting for all — against (b) raw MPI_Allreduce of the same bytes (the reducer's own gradient
+// buffer) from the calling thread, three ways: one call, cap-sized chunks, and the reducer's own bucket sizes;
+// the fastest (by median) counts. Diagnostics (not baselines): (c) the reducer's pieces sent through the MPI
+// backend without the reducer; (d) raw MPI of the same pieces of a second buffer of the same size.
 //
 // The variants run interleaved, one iteration of each per round, so that a change of load during the run
-// hits all of them alike. Untimed before each timed iteration: the gradients (or the raw buffer) are filled
-// with constants and the ranks meet at a barrier. Prints one JSON line from rank 0 with the medians, the
-// quartiles, and the median of the per-round ratios ladder / best raw.
+// hits all of them alike. Untimed before each timed iteration: the gradients are zeroed and filled with
+// constants in the same way and the ranks meet at a barrier. Prints one JSON line from rank 0 with the
+// medians, the quartiles, and the median of the per-round ratios ladder / best raw.
 #include <mpi.h>
 #include <sys/resource.h>
 
@@ -89,16 +90,37 @@ int main(int argc, char** argv) {
   cuts[0] = {elems};
   for (int64_t off = 0; off < elems; off += cap_bytes / 4) cuts[1].push_back(std::min(cap_bytes / 4, elems - off));
   for (int64_t b : reducer.bucket_bytes()) cuts[2].push_back(b / 4);
-  auto flat = torch::zeros({elems});
-  std::vector<double> t_ladder, f_ladder;  // seconds and page faults per timed iteration
-  std::vector<double> t_thread;  // diagnostic: the reducer's bucket pieces of `flat` through the communicator
-  std::vector<std::vector<double>> t_raw(cuts.size()), f_raw(cuts.size());
-  for (int i = 0; i < iters + 1; ++i) {  // the first round is warm-up
-    // (a) The gradients as a backward pass leaves them in the buffers (untimed: autograd's work, not the
-    // reducer's; zeroing is the optimizer's zero_grad of any trainer).
+  // Raw MPI reduces the very same bytes: the reducer's gradient buffer. Two 256 MiB buffers of one process
+  // need not be equally fast (on this VM the one allocated first was 10-15% slower for MPI, whichever side it
+  // belonged to), so a baseline on a buffer of its own would compare memory, not the reducer.
+  if (reducer.buffers().size() != 1 || reducer.buffers()[0].numel() != elems) {
+    std::fprintf(stderr, "ladder-allreduce-bench: expected one gradient buffer of %lld floats\n",
+                 static_cast<long long>(elems));
+    return 1;
+  }
+  float* grad = reducer.buffers()[0].data_ptr<float>();
+  auto other = torch::zeros({elems});  // diagnostic only: a second buffer of the same size
+  // Every variant starts from the gradients as a backward pass leaves them in the buffer (untimed: autograd's
+  // work, not the reducer's; zeroing is the optimizer's zero_grad of any trainer) and a barrier.
+  auto prepare = [&] {
     reducer.ZeroGrad();
     for (auto& p : params) p.mutable_grad().fill_(0.5f);
     comm->Barrier();
+  };
+  auto raw = [&](float* data, const std::vector<int64_t>& cut) {
+    int64_t off = 0;
+    for (int64_t piece : cut) {
+      MPI_Allreduce(MPI_IN_PLACE, data + off, static_cast<int>(piece), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      off += piece;
+    }
+  };
+  std::vector<double> t_ladder, f_ladder;  // seconds and page faults per timed iteration
+  std::vector<double> t_thread;  // diagnostic: the reducer's bucket pieces through the communicator alone
+  std::vector<double> t_other;   // diagnostic: raw, the reducer's bucket pieces of a second buffer
+  std::vector<std::vector<double>> t_raw(cuts.size()), f_raw(cuts.size());
+  for (int i = 0; i < iters + 1; ++i) {  // the first round is warm-up
+    // (a) The reducer: parameters marked ready in backward order, Finish() waits for every bucket.
+    prepare();
     double f0 = MinorFaults(), t0 = Now();
     reducer.Prepare();
     for (size_t j = params.size(); j-- > 0;) reducer.MarkReady(j);
@@ -108,38 +130,38 @@ int main(int argc, char** argv) {
       t_ladder.push_back(t);
       f_ladder.push_back(MinorFaults() - f0);
     }
-    // (b) raw MPI_Allreduce, each way of cutting.
+    // (b) raw MPI_Allreduce of the same buffer, each way of cutting.
     for (size_t c = 0; c < cuts.size(); ++c) {
-      flat.fill_(0.5f);
-      comm->Barrier();
+      prepare();
       f0 = MinorFaults();
       t0 = Now();
-      int64_t off = 0;
-      for (int64_t piece : cuts[c]) {
-        MPI_Allreduce(MPI_IN_PLACE, flat.data_ptr<float>() + off, static_cast<int>(piece), MPI_FLOAT, MPI_SUM,
-                      MPI_COMM_WORLD);
-        off += piece;
-      }
+      raw(grad, cuts[c]);
       t = Now() - t0;
       if (i) {
         t_raw[c].push_back(t);
         f_raw[c].push_back(MinorFaults() - f0);
       }
     }
-    // (c) Diagnostic, not a baseline: the reducer's bucket pieces of `flat` queued on the communicator's MPI
-    // thread without the reducer, i.e. what the backend's threading costs by itself.
-    flat.fill_(0.5f);
+    // (c) Diagnostic, not a baseline: the reducer's bucket pieces queued on the communicator without the
+    // reducer, i.e. what the backend's threading costs by itself.
     std::vector<torch::Tensor> pieces;
     for (int64_t off = 0; int64_t e : cuts[2]) {
-      pieces.push_back(flat.narrow(0, off, e));
+      pieces.push_back(reducer.buffers()[0].narrow(0, off, e));
       off += e;
     }
-    comm->Barrier();
+    prepare();
     t0 = Now();
     std::vector<std::unique_ptr<ladder::trainer::comm::Work>> works;
     for (auto& piece : pieces) works.push_back(comm->AllreduceSum(piece));
     for (auto& w : works) w->Wait();
     if (i) t_thread.push_back(Now() - t0);
+    // (d) Diagnostic, not a baseline: raw, the same cuts of a second buffer (what memory placement alone does).
+    prepare();
+    other.fill_(0.5f);
+    comm->Barrier();
+    t0 = Now();
+    raw(other.data_ptr<float>(), cuts[2]);
+    if (i) t_other.push_back(Now() - t0);
   }
   if (comm->rank() == 0) {
     const int n = comm->size();
@@ -162,12 +184,13 @@ int main(int argc, char** argv) {
         "\"mpi_one_call_s\": %.6f, \"mpi_cap_chunks_s\": %.6f, \"mpi_bucket_chunks_s\": %.6f, "
         "\"ladder_busbw_gbps\": %.3f, \"mpi_busbw_gbps\": %.3f, \"overhead\": %.4f, "
         "\"paired_overhead\": %.4f, \"paired_overhead_q1\": %.4f, \"paired_overhead_q3\": %.4f, "
-        "\"ladder_faults\": %.0f, \"mpi_faults\": %.0f, \"mpi_thread_bucket_chunks_s\": %.6f}\n",
+        "\"ladder_faults\": %.0f, \"mpi_faults\": %.0f, \"mpi_thread_bucket_chunks_s\": %.6f, "
+        "\"mpi_other_buffer_bucket_chunks_s\": %.6f}\n",
         b, n, iters, params.size(), buckets.c_str(), ladder_s, Quantile(t_ladder, 0.25), Quantile(t_ladder, 0.75),
         mpi_s, Quantile(t_raw[best], 0.25), Quantile(t_raw[best], 0.75), kCutNames[best], Median(t_raw[0]),
         Median(t_raw[1]), Median(t_raw[2]), busbw(ladder_s), busbw(mpi_s), ladder_s / mpi_s - 1.0,
         Median(ratios) - 1.0, Quantile(ratios, 0.25) - 1.0, Quantile(ratios, 0.75) - 1.0, Median(f_ladder),
-        Median(f_raw[best]), Median(t_thread));
+        Median(f_raw[best]), Median(t_thread), Median(t_other));
   }
   comm.reset();
   MPI_Finalize();
