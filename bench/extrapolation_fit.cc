@@ -10,8 +10,8 @@
 //    "options": {"seed": 0, "bootstrap": 200, "anchor": "largest" | "best", "neighbours": 2},
 //    "plan": {"global_batch": 8192, "examples": 1e6, "nodes": 0, "per_node_batch": 0}}   optional
 // Output: {"best_lr": [...], "lr_fit": {...}, "noise_fit": {...}, "noise_ratio", "tradeoff": {...},
-//          "joint_fit": {...}, "predictions": [{"batch", "fit": [v, lo, hi], "lr_fit", "noise_fit", "joint_fit",
-//          "linear", "sqrt"}],
+//          "joint_fit": {...}, "power_fit": {...}, "surface_fit": {...}, "predictions": [{"batch",
+//          "fit": [v, lo, hi], "power_fit", "surface_fit", "lr_fit", "noise_fit", "joint_fit", "linear", "sqrt"}],
 //          "oracle": [{"batch", "lr": [v, lo, hi], "loss", "at_edge"}], "plan": {...}, "notes": [...]}
 // or {"error": "..."} with exit status 2.
 #include <cmath>
@@ -108,6 +108,10 @@ int main(int argc, char** argv) {
     if (r.power_fit) {
       out["power_fit"] = {{"coefficient", Iv(r.power_fit->coefficient)}, {"exponent", Iv(r.power_fit->exponent)}};
     }
+    if (r.surface_fit) {
+      out["surface_fit"] = {{"coefficient", Iv(r.surface_fit->coefficient)},
+                            {"exponent", Iv(r.surface_fit->exponent)}};
+    }
     out["measured_noise_scale"] = Iv(r.measured_noise_scale);
     out["noise_ratio"] = std::isfinite(r.noise_ratio) ? json(r.noise_ratio) : json(nullptr);
     if (r.tradeoff) {
@@ -118,8 +122,8 @@ int main(int argc, char** argv) {
     for (const json& b : in.value("predict", json::array())) {
       const double batch = b.get<double>();
       json p{{"batch", batch}};
-      for (LrRule rule : {LrRule::kFit, LrRule::kPowerFit, LrRule::kLrFit, LrRule::kNoiseFit, LrRule::kJointFit,
-                          LrRule::kLinear, LrRule::kSqrt}) {
+      for (LrRule rule : {LrRule::kFit, LrRule::kPowerFit, LrRule::kSurfaceFit, LrRule::kLrFit, LrRule::kNoiseFit,
+                          LrRule::kJointFit, LrRule::kLinear, LrRule::kSqrt}) {
         auto lr = PredictLr(r, batch, rule);
         p[LrRuleName(rule)] = lr.ok() ? Iv(*lr.value) : json(nullptr);
       }

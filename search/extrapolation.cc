@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -157,6 +158,95 @@ LawFit FitLawFixedNoise(const std::vector<LawPoint>& pts, double b_noise) {
   return LawFit{std::exp(log_eps), b_noise, std::sqrt(sse / pts.size()) / std::log(2.0), true};
 }
 
+// ---- the loss surface: loss(x, B) ≈ L*(B) + k(B)·(x − c − α·u(B))², x = log2 lr, u = log2 B − mean ------------
+
+struct SurfaceBatch {
+  double u = 0;               // log2 B minus the mean over batches
+  std::vector<double> x, y;   // log2 lr and loss / the batch's best mean loss
+};
+
+// Sum of squares of the best per-batch (L*, k >= 0) for a given optimum line (c, α).
+double SurfaceSse(const std::vector<SurfaceBatch>& batches, double c, double alpha) {
+  double total = 0;
+  for (const SurfaceBatch& b : batches) {
+    const double xs = c + alpha * b.u;
+    const size_t n = b.x.size();
+    double mz = 0, my = 0;
+    std::vector<double> z(n);
+    for (size_t i = 0; i < n; ++i) z[i] = (b.x[i] - xs) * (b.x[i] - xs), mz += z[i], my += b.y[i];
+    mz /= static_cast<double>(n), my /= static_cast<double>(n);
+    double szz = 0, szy = 0;
+    for (size_t i = 0; i < n; ++i) szz += (z[i] - mz) * (z[i] - mz), szy += (z[i] - mz) * (b.y[i] - my);
+    const double k = szz > 0 ? std::max(0.0, szy / szz) : 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      const double r = b.y[i] - (my + k * (z[i] - mz));
+      total += r * r;
+    }
+  }
+  return total;
+}
+
+// The trials of each batch within `window` octaves of its best LR (at least its 3 LRs nearest that), losses
+// relative to the batch's best. nullopt when a batch has fewer than 3 distinct LRs or there are < 2 batches.
+std::optional<std::vector<SurfaceBatch>> SurfaceData(const std::map<int64_t, Group>& by_batch,
+                                                     const std::vector<BestLr>& best, double window) {
+  if (best.size() < 2) return std::nullopt;
+  std::vector<SurfaceBatch> out;
+  double mean_u = 0;
+  for (const BestLr& bl : best) {
+    const double xb = std::log2(bl.lr.value);
+    std::map<double, std::vector<double>> by_x;
+    for (const ScaleTrial* t : by_batch.at(bl.global_batch)) {
+      if (Convergent(*t)) by_x[std::log2(t->peak_lr)].push_back(t->final_loss);
+    }
+    if (by_x.size() < 3) return std::nullopt;
+    std::vector<double> dist;
+    for (const auto& kv : by_x) dist.push_back(std::abs(kv.first - xb));
+    std::sort(dist.begin(), dist.end());
+    const double reach = std::max(window, dist[2]);
+    SurfaceBatch sb;
+    sb.u = std::log2(static_cast<double>(bl.global_batch));
+    mean_u += sb.u;
+    const double scale = bl.loss > 0 ? bl.loss : 1.0;
+    for (const auto& [x, losses] : by_x) {
+      if (std::abs(x - xb) > reach + 1e-9) continue;
+      for (double l : losses) sb.x.push_back(x), sb.y.push_back(l / scale);
+    }
+    out.push_back(std::move(sb));
+  }
+  mean_u /= static_cast<double>(out.size());
+  for (SurfaceBatch& b : out) b.u -= mean_u;
+  return out;
+}
+
+// Fits (c, α), α in [0, 1]; returns ln lr = a + b ln B like the power fit.
+std::optional<internal::Line> FitSurface(const std::map<int64_t, Group>& by_batch, const std::vector<BestLr>& best,
+                                         double window) {
+  auto data = SurfaceData(by_batch, best, window);
+  if (!data) return std::nullopt;
+  double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, mean_log2b = 0;
+  for (const BestLr& b : best) {
+    xlo = std::min(xlo, std::log2(b.lr.value)), xhi = std::max(xhi, std::log2(b.lr.value));
+    mean_log2b += std::log2(static_cast<double>(b.global_batch));
+  }
+  mean_log2b /= static_cast<double>(best.size());
+  auto best_c = [&](double alpha, double* sse) {
+    const double c = Minimize1D([&](double v) { return SurfaceSse(*data, v, alpha); }, xlo - 2, xhi + 2, 48);
+    if (sse) *sse = SurfaceSse(*data, c, alpha);
+    return c;
+  };
+  const double alpha = Minimize1D(
+      [&](double a) {
+        double sse;
+        best_c(a, &sse);
+        return sse;
+      },
+      0.0, 1.0, 21);
+  const double c = best_c(alpha, nullptr);
+  // log2 lr = c + α (log2 B − m)  ⇒  ln lr = ln2·(c − α m) + α ln B.
+  return internal::Line{std::log(2.0) * (c - alpha * mean_log2b), alpha};
+}
+
 // ---- steps to a target loss ---------------------------------------------------------------------------------
 
 double StepsToTarget(const ScaleTrial& t, double target) {
@@ -265,6 +355,7 @@ struct OneFit {
   std::vector<BestLr> best;
   std::optional<LawFit> free_law, noise_law, joint_law;
   std::optional<internal::Line> power;  // ln lr = a + b ln B, b in [0, 1]
+  std::optional<internal::Line> surface;  // the same from the loss surface
   double noise = kNaN;
   std::optional<std::pair<double, double>> tradeoff;  // S_min, B_crit
   std::vector<TradeoffPoint> steps;
@@ -303,6 +394,7 @@ OneFit FitOnce(const Sweeps& sw, const ExtrapolationOptions& o, double target, c
       f.power->a = s / static_cast<double>(lx.size());
     }
   }
+  f.surface = FitSurface(sw.by_batch, f.best, o.surface_window_octaves);
   f.noise = NoiseNearBest(sw.by_batch, f.best);
   if (std::isfinite(f.noise) && !pts.empty()) {
     f.noise_law = FitLawFixedNoise(pts, f.noise);
@@ -357,6 +449,7 @@ const char* LrRuleName(LrRule rule) {
   switch (rule) {
     case LrRule::kFit: return "fit";
     case LrRule::kPowerFit: return "power_fit";
+    case LrRule::kSurfaceFit: return "surface_fit";
     case LrRule::kLrFit: return "lr_fit";
     case LrRule::kNoiseFit: return "noise_fit";
     case LrRule::kJointFit: return "joint_fit";
@@ -458,6 +551,8 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   std::vector<std::pair<double, double>> free_pairs, fixed_pairs, joint_pairs;
   std::vector<double> pow_coef, pow_exp;
   std::vector<internal::Line> pow_draws;
+  std::vector<double> surf_coef, surf_exp;
+  std::vector<internal::Line> surf_draws;
   for (int rep = 0; rep < o.bootstrap; ++rep) {
     Sweeps s;
     s.lr_range = sw.lr_range;
@@ -478,6 +573,10 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
     }
     if (f.power) {
       pow_coef.push_back(std::exp(f.power->a)), pow_exp.push_back(f.power->b), pow_draws.push_back(*f.power);
+    }
+    if (f.surface) {
+      surf_coef.push_back(std::exp(f.surface->a)), surf_exp.push_back(f.surface->b);
+      surf_draws.push_back(*f.surface);
     }
     if (f.joint_law) {
       joint_eps.push_back(f.joint_law->eps_max), joint_noise.push_back(f.joint_law->b_noise);
@@ -541,6 +640,17 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
     for (const auto& l : pow_draws) pl.draws.emplace_back(std::exp(l.a), l.b);
     r.power_fit = pl;
   }
+  if (full.surface) {
+    PowerLaw pl;
+    pl.coefficient = Spread(std::exp(full.surface->a), surf_coef, lv);
+    pl.exponent = Spread(full.surface->b, surf_exp, lv);
+    pl.points = static_cast<int>(full.best.size());
+    for (const auto& l : surf_draws) pl.draws.emplace_back(std::exp(l.a), l.b);
+    r.surface_fit = pl;
+  } else {
+    r.notes.push_back("surface_fit: needs 3 or more convergent LRs at each of 2 or more batch sizes; the default "
+                      "rule falls back to power_fit");
+  }
   if (full.tradeoff) {
     TradeoffFit t;
     t.target_loss = target;
@@ -593,6 +703,14 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   return Fitted<ScalingReport>{r, ""};
 }
 
+const PowerLaw* DefaultLaw(const ScalingReport& r, LrRule rule) {
+  if (rule == LrRule::kSurfaceFit || (rule == LrRule::kFit && r.surface_fit)) {
+    return r.surface_fit ? &*r.surface_fit : nullptr;
+  }
+  if (rule == LrRule::kFit || rule == LrRule::kPowerFit) return r.power_fit ? &*r.power_fit : nullptr;
+  return nullptr;
+}
+
 const LrBatchFit* FitForRule(const ScalingReport& r, LrRule rule, const char** name) {
   const LrBatchFit* fit = nullptr;
   LrRule used = rule;
@@ -616,11 +734,15 @@ Fitted<Interval> PredictLr(const ScalingReport& r, double batch, LrRule rule) {
     }
     return Fitted<Interval>{iv, ""};
   }
-  if (rule == LrRule::kFit || rule == LrRule::kPowerFit) {
-    if (!r.power_fit) return Fitted<Interval>::Fail("rule power_fit: the report has no power fit (see its notes)");
+  if (rule == LrRule::kFit || rule == LrRule::kPowerFit || rule == LrRule::kSurfaceFit) {
+    const PowerLaw* law = DefaultLaw(r, rule);
+    if (!law) {
+      return Fitted<Interval>::Fail(std::string("rule ") + LrRuleName(rule) +
+                                    ": the report has no such fit (see its notes)");
+    }
     std::vector<double> draws;
-    for (const auto& [c, a] : r.power_fit->draws) draws.push_back(c * std::pow(batch, a));
-    return Fitted<Interval>{Spread(r.power_fit->At(batch), draws, lv), ""};
+    for (const auto& [c, a] : law->draws) draws.push_back(c * std::pow(batch, a));
+    return Fitted<Interval>{Spread(law->At(batch), draws, lv), ""};
   }
   const LrBatchFit* fit = FitForRule(r, rule);
   if (!fit) {

@@ -13,10 +13,18 @@
 //                         B_simple (sd ln options.noise_sigma_factor). Small swept batches, which cannot locate
 //                         the bend of ε_opt(B), leave B_noise near B_simple; sweeps across the bend move it
 //   power_fit             ε_opt(B) = c·B^α, a line in log-log through the best LRs, α kept in [0, 1] (the range of
-//                         d ln ε_opt / d ln B under the law above: 1 far below B_noise, 0 far above). The default
-//                         rule (LrRule::kFit): with a fixed budget in epochs, the best LR of the MLP tasks in
-//                         bench/extrapolation kept growing about linearly far past the measured B_simple, so the
-//                         law with B_noise = B_simple bent too early there (docs/BENCHMARKS.md)
+//                         d ln ε_opt / d ln B under the law above: 1 far below B_noise, 0 far above)
+//   surface_fit           the same power law fitted to every convergent trial at once, not to the per-batch best
+//                         LRs: loss(x, B) ≈ L*(B) + k(B)·(x − x*(B))², x = log2 lr, x*(B) = log2 c + α log2 B,
+//                         L*(B) and k(B) >= 0 free per batch, (c, α) shared, α in [0, 1]; least squares of the
+//                         losses relative to each batch's best, over the trials within options.surface_window_
+//                         octaves of each batch's best LR (at least 3 LRs per batch). A batch whose loss curve
+//                         is flat (small k) or noisy pulls less on x* than a sharp one, and every trial counts,
+//                         so it is less noisy than a line through argmins. The default rule (LrRule::kFit;
+//                         power_fit when the surface cannot be fitted): with a fixed budget in epochs, the best
+//                         LR of the MLP tasks in bench/extrapolation kept growing about linearly far past the
+//                         measured B_simple, so the law with B_noise = B_simple bent too early there
+//                         (docs/BENCHMARKS.md)
 //   tradeoff              (S/S_min − 1)(E/E_min − 1) = 1, i.e. S(B) = S_min (1 + B_crit/B), fitted to the
 //                         fewest steps to a target loss at each batch; B_crit = E_min / S_min
 //   lr/batch vs compute   power laws lr = a·C^α and B = b·C^β over every configuration within a tolerance of
@@ -96,6 +104,7 @@ struct ExtrapolationOptions {
   double max_noise_factor = 1000;       // lr_fit searches B_noise in [B_min/100, B_max × this]
   double lr_sigma_octaves = 0.25;       // joint_fit: sd of a best LR around the law (half a half-octave step)
   double noise_sigma_factor = 2.0;      // joint_fit: B_noise / B_simple is within this factor at 1 sd
+  double surface_window_octaves = 1.0;  // surface_fit: trials within this of each batch's best LR (log2)
   ScaleAnchor anchor = ScaleAnchor::kLargestBatch;
 };
 
@@ -147,6 +156,7 @@ struct ScalingReport {
   std::optional<LrBatchFit> noise_fit;        // B_noise = measured noise scale (needs a measurement)
   std::optional<LrBatchFit> joint_fit;        // best LRs and the measurement together (needs one)
   std::optional<PowerLaw> power_fit;          // best LR = c·B^α against the global batch
+  std::optional<PowerLaw> surface_fit;        // the same law fitted to the loss surface of all trials
   Interval measured_noise_scale;              // median B_simple near the best LRs
   double noise_ratio = kNaN;                  // lr_fit B_noise / measured B_simple
   std::optional<TradeoffFit> tradeoff;        // needs curves reaching a common target at 2 batch sizes
@@ -166,8 +176,9 @@ struct ScalingReport {
 Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const ExtrapolationOptions& options = {});
 
 enum class LrRule {
-  kFit,     // power_fit
+  kFit,     // surface_fit, else power_fit (the library's default rule)
   kPowerFit,
+  kSurfaceFit,
   kLrFit,   // lr_fit (the best LRs alone)
   kNoiseFit,
   kJointFit,
@@ -178,6 +189,10 @@ const char* LrRuleName(LrRule rule);
 // The ε_opt(B) fit behind kLrFit, kNoiseFit or kJointFit and its name; nullptr when absent or for the other
 // rules.
 const LrBatchFit* FitForRule(const ScalingReport& report, LrRule rule, const char** name = nullptr);
+
+// The power law behind kFit (surface_fit, else power_fit), kPowerFit or kSurfaceFit; nullptr when absent or
+// for the other rules.
+const PowerLaw* DefaultLaw(const ScalingReport& report, LrRule rule);
 
 // The learning rate a rule predicts at `global_batch`, with its bootstrap interval (the rules: the anchor's).
 Fitted<Interval> PredictLr(const ScalingReport& report, double global_batch, LrRule rule);

@@ -88,9 +88,13 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
     const LrBatchFit* fit = FitForRule(r, o.lr_rule, &name);
     const bool noise = fit && ((r.noise_fit && fit == &*r.noise_fit) || (r.joint_fit && fit == &*r.joint_fit));
     std::string src = "peak_lr: " + Iv(p.peak_lr) + " from ";
-    if (o.lr_rule == LrRule::kFit || o.lr_rule == LrRule::kPowerFit) {
-      src += "power_fit lr = c B^a, c=" + Iv(r.power_fit->coefficient) + ", a=" + Iv(r.power_fit->exponent) +
-             " over the best LRs of " + std::to_string(r.best_lr.size()) + " swept batches";
+    if (const PowerLaw* law = DefaultLaw(r, o.lr_rule)) {
+      const bool surface = r.surface_fit && law == &*r.surface_fit;
+      src += std::string(surface ? "surface_fit" : "power_fit") + " lr = c B^a, c=" + Iv(law->coefficient) +
+             ", a=" + Iv(law->exponent) +
+             (surface ? " over the loss surface of every trial near the best LRs of "
+                      : " over the best LRs of ") +
+             std::to_string(r.best_lr.size()) + " swept batches";
       if (r.joint_fit) {
         src += "; check: joint_fit eps_opt(B) = eps_max/(1 + B_noise/B) gives " + Num(r.joint_fit->Lr(batch)) +
                " (B_noise=" + Iv(r.joint_fit->b_noise) + ", measured B_simple=" + Iv(r.measured_noise_scale) + ")";
