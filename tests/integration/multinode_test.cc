@@ -81,6 +81,20 @@ class MultiNode : public ::testing::Test {
     EXPECT_TRUE(stub_->GetTrial(&ctx2, g, &t).ok());
     return t.trial();
   }
+  // The end of every trial's stderr.log under the test's directory (for failure messages).
+  std::string TrialLogs() const {
+    std::string out;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir_, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->path().filename() != "stderr.log") continue;
+      std::ifstream in(it->path());
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (text.size() > 3000) text = "..." + text.substr(text.size() - 3000);
+      out += "\n--- " + it->path().string() + ":\n" + text;
+    }
+    return out;
+  }
   static double LastValue(const v1::Trial& t, const std::string& name) {
     for (int i = t.metrics_size() - 1; i >= 0; --i) {
       auto it = t.metrics(i).values().find(name);
@@ -110,8 +124,8 @@ class MultiNode : public ::testing::Test {
 TEST_F(MultiNode, GlooTrialRunsOneRankOnEachNodeWithTheRendezvousOfRankZerosNode) {
   StartNodes("127.0.0.1", "127.0.0.1");
   auto s = Run(TrainSpec("gloo", "per_node"), std::chrono::seconds(120));
-  ASSERT_TRUE(s);
-  ASSERT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error();
+  ASSERT_TRUE(s) << TrialLogs();
+  ASSERT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
   auto t = OnlyTrial(s->id());
   EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
   ASSERT_EQ(t.placement_size(), 2);
@@ -123,8 +137,8 @@ TEST_F(MultiNode, GlooTrialRunsOneRankOnEachNodeWithTheRendezvousOfRankZerosNode
 TEST_F(MultiNode, MpiTrialIsStartedByMpirunOnTheFirstNodeOverBothHosts) {
   StartNodes("nodea", "nodeb");  // names only mpirun (through the rsh agent) has to reach
   auto s = Run(TrainSpec("mpi", "mpirun"), std::chrono::seconds(120));
-  ASSERT_TRUE(s);
-  ASSERT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error();
+  ASSERT_TRUE(s) << TrialLogs();
+  ASSERT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
   auto t = OnlyTrial(s->id());
   EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
   ASSERT_EQ(t.placement_size(), 2);
@@ -179,8 +193,8 @@ TEST_F(MultiNode, NodeCountFidelityRelaunchesAPromotedTrialOnBothNodesFromItsChe
                "env: {OMP_NUM_THREADS: '1'}\n"
                "space:\n  lr: {type: categorical, values: ['0.05']}\n",
                std::chrono::seconds(120));
-  ASSERT_TRUE(s);
-  ASSERT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error();
+  ASSERT_TRUE(s) << TrialLogs();
+  ASSERT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
   auto t = OnlyTrial(s->id());
   EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
   EXPECT_EQ(t.group().nodes(), 2);
