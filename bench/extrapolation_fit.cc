@@ -3,7 +3,7 @@
 //
 // Input:
 //   {"trials": [{"id", "global_batch", "peak_lr", "steps", "warmup_steps", "decay", "optimizer", "final_loss",
-//                "best_loss", "noise_scale", "noise_scale_start", "diverged", "compute",
+//                "best_loss", "noise_scale", "noise_scale_start", "diverged", "compute", "seed",
 //                "curve": [[step, loss], ...]}, ...],
 //    "predict": [4096, 8192],                     global batches to predict the LR at (fit and baselines)
 //    "oracle": [trials at other batches],          optional: the best LR of each of their sweeps
@@ -53,6 +53,7 @@ std::vector<ScaleTrial> ReadTrials(const json& arr) {
     t.noise_scale = Num(j, "noise_scale", 0);
     t.noise_scale_start = Num(j, "noise_scale_start", 0);
     t.diverged = j.value("diverged", false);
+    t.seed = j.value("seed", int64_t{-1});
     if (j.contains("curve")) {
       for (const json& p : j["curve"]) t.curve.push_back({p.at(0).get<int64_t>(), p.at(1).get<double>()});
     }

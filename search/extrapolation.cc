@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "search/scale_math.h"
@@ -161,25 +162,37 @@ LawFit FitLawFixedNoise(const std::vector<LawPoint>& pts, double b_noise) {
 // ---- the loss surface: loss(x, B) ≈ L*(B) + k(B)·(x − c − α·u(B))², x = log2 lr, u = log2 B − mean ------------
 
 struct SurfaceBatch {
-  double u = 0;               // log2 B minus the mean over batches
-  std::vector<double> x, y;   // log2 lr and loss / the batch's best mean loss
+  double u = 0;                  // log2 B minus the mean over batches
+  std::vector<double> x, y;      // log2 lr and loss / the batch's best mean loss
+  std::vector<int> group;        // the trial's seed group (0..groups-1): one L* per batch and seed
+  int groups = 1;
 };
 
-// Sum of squares of the best per-batch (L*, k >= 0) for a given optimum line (c, α).
+// Sum of squares of the best per-batch (L* per seed group, one k >= 0) for a given optimum line (c, α).
 double SurfaceSse(const std::vector<SurfaceBatch>& batches, double c, double alpha) {
   double total = 0;
+  std::vector<double> mz, my;
+  std::vector<int> count;
   for (const SurfaceBatch& b : batches) {
     const double xs = c + alpha * b.u;
     const size_t n = b.x.size();
-    double mz = 0, my = 0;
+    mz.assign(b.groups, 0.0), my.assign(b.groups, 0.0), count.assign(b.groups, 0);
     std::vector<double> z(n);
-    for (size_t i = 0; i < n; ++i) z[i] = (b.x[i] - xs) * (b.x[i] - xs), mz += z[i], my += b.y[i];
-    mz /= static_cast<double>(n), my /= static_cast<double>(n);
+    for (size_t i = 0; i < n; ++i) {
+      z[i] = (b.x[i] - xs) * (b.x[i] - xs);
+      mz[b.group[i]] += z[i], my[b.group[i]] += b.y[i], ++count[b.group[i]];
+    }
+    for (int g = 0; g < b.groups; ++g) {
+      if (count[g] > 0) mz[g] /= count[g], my[g] /= count[g];
+    }
     double szz = 0, szy = 0;
-    for (size_t i = 0; i < n; ++i) szz += (z[i] - mz) * (z[i] - mz), szy += (z[i] - mz) * (b.y[i] - my);
+    for (size_t i = 0; i < n; ++i) {
+      const double zc = z[i] - mz[b.group[i]];
+      szz += zc * zc, szy += zc * (b.y[i] - my[b.group[i]]);
+    }
     const double k = szz > 0 ? std::max(0.0, szy / szz) : 0.0;
     for (size_t i = 0; i < n; ++i) {
-      const double r = b.y[i] - (my + k * (z[i] - mz));
+      const double r = b.y[i] - my[b.group[i]] - k * (z[i] - mz[b.group[i]]);
       total += r * r;
     }
   }
@@ -195,9 +208,9 @@ std::optional<std::vector<SurfaceBatch>> SurfaceData(const std::map<int64_t, Gro
   double mean_u = 0;
   for (const BestLr& bl : best) {
     const double xb = std::log2(bl.lr.value);
-    std::map<double, std::vector<double>> by_x;
+    std::map<double, std::vector<std::pair<double, int64_t>>> by_x;  // log2 lr -> (loss, seed)
     for (const ScaleTrial* t : by_batch.at(bl.global_batch)) {
-      if (Convergent(*t)) by_x[std::log2(t->peak_lr)].push_back(t->final_loss);
+      if (Convergent(*t)) by_x[std::log2(t->peak_lr)].push_back({t->final_loss, t->seed});
     }
     if (by_x.size() < 3) return std::nullopt;
     std::vector<double> dist;
@@ -208,9 +221,22 @@ std::optional<std::vector<SurfaceBatch>> SurfaceData(const std::map<int64_t, Gro
     sb.u = std::log2(static_cast<double>(bl.global_batch));
     mean_u += sb.u;
     const double scale = bl.loss > 0 ? bl.loss : 1.0;
-    for (const auto& [x, losses] : by_x) {
+    std::map<int64_t, int> groups;  // seed -> group; a seed seen at fewer than 2 LRs joins the unknown group
+    std::map<int64_t, std::set<double>> seed_lrs;
+    for (const auto& [x, runs] : by_x) {
       if (std::abs(x - xb) > reach + 1e-9) continue;
-      for (double l : losses) sb.x.push_back(x), sb.y.push_back(l / scale);
+      for (const auto& run : runs) seed_lrs[run.second].insert(x);
+    }
+    for (const auto& [seed, lrs] : seed_lrs) {
+      if (seed >= 0 && lrs.size() >= 2) groups.emplace(seed, static_cast<int>(groups.size()) + 1);
+    }
+    sb.groups = static_cast<int>(groups.size()) + 1;  // group 0: unknown seeds
+    for (const auto& [x, runs] : by_x) {
+      if (std::abs(x - xb) > reach + 1e-9) continue;
+      for (const auto& [l, seed] : runs) {
+        auto g = groups.find(seed);
+        sb.x.push_back(x), sb.y.push_back(l / scale), sb.group.push_back(g == groups.end() ? 0 : g->second);
+      }
     }
     out.push_back(std::move(sb));
   }

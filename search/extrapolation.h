@@ -18,7 +18,10 @@
 //                         LRs: loss(x, B) ≈ L*(B) + k(B)·(x − x*(B))², x = log2 lr, x*(B) = log2 c + α log2 B,
 //                         L*(B) and k(B) >= 0 free per batch, (c, α) shared, α in [0, 1]; least squares of the
 //                         losses relative to each batch's best, over the trials within options.surface_window_
-//                         octaves of each batch's best LR (at least 3 LRs per batch). A batch whose loss curve
+//                         octaves of each batch's best LR (at least 3 LRs per batch). Trials that name their
+//                         seed (ScaleTrial.seed) get one L* per batch and seed: a seed's init and data order
+//                         shift its whole LR curve (by ±25% on digits at 60 epochs, 5x its scatter around the
+//                         shifted curve), so paired comparisons within a seed remove most of the noise. A batch whose loss curve
 //                         is flat (small k) or noisy pulls less on x* than a sharp one, and every trial counts,
 //                         so it is less noisy than a line through argmins. The default rule (LrRule::kFit;
 //                         power_fit when the surface cannot be fitted): with a fixed budget in epochs, the best
@@ -79,6 +82,7 @@ struct ScaleTrial {
   double noise_scale_start = 0; // B_simple early in the run (after warmup); <= 0: not measured (batch ramp)
   std::vector<LossPoint> curve; // validation loss along the run (steps to a target loss); may be empty
   bool diverged = false;        // the trainer stopped on NaN/inf
+  int64_t seed = -1;            // the run's seed (init, data order) when configurations are repeated; -1: unknown
 };
 
 struct Interval {
