@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -40,9 +41,11 @@ TEST(SerialExecutor, AWaitingThreadRunsTheQueuedTasksAfterTheRunningOne) {
   auto released = release.get_future().share();
   std::thread::id worker, ran_b, ran_c;
   std::vector<char> order;
+  std::promise<void> a_started;
   auto a = exec.Submit([&] {
     worker = std::this_thread::get_id();
     order.push_back('a');
+    a_started.set_value();
     released.wait();
   });
   auto b = exec.Submit([&] {
@@ -59,6 +62,7 @@ TEST(SerialExecutor, AWaitingThreadRunsTheQueuedTasksAfterTheRunningOne) {
     EXPECT_TRUE(Eventually([&] { return exec.helpers() == 1; }));  // released anyway: no hang on failure
     release.set_value();
   });
+  a_started.get_future().wait();  // the background thread runs `a` (a waiter would otherwise take it too)
   exec.RunUntilReady(c);
   releaser.join();
   EXPECT_EQ(exec.helpers(), 0);
@@ -78,7 +82,11 @@ TEST(SerialExecutor, RunUntilReadyStopsAtItsTaskAndTheRestRunInTheBackground) {
   std::atomic<bool> b_done{false};
   std::thread::id ran_b, ran_c;
   // `hold` keeps the background thread busy until b, the task waited for, is queued behind it.
-  auto hold = exec.Submit([&] { released.wait(); });
+  std::promise<void> hold_started;
+  auto hold = exec.Submit([&] {
+    hold_started.set_value();
+    released.wait();
+  });
   auto b = exec.Submit([&] {
     ran_b = std::this_thread::get_id();
     b_done = true;
@@ -88,6 +96,7 @@ TEST(SerialExecutor, RunUntilReadyStopsAtItsTaskAndTheRestRunInTheBackground) {
     EXPECT_TRUE(Eventually([&] { return exec.helpers() == 1; }));  // released anyway: no hang on failure
     release.set_value();
   });
+  hold_started.get_future().wait();  // on the background thread
   exec.RunUntilReady(b);
   releaser.join();
   EXPECT_TRUE(b_done);
