@@ -575,10 +575,7 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   std::vector<double> free_eps, free_noise, fixed_eps, noise_draws, joint_eps, joint_noise, smin, bcrit, emin;
   std::vector<double> lr_coef, lr_exp, b_coef, b_exp;
   std::vector<std::pair<double, double>> free_pairs, fixed_pairs, joint_pairs;
-  std::vector<double> pow_coef, pow_exp;
-  std::vector<internal::Line> pow_draws;
-  std::vector<double> surf_coef, surf_exp;
-  std::vector<internal::Line> surf_draws;
+  std::vector<internal::Line> pow_draws, surf_draws;  // bootstrap lines log(lr) = a + b log(B)
   for (int rep = 0; rep < o.bootstrap; ++rep) {
     Sweeps s;
     s.lr_range = sw.lr_range;
@@ -597,13 +594,8 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
       fixed_eps.push_back(f.noise_law->eps_max), noise_draws.push_back(f.noise);
       fixed_pairs.emplace_back(f.noise_law->eps_max, f.noise_law->b_noise);
     }
-    if (f.power) {
-      pow_coef.push_back(std::exp(f.power->a)), pow_exp.push_back(f.power->b), pow_draws.push_back(*f.power);
-    }
-    if (f.surface) {
-      surf_coef.push_back(std::exp(f.surface->a)), surf_exp.push_back(f.surface->b);
-      surf_draws.push_back(*f.surface);
-    }
+    if (f.power) pow_draws.push_back(*f.power);
+    if (f.surface) surf_draws.push_back(*f.surface);
     if (f.joint_law) {
       joint_eps.push_back(f.joint_law->eps_max), joint_noise.push_back(f.joint_law->b_noise);
       joint_pairs.emplace_back(f.joint_law->eps_max, f.joint_law->b_noise);
@@ -658,21 +650,22 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   } else {
     r.notes.push_back("noise_fit: no trial reports a measured noise scale (noise_scale > 0)");
   }
-  if (full.power) {
+  // A power law lr = c B^a from the full fit's line and its bootstrap lines (log c = line.a, a = line.b).
+  auto law = [&](const internal::Line& fit, const std::vector<internal::Line>& draws) {
     PowerLaw pl;
-    pl.coefficient = Spread(std::exp(full.power->a), pow_coef, lv);
-    pl.exponent = Spread(full.power->b, pow_exp, lv);
+    std::vector<double> coef, expo;
+    for (const auto& l : draws) {
+      coef.push_back(std::exp(l.a)), expo.push_back(l.b);
+      pl.draws.emplace_back(std::exp(l.a), l.b);
+    }
+    pl.coefficient = Spread(std::exp(fit.a), coef, lv);
+    pl.exponent = Spread(fit.b, expo, lv);
     pl.points = static_cast<int>(full.best.size());
-    for (const auto& l : pow_draws) pl.draws.emplace_back(std::exp(l.a), l.b);
-    r.power_fit = pl;
-  }
+    return pl;
+  };
+  if (full.power) r.power_fit = law(*full.power, pow_draws);
   if (full.surface) {
-    PowerLaw pl;
-    pl.coefficient = Spread(std::exp(full.surface->a), surf_coef, lv);
-    pl.exponent = Spread(full.surface->b, surf_exp, lv);
-    pl.points = static_cast<int>(full.best.size());
-    for (const auto& l : surf_draws) pl.draws.emplace_back(std::exp(l.a), l.b);
-    r.surface_fit = pl;
+    r.surface_fit = law(*full.surface, surf_draws);
   } else {
     r.notes.push_back("surface_fit: needs 3 or more convergent LRs at each of 2 or more batch sizes; the default "
                       "rule falls back to power_fit");

@@ -63,16 +63,9 @@ class SerialExecutor {
         cv_.wait(g, [this] { return !running_; });
         // Nothing queued and nothing running: every task submitted before `f`'s, and `f`'s own, has run.
         if (queue_.empty() || Ready(f)) break;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-        running_ = true;
+        task = TakeFront();
       }
-      task();
-      {
-        std::lock_guard<std::mutex> g(mu_);
-        running_ = false;
-      }
-      cv_.notify_all();
+      Run(task);
     }
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -90,6 +83,24 @@ class SerialExecutor {
  private:
   static bool Ready(std::future<void>& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
 
+  // The queue's front, marked running. Call with mu_ held and the queue not empty.
+  std::packaged_task<void()> TakeFront() {
+    std::packaged_task<void()> task = std::move(queue_.front());
+    queue_.pop_front();
+    running_ = true;
+    return task;
+  }
+  // Runs a task from TakeFront (mu_ not held), then wakes whoever waits to take the next one (the background
+  // thread, or a helper waiting for this task to end).
+  void Run(std::packaged_task<void()>& task) {
+    task();
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      running_ = false;
+    }
+    cv_.notify_all();
+  }
+
   void Loop() {
     for (;;) {
       std::packaged_task<void()> task;
@@ -97,16 +108,9 @@ class SerialExecutor {
         std::unique_lock<std::mutex> g(mu_);
         cv_.wait(g, [this] { return (stop_ && queue_.empty()) || (!queue_.empty() && !running_ && helpers_ == 0); });
         if (queue_.empty()) return;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-        running_ = true;
+        task = TakeFront();
       }
-      task();
-      {
-        std::lock_guard<std::mutex> g(mu_);
-        running_ = false;
-      }
-      cv_.notify_all();  // a helper waiting for this task to end
+      Run(task);
     }
   }
 
