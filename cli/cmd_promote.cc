@@ -66,6 +66,7 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     double budget = 0;
     bool dry_run = false;
     bool stop_outside_band = false;
+    std::string lr_rule = "fit";
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -79,6 +80,12 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--budget", opt->budget, "training budget in examples (default: steps to the fitted target loss)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--lr-rule", opt->lr_rule,
+                  "which law sets the peak LR: fit (default: the loss-surface power law), joint_fit (McCandlish "
+                  "eps_max/(1 + B_noise/B) tied to the measured noise scale: the better rule where the best LR "
+                  "levels off past the noise scale, as in bench/extrapolation's full synthetic run; see "
+                  "docs/BENCHMARKS.md), surface_fit, power_fit, lr_fit, noise_fit, linear, sqrt")
+      ->check(CLI::IsMember(search::LrRuleNames()));
   cmd->add_flag("--dry-run", opt->dry_run, "print the plan and stop");
   cmd->add_flag("--stop-outside-band", opt->stop_outside_band,
                 "the coordinator stops the hero run when its validation loss leaves the predicted band (default: warn)");
@@ -120,7 +127,9 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
       target.per_node_batch = opt->per_node_batch;
     }
     target.examples = opt->budget;
-    auto plan = search::PlanRun(*report.value, scale, target);
+    search::PlanOptions plan_options;
+    plan_options.lr_rule = *search::ParseLrRule(opt->lr_rule);  // checked against LrRuleNames() above
+    auto plan = search::PlanRun(*report.value, scale, target, plan_options);
     if (!plan.ok()) {
       std::cerr << "ladder promote: " << plan.error << " (give --batch, --per-node-batch or --budget)\n";
       exit_code = kBadInput;

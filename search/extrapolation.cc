@@ -485,6 +485,24 @@ const char* LrRuleName(LrRule rule) {
   return "?";
 }
 
+namespace {
+constexpr LrRule kAllRules[] = {LrRule::kFit,     LrRule::kPowerFit,  LrRule::kSurfaceFit, LrRule::kLrFit,
+                                LrRule::kNoiseFit, LrRule::kJointFit, LrRule::kLinear,     LrRule::kSqrt};
+}  // namespace
+
+std::optional<LrRule> ParseLrRule(const std::string& name) {
+  for (LrRule rule : kAllRules) {
+    if (name == LrRuleName(rule)) return rule;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> LrRuleNames() {
+  std::vector<std::string> names;
+  for (LrRule rule : kAllRules) names.emplace_back(LrRuleName(rule));
+  return names;
+}
+
 Fitted<BestLr> FindBestLr(const std::vector<ScaleTrial>& sweep, int neighbours) {
   if (std::string e = Validate(sweep); !e.empty()) return Fitted<BestLr>::Fail(e);
   Group g;

@@ -190,6 +190,10 @@ enum class LrRule {
   kSqrt,    // anchor.lr × √(B / anchor.batch)
 };
 const char* LrRuleName(LrRule rule);
+// The rule named by LrRuleName ("fit", "joint_fit", "linear", ...); nullopt for any other name.
+std::optional<LrRule> ParseLrRule(const std::string& name);
+// Every rule's name, in the enum's order (for help texts and error messages).
+std::vector<std::string> LrRuleNames();
 // The ε_opt(B) fit behind kLrFit, kNoiseFit or kJointFit and its name; nullptr when absent or for the other
 // rules.
 const LrBatchFit* FitForRule(const ScalingReport& report, LrRule rule, const char** name = nullptr);

@@ -491,6 +491,52 @@ double PlannedExamples(const ScalePlan& plan) {
   return examples;
 }
 
+TEST(LrRuleTest, EveryRuleNameParsesBackToItsRuleAndOtherNamesDoNot) {
+  const std::vector<std::string> names = LrRuleNames();
+  ASSERT_EQ(names.size(), 8u);
+  for (const std::string& name : names) {
+    auto rule = ParseLrRule(name);
+    ASSERT_TRUE(rule.has_value()) << name;
+    EXPECT_EQ(LrRuleName(*rule), name);
+  }
+  EXPECT_EQ(ParseLrRule("joint_fit"), LrRule::kJointFit);
+  EXPECT_EQ(ParseLrRule("fit"), LrRule::kFit);
+  EXPECT_FALSE(ParseLrRule("Joint_fit").has_value());
+  EXPECT_FALSE(ParseLrRule("").has_value());
+  EXPECT_FALSE(ParseLrRule("mccandlish").has_value());
+}
+
+TEST(PlanRunTest, TheChosenLrRuleSetsThePeakLrAndIsNamedAsItsSource) {
+  // Sweeps below a bend at B_noise = 1500 with the noise scale measured: the power laws keep growing past the
+  // bend, the McCandlish law tied to the measurement bends, so at 8192 the two rules plan different LRs.
+  Truth truth;
+  truth.b_noise = 1500;
+  auto trials = MakeSweeps(truth, {32, 64, 128, 256}, 9);
+  auto r = FitScaling(trials, {});
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(r.value->joint_fit.has_value());
+  PlanTarget target;
+  target.global_batch = 8192;
+  target.examples = 8192.0 * 1000;
+  PlanOptions joint;
+  joint.lr_rule = LrRule::kJointFit;
+  auto pj = PlanRun(*r.value, trials, target, joint);
+  auto pf = PlanRun(*r.value, trials, target);
+  ASSERT_TRUE(pj.ok()) << pj.error;
+  ASSERT_TRUE(pf.ok()) << pf.error;
+  EXPECT_DOUBLE_EQ(pj.value->peak_lr.value, r.value->joint_fit->Lr(8192));
+  EXPECT_LT(pj.value->peak_lr.value, pf.value->peak_lr.value);
+  // The bend: at 8192 = 5.5 B_noise the law gives eps_max / 1.18, well under the swept batches' growth.
+  EXPECT_NEAR(pj.value->peak_lr.value, truth.eps_max / (1 + 1500.0 / 8192), 0.35 * truth.eps_max);
+  ASSERT_GE(pj.value->sources.size(), 2u);
+  EXPECT_NE(pj.value->sources[1].find("joint_fit eps_opt(B)"), std::string::npos) << pj.value->sources[1];
+  PlanOptions linear;
+  linear.lr_rule = LrRule::kLinear;
+  auto pl = PlanRun(*r.value, trials, target, linear);
+  ASSERT_TRUE(pl.ok()) << pl.error;
+  EXPECT_DOUBLE_EQ(pl.value->peak_lr.value, PredictLr(*r.value, 8192, LrRule::kLinear).value->value);
+}
+
 TEST(PlanRunTest, PlansALargeBatchRun) {
   Truth truth;
   truth.b_noise = 1500;
