@@ -84,7 +84,7 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
                   "which law sets the peak LR: fit (default: the loss-surface power law), joint_fit (McCandlish "
                   "eps_max/(1 + B_noise/B) tied to the measured noise scale: the better rule where the best LR "
                   "levels off past the noise scale, as in bench/extrapolation's full synthetic run; see "
-                  "docs/BENCHMARKS.md), surface_fit, power_fit, lr_fit, noise_fit, linear, sqrt")
+                  "docs/BENCHMARKS.md), or one of the other fits and baselines")
       ->check(CLI::IsMember(search::LrRuleNames()));
   cmd->add_flag("--dry-run", opt->dry_run, "print the plan and stop");
   cmd->add_flag("--stop-outside-band", opt->stop_outside_band,

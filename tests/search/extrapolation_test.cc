@@ -54,6 +54,21 @@ std::vector<ScaleTrial> MakeSweeps(const Truth& truth, const std::vector<int64_t
   return out;
 }
 
+// Sweeps at global batches 32..256 only, below the bend of ε_opt(B) at B_noise = 1500 (where it is nearly linear
+// in B; the noise scale is measured), and their fit.
+struct BelowTheBend {
+  Truth truth;
+  std::vector<ScaleTrial> trials;
+  Fitted<ScalingReport> fit;
+};
+BelowTheBend SweepBelowTheBend(uint64_t seed) {
+  BelowTheBend s;
+  s.truth.b_noise = 1500;
+  s.trials = MakeSweeps(s.truth, {32, 64, 128, 256}, seed);
+  s.fit = FitScaling(s.trials, {});
+  return s;
+}
+
 TEST(FindBestLrTest, ParabolaVertexBetweenGridPoints) {
   std::vector<ScaleTrial> sweep;
   const double vertex = std::log2(0.05) + 0.3;  // between grid points
@@ -130,10 +145,7 @@ TEST(FitScalingTest, RecoversTheLawFromBothRegimes) {
 
 TEST(FitScalingTest, NoiseAnchoredFitExtrapolates32xFromSmallBatches) {
   // Swept only at B <= 256, where eps_opt is nearly linear in B; the measured noise scale pins the bend.
-  Truth truth;
-  truth.b_noise = 1500;
-  auto trials = MakeSweeps(truth, {32, 64, 128, 256}, 7);
-  auto r = FitScaling(trials, {});
+  const auto [truth, trials, r] = SweepBelowTheBend(7);
   ASSERT_TRUE(r.ok()) << r.error;
   for (double b : {4096.0, 8192.0}) {
     for (LrRule rule : {LrRule::kNoiseFit, LrRule::kJointFit}) {
@@ -507,12 +519,9 @@ TEST(LrRuleTest, EveryRuleNameParsesBackToItsRuleAndOtherNamesDoNot) {
 }
 
 TEST(PlanRunTest, TheChosenLrRuleSetsThePeakLrAndIsNamedAsItsSource) {
-  // Sweeps below a bend at B_noise = 1500 with the noise scale measured: the power laws keep growing past the
-  // bend, the McCandlish law tied to the measurement bends, so at 8192 the two rules plan different LRs.
-  Truth truth;
-  truth.b_noise = 1500;
-  auto trials = MakeSweeps(truth, {32, 64, 128, 256}, 9);
-  auto r = FitScaling(trials, {});
+  // Below the bend the power laws keep growing past it, the McCandlish law tied to the measurement bends, so at
+  // 8192 the two rules plan different LRs.
+  const auto [truth, trials, r] = SweepBelowTheBend(9);
   ASSERT_TRUE(r.ok()) << r.error;
   ASSERT_TRUE(r.value->joint_fit.has_value());
   PlanTarget target;
@@ -538,10 +547,7 @@ TEST(PlanRunTest, TheChosenLrRuleSetsThePeakLrAndIsNamedAsItsSource) {
 }
 
 TEST(PlanRunTest, PlansALargeBatchRun) {
-  Truth truth;
-  truth.b_noise = 1500;
-  auto trials = MakeSweeps(truth, {32, 64, 128, 256}, 9);
-  auto r = FitScaling(trials, {});
+  auto [truth, trials, r] = SweepBelowTheBend(9);
   ASSERT_TRUE(r.ok()) << r.error;
 
   PlanTarget target;
