@@ -75,6 +75,8 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
   --precision P        fp32 | bf16 (bf16 autocast for forward and loss; fp32 master weights) (default fp32)
   --prefetch N         batches assembled ahead on a background thread, 0 = off (default 2)
   --eval-train-rows N  training rows evaluated at each epoch end for train_loss (default 10000)
+  --eval-every N       also evaluate every N steps (default 0: only at epoch ends); such a line's epoch is
+                       the fraction of the epochs done
   --optimizer NAME     sgd | adam | adamw | lars | larc | lamb (default sgd)
   --lr X               (peak) learning rate > 0 (default 0.05)
   --momentum X         SGD/LARS momentum, 0 <= X < 1 (default 0.9)
@@ -99,6 +101,10 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
                        noise scale B_simple when the step has more than one micro-batch or rank
   --noise-scale-every N  measure the gradient noise scale on every Nth step (default 10; 0: off). It
                        costs a squared norm per gradient and, with several ranks, one scalar allreduce
+  --curvature-every N  on every Nth step (default 0: never) rank 0 measures the loss curvature on the first
+                       --curvature-rows training rows (default 1024) with exact Hessian-vector products:
+                       grad_curvature (along the gradient; 1/it is McCandlish's eps_max) and sharpness
+                       (the top Hessian eigenvalue, 10 power iterations), on the next train_loss line
   --micro-batches M    gradient accumulation: split each rank's batch into M equal micro-batches
   --batch-ramp S:K,..  batch-size ramp: from step S on, the global batch is K x the base (the sample order
                        stays exact: every step takes the next samples of the same stream)
@@ -192,6 +198,7 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
        }},
       {"--prefetch", integer(&a.prefetch, 0, 64)},
       {"--eval-train-rows", integer(&a.eval_train_rows, 0, int64_t{1} << 40)},
+      {"--eval-every", integer(&a.eval_every, 0, int64_t{1} << 40)},
       {"--width", integer(&a.width, 1, 1 << 20)},
       {"--depth", integer(&a.depth, 0, 64)},
       {"--dropout", real(&a.dropout, 0, 1, false, true)},
@@ -251,6 +258,8 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       {"--log-every", integer(&a.log_every, 1, 1 << 30)},
       {"--micro-batches", integer(&a.micro_batches, 1, 1 << 20)},
       {"--noise-scale-every", integer(&a.noise_scale_every, 0, 1 << 30)},
+      {"--curvature-every", integer(&a.curvature_every, 0, 1 << 30)},
+      {"--curvature-rows", integer(&a.curvature_rows, 1, int64_t{1} << 40)},
       {"--batch-ramp",
        [&](const std::string& v) -> std::string {
          a.batch_ramp.clear();

@@ -18,6 +18,7 @@ struct TrainArgs {
   std::string device = "auto";   // auto | cpu | cuda
   std::string precision = "fp32";  // fp32 | bf16 (autocast)
   int prefetch = 2;              // batches prepared ahead on a background thread (0: none)
+  int64_t eval_every = 0;        // also evaluate every N steps (0: only at epoch ends)
   int64_t eval_train_rows = 10000;  // rows of the training set evaluated for the epoch's train_loss
   double val_fraction = 0.2;     // held out with a fixed seed, the same for every trial
   int width = 128;               // mlp hidden units; cnn/unet base channels; transformer d_model
@@ -48,6 +49,8 @@ struct TrainArgs {
   int log_every = 10;
   int micro_batches = 1;
   int noise_scale_every = 10;    // measure the gradient noise scale every N steps (0: never)
+  int curvature_every = 0;       // measure the loss curvature (curvature.h) every N steps (0: never)
+  int64_t curvature_rows = 1024; // on the first N training rows
   std::vector<RampPoint> batch_ramp;  // global batch × multiplier from a step on (exact sample order)         // gradient accumulation: the per-rank batch is split into this many
   // Distributed data parallelism: --batch-size is per rank; the global batch is batch_size × ranks.
   std::string comm = "auto";            // auto | none | gloo | mpi | nccl

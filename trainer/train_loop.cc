@@ -11,6 +11,7 @@
 
 #include "trainer/batch_prefetcher.h"
 #include "trainer/checkpoint.h"
+#include "trainer/curvature.h"
 #include "trainer/predictions.h"
 #include "trainer/grad_reducer.h"
 #include "trainer/models.h"
@@ -164,6 +165,13 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   NoiseScaleEstimator noise;
   const auto xtr = Features(train), ytr = Labels(train), xva = Features(val), yva = Labels(val);
   const int64_t n = train.rows;
+  // The fixed sample the curvature is measured on (rank 0 only: every rank holds the same parameters).
+  torch::Tensor xcurv, ycurv;
+  if (a.curvature_every > 0 && leader) {
+    const int64_t rows = std::min<int64_t>(a.curvature_rows, n);
+    xcurv = xtr.narrow(0, 0, rows).to(device);
+    ycurv = ytr.narrow(0, 0, rows).to(device);
+  }
   const int64_t base_global = static_cast<int64_t>(a.batch_size) * world;
   auto global_at = [&](int64_t s) { return GlobalBatchAt(base_global, a.batch_ramp, s); };
   if (base_global > n) {
@@ -265,6 +273,11 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       }
       noise.Add(small_sq / static_cast<double>(world * micro), len / micro, big_sq, global);
     }
+    if (xcurv.defined() && step % a.curvature_every == 0) {
+      if (auto c = MeasureCurvature(*net, params, xcurv, ycurv, loss_spec, /*power_iterations=*/10)) {
+        metrics.Write(step, {{"grad_curvature", c->along_gradient}, {"sharpness", c->sharpness}});
+      }
+    }
     phases.Mark(PhaseTimes::kNoise);
     if (a.clip_grad_norm > 0) grad_norm = ClipGradNorm(params, a.clip_grad_norm);
     lr = LearningRate(ScaledPeakLr(a.lr, global, a.reference_batch, a.lr_scaling), sched, step);
@@ -297,8 +310,9 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       return result;
     }
     phases.Mark(PhaseTimes::kRest);
-    if (batch->epochs_completed == 0 && !batch->last) continue;
-    // An epoch ended (or the run does): evaluate on rank 0.
+    const bool epoch_end = batch->epochs_completed > 0 || batch->last;
+    if (!epoch_end && !(a.eval_every > 0 && step % a.eval_every == 0)) continue;
+    // An epoch ended (or the run does, or --eval-every says so): evaluate on rank 0.
     if (device.is_cuda()) torch::cuda::synchronize();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_t0).count();
     if (leader) {
@@ -314,7 +328,9 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       // An evaluation line counts whole epochs done (the batch that ended the epoch may reach into the next).
       // The last batch of a run that went through every epoch may leave a partial batch out: that is all epochs.
       const bool all_epochs = batch->last && (a.max_steps == 0 || step < a.max_steps);
-      const double epochs_done = all_epochs ? static_cast<double>(a.epochs) : std::floor(epoch_pos + 1e-9);
+      const double epochs_done = all_epochs ? static_cast<double>(a.epochs)
+                                 : epoch_end ? std::floor(epoch_pos + 1e-9)
+                                             : epoch_pos;  // --eval-every: the fraction of the epochs done
       std::vector<std::pair<std::string, double>> values = {{"epoch", epochs_done}};
       if (!tr.empty()) values.emplace_back("train_loss", tr.at("loss"));
       values.emplace_back("val_loss", va.at("loss"));

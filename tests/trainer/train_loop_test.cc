@@ -121,5 +121,48 @@ TEST(TrainLoop, DivergenceExitsWithCode3) {
   EXPECT_NE(out.find("null"), std::string::npos) << "non-finite values are written as null";
 }
 
+TEST(TrainLoop, CurvatureIsMeasuredOnItsCadenceWithoutChangingTraining) {
+  auto tr = Blobs(200, 1), va = Blobs(50, 2);
+  TrainArgs a;
+  a.epochs = 2;
+  a.batch_size = 20;  // 20 steps
+  a.log_every = 1;
+  TrainResult plain, measured;
+  const auto out_plain = RunCaptured(a, tr, va, &plain);
+  a.curvature_every = 5;
+  const auto out = RunCaptured(a, tr, va, &measured);
+  EXPECT_EQ(plain.train_losses, measured.train_losses) << "measuring must not move the parameters";
+  std::regex line(R"(\{"step": (\d+), "grad_curvature": ([0-9.e+-]+), "sharpness": ([0-9.e+-]+)\})");
+  std::vector<int> steps;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
+    steps.push_back(std::stoi((*it)[1].str()));
+    EXPECT_GT(std::stod((*it)[3].str()), 0.0) << (*it)[0].str();
+  }
+  EXPECT_EQ(steps, (std::vector<int>{0, 5, 10, 15}));
+  EXPECT_EQ(out_plain.find("grad_curvature"), std::string::npos);
+}
+
+TEST(TrainLoop, EvalEveryAddsValidationLinesBetweenEpochEnds) {
+  auto tr = Blobs(200, 1), va = Blobs(50, 2);
+  TrainArgs a;
+  a.epochs = 2;
+  a.batch_size = 20;  // 10 steps per epoch
+  a.eval_every = 4;   // steps 4, 8, (10: epoch end), 12, 16, (20: the end)
+  TrainResult r;
+  const auto out = RunCaptured(a, tr, va, &r);
+  std::regex line(R"(\{"step": (\d+), "epoch": ([0-9.]+),[^\n]*"val_loss")");
+  std::vector<std::pair<int, double>> evals;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
+    evals.emplace_back(std::stoi((*it)[1].str()), std::stod((*it)[2].str()));
+  }
+  ASSERT_EQ(evals.size(), 6u) << out;
+  const std::vector<int> steps = {4, 8, 10, 12, 16, 20};
+  const std::vector<double> epochs = {0.4, 0.8, 1, 1.2, 1.6, 2};
+  for (size_t i = 0; i < evals.size(); ++i) {
+    EXPECT_EQ(evals[i].first, steps[i]);
+    EXPECT_NEAR(evals[i].second, epochs[i], 1e-9) << "at step " << steps[i];
+  }
+}
+
 }  // namespace
 }  // namespace ladder::trainer
