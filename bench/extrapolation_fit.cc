@@ -3,13 +3,13 @@
 //
 // Input:
 //   {"trials": [{"id", "global_batch", "peak_lr", "steps", "warmup_steps", "decay", "optimizer", "final_loss",
-//                "best_loss", "noise_scale", "noise_scale_start", "diverged", "compute", "seed",
+//                "best_loss", "noise_scale", "noise_scale_start", "sharpness", "momentum", "diverged", "compute", "seed",
 //                "curve": [[step, loss], ...]}, ...],
 //    "predict": [4096, 8192],                     global batches to predict the LR at (fit and baselines)
 //    "oracle": [trials at other batches],          optional: the best LR of each of their sweeps
 //    "options": {"seed": 0, "bootstrap": 200, "anchor": "largest" | "best", "neighbours": 2},
 //    "plan": {"global_batch": 8192, "examples": 1e6, "nodes": 0, "per_node_batch": 0}}   optional
-// Output: {"best_lr": [...], "lr_fit": {...}, "noise_fit": {...}, "noise_ratio", "tradeoff": {...},
+// Output: {"best_lr": [...], "lr_fit": {...}, "noise_fit": {...}, "noise_ratio", "stability_edge", "tradeoff": {...},
 //          "joint_fit": {...}, "power_fit": {...}, "surface_fit": {...}, "predictions": [{"batch",
 //          "fit": [v, lo, hi], "power_fit", "surface_fit", "lr_fit", "noise_fit", "joint_fit", "linear", "sqrt"}],
 //          "oracle": [{"batch", "lr": [v, lo, hi], "loss", "at_edge"}], "plan": {...}, "notes": [...]}
@@ -52,6 +52,8 @@ std::vector<ScaleTrial> ReadTrials(const json& arr) {
     t.best_loss = Num(j, "best_loss", kNaN);
     t.noise_scale = Num(j, "noise_scale", 0);
     t.noise_scale_start = Num(j, "noise_scale_start", 0);
+    t.sharpness = Num(j, "sharpness", 0);
+    t.momentum = Num(j, "momentum", 0.9);
     t.diverged = j.value("diverged", false);
     t.seed = j.value("seed", int64_t{-1});
     if (j.contains("curve")) {
@@ -115,6 +117,7 @@ int main(int argc, char** argv) {
     }
     out["measured_noise_scale"] = Iv(r.measured_noise_scale);
     out["noise_ratio"] = std::isfinite(r.noise_ratio) ? json(r.noise_ratio) : json(nullptr);
+    if (std::isfinite(r.stability_edge.value)) out["stability_edge"] = Iv(r.stability_edge);
     if (r.tradeoff) {
       out["tradeoff"] = {{"target_loss", r.tradeoff->target_loss}, {"s_min", Iv(r.tradeoff->s_min)},
                          {"e_min", Iv(r.tradeoff->e_min)}, {"b_crit", Iv(r.tradeoff->b_crit)}};

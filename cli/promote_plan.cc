@@ -78,6 +78,9 @@ std::vector<search::ScaleTrial> ScaleTrialsFrom(const v1::Search& search, const 
       if (auto it = v.find("global_batch"); it != v.end()) s.global_batch = static_cast<int64_t>(it->second);
       if (auto it = v.find("lr"); it != v.end()) s.peak_lr = std::max(s.peak_lr, it->second);
       if (auto it = v.find("noise_scale"); it != v.end() && std::isfinite(it->second)) noise.push_back(it->second);
+      if (auto it = v.find("sharpness"); it != v.end() && std::isfinite(it->second)) {
+        s.sharpness = std::max(s.sharpness, std::abs(it->second));
+      }
       s.steps = std::max<int64_t>(s.steps, p.step());
       if (auto it = v.find("val_loss"); it != v.end()) {
         s.curve.push_back({p.step(), it->second});
@@ -93,6 +96,7 @@ std::vector<search::ScaleTrial> ScaleTrialsFrom(const v1::Search& search, const 
     if (auto w = FlagValue(argv, "--warmup-steps"); !w.empty()) s.warmup_steps = std::atoll(w.c_str());
     if (auto d = FlagValue(argv, "--decay"); !d.empty()) s.decay = d;
     if (auto o = FlagValue(argv, "--optimizer"); !o.empty()) s.optimizer = o;
+    if (auto m = FlagValue(argv, "--momentum"); !m.empty()) s.momentum = std::atof(m.c_str());
     s.diverged = diverged;
     if (diverged) s.final_loss = search::kNaN;
     if (s.global_batch <= 0 || s.peak_lr <= 0 || s.steps <= 0 || (s.curve.empty() && !diverged)) {
@@ -234,6 +238,7 @@ nlohmann::json PlanJson(const search::ScalePlan& plan, const std::vector<search:
           {"final_loss_envelope", envelope},
           {"linear_rule_lr", plan.linear_rule_lr},
           {"sqrt_rule_lr", plan.sqrt_rule_lr},
+          {"stability_edge", std::isfinite(plan.stability_edge) ? nlohmann::json(plan.stability_edge) : nlohmann::json(nullptr)},
           {"sources", plan.sources},
           {"stop_outside_band", stop_outside_band}};
 }

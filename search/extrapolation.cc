@@ -383,6 +383,7 @@ struct OneFit {
   std::optional<internal::Line> power;  // ln lr = a + b ln B, b in [0, 1]
   std::optional<internal::Line> surface;  // the same from the loss surface
   double noise = kNaN;
+  double edge = kNaN;  // stability edge 2(1 + β)/λ_max
   std::optional<std::pair<double, double>> tradeoff;  // S_min, B_crit
   std::vector<TradeoffPoint> steps;
   std::optional<LawPair> compute_laws;
@@ -398,6 +399,18 @@ double NoiseNearBest(const std::map<int64_t, Group>& by_batch, const std::vector
     }
   }
   return Median(near.empty() ? all : near);
+}
+
+// Median of 2(1 + β)/λ_max over the SGD trials within 1 octave of their batch's best LR that measured λ_max.
+double EdgeNearBest(const std::map<int64_t, Group>& by_batch, const std::vector<BestLr>& best) {
+  std::vector<double> near;
+  for (const BestLr& b : best) {
+    for (const ScaleTrial* t : by_batch.at(b.global_batch)) {
+      if (!Convergent(*t) || !(t->sharpness > 0) || t->optimizer != "sgd") continue;
+      if (std::abs(std::log2(t->peak_lr / b.lr.value)) <= 1.0) near.push_back(2 * (1 + t->momentum) / t->sharpness);
+    }
+  }
+  return Median(near);
 }
 
 OneFit FitOnce(const Sweeps& sw, const ExtrapolationOptions& o, double target, const std::vector<Group>& budgets) {
@@ -422,6 +435,7 @@ OneFit FitOnce(const Sweeps& sw, const ExtrapolationOptions& o, double target, c
   }
   f.surface = FitSurface(sw.by_batch, f.best, o.surface_window_octaves);
   f.noise = NoiseNearBest(sw.by_batch, f.best);
+  f.edge = EdgeNearBest(sw.by_batch, f.best);
   if (std::isfinite(f.noise) && !pts.empty()) {
     f.noise_law = FitLawFixedNoise(pts, f.noise);
     f.joint_law = FitLawJoint(pts, f.noise, o.lr_sigma_octaves * std::log(2.0), std::log(o.noise_sigma_factor),
@@ -591,7 +605,7 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   std::mt19937_64 rng(o.seed);
   std::map<int64_t, std::vector<double>> best_draws;
   std::vector<double> free_eps, free_noise, fixed_eps, noise_draws, joint_eps, joint_noise, smin, bcrit, emin;
-  std::vector<double> lr_coef, lr_exp, b_coef, b_exp;
+  std::vector<double> lr_coef, lr_exp, b_coef, b_exp, edge_draws;
   std::vector<std::pair<double, double>> free_pairs, fixed_pairs, joint_pairs;
   std::vector<internal::Line> pow_draws, surf_draws;  // bootstrap lines log(lr) = a + b log(B)
   for (int rep = 0; rep < o.bootstrap; ++rep) {
@@ -612,6 +626,7 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
       fixed_eps.push_back(f.noise_law->eps_max), noise_draws.push_back(f.noise);
       fixed_pairs.emplace_back(f.noise_law->eps_max, f.noise_law->b_noise);
     }
+    if (std::isfinite(f.edge)) edge_draws.push_back(f.edge);
     if (f.power) pow_draws.push_back(*f.power);
     if (f.surface) surf_draws.push_back(*f.surface);
     if (f.joint_law) {
@@ -668,6 +683,7 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   } else {
     r.notes.push_back("noise_fit: no trial reports a measured noise scale (noise_scale > 0)");
   }
+  if (std::isfinite(full.edge)) r.stability_edge = Spread(full.edge, edge_draws, lv);
   // A power law lr = c B^a from the full fit's line and its bootstrap lines (log c = line.a, a = line.b).
   auto law = [&](const internal::Line& fit, const std::vector<internal::Line>& draws) {
     PowerLaw pl;

@@ -28,6 +28,11 @@
 //                         LR of the MLP tasks in bench/extrapolation kept growing about linearly far past the
 //                         measured B_simple, so the law with B_noise = B_simple bent too early there
 //                         (docs/BENCHMARKS.md)
+//   stability edge        2(1 + β)/λ_max, λ_max the largest top Hessian eigenvalue an SGD trial measured along
+//                         its run (ScaleTrial.sharpness), median over the trials within 1 octave of each batch's
+//                         best LR: the LR at which heavy-ball SGD with momentum β turns unstable along the
+//                         sharpest direction. Small batches' best LRs sit far below it, so they do not show it;
+//                         a large batch's best LR cannot exceed it by much
 //   tradeoff              (S/S_min − 1)(E/E_min − 1) = 1, i.e. S(B) = S_min (1 + B_crit/B), fitted to the
 //                         fewest steps to a target loss at each batch; B_crit = E_min / S_min
 //   lr/batch vs compute   power laws lr = a·C^α and B = b·C^β over every configuration within a tolerance of
@@ -80,6 +85,9 @@ struct ScaleTrial {
   double best_loss = kNaN;      // best validation loss seen; NaN: the final loss
   double noise_scale = 0;       // measured B_simple summarised over the run; <= 0: not measured
   double noise_scale_start = 0; // B_simple early in the run (after warmup); <= 0: not measured (batch ramp)
+  double sharpness = 0;         // the largest top Hessian eigenvalue λ_max measured along the run (ladder-train
+                                //   --curvature-every); <= 0: not measured
+  double momentum = 0.9;        // heavy-ball momentum β of SGD (the stability edge is 2(1 + β)/λ_max)
   std::vector<LossPoint> curve; // validation loss along the run (steps to a target loss); may be empty
   bool diverged = false;        // the trainer stopped on NaN/inf
   int64_t seed = -1;            // the run's seed (init, data order) when configurations are repeated; -1: unknown
@@ -162,6 +170,9 @@ struct ScalingReport {
   std::optional<PowerLaw> power_fit;          // best LR = c·B^α against the global batch
   std::optional<PowerLaw> surface_fit;        // the same law fitted to the loss surface of all trials
   Interval measured_noise_scale;              // median B_simple near the best LRs
+  Interval stability_edge;                    // 2(1 + β)/λ_max of SGD trials near the best LRs (median; NaN when
+                                              //   none measured its sharpness): the peak LR above which
+                                              //   heavy-ball SGD is unstable along the top Hessian eigenvector
   double noise_ratio = kNaN;                  // lr_fit B_noise / measured B_simple
   std::optional<TradeoffFit> tradeoff;        // needs curves reaching a common target at 2 batch sizes
   std::optional<PowerLaw> lr_vs_compute;      // need 2 compute budgets

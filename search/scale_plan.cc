@@ -108,6 +108,16 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
     }
     p.sources.push_back(src);
   }
+  if (std::isfinite(r.stability_edge.value)) {
+    p.stability_edge = r.stability_edge.value;
+    std::string line = "stability edge: 2(1 + momentum)/lambda_max = " + Iv(r.stability_edge) +
+                       " from the sharpness the swept SGD trials measured";
+    if (p.peak_lr.value > r.stability_edge.value) {
+      line += "; the peak LR is " + Num(p.peak_lr.value / r.stability_edge.value) +
+              "x above it: heavy-ball SGD is unstable there unless the large batch's sharpness is lower";
+    }
+    p.sources.push_back(line);
+  }
   if (auto a = PredictLr(r, batch, LrRule::kLinear); a.ok()) p.linear_rule_lr = a.value->value;
   if (auto a = PredictLr(r, batch, LrRule::kSqrt); a.ok()) p.sqrt_rule_lr = a.value->value;
 

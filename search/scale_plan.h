@@ -79,6 +79,7 @@ struct ScalePlan {
   std::vector<LossBandPoint> loss_band;
   double linear_rule_lr = kNaN;   // the baselines at the same batch, for comparison
   double sqrt_rule_lr = kNaN;
+  double stability_edge = kNaN;   // ScalingReport::stability_edge, NaN when not measured
   // One line per choice: "peak_lr: noise_fit ε_max=0.8 [0.7, 0.9], B_noise=1200 (measured B_simple)".
   std::vector<std::string> sources;
 };

@@ -30,6 +30,13 @@ v1::Trial MakeTrial(int number, int64_t batch, double lr, std::vector<double> lo
     (*p->mutable_values())["noise_scale"] = 100 + static_cast<double>(step);
     (*p->mutable_values())["val_loss"] = l;
   }
+  // ladder-train --curvature-every writes its measurements on lines of their own.
+  for (double sharpness : {2.0, -5.0, 3.0}) {
+    auto* p = t.add_metrics();
+    p->set_step(step);
+    (*p->mutable_values())["grad_curvature"] = 0.5;
+    (*p->mutable_values())["sharpness"] = sharpness;
+  }
   return t;
 }
 
@@ -51,8 +58,11 @@ TEST(PromotePlan, ScaleTrialsComeFromMetricsAndCommandsAndSkipWhatCannotBeUsed) 
   silent.set_state(v1::TRIAL_COMPLETED);
   trials.push_back(silent);
   std::vector<std::string> notes;
+  trials[1].add_command("--momentum");
+  trials[1].add_command("0.5");
   auto scale = ScaleTrialsFrom(s, trials, &notes);
   ASSERT_EQ(scale.size(), 2u);
+  EXPECT_DOUBLE_EQ(scale[1].momentum, 0.5) << "--momentum from the command";
   const auto& t = scale[0];
   EXPECT_EQ(t.global_batch, 64);
   EXPECT_DOUBLE_EQ(t.peak_lr, 0.1) << "the largest lr reported (after warmup)";
@@ -64,6 +74,8 @@ TEST(PromotePlan, ScaleTrialsComeFromMetricsAndCommandsAndSkipWhatCannotBeUsed) 
   EXPECT_EQ(t.warmup_steps, 5);
   EXPECT_EQ(t.nodes, 2);
   EXPECT_GT(t.noise_scale, 100);
+  EXPECT_DOUBLE_EQ(t.sharpness, 5.0) << "the largest |top eigenvalue| the run measured";
+  EXPECT_DOUBLE_EQ(t.momentum, 0.9) << "ladder-train's default momentum";
   EXPECT_TRUE(scale[1].diverged);
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_NE(notes[0].find("trial 2: failed"), std::string::npos) << notes[0];

@@ -503,6 +503,33 @@ double PlannedExamples(const ScalePlan& plan) {
   return examples;
 }
 
+TEST(FitScalingTest, StabilityEdgeIsTwoOnePlusMomentumOverTheSharpnessNearTheBestLrs) {
+  Truth truth;
+  auto trials = MakeSweeps(truth, {32, 64, 128}, 3);
+  {
+    auto r = FitScaling(trials, {});
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_TRUE(std::isnan(r.value->stability_edge.value)) << "no trial measured its sharpness";
+  }
+  // λ_max = 4 near each batch's best LR and 100 far from it (those runs must not count), momentum 0.9:
+  // the edge is 2 (1 + 0.9) / 4 = 0.95.
+  for (ScaleTrial& t : trials) {
+    if (t.diverged) continue;
+    const double d = std::abs(std::log2(t.peak_lr / EpsOpt(truth, static_cast<double>(t.global_batch))));
+    t.sharpness = d <= 0.5 ? 4.0 : d > 1.6 ? 100.0 : 0.0;
+  }
+  auto r = FitScaling(trials, {});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_NEAR(r.value->stability_edge.value, 0.95, 1e-9);
+  EXPECT_LE(r.value->stability_edge.lo, 0.95);
+  EXPECT_GE(r.value->stability_edge.hi, 0.95);
+  // Momentum enters as 2 (1 + β); Adam's trials have no such edge and are left out.
+  for (ScaleTrial& t : trials) t.momentum = 0;
+  EXPECT_NEAR(FitScaling(trials, {}).value->stability_edge.value, 0.5, 1e-9);
+  for (ScaleTrial& t : trials) t.optimizer = "adam";
+  EXPECT_TRUE(std::isnan(FitScaling(trials, {}).value->stability_edge.value));
+}
+
 TEST(LrRuleTest, EveryRuleNameParsesBackToItsRuleAndOtherNamesDoNot) {
   const std::vector<std::string> names = LrRuleNames();
   ASSERT_EQ(names.size(), 8u);
@@ -544,6 +571,40 @@ TEST(PlanRunTest, TheChosenLrRuleSetsThePeakLrAndIsNamedAsItsSource) {
   auto pl = PlanRun(*r.value, trials, target, linear);
   ASSERT_TRUE(pl.ok()) << pl.error;
   EXPECT_DOUBLE_EQ(pl.value->peak_lr.value, PredictLr(*r.value, 8192, LrRule::kLinear).value->value);
+}
+
+TEST(PlanRunTest, NamesTheStabilityEdgeAndSaysWhenThePeakLrIsAboveIt) {
+  auto [truth, trials, r] = SweepBelowTheBend(9);
+  ASSERT_TRUE(r.ok()) << r.error;
+  PlanTarget target;
+  target.global_batch = 8192;
+  target.examples = 8192.0 * 1000;
+  auto edge_line = [](const ScalePlan& p) {
+    for (const auto& s : p.sources) {
+      if (s.rfind("stability edge:", 0) == 0) return s;
+    }
+    return std::string();
+  };
+  auto plain = PlanRun(*r.value, trials, target);
+  ASSERT_TRUE(plain.ok()) << plain.error;
+  EXPECT_TRUE(std::isnan(plain.value->stability_edge));
+  EXPECT_EQ(edge_line(*plain.value), "");
+  // λ_max = 38 on every convergent trial: the edge is 2 (1 + 0.9) / 38 = 0.1, far below the ~1.4 planned at 8192.
+  for (ScaleTrial& t : trials) t.sharpness = t.diverged ? 0 : 38;
+  auto refit = FitScaling(trials, {});
+  ASSERT_TRUE(refit.ok()) << refit.error;
+  auto p = PlanRun(*refit.value, trials, target);
+  ASSERT_TRUE(p.ok()) << p.error;
+  EXPECT_NEAR(p.value->stability_edge, 0.1, 1e-9);
+  const std::string line = edge_line(*p.value);
+  EXPECT_NE(line.find("above it"), std::string::npos) << line;
+  // At a batch whose LR is below the edge the line names the edge without the warning.
+  for (ScaleTrial& t : trials) t.sharpness = t.diverged ? 0 : 0.038;  // edge 100
+  refit = FitScaling(trials, {});
+  p = PlanRun(*refit.value, trials, target);
+  ASSERT_TRUE(p.ok()) << p.error;
+  EXPECT_NEAR(p.value->stability_edge, 100, 1e-6);
+  EXPECT_EQ(edge_line(*p.value).find("above it"), std::string::npos) << edge_line(*p.value);
 }
 
 TEST(PlanRunTest, PlansALargeBatchRun) {
