@@ -104,7 +104,9 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
   --curvature-every N  on every Nth step (default 0: never) rank 0 measures the loss curvature on the first
                        --curvature-rows training rows (default 1024) with exact Hessian-vector products:
                        grad_curvature (along the gradient; 1/it is McCandlish's eps_max) and sharpness
-                       (the top Hessian eigenvalue, 10 power iterations), on the next train_loss line
+                       (the top Hessian eigenvalue, 10 power iterations), on a line of their own. It
+                       costs 12 double-backward passes over those rows (about 0.6 s for 1,024 rows of the
+                       default MLP on one core)
   --micro-batches M    gradient accumulation: split each rank's batch into M equal micro-batches
   --batch-ramp S:K,..  batch-size ramp: from step S on, the global batch is K x the base (the sample order
                        stays exact: every step takes the next samples of the same stream)
