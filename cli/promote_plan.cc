@@ -238,7 +238,7 @@ nlohmann::json PlanJson(const search::ScalePlan& plan, const std::vector<search:
           {"final_loss_envelope", envelope},
           {"linear_rule_lr", plan.linear_rule_lr},
           {"sqrt_rule_lr", plan.sqrt_rule_lr},
-          {"stability_edge", std::isfinite(plan.stability_edge) ? nlohmann::json(plan.stability_edge) : nlohmann::json(nullptr)},
+          {"stability_edge", plan.stability_edge},  // NaN (not measured) is written as null, as the rules' LRs
           {"sources", plan.sources},
           {"stop_outside_band", stop_outside_band}};
 }

@@ -389,27 +389,32 @@ struct OneFit {
   std::optional<LawPair> compute_laws;
 };
 
-double NoiseNearBest(const std::map<int64_t, Group>& by_batch, const std::vector<BestLr>& best) {
-  std::vector<double> near, all;
+// Calls f(trial, near) for every convergent trial of a batch with a best LR; near: within 1 octave of it.
+template <class F>
+void ForEachConvergent(const std::map<int64_t, Group>& by_batch, const std::vector<BestLr>& best, F f) {
   for (const BestLr& b : best) {
     for (const ScaleTrial* t : by_batch.at(b.global_batch)) {
-      if (!Convergent(*t) || !(t->noise_scale > 0)) continue;
-      all.push_back(t->noise_scale);
-      if (std::abs(std::log2(t->peak_lr / b.lr.value)) <= 1.0) near.push_back(t->noise_scale);
+      if (Convergent(*t)) f(*t, std::abs(std::log2(t->peak_lr / b.lr.value)) <= 1.0);
     }
   }
+}
+
+double NoiseNearBest(const std::map<int64_t, Group>& by_batch, const std::vector<BestLr>& best) {
+  std::vector<double> near, all;
+  ForEachConvergent(by_batch, best, [&](const ScaleTrial& t, bool is_near) {
+    if (!(t.noise_scale > 0)) return;
+    all.push_back(t.noise_scale);
+    if (is_near) near.push_back(t.noise_scale);
+  });
   return Median(near.empty() ? all : near);
 }
 
 // Median of 2(1 + β)/λ_max over the SGD trials within 1 octave of their batch's best LR that measured λ_max.
 double EdgeNearBest(const std::map<int64_t, Group>& by_batch, const std::vector<BestLr>& best) {
   std::vector<double> near;
-  for (const BestLr& b : best) {
-    for (const ScaleTrial* t : by_batch.at(b.global_batch)) {
-      if (!Convergent(*t) || !(t->sharpness > 0) || t->optimizer != "sgd") continue;
-      if (std::abs(std::log2(t->peak_lr / b.lr.value)) <= 1.0) near.push_back(2 * (1 + t->momentum) / t->sharpness);
-    }
-  }
+  ForEachConvergent(by_batch, best, [&](const ScaleTrial& t, bool is_near) {
+    if (is_near && t.sharpness > 0 && t.optimizer == "sgd") near.push_back(2 * (1 + t.momentum) / t.sharpness);
+  });
   return Median(near);
 }
 
