@@ -128,6 +128,10 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
   --checkpoint-every N (default 0: only at the end)
   --resume             continue from --checkpoint if it exists (every rank reads it)
   --help               this text
+  --serve              (the only option) serve sweeps of short runs: each stdin line OUT<TAB>arg<TAB>... is
+                       one ladder-train run with those arguments, in a forked child whose stdout and stderr
+                       go to OUT.out and OUT.err; its exit status is answered on stdout, one line per run.
+                       LibTorch's start-up (about 0.5 s) is paid once for all of them (bench/extrapolation)
 
 Memory: ladder-train sets glibc's mmap threshold to 32 MiB and its trim threshold to 1 GiB, so that each
 step reuses the memory the previous one freed instead of faulting in fresh pages; setting GLIBC_TUNABLES (or
@@ -296,6 +300,10 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
     std::string flag = argv[i], value;
     if (flag == "--help" || flag == "-h") {
       out.help = true;
+      return out;
+    }
+    if (flag == "--serve") {
+      out.error = "--serve must be the only option (each request line carries a run's options)";
       return out;
     }
     if (flag == "--nesterov") {

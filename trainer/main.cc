@@ -8,12 +8,15 @@
 #include "trainer/csv_dataset.h"
 #include "trainer/data_sources.h"
 #include "trainer/metrics_writer.h"
+#include "trainer/serve.h"
 #include "trainer/train_loop.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+// One training: what `ladder-train ARGS` does (and each --serve request, in a child of its own).
+int RunTrainer(const std::vector<std::string>& argv) {
   using namespace ladder::trainer;
-  TuneAllocator();  // before any thread starts: steps reuse freed memory instead of faulting in fresh pages
-  auto parsed = ParseArgs(std::vector<std::string>(argv + 1, argv + argc));
+  auto parsed = ParseArgs(argv);
   if (parsed.help) {
     std::fputs(Usage().c_str(), stdout);
     return 0;
@@ -67,4 +70,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ladder-train: %s\n", e.what());
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ladder::trainer::TuneAllocator();  // before any thread starts: steps reuse freed memory, not fresh pages
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "--serve") {
+    if (args.size() > 1) {
+      std::fprintf(stderr, "ladder-train: --serve takes no other options (each request line carries a run's)\n");
+      return 2;
+    }
+    return ladder::trainer::Serve(stdin, stdout, RunTrainer);
+  }
+  return RunTrainer(args);
 }

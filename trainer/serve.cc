@@ -1,0 +1,94 @@
+#include "trainer/serve.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ladder::trainer {
+
+std::vector<std::string> SplitRequest(std::string line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (line.find_first_not_of(" \t") == std::string::npos) return {};
+  std::vector<std::string> fields;
+  size_t start = 0;
+  for (size_t tab; (tab = line.find('\t', start)) != std::string::npos; start = tab + 1) {
+    fields.push_back(line.substr(start, tab - start));
+  }
+  fields.push_back(line.substr(start));
+  return fields;
+}
+
+namespace {
+
+std::string ReadLine(std::FILE* in, bool* eof) {
+  std::string line;
+  for (int c; (c = std::fgetc(in)) != EOF;) {
+    if (c == '\n') return line;
+    line.push_back(static_cast<char>(c));
+  }
+  *eof = true;
+  return line;
+}
+
+void Answer(std::FILE* reply, int code) {
+  std::fprintf(reply, "%d\n", code);
+  std::fflush(reply);
+}
+
+// Runs one request in a forked child; returns its exit status (or 2 when it could not be started).
+int RunOne(const std::vector<std::string>& fields, const std::function<int(const std::vector<std::string>&)>& run) {
+  const std::string& out = fields[0];
+  if (out.empty()) {
+    std::fprintf(stderr, "ladder-train --serve: a request's first field (the output path) is empty\n");
+    return 2;
+  }
+  int err_fd = ::open((out + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int out_fd = ::open((out + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "ladder-train --serve: %s\n", why.c_str());
+    if (err_fd >= 0) {
+      std::string msg = "ladder-train --serve: " + why + "\n";
+      if (::write(err_fd, msg.data(), msg.size()) < 0) { /* nowhere else to say it */ }
+    }
+    if (err_fd >= 0) ::close(err_fd);
+    if (out_fd >= 0) ::close(out_fd);
+    return 2;
+  };
+  if (err_fd < 0 || out_fd < 0) {
+    return fail("cannot open " + out + (out_fd < 0 ? ".out" : ".err") + ": " + std::strerror(errno));
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid < 0) return fail(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    int code = run(std::vector<std::string>(fields.begin() + 1, fields.end()));
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::_exit(code);
+  }
+  ::close(out_fd);
+  ::close(err_fd);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+int Serve(std::FILE* in, std::FILE* reply, const std::function<int(const std::vector<std::string>&)>& run) {
+  for (bool eof = false; !eof;) {
+    auto fields = SplitRequest(ReadLine(in, &eof));
+    if (fields.empty()) continue;
+    Answer(reply, RunOne(fields, run));
+  }
+  return 0;
+}
+
+}  // namespace ladder::trainer
