@@ -108,6 +108,15 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
     }
     p.sources.push_back(src);
   }
+  if (p.peak_lr.lo > 0 && p.peak_lr.hi > p.peak_lr.lo) {
+    const double octaves = std::log2(p.peak_lr.hi / p.peak_lr.lo);
+    if (octaves > o.max_lr_interval_octaves) {
+      p.sources.push_back("peak_lr uncertainty: its bootstrap interval spans " + Num(octaves) +
+                          " octaves (more than " + Num(o.max_lr_interval_octaves) + "): the swept trials do not pin "
+                          "the LR at batch " + std::to_string(p.global_batch) +
+                          "; swept batches closer to it, or more seeds per LR, narrow it");
+    }
+  }
   if (std::isfinite(r.stability_edge.value)) {
     p.stability_edge = r.stability_edge.value;
     std::string line = "stability edge: 2(1 + momentum)/lambda_max = " + Iv(r.stability_edge) +

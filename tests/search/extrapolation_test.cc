@@ -607,6 +607,43 @@ TEST(PlanRunTest, NamesTheStabilityEdgeAndSaysWhenThePeakLrIsAboveIt) {
   EXPECT_EQ(edge_line(*p.value).find("above it"), std::string::npos) << edge_line(*p.value);
 }
 
+TEST(PlanRunTest, SaysWhenThePeakLrIntervalIsWiderThanAnOctave) {
+  PlanTarget target;
+  target.global_batch = 8192;
+  target.examples = 8192.0 * 1000;
+  auto uncertainty = [](const ScalePlan& p) {
+    for (const auto& s : p.sources) {
+      if (s.rfind("peak_lr uncertainty:", 0) == 0) return s;
+    }
+    return std::string();
+  };
+  auto [truth, trials, r] = SweepBelowTheBend(9);
+  ASSERT_TRUE(r.ok()) << r.error;
+  auto tight = PlanRun(*r.value, trials, target);
+  ASSERT_TRUE(tight.ok()) << tight.error;
+  const double tight_octaves = std::log2(tight.value->peak_lr.hi / tight.value->peak_lr.lo);
+  EXPECT_LT(tight_octaves, 1.0);
+  EXPECT_EQ(uncertainty(*tight.value), "") << "a well-measured sweep: no warning";
+  // The same sweeps with 15x the loss noise (0.03 against a curvature of 0.02 per octave^2) and two batches an
+  // octave apart: the vertices wander and the extrapolation over 5 octaves fans out.
+  truth.loss_noise = 0.03;
+  auto noisy_trials = MakeSweeps(truth, {128, 256}, 9);
+  auto noisy = FitScaling(noisy_trials, {});
+  ASSERT_TRUE(noisy.ok()) << noisy.error;
+  auto wide = PlanRun(*noisy.value, noisy_trials, target);
+  ASSERT_TRUE(wide.ok()) << wide.error;
+  const double wide_octaves = std::log2(wide.value->peak_lr.hi / wide.value->peak_lr.lo);
+  EXPECT_GT(wide_octaves, 1.0);
+  const std::string line = uncertainty(*wide.value);
+  EXPECT_NE(line.find("batch 8192"), std::string::npos) << line;
+  // The threshold is an option.
+  PlanOptions lax;
+  lax.max_lr_interval_octaves = wide_octaves + 0.1;
+  auto quiet = PlanRun(*noisy.value, noisy_trials, target, lax);
+  ASSERT_TRUE(quiet.ok()) << quiet.error;
+  EXPECT_EQ(uncertainty(*quiet.value), "");
+}
+
 TEST(PlanRunTest, PlansALargeBatchRun) {
   auto [truth, trials, r] = SweepBelowTheBend(9);
   ASSERT_TRUE(r.ok()) << r.error;
