@@ -40,6 +40,20 @@ void SetFlag(std::vector<std::string>* argv, const std::string& flag, const std:
   *argv = std::move(out);
 }
 
+// Drops every occurrence of `flag` (either spelling) with its value.
+void RemoveFlag(std::vector<std::string>* argv, const std::string& flag) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < argv->size(); ++i) {
+    const std::string& a = (*argv)[i];
+    if (a == flag) {
+      ++i;  // and its value
+    } else if (a.rfind(flag + "=", 0) != 0) {
+      out.push_back(a);
+    }
+  }
+  *argv = std::move(out);
+}
+
 bool HasFlag(const std::vector<std::string>& argv, const std::string& flag) {
   return std::any_of(argv.begin(), argv.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
 }
@@ -123,6 +137,10 @@ std::vector<std::string> HeroCommand(const v1::Trial& best, const search::ScaleT
              std::to_string(ranks) + " ranks";
     return {};
   }
+  // Measurements that only fed the fit (the loss curvature: 12 double-backward passes each time) are not the
+  // hero run's to pay for.
+  RemoveFlag(&argv, "--curvature-every");
+  RemoveFlag(&argv, "--curvature-rows");
   SetFlag(&argv, "--lr", Num(plan.peak_lr.value));
   SetFlag(&argv, "--batch-size", std::to_string(first_batch / ranks));
   SetFlag(&argv, "--warmup-steps", std::to_string(plan.warmup_steps));

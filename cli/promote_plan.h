@@ -8,7 +8,8 @@
 //                    the command's --warmup-steps/--decay/--optimizer
 //   HeroCommand      the best trial's command with the plan's schedule options put in (--lr, --batch-size per
 //                    rank, --warmup-steps, --decay, --optimizer, --batch-ramp, --max-steps, --epochs, and a
-//                    checkpoint in {checkpoint_dir} with --resume so that a preempted or requeued hero resumes)
+//                    checkpoint in {checkpoint_dir} with --resume so that a preempted or requeued hero resumes);
+//                    the trials' --curvature-every/--curvature-rows (a measurement for the fit) are dropped
 //   HeroSpecYaml     a one-trial search spec for the hero run
 //   PlanJson         the plan as JSON: what the coordinator stores with the hero search and watches the live
 //                    loss against ("loss_band": [[step, lo, hi], ...], "stop_outside_band")

@@ -84,6 +84,7 @@ TEST(PromotePlan, ScaleTrialsComeFromMetricsAndCommandsAndSkipWhatCannotBeUsed) 
 
 TEST(PromotePlan, HeroCommandPutsThePlansScheduleIntoTheBestTrialsCommand) {
   auto best = MakeTrial(0, 64, 0.1, {1.0, 0.5, 0.3, 0.25}, "sgd");
+  for (const char* w : {"--curvature-every", "20", "--curvature-rows=512", "--seed", "3"}) best.add_command(w);
   std::vector<std::string> notes;
   auto scale = ScaleTrialsFrom(v1::Search{}, {best}, &notes);
   search::ScalePlan plan;
@@ -114,6 +115,11 @@ TEST(PromotePlan, HeroCommandPutsThePlansScheduleIntoTheBestTrialsCommand) {
   EXPECT_EQ(value("--epochs"), "1601");
   EXPECT_EQ(value("--checkpoint"), "{checkpoint_dir}/hero.pt");
   EXPECT_EQ(argv.back(), "--resume");
+  EXPECT_EQ(value("--seed"), "3") << "the trial's other options stay";
+  for (const auto& a : argv) {
+    EXPECT_EQ(a.find("--curvature"), std::string::npos) << "the fit's curvature measurement is not the hero's: " << a;
+  }
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "20"), 0) << "nor its value";
   plan.ramp = {{0, 100}};
   HeroCommand(best, scale[0], plan, {4, 2}, &error);
   EXPECT_NE(error.find("does not split over 8 ranks"), std::string::npos) << error;
