@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   ladder::cli::SetupPromote(app, g, exit_code);
   ladder::cli::SetupSearch(app, g, exit_code);
   ladder::cli::SetupTrials(app, g, exit_code);
+  ladder::cli::SetupNodes(app, g, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

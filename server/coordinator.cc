@@ -443,6 +443,38 @@ grpc::Status Coordinator::ServerInfo(const v1::ServerInfoRequest&, v1::ServerInf
   return grpc::Status::OK;
 }
 
+grpc::Status Coordinator::ReleaseNode(const v1::ReleaseNodeRequest& req, v1::ReleaseNodeResponse* resp) {
+  auto it = workers_.find(req.node_id());
+  if (it == workers_.end()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no node '" + req.node_id() + "' (ladder nodes lists them)");
+  }
+  WorkerRt& w = it->second;
+  if (w.info.state() != v1::WORKER_QUARANTINED) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "node '" + req.node_id() + "' is " + v1::WorkerState_Name(w.info.state()) +
+                            ", not quarantined");
+  }
+  const std::string was = w.info.state_reason();
+  w.failures.clear();
+  w.info.set_recent_failures(0);
+  if (w.link) {
+    w.info.set_state(v1::WORKER_UP);
+    w.info.clear_state_reason();
+  } else {
+    w.info.set_state(v1::WORKER_DOWN);
+    w.info.set_state_reason("released from quarantine; no worker connected");
+  }
+  SyncNode(w);
+  store_.UpsertNode(w.info);
+  store_.AppendEvent("worker_released", 0, 0, w.info.node_id() + ": released from quarantine (" + was + ")", Now());
+  Commit();
+  LogInfo(kLog, "node " + w.info.node_id() + " released from quarantine (was: " + was + ")");
+  EmitWorker(w);
+  RequestSchedule();
+  *resp->mutable_worker() = w.info;
+  return grpc::Status::OK;
+}
+
 int64_t Coordinator::AddWatcher(int64_t search_id, EventSink sink) {
   int64_t id = next_watcher_id_++;
   auto send_search = [&](const SearchRt& s) {

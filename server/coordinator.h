@@ -123,6 +123,7 @@ class Coordinator {
   grpc::Status ListTrials(const v1::ListTrialsRequest& req, v1::ListTrialsResponse* resp);
   grpc::Status GetTrial(const v1::GetTrialRequest& req, v1::GetTrialResponse* resp);
   grpc::Status ServerInfo(const v1::ServerInfoRequest& req, v1::ServerInfoResponse* resp);
+  grpc::Status ReleaseNode(const v1::ReleaseNodeRequest& req, v1::ReleaseNodeResponse* resp);
 
   // Watch: sends the snapshot to `sink` at once, then every later event. Returns an id for RemoveWatcher.
   int64_t AddWatcher(int64_t search_id, EventSink sink);

@@ -280,6 +280,10 @@ grpc::ServerUnaryReactor* LadderService::ServerInfo(grpc::CallbackServerContext*
                                                     const v1::ServerInfoRequest* req, v1::ServerInfoResponse* resp) {
   return Unary(ctx, req, resp, &Coordinator::ServerInfo, false);
 }
+grpc::ServerUnaryReactor* LadderService::ReleaseNode(grpc::CallbackServerContext* ctx,
+                                                     const v1::ReleaseNodeRequest* req, v1::ReleaseNodeResponse* resp) {
+  return Unary(ctx, req, resp, &Coordinator::ReleaseNode, true);
+}
 grpc::ServerUnaryReactor* LadderService::CreateSearch(grpc::CallbackServerContext* ctx,
                                                       const v1::CreateSearchRequest* req,
                                                       v1::CreateSearchResponse* resp) {

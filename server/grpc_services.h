@@ -2,7 +2,7 @@
 // Thin gRPC adapters (callback API) over the Coordinator. Each handler posts its work onto the coordinator's
 // loop and finishes its reactor from there; no handler blocks a gRPC thread.
 //
-// Authentication: when `token` is non-empty, calls that change state (CreateSearch, CancelSearch, and the
+// Authentication: when `token` is non-empty, calls that change state (CreateSearch, CancelSearch, ReleaseNode, the
 // worker stream) must carry the metadata `authorization: Bearer <token>`; reads do not need it.
 #include <boost/asio/io_context.hpp>
 #include <string>
@@ -19,6 +19,8 @@ class LadderService final : public v1::Ladder::CallbackService {
 
   grpc::ServerUnaryReactor* ServerInfo(grpc::CallbackServerContext* ctx, const v1::ServerInfoRequest* req,
                                        v1::ServerInfoResponse* resp) override;
+  grpc::ServerUnaryReactor* ReleaseNode(grpc::CallbackServerContext* ctx, const v1::ReleaseNodeRequest* req,
+                                        v1::ReleaseNodeResponse* resp) override;
   grpc::ServerUnaryReactor* CreateSearch(grpc::CallbackServerContext* ctx, const v1::CreateSearchRequest* req,
                                          v1::CreateSearchResponse* resp) override;
   grpc::ServerUnaryReactor* ListSearches(grpc::CallbackServerContext* ctx, const v1::ListSearchesRequest* req,

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include "tests/integration/system_support.h"
 #include "tests/integration/test_support.h"
 
 namespace ladder {
@@ -18,6 +19,7 @@ TEST(Cli, HelpEverywhere) {
   for (std::vector<std::string> args : {std::vector<std::string>{Bin("ladder"), "--help"},
                                         {Bin("ladder"), "search", "start", "--help"},
                                         {Bin("ladder"), "demo", "--help"},
+                                        {Bin("ladder"), "nodes", "release", "--help"},
                                         {Bin("ladder-server"), "--help"},
                                         {Bin("ladder-worker"), "--help"},
                                         {Bin("ladder-train"), "--help"}}) {
@@ -95,6 +97,63 @@ TEST(Cli, DemoRunsASmallSearchWithTheRealTrainerAndStoresIt) {
   // The token was created owner-only next to the database.
   auto perms = std::filesystem::status(dir / "demo.db.token").permissions();
   EXPECT_EQ(perms & std::filesystem::perms::group_read, std::filesystem::perms::none);
+}
+
+TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
+  testing::TempDir dir("cli-nodes");
+  const auto db = (dir / "ladder.db").string();  // the CLI finds ./ladder.db.token in its working directory
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
+  auto start_server = [&](testing::Child* c) {
+    testing::Spawn(c, {Bin("ladder-server"), "--listen", address, "--db", db}, true);
+    ASSERT_EQ(testing::ReadListenAddress(*c), address);
+  };
+  {
+    testing::Child first;  // creates the database, then stops
+    start_server(&first);
+    first.Kill(SIGTERM);
+  }
+  {  // A node the coordinator quarantined before it stopped (state 4 = WORKER_QUARANTINED).
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(h,
+                           "INSERT INTO nodes(id,hostname,cores,slots,gpus,memory_bytes,labels,state,epoch,last_seen,"
+                           "state_reason) VALUES('bad','bad',2,2,0,0,'{}',4,1,0,'3 failures within 600 s; last: "
+                           "connection reset')",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(h);
+    sqlite3_close(h);
+  }
+  testing::Child server;
+  start_server(&server);
+  auto ladder = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {Bin("ladder"), "--server", address});
+    return testing::RunCommand(args, dir);
+  };
+  auto list = ladder({"nodes"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("bad"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("quarantined"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("3 failures within 600 s"), std::string::npos) << "the reason is shown\n" << list.out;
+  auto json = ladder({"--json", "nodes"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(json.out.rfind("[{", 0), 0u) << json.out;
+  EXPECT_NE(json.out.find("\"WORKER_QUARANTINED\""), std::string::npos) << json.out;
+
+  auto denied = ladder({"--token", "wrong", "nodes", "release", "bad"});
+  EXPECT_EQ(denied.exit_code, 5) << "changing state needs the token\n" << denied.err;
+  auto unknown = ladder({"nodes", "release", "nope"});
+  EXPECT_EQ(unknown.exit_code, 4) << unknown.err;
+  EXPECT_NE(unknown.err.find("no node 'nope'"), std::string::npos) << unknown.err;
+  auto released = ladder({"nodes", "release", "bad"});
+  ASSERT_EQ(released.exit_code, 0) << released.err;
+  EXPECT_NE(released.out.find("now down (takes trials once its worker connects)"), std::string::npos) << released.out;
+  auto after = ladder({"--json", "nodes"});
+  EXPECT_NE(after.out.find("\"WORKER_DOWN\""), std::string::npos) << after.out;
+  EXPECT_EQ(after.out.find("QUARANTINED"), std::string::npos) << after.out;
+  auto twice = ladder({"nodes", "release", "bad"});
+  EXPECT_EQ(twice.exit_code, 2) << "not quarantined any more\n" << twice.err;
+  EXPECT_NE(twice.err.find("not quarantined"), std::string::npos) << twice.err;
 }
 
 }  // namespace

@@ -404,5 +404,58 @@ space:
   EXPECT_TRUE(found);
 }
 
+TEST_F(CoordinatorTest, ReleasingAQuarantinedNodeLetsItTakeTrialsAgainAndOutlivesARestart) {
+  CreateSearch(R"(
+name: flaky
+objective: {metric: score, mode: max}
+budget: {max_trials: 10, parallelism: 1, max_retries: 5, max_failed_trials: 10}
+command: [run]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+  for (int i = 0; i < 3; ++i) {
+    auto bad = Connect("bad", 1);
+    ASSERT_EQ(bad->Starts().size(), 1u) << "round " << i;
+    coord_->OnWorkerGone(bad, "connection reset");
+    Drain();
+  }
+  auto bad = Connect("bad", 1);
+  EXPECT_TRUE(bad->Starts().empty()) << "quarantined";
+  // Errors: an unknown node, a node that is not quarantined.
+  v1::ReleaseNodeRequest req;
+  v1::ReleaseNodeResponse resp;
+  req.set_node_id("nope");
+  EXPECT_EQ(coord_->ReleaseNode(req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  auto good = Connect("good", 1);
+  ASSERT_EQ(good->Starts().size(), 1u) << "the requeued trial goes to the healthy node";
+  req.set_node_id("good");
+  auto st = coord_->ReleaseNode(req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find("WORKER_UP, not quarantined"), std::string::npos) << st.error_message();
+  // Released while its worker is connected: UP, failures cleared, and it takes the next trial.
+  req.set_node_id("bad");
+  ASSERT_TRUE(coord_->ReleaseNode(req, &resp).ok());
+  EXPECT_EQ(resp.worker().state(), v1::WORKER_UP);
+  EXPECT_EQ(resp.worker().recent_failures(), 0);
+  EXPECT_EQ(resp.worker().state_reason(), "");
+  EXPECT_TRUE(bad->Starts().empty()) << "parallelism 1: the trial on 'good' still runs";
+  coord_->OnWorkerGone(good, "maintenance");  // its trial is requeued: only "bad" is left to take it
+  Drain();
+  EXPECT_EQ(bad->Starts().size(), 1u) << "the released node takes trials again";
+  // The release is stored: after a restart "bad" registers as an ordinary node and gets work.
+  Close();
+  Open();
+  auto again = Connect("bad", 1);
+  v1::ServerInfoResponse info;
+  coord_->ServerInfo({}, &info);
+  int seen = 0;
+  for (const auto& w : info.workers()) {
+    if (w.node_id() != "bad") continue;
+    ++seen;
+    EXPECT_EQ(w.state(), v1::WORKER_UP) << w.state_reason();
+  }
+  EXPECT_EQ(seen, 1);
+}
+
 }  // namespace
 }  // namespace ladder::server

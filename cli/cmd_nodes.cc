@@ -1,0 +1,94 @@
+// ladder nodes: the coordinator's nodes (state, slots, failures, why a node is down or quarantined), and
+// `ladder nodes release NODE` to lift a quarantine once the node is fixed.
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+
+namespace ladder::cli {
+
+namespace {
+
+std::string WorkerStateName(v1::WorkerState s) {
+  switch (s) {
+    case v1::WORKER_UP: return "up";
+    case v1::WORKER_DRAINING: return "draining";
+    case v1::WORKER_DOWN: return "down";
+    case v1::WORKER_QUARANTINED: return "quarantined";
+    default: return "unknown";
+  }
+}
+
+void PrintNodes(const v1::ServerInfoResponse& info, std::ostream& out) {
+  if (info.workers().empty()) {
+    out << "no nodes yet (a ladder-worker registers its node when it connects)\n";
+    return;
+  }
+  out << std::left << std::setw(20) << "NODE" << std::setw(13) << "STATE" << std::setw(11) << "SLOTS" << std::setw(6)
+      << "GPUS" << std::setw(10) << "FAILURES" << std::setw(11) << "LAST SEEN" << "REASON\n";
+  const double now = static_cast<double>(std::time(nullptr));
+  for (const auto& w : info.workers()) {
+    const std::string slots = std::to_string(w.busy_slots()) + "/" + std::to_string(w.resources().slots()) + " busy";
+    const std::string seen = w.last_seen_unix() > 0 ? FormatDuration(now - w.last_seen_unix()) + " ago" : "-";
+    out << std::left << std::setw(20) << w.node_id() << std::setw(13) << WorkerStateName(w.state()) << std::setw(11)
+        << slots << std::setw(6) << w.resources().gpus() << std::setw(10) << w.recent_failures() << std::setw(11)
+        << seen << w.state_reason() << "\n";
+  }
+}
+
+}  // namespace
+
+void SetupNodes(CLI::App& app, GlobalOptions& g, int& exit_code) {
+  auto node_id = std::make_shared<std::string>();
+  auto* nodes = app.add_subcommand("nodes", "List the coordinator's nodes; `nodes release NODE` lifts a quarantine");
+  nodes->callback([nodes, &g, &exit_code] {
+    if (!nodes->get_subcommands().empty()) return;  // `nodes release` ran
+    Client client(g);
+    v1::ServerInfoRequest req;
+    v1::ServerInfoResponse info;
+    auto ctx = client.Context();
+    auto st = client.stub().ServerInfo(ctx.get(), req, &info);
+    if (!st.ok()) {
+      exit_code = ReportRpcError(st, "nodes", client.server());
+      return;
+    }
+    if (g.json) {  // a JSON array of the nodes (WorkerInfo)
+      std::cout << "[";
+      for (int i = 0; i < info.workers_size(); ++i) std::cout << (i ? "," : "") << ToJson(info.workers(i));
+      std::cout << "]\n";
+    } else {
+      PrintNodes(info, std::cout);
+    }
+    exit_code = kOk;
+  });
+
+  auto* release = nodes->add_subcommand(
+      "release", "Lift a node's quarantine once it is fixed: its failure count is cleared and it takes trials again");
+  release->add_option("NODE", *node_id, "node id (as `ladder nodes` lists it)")->required();
+  release->callback([node_id, &g, &exit_code] {
+    Client client(g);
+    v1::ReleaseNodeRequest req;
+    req.set_node_id(*node_id);
+    v1::ReleaseNodeResponse resp;
+    auto ctx = client.Context();
+    auto st = client.stub().ReleaseNode(ctx.get(), req, &resp);
+    if (!st.ok()) {
+      exit_code = ReportRpcError(st, "nodes release", client.server());
+      return;
+    }
+    if (g.json) {
+      std::cout << ToJson(resp.worker()) << "\n";
+    } else {
+      std::cout << "node " << resp.worker().node_id() << " released from quarantine: now "
+                << WorkerStateName(resp.worker().state())
+                << (resp.worker().state() == v1::WORKER_UP ? " (takes trials again)"
+                                                             : " (takes trials once its worker connects)")
+                << "\n";
+    }
+    exit_code = kOk;
+  });
+}
+
+}  // namespace ladder::cli
