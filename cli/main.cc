@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   ladder::SetLogLevelFromEnv();
   CLI::App app{"ladder: hyperparameter search and hero runs for distributed deep learning"};
   app.require_subcommand(1);
+  app.fallthrough();  // the global options work after a subcommand too: `ladder nodes --json`
   ladder::cli::GlobalOptions g;
   if (const char* s = std::getenv("LADDER_SERVER"); s && *s) g.server = s;
   app.add_option("--server", g.server, "coordinator address (or LADDER_SERVER)")->capture_default_str();

@@ -108,13 +108,17 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
     }
     p.sources.push_back(src);
   }
-  if (p.peak_lr.lo > 0 && p.peak_lr.hi > p.peak_lr.lo) {
-    const double octaves = std::log2(p.peak_lr.hi / p.peak_lr.lo);
-    if (octaves > o.max_lr_interval_octaves) {
+  if (!std::isnan(p.peak_lr.lo) && !std::isnan(p.peak_lr.hi)) {  // NaN: no bootstrap, nothing to judge
+    const bool bounded = p.peak_lr.lo > 0 && std::isfinite(p.peak_lr.hi) && p.peak_lr.hi >= p.peak_lr.lo;
+    const double octaves = bounded ? std::log2(p.peak_lr.hi / p.peak_lr.lo) : kNaN;
+    const std::string why = ": the swept trials do not pin the LR at batch " + std::to_string(p.global_batch) +
+                            "; swept batches closer to it, or more seeds per LR, narrow it";
+    if (!bounded) {
+      p.sources.push_back("peak_lr uncertainty: its bootstrap interval [" + Num(p.peak_lr.lo) + ", " +
+                          Num(p.peak_lr.hi) + "] has no finite positive bounds" + why);
+    } else if (octaves > o.max_lr_interval_octaves) {
       p.sources.push_back("peak_lr uncertainty: its bootstrap interval spans " + Num(octaves) +
-                          " octaves (more than " + Num(o.max_lr_interval_octaves) + "): the swept trials do not pin "
-                          "the LR at batch " + std::to_string(p.global_batch) +
-                          "; swept batches closer to it, or more seeds per LR, narrow it");
+                          " octaves (more than " + Num(o.max_lr_interval_octaves) + ")" + why);
     }
   }
   if (std::isfinite(r.stability_edge.value)) {

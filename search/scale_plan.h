@@ -52,8 +52,9 @@ struct PlanOptions {
   bool prefer_larc = false;             // sgd → larc rather than lars
   double steps_margin = 1.0;            // no budget: steps to the target × this
   LrRule lr_rule = LrRule::kFit;
-  // The plan says so when peak_lr's bootstrap interval is wider than this (bench/extrapolation: a 1% loss
-  // regret needed the LR within windows 0.2-1.6 octaves wide).
+  // The plan says so when peak_lr's bootstrap interval is wider than this, or has no finite positive bounds
+  // (bench/extrapolation: a 1% loss regret needed the LR within windows 0.2-1.6 octaves wide, wider only where
+  // the loss is flat in the LR).
   double max_lr_interval_octaves = 1.0;
 };
 

@@ -1,10 +1,12 @@
 #include "trainer/serve.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 
 namespace ladder::trainer {
@@ -62,27 +64,44 @@ int RunOne(const std::vector<std::string>& fields, const std::function<int(const
   }
   std::fflush(stdout);
   std::fflush(stderr);
+  const pid_t server = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return fail(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // A run does not outlive its server (whose client may already be removing the run's files), reads nothing
+    // of the requests, and ends here whatever `run` does.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != server) ::_exit(128 + SIGKILL);
+    if (int null_fd = ::open("/dev/null", O_RDONLY); null_fd >= 0) ::dup2(null_fd, 0);
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
-    int code = run(std::vector<std::string>(fields.begin() + 1, fields.end()));
+    int code = 1;
+    try {
+      code = run(std::vector<std::string>(fields.begin() + 1, fields.end()));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ladder-train --serve: the run threw: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "ladder-train --serve: the run threw\n");
+    }
     std::fflush(stdout);
     std::fflush(stderr);
     ::_exit(code);
   }
   ::close(out_fd);
-  ::close(err_fd);
+  out_fd = -1;
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t done;
+  while ((done = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
+  if (done != pid) return fail("waitpid: " + std::string(std::strerror(errno)) + " (the run's outcome is unknown)");
+  ::close(err_fd);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace
 
 int Serve(std::FILE* in, std::FILE* reply, const std::function<int(const std::vector<std::string>&)>& run) {
+  std::signal(SIGCHLD, SIG_DFL);  // an inherited "ignore" would reap the runs before waitpid sees how they ended
   for (bool eof = false; !eof;) {
     auto fields = SplitRequest(ReadLine(in, &eof));
     if (fields.empty()) continue;

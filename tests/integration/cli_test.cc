@@ -135,7 +135,7 @@ TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
   EXPECT_NE(list.out.find("bad"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("quarantined"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("3 failures within 600 s"), std::string::npos) << "the reason is shown\n" << list.out;
-  auto json = ladder({"--json", "nodes"});
+  auto json = ladder({"nodes", "--json"});  // global options after the subcommand too
   ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_EQ(json.out.rfind("[{", 0), 0u) << json.out;
   EXPECT_NE(json.out.find("\"WORKER_QUARANTINED\""), std::string::npos) << json.out;

@@ -642,6 +642,15 @@ TEST(PlanRunTest, SaysWhenThePeakLrIntervalIsWiderThanAnOctave) {
   auto quiet = PlanRun(*noisy.value, noisy_trials, target, lax);
   ASSERT_TRUE(quiet.ok()) << quiet.error;
   EXPECT_EQ(uncertainty(*quiet.value), "");
+  // An interval without a finite positive lower bound is the widest of all.
+  ScalingReport unbounded = *noisy.value;
+  ASSERT_TRUE(unbounded.surface_fit.has_value());
+  ASSERT_FALSE(unbounded.surface_fit->draws.empty());
+  for (size_t i = 0; i < unbounded.surface_fit->draws.size(); i += 2) unbounded.surface_fit->draws[i].first = 0;
+  auto open = PlanRun(unbounded, noisy_trials, target, lax);
+  ASSERT_TRUE(open.ok()) << open.error;
+  EXPECT_NE(uncertainty(*open.value).find("no finite positive bounds"), std::string::npos)
+      << uncertainty(*open.value) << " peak_lr [" << open.value->peak_lr.lo << ", " << open.value->peak_lr.hi << "]";
 }
 
 TEST(PlanRunTest, PlansALargeBatchRun) {

@@ -438,6 +438,7 @@ space:
   EXPECT_EQ(resp.worker().state(), v1::WORKER_UP);
   EXPECT_EQ(resp.worker().recent_failures(), 0);
   EXPECT_EQ(resp.worker().state_reason(), "");
+  Drain();
   EXPECT_TRUE(bad->Starts().empty()) << "parallelism 1: the trial on 'good' still runs";
   coord_->OnWorkerGone(good, "maintenance");  // its trial is requeued: only "bad" is left to take it
   Drain();

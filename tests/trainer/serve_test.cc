@@ -6,8 +6,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <sstream>
 
 #include "tests/support/process.h"
@@ -79,6 +81,19 @@ TEST(Serve, ARequestItCannotCarryOutIsAnsweredTwoAndTheNextOneStillRuns) {
   EXPECT_EQ(replies, "2\n2\n0\n") << "empty output path; unopenable output; then a good request (no final newline)";
   EXPECT_EQ(runs, 0) << "runs happen in children";
   EXPECT_TRUE(std::filesystem::exists(ok + ".out"));
+}
+
+TEST(Serve, ARunThatThrowsIsAnsweredOneAndAnIgnoredSigchldDoesNotHideExitCodes) {
+  testing::TempDir dir("serve-throw");
+  auto run = [](const std::vector<std::string>& args) -> int {
+    if (!args.empty() && args[0] == "--throw") throw std::runtime_error("no such tensor");
+    return args.empty() ? 0 : std::atoi(args[0].c_str());
+  };
+  auto previous = std::signal(SIGCHLD, SIG_IGN);  // as a parent that ignores SIGCHLD would leave it
+  auto a = (dir / "a").string(), b = (dir / "b").string();
+  EXPECT_EQ(ServeText(a + "\t--throw\n" + b + "\t7\n", run), "1\n7\n");
+  std::signal(SIGCHLD, previous);
+  EXPECT_NE(Slurp(a + ".err").find("the run threw: no such tensor"), std::string::npos) << Slurp(a + ".err");
 }
 
 TEST(ServeTrainer, AServedRunTrainsBitForBitLikeTheSameRunStartedAlone) {
