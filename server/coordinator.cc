@@ -136,15 +136,19 @@ void Coordinator::Start() {
     searches_.emplace(id, std::move(s));
   }
   // Every node known before is in the cluster, down until its worker registers again (so that running groups
-  // can be re-attached where they are). Quarantine outlives a restart.
+  // can be re-attached where they are), and listed (ServerInfo, `ladder nodes`) as such. Quarantine outlives a
+  // restart.
   for (auto& node : store_.LoadNodes()) {
     auto st = sched_.AddNode(NodeSpecOf(node, node.state() == v1::WORKER_QUARANTINED ? scheduler::NodeState::kQuarantined
                                                                                     : scheduler::NodeState::kDown));
     if (!st.ok()) LogWarning(kLog, "node " + node.node_id() + " from the database: " + st.message());
-    if (node.state() != v1::WORKER_QUARANTINED) continue;
     WorkerRt& w = workers_[node.node_id()];
     w.info = std::move(node);
     w.info.set_busy_slots(0);
+    if (w.info.state() != v1::WORKER_QUARANTINED) {
+      w.info.set_state(v1::WORKER_DOWN);
+      w.info.set_state_reason("not registered since the coordinator started");
+    }
   }
   std::vector<int64_t> epochs;
   auto loaded = store_.LoadTrials(&epochs);

@@ -119,6 +119,27 @@ TEST_F(CoordinatorTest, LeaseExpiryMarksWorkerDown) {
   EXPECT_EQ(info.workers(0).state(), v1::WORKER_DOWN);
 }
 
+TEST_F(CoordinatorTest, NodesKnownBeforeARestartAreListedDownUntilTheyRegister) {
+  auto a = Connect("a", 2);
+  Close();
+  Open();
+  v1::ServerInfoResponse info;
+  coord_->ServerInfo({}, &info);
+  ASSERT_EQ(info.workers_size(), 1);
+  EXPECT_EQ(info.workers(0).node_id(), "a");
+  EXPECT_EQ(info.workers(0).state(), v1::WORKER_DOWN);
+  EXPECT_EQ(info.workers(0).resources().slots(), 2) << "what it registered with last";
+  EXPECT_EQ(info.workers(0).state_reason(), "not registered since the coordinator started");
+  CreateSearch();
+  auto again = Connect("a", 2);
+  EXPECT_EQ(again->Starts().size(), 2u) << "registered again, it takes trials";
+  info.Clear();
+  coord_->ServerInfo({}, &info);
+  ASSERT_EQ(info.workers_size(), 1);
+  EXPECT_EQ(info.workers(0).state(), v1::WORKER_UP);
+  EXPECT_EQ(info.workers(0).state_reason(), "");
+}
+
 TEST_F(CoordinatorTest, CancelStopsRunningTrials) {
   auto a = Connect("a", 2);
   auto id = CreateSearch();
