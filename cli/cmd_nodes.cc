@@ -1,7 +1,6 @@
 // ladder nodes: the coordinator's nodes (state, slots, failures, why a node is down or quarantined), and
 // `ladder nodes release NODE` to lift a quarantine once the node is fixed.
 #include <ctime>
-#include <iomanip>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -11,31 +10,21 @@ namespace ladder::cli {
 
 namespace {
 
-std::string WorkerStateName(v1::WorkerState s) {
-  switch (s) {
-    case v1::WORKER_UP: return "up";
-    case v1::WORKER_DRAINING: return "draining";
-    case v1::WORKER_DOWN: return "down";
-    case v1::WORKER_QUARANTINED: return "quarantined";
-    default: return "unknown";
-  }
-}
-
 void PrintNodes(const v1::ServerInfoResponse& info, std::ostream& out) {
   if (info.workers().empty()) {
     out << "no nodes yet (a ladder-worker registers its node when it connects)\n";
     return;
   }
-  out << std::left << std::setw(20) << "NODE" << std::setw(13) << "STATE" << std::setw(11) << "SLOTS" << std::setw(6)
-      << "GPUS" << std::setw(10) << "FAILURES" << std::setw(11) << "LAST SEEN" << "REASON\n";
+  std::vector<std::vector<std::string>> rows = {{"NODE", "STATE", "SLOTS", "GPUS", "FAILURES", "LAST SEEN", "REASON"}};
   const double now = static_cast<double>(std::time(nullptr));
   for (const auto& w : info.workers()) {
-    const std::string slots = std::to_string(w.busy_slots()) + "/" + std::to_string(w.resources().slots()) + " busy";
-    const std::string seen = w.last_seen_unix() > 0 ? FormatDuration(now - w.last_seen_unix()) + " ago" : "-";
-    out << std::left << std::setw(20) << w.node_id() << std::setw(13) << WorkerStateName(w.state()) << std::setw(11)
-        << slots << std::setw(6) << w.resources().gpus() << std::setw(10) << w.recent_failures() << std::setw(11)
-        << seen << w.state_reason() << "\n";
+    rows.push_back({w.node_id(), StateName(w.state()),
+                    std::to_string(w.busy_slots()) + "/" + std::to_string(w.resources().slots()) + " busy",
+                    std::to_string(w.resources().gpus()), std::to_string(w.recent_failures()),
+                    w.last_seen_unix() > 0 ? FormatDuration(now - w.last_seen_unix()) + " ago" : "-",
+                    w.state_reason()});
   }
+  PrintColumns(rows, out);
 }
 
 }  // namespace
@@ -82,7 +71,7 @@ void SetupNodes(CLI::App& app, GlobalOptions& g, int& exit_code) {
       std::cout << ToJson(resp.worker()) << "\n";
     } else {
       std::cout << "node " << resp.worker().node_id() << " released from quarantine: now "
-                << WorkerStateName(resp.worker().state())
+                << StateName(resp.worker().state())
                 << (resp.worker().state() == v1::WORKER_UP ? " (takes trials again)"
                                                              : " (takes trials once its worker connects)")
                 << "\n";

@@ -52,6 +52,16 @@ std::string StateName(v1::SearchState s) {
   }
 }
 
+std::string StateName(v1::WorkerState s) {
+  switch (s) {
+    case v1::WORKER_UP: return "up";
+    case v1::WORKER_DRAINING: return "draining";
+    case v1::WORKER_DOWN: return "down";
+    case v1::WORKER_QUARANTINED: return "quarantined";
+    default: return "?";
+  }
+}
+
 std::string FormatDuration(double seconds) {
   if (seconds < 0) seconds = 0;
   char buf[32];
@@ -130,15 +140,20 @@ void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked,
     row.push_back(note);
     rows.push_back(row);
   }
-  std::vector<size_t> width(header.size(), 0);
+  PrintColumns(rows, out);
+}
+
+void PrintColumns(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  std::vector<size_t> width;
   for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
     for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
   }
-  for (size_t ri = 0; ri < rows.size(); ++ri) {
+  for (const auto& r : rows) {
     std::string line;
-    for (size_t i = 0; i < rows[ri].size(); ++i) {
-      std::string cell = rows[ri][i];
-      if (i + 1 < rows[ri].size()) cell.resize(width[i], ' ');
+    for (size_t i = 0; i < r.size(); ++i) {
+      std::string cell = r[i];
+      if (i + 1 < r.size()) cell.resize(width[i], ' ');
       line += (i ? "  " : "") + cell;
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();

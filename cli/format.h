@@ -16,12 +16,15 @@ std::string FormatParam(const v1::ParamValue& v);
 std::string FormatParams(const v1::Trial& t);  // "lr=0.003 batch_size=32"
 std::string StateName(v1::TrialState s);
 std::string StateName(v1::SearchState s);
+std::string StateName(v1::WorkerState s);
 std::string FormatDuration(double seconds);
 // The proto3 JSON mapping with the .proto field names.
 std::string ToJson(const google::protobuf::Message& m);
 
 // Trials ordered best first: completed by objective (per direction), then running, pending, failed, cancelled.
 std::vector<v1::Trial> RankTrials(const v1::Search& s, std::vector<v1::Trial> trials);
+// Rows of cells as left-aligned columns two spaces apart (the first row is usually the header).
+void PrintColumns(const std::vector<std::vector<std::string>>& rows, std::ostream& out);
 void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked, size_t top, std::ostream& out);
 void PrintSearchSummary(const v1::Search& s, std::ostream& out);
 

@@ -77,12 +77,7 @@ int RunTrainer(const std::vector<std::string>& argv) {
 int main(int argc, char** argv) {
   ladder::trainer::TuneAllocator();  // before any thread starts: steps reuse freed memory, not fresh pages
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args[0] == "--serve") {
-    if (args.size() > 1) {
-      std::fprintf(stderr, "ladder-train: --serve takes no other options (each request line carries a run's)\n");
-      return 2;
-    }
-    return ladder::trainer::Serve(stdin, stdout, RunTrainer);
-  }
+  // --serve alone; with other options ParseArgs refuses it like any misplaced option.
+  if (args == std::vector<std::string>{"--serve"}) return ladder::trainer::Serve(stdin, stdout, RunTrainer);
   return RunTrainer(args);
 }

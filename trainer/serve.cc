@@ -43,22 +43,21 @@ void Answer(std::FILE* reply, int code) {
 // Runs one request in a forked child; returns its exit status (or 2 when it could not be started).
 int RunOne(const std::vector<std::string>& fields, const std::function<int(const std::vector<std::string>&)>& run) {
   const std::string& out = fields[0];
-  if (out.empty()) {
-    std::fprintf(stderr, "ladder-train --serve: a request's first field (the output path) is empty\n");
-    return 2;
-  }
-  int err_fd = ::open((out + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int out_fd = ::open((out + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err_fd = -1, out_fd = -1;
+  // Says why on the server's stderr and in OUT.err (when open), closes the files, answers 2.
   auto fail = [&](const std::string& why) {
-    std::fprintf(stderr, "ladder-train --serve: %s\n", why.c_str());
+    const std::string msg = "ladder-train --serve: " + why + "\n";
+    std::fputs(msg.c_str(), stderr);
     if (err_fd >= 0) {
-      std::string msg = "ladder-train --serve: " + why + "\n";
       if (::write(err_fd, msg.data(), msg.size()) < 0) { /* nowhere else to say it */ }
+      ::close(err_fd);
     }
-    if (err_fd >= 0) ::close(err_fd);
     if (out_fd >= 0) ::close(out_fd);
     return 2;
   };
+  if (out.empty()) return fail("a request's first field (the output path) is empty");
+  err_fd = ::open((out + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  out_fd = ::open((out + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (err_fd < 0 || out_fd < 0) {
     return fail("cannot open " + out + (out_fd < 0 ? ".out" : ".err") + ": " + std::strerror(errno));
   }

@@ -573,18 +573,21 @@ TEST(PlanRunTest, TheChosenLrRuleSetsThePeakLrAndIsNamedAsItsSource) {
   EXPECT_DOUBLE_EQ(pl.value->peak_lr.value, PredictLr(*r.value, 8192, LrRule::kLinear).value->value);
 }
 
+// The plan's source line that starts with `prefix` ("" when none).
+std::string SourceLine(const ScalePlan& p, const std::string& prefix) {
+  for (const auto& s : p.sources) {
+    if (s.rfind(prefix, 0) == 0) return s;
+  }
+  return "";
+}
+
 TEST(PlanRunTest, NamesTheStabilityEdgeAndSaysWhenThePeakLrIsAboveIt) {
   auto [truth, trials, r] = SweepBelowTheBend(9);
   ASSERT_TRUE(r.ok()) << r.error;
   PlanTarget target;
   target.global_batch = 8192;
   target.examples = 8192.0 * 1000;
-  auto edge_line = [](const ScalePlan& p) {
-    for (const auto& s : p.sources) {
-      if (s.rfind("stability edge:", 0) == 0) return s;
-    }
-    return std::string();
-  };
+  auto edge_line = [](const ScalePlan& p) { return SourceLine(p, "stability edge:"); };
   auto plain = PlanRun(*r.value, trials, target);
   ASSERT_TRUE(plain.ok()) << plain.error;
   EXPECT_TRUE(std::isnan(plain.value->stability_edge));
@@ -611,12 +614,7 @@ TEST(PlanRunTest, SaysWhenThePeakLrIntervalIsWiderThanAnOctave) {
   PlanTarget target;
   target.global_batch = 8192;
   target.examples = 8192.0 * 1000;
-  auto uncertainty = [](const ScalePlan& p) {
-    for (const auto& s : p.sources) {
-      if (s.rfind("peak_lr uncertainty:", 0) == 0) return s;
-    }
-    return std::string();
-  };
+  auto uncertainty = [](const ScalePlan& p) { return SourceLine(p, "peak_lr uncertainty:"); };
   auto [truth, trials, r] = SweepBelowTheBend(9);
   ASSERT_TRUE(r.ok()) << r.error;
   auto tight = PlanRun(*r.value, trials, target);

@@ -102,6 +102,24 @@ class CoordinatorTest : public ::testing::Test {
     Drain();
     return resp.search().id();
   }
+  // A search of one-slot trials (retries enough), and `node` lost three times while running one of them (the
+  // default quarantine_after): the node ends quarantined.
+  void LoseNodeThreeTimesWhileRunning(const std::string& node) {
+    CreateSearch(R"(
+name: flaky
+objective: {metric: score, mode: max}
+budget: {max_trials: 10, parallelism: 1, max_retries: 5, max_failed_trials: 10}
+command: [run]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+    for (int i = 0; i < 3; ++i) {
+      auto link = Connect(node, 1);
+      ASSERT_EQ(link->Starts().size(), 1u) << "round " << i;
+      coord_->OnWorkerGone(link, "connection reset");
+      Drain();
+    }
+  }
   // One metrics line of a run; with seq >= 0 it carries that sequence number (first_seq).
   void Point(const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s, int64_t step,
              const std::map<std::string, double>& values, int64_t seq = -1) {

@@ -380,21 +380,8 @@ space:
 }
 
 TEST_F(CoordinatorTest, NodeThatKeepsFailingIsQuarantinedAcrossRestarts) {
-  CreateSearch(R"(
-name: flaky
-objective: {metric: score, mode: max}
-budget: {max_trials: 10, parallelism: 1, max_retries: 5, max_failed_trials: 10}
-command: [run]
-space:
-  x: {type: float, low: 0.0, high: 1.0}
-)");
-  // Node "bad" is lost three times while running a trial (the default quarantine_after).
-  for (int i = 0; i < 3; ++i) {
-    auto bad = Connect("bad", 1);
-    ASSERT_EQ(bad->Starts().size(), 1u) << "round " << i;
-    coord_->OnWorkerGone(bad, "connection reset");
-    Drain();
-  }
+  LoseNodeThreeTimesWhileRunning("bad");
+  if (HasFatalFailure()) return;
   v1::ServerInfoResponse info;
   coord_->ServerInfo({}, &info);
   ASSERT_EQ(info.workers_size(), 1);
@@ -426,20 +413,8 @@ space:
 }
 
 TEST_F(CoordinatorTest, ReleasingAQuarantinedNodeLetsItTakeTrialsAgainAndOutlivesARestart) {
-  CreateSearch(R"(
-name: flaky
-objective: {metric: score, mode: max}
-budget: {max_trials: 10, parallelism: 1, max_retries: 5, max_failed_trials: 10}
-command: [run]
-space:
-  x: {type: float, low: 0.0, high: 1.0}
-)");
-  for (int i = 0; i < 3; ++i) {
-    auto bad = Connect("bad", 1);
-    ASSERT_EQ(bad->Starts().size(), 1u) << "round " << i;
-    coord_->OnWorkerGone(bad, "connection reset");
-    Drain();
-  }
+  LoseNodeThreeTimesWhileRunning("bad");
+  if (HasFatalFailure()) return;
   auto bad = Connect("bad", 1);
   EXPECT_TRUE(bad->Starts().empty()) << "quarantined";
   // Errors: an unknown node, a node that is not quarantined.
