@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""bench/extrapolation's oracle curve (OracleCurve): where a target batch's best LR and the regret of a
+prediction come from. Usage: oracle_curve_test.py SOURCE_DIR"""
+import importlib.machinery
+import importlib.util
+import math
+import os
+import sys
+import unittest
+
+SRC = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
+_loader = importlib.machinery.SourceFileLoader("extrapolation", os.path.join(SRC, "bench", "extrapolation"))
+_spec = importlib.util.spec_from_loader("extrapolation", _loader)
+bench = importlib.util.module_from_spec(_spec)
+_loader.exec_module(bench)
+
+
+def curve(losses_by_x, classes=10):
+    """OracleCurve from {log2 lr: [loss of seed 0, loss of seed 1, ...] (None: diverged)}."""
+    points, runs = {}, []
+    for x, losses in losses_by_x.items():
+        points[2.0 ** x] = None if None in losses else sum(losses) / len(losses)
+        runs += [(x, y, seed) for seed, y in enumerate(losses) if y is not None]
+    return bench.OracleCurve(points, runs, classes)
+
+
+class OracleCurveTest(unittest.TestCase):
+    def test_an_exact_parabola_gives_its_vertex_and_zero_regret_there(self):
+        # loss = 0.5 + 0.1 (x + 2.3)^2, seed 1 shifted up by 0.04 everywhere
+        c = curve({x / 2: [0.5 + 0.1 * (x / 2 + 2.3) ** 2, 0.54 + 0.1 * (x / 2 + 2.3) ** 2]
+                   for x in range(-8, 0)})
+        self.assertTrue(c.parabola)
+        self.assertAlmostEqual(c.x, -2.3, places=6)
+        self.assertAlmostEqual(c.loss, 0.52, places=6)  # the mean of the seeds' offsets
+        self.assertAlmostEqual(c.regret(2.0 ** -2.3), 0.0, places=9)
+        self.assertAlmostEqual(c.regret(2.0 ** -1.8), 0.1 * 0.25 / 0.52, places=6)
+        # No noise: every bootstrap refit is the same curve.
+        (r, lo, hi), = c.interval([2.0 ** -1.8])
+        self.assertAlmostEqual(lo, r, places=6)
+        self.assertAlmostEqual(hi, r, places=6)
+
+    def test_a_cliff_inside_the_window_does_not_put_the_minimum_below_every_run(self):
+        # bench/extrapolation --quick, synthetic at batch 2,048 (bench/data/extrapolation/quick.json.gz): the loss
+        # doubles one octave above the best LR; a quadratic over +-1 octave put its minimum at 1.5904, below every
+        # run (the lowest: 1.6216).
+        c = curve({-3.0: [2.1979, 2.2035], -2.0: [2.0549, 2.0646], -1.5: [1.9093, 1.9278], -1.0: [1.7345, 1.7630],
+                   -0.5: [1.6417, 1.6584], 0.0: [1.6216, 1.6326], 0.5: [1.6318, 1.6588], 1.0: [1.8604, 2.1296]})
+        self.assertTrue(c.parabola)
+        self.assertGreaterEqual(c.loss, 1.6216)
+        self.assertLessEqual(c.loss, (1.6216 + 1.6326) / 2)
+        self.assertLess(abs(c.x), 0.5)  # between the neighbours of the best point
+        self.assertAlmostEqual(c.lo, -0.5)  # the window was halved
+        self.assertAlmostEqual(c.hi, 0.5)
+
+    def test_a_cliff_that_bends_the_quadratic_below_zero_is_refitted(self):
+        # digits at 10 epochs, batch 1,024: a quadratic over +-1 octave gave a loss of -0.08 at its minimum.
+        c = curve({-3.0: [1.716, 1.778], -2.0: [0.867, 0.929], -1.5: [0.487, 0.504], -1.0: [0.305, 0.312],
+                   -0.5: [0.197, 0.251], 0.0: [0.150, 0.229], 0.5: [0.446, 0.390], 1.0: [2.277, 2.647]})
+        self.assertTrue(c.parabola)
+        self.assertGreater(c.loss, 0.15)
+        self.assertGreaterEqual(c.regret(2.0 ** 1.0), 0.0)
+        self.assertGreaterEqual(min(c.regret(2.0 ** (k / 8)) for k in range(-24, 9)), -1e-12)
+
+    def test_without_a_valid_quadratic_the_argmin_of_the_points_is_the_oracle(self):
+        # three LRs and a cliff: the only quadratic through them has its minimum at a negative loss
+        cliff = curve({-1.0: [0.2, 0.2], 0.0: [0.1, 0.1], 1.0: [5.0, 5.0]})
+        self.assertFalse(cliff.parabola)
+        self.assertEqual(cliff.x, 0.0)
+        self.assertAlmostEqual(cliff.loss, 0.1)
+        self.assertAlmostEqual(cliff.regret(2.0 ** 0.5), (2.55 - 0.1) / 0.1)  # interpolated between the points
+        concave = curve({-1.0: [0.3, 0.3], 0.0: [0.1, 0.1], 1.0: [0.2, 0.2], 2.0: [0.25, 0.25]})
+        self.assertTrue(concave.parabola)  # the points around the argmin are convex
+        bent = curve({-2.0: [0.5, 0.5], -1.0: [0.3, 0.3], 0.0: [0.29, 0.29], 1.0: [0.3, 0.3], 2.0: [0.6, 0.6]})
+        self.assertTrue(bent.parabola)
+        self.assertAlmostEqual(bent.x, 0.0, places=6)
+
+    def test_the_interval_holds_the_regret_and_widens_with_noise(self):
+        true = {x / 2: 0.5 + 0.1 * (x / 2 + 2.0) ** 2 for x in range(-8, 1)}
+        noise = [0.03, -0.02, 0.01, -0.03, 0.02, -0.01, 0.025, -0.015, 0.005]
+        quiet = curve({x: [y, y + 0.04] for x, y in true.items()})
+        loud = curve({x: [y + n, y + 0.04 - n] for (x, y), n in zip(sorted(true.items()), noise)})
+        (rq, lq, hq), = quiet.interval([2.0 ** -1.5])
+        (rl, ll, hl), = loud.interval([2.0 ** -1.5])
+        self.assertLessEqual(ll, rl)
+        self.assertGreaterEqual(hl, rl)
+        self.assertGreater(hl - ll, 10 * (hq - lq) + 1e-6)
+        # an LR outside the quadratic's window gets no interval
+        (r, lo, hi), = loud.interval([2.0 ** -4.0])
+        self.assertEqual((lo, hi), (r, r))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
