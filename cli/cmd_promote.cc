@@ -1,5 +1,6 @@
 // ladder promote SEARCH: plan a hero run from a finished search's trials (scale extrapolation), print the
 // plan, and unless --dry-run submit it as a one-trial search at hero priority with the plan stored.
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 
@@ -38,6 +39,9 @@ void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
       << p.sqrt_rule_lr << ")\n";
   out << "  warmup         " << p.warmup_steps << " steps; decay " << p.decay << "; optimizer " << p.optimizer << "\n";
   out << "  steps          " << p.steps;
+  if (!std::isnan(p.steps_to_target.value)) {
+    out << "; steps to val_loss " << p.target_loss << ": " << Iv(p.steps_to_target);
+  }
   if (!std::isnan(p.final_loss.value)) out << "; predicted final val_loss " << Iv(p.final_loss);
   out << "\n";
   if (!band.empty()) {
@@ -72,7 +76,9 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "promote", "Plan a hero run from a search's trials (global batch, LR, warmup, decay, optimizer) and submit it");
   cmd->add_option("SEARCH", opt->search_id, "the search whose trials swept batch sizes and learning rates")->required();
-  cmd->add_option("--nodes", opt->nodes, "nodes of the hero run (default: the search's)")->check(CLI::Range(1, 100000));
+  cmd->add_option("--nodes", opt->nodes,
+                  "nodes of the hero run (default: the search's); alone, the global batch is nodes x the per-node "
+                  "batch of the largest swept batch")->check(CLI::Range(1, 100000));
   cmd->add_option("--ranks-per-node", opt->ranks_per_node, "ranks per node (default: the search's)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--batch", opt->batch, "global batch of the hero run")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
@@ -125,13 +131,21 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     if (opt->per_node_batch > 0) {
       target.nodes = shape.nodes;
       target.per_node_batch = opt->per_node_batch;
+    } else if (opt->nodes > 0 && opt->batch == 0 && !(opt->budget > 0)) {
+      // --nodes alone: weak scaling, each node keeps the per-node batch of the largest swept batch.
+      const int64_t largest = report.value->best_lr.back().global_batch;
+      target.nodes = shape.nodes;
+      target.per_node_batch = std::max<int64_t>(1, largest / std::max(1, s.group().nodes()));
+      notes.push_back("global batch: --nodes alone keeps the per-node batch of the largest swept batch (" +
+                      std::to_string(largest) + " over " + std::to_string(std::max(1, s.group().nodes())) +
+                      " node(s)); --per-node-batch or --batch chooses another");
     }
     target.examples = opt->budget;
     search::PlanOptions plan_options;
     plan_options.lr_rule = *search::ParseLrRule(opt->lr_rule);  // checked against LrRuleNames() above
     auto plan = search::PlanRun(*report.value, scale, target, plan_options);
     if (!plan.ok()) {
-      std::cerr << "ladder promote: " << plan.error << " (give --batch, --per-node-batch or --budget)\n";
+      std::cerr << "ladder promote: " << plan.error << " (give --nodes, --batch, --per-node-batch or --budget)\n";
       exit_code = kBadInput;
       return;
     }

@@ -251,6 +251,8 @@ nlohmann::json PlanJson(const search::ScalePlan& plan, const std::vector<search:
           {"decay", plan.decay},
           {"optimizer", plan.optimizer},
           {"steps", plan.steps},
+          {"target_loss", plan.target_loss},
+          {"steps_to_target", iv(plan.steps_to_target)},  // NaN (no tradeoff fit) is written as null
           {"final_loss", iv(plan.final_loss)},
           {"loss_band", band},
           {"final_loss_envelope", envelope},

@@ -76,12 +76,19 @@ std::optional<BestLr> BestLrOf(const Group& sweep, int neighbours, double lr_lo,
   out.loss = means[best];
   const double eps = 1e-9;
   out.at_edge = xs[best] <= std::log2(lr_lo) + eps || xs[best] >= std::log2(lr_hi) - eps;
-  const size_t lo = best >= size_t(neighbours) ? best - neighbours : 0;
-  const size_t hi = std::min(xs.size() - 1, best + neighbours);
-  if (hi - lo + 1 >= 3) {
-    // Quadratic in x around the argmin: loss ≈ c0 + c1 (x − x*) + c2 (x − x*)², every trial a point.
+  // Quadratic in x around the argmin: loss ≈ c0 + c1 (x − x*) + c2 (x − x*)², every trial a point, over
+  // `neighbours` swept LRs each side. A cliff among them (the loss doubling one step above the best LR) bends it
+  // under the trials: a minimum that lies below every trial by more than the parabola dips between two
+  // neighbouring swept LRs (c2 (step/2)², a vertex halfway between them) does not describe the sweep, and the
+  // window narrows by one LR each side; with none left, the argmin stands. (Any loss scale: no sign assumed.)
+  for (size_t n = static_cast<size_t>(neighbours); n >= 1 && !out.parabola; --n) {
+    const size_t lo = best >= n ? best - n : 0;
+    const size_t hi = std::min(xs.size() - 1, best + n);
+    if (hi - lo + 1 < 3) break;
     std::vector<double> design, y;
+    double half_step = std::numeric_limits<double>::infinity();
     for (size_t i = lo; i <= hi; ++i) {
+      if (i > lo) half_step = std::min(half_step, (xs[i] - xs[i - 1]) / 2);
       for (double l : by_lr[xs[i]]) {
         const double d = xs[i] - xs[best];
         design.insert(design.end(), {1.0, d, d * d});
@@ -89,11 +96,13 @@ std::optional<BestLr> BestLrOf(const Group& sweep, int neighbours, double lr_lo,
       }
     }
     auto c = internal::LeastSquares(design, y, {}, 3);
-    if (c && (*c)[2] > 0) {
-      const double d = std::clamp(-(*c)[1] / (2 * (*c)[2]), xs[lo] - xs[best], xs[hi] - xs[best]);
-      out.lr.value = std::exp2(xs[best] + d);
-      out.parabola = true;
-    }
+    if (!c || !((*c)[2] > 0)) continue;
+    const double d = std::clamp(-(*c)[1] / (2 * (*c)[2]), xs[lo] - xs[best], xs[hi] - xs[best]);
+    const double floor = (*c)[0] + (*c)[1] * d + (*c)[2] * d * d;
+    const double lowest = *std::min_element(y.begin(), y.end());
+    if (floor < lowest - (*c)[2] * half_step * half_step - 1e-12) continue;
+    out.lr.value = std::exp2(xs[best] + d);
+    out.parabola = true;
   }
   out.lr.lo = out.lr.hi = out.lr.value;
   return out;

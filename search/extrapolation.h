@@ -109,7 +109,8 @@ struct ExtrapolationOptions {
   uint64_t seed = 0;
   int bootstrap = 200;                  // replicates; 0: no intervals (lo = hi = value)
   double interval = 0.90;               // central coverage of the intervals
-  int parabola_neighbours = 2;          // sweep points each side of the argmin in the best-LR parabola
+  int parabola_neighbours = 2;          // sweep points each side of the argmin in the best-LR parabola (fewer
+                                        //   when a cliff among them bends it below every trial)
   double near_optimal_tolerance = 0.005;   // power laws: loss within this fraction of its budget's best
   double compute_group_tolerance = 0.05;   // compute budgets closer than this (relative) are one budget
   double target_loss = kNaN;            // tradeoff fit; NaN: the loss every batch's best run reaches, + 1%

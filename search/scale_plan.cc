@@ -131,6 +131,27 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
     }
     p.sources.push_back(line);
   }
+  if (r.lr_fit && std::isfinite(r.measured_noise_scale.value)) {
+    // McCandlish et al.'s two routes to B_noise, side by side: the bend of the best LRs against the batch, and
+    // the gradient noise scale the trials measured.
+    const Interval& from_lr = r.lr_fit->b_noise;
+    const Interval& measured = r.measured_noise_scale;
+    const bool overlap = !(from_lr.hi < measured.lo || measured.hi < from_lr.lo);
+    p.sources.push_back("noise check: B_noise from the best LRs (lr_fit) " + Iv(from_lr) +
+                        (r.lr_fit->identified ? "" : " (at its bound: not identified)") + " vs the measured B_simple " +
+                        Iv(measured) + ": ratio " + Num(r.noise_ratio) +
+                        (overlap ? "; the intervals overlap" : "; the intervals do not overlap: the two disagree"));
+  }
+  for (const auto& [law, what] : {std::pair{&r.lr_vs_compute, "near-optimal lr"},
+                                  std::pair{&r.batch_vs_compute, "near-optimal global batch"}}) {
+    if (!*law) continue;
+    const PowerLaw& l = **law;
+    std::string line = std::string("compute law: ") + what + " = c C^a, c=" + Iv(l.coefficient) + ", a=" +
+                       Iv(l.exponent) + " over " + std::to_string(l.points) + " configurations at " +
+                       std::to_string(l.budgets) + " compute budgets";
+    if (target.compute > 0) line += "; at the budget's compute " + Num(target.compute) + ": " + Num(l.At(target.compute));
+    p.sources.push_back(line);
+  }
   if (auto a = PredictLr(r, batch, LrRule::kLinear); a.ok()) p.linear_rule_lr = a.value->value;
   if (auto a = PredictLr(r, batch, LrRule::kSqrt); a.ok()) p.sqrt_rule_lr = a.value->value;
 

@@ -1524,7 +1524,9 @@ std::string Coordinator::LoadPlan(SearchRt& s) {
   auto j = nlohmann::json::parse(s.proto.plan_json(), nullptr, false);
   if (!j.is_object()) return "not a JSON object";
   s.stop_outside_band = j.value("stop_outside_band", false);
-  if (!j.contains("loss_band")) return "";
+  if (!j.contains("loss_band")) {  // ladder promote always writes it ([] when it predicted no band)
+    return "no \"loss_band\" (the predicted validation-loss band, [[step, lo, hi], ...], [] for none)";
+  }
   if (!j["loss_band"].is_array()) return "loss_band: expected [[step, lo, hi], ...]";
   for (const auto& p : j["loss_band"]) {
     if (!p.is_array() || p.size() != 3 || !p[0].is_number() || !p[1].is_number() || !p[2].is_number()) {

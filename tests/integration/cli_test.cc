@@ -2,6 +2,11 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "ladder/v1/ladder.pb.h"
+
 #include "tests/integration/system_support.h"
 #include "tests/integration/test_support.h"
 
@@ -20,6 +25,7 @@ TEST(Cli, HelpEverywhere) {
                                         {Bin("ladder"), "search", "start", "--help"},
                                         {Bin("ladder"), "demo", "--help"},
                                         {Bin("ladder"), "nodes", "release", "--help"},
+                                        {Bin("ladder"), "promote", "--help"},
                                         {Bin("ladder-server"), "--help"},
                                         {Bin("ladder-worker"), "--help"},
                                         {Bin("ladder-train"), "--help"}}) {
@@ -154,6 +160,87 @@ TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
   auto twice = ladder({"nodes", "release", "bad"});
   EXPECT_EQ(twice.exit_code, 2) << "not quarantined any more\n" << twice.err;
   EXPECT_NE(twice.err.find("not quarantined"), std::string::npos) << twice.err;
+}
+
+TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
+  testing::TempDir dir("cli-promote");
+  {  // A small scale sweep with the real trainer: batches 16 and 32, LRs a window each (2 epochs of digits).
+    std::ofstream(dir / "sweep.yaml")
+        << "name: sweep\nobjective: {metric: val_loss, mode: min}\nbudget: {parallelism: 2}\n"
+           "scales:\n  global_batch: [16, 32]\n  lr: {low: 0.02, high: 0.16}\n  per_octave: 1\n  follow: sqrt\n"
+           "  extend: 1\n"
+           "command: [ladder-train, --optimizer, sgd, --momentum, '0.9', --lr, '{lr}', --batch-size, "
+           "'{global_batch}', --epochs, '2', --warmup-steps, '5', --decay, cosine, --seed, '1', --threads, '1']\n";
+  }
+  auto sweep = testing::RunCommand(
+      {Bin("ladder"), "--server", "127.0.0.1:0", "demo", "--spec", "sweep.yaml", "--db", "ladder.db"}, dir);
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
+  auto db = (dir / "ladder.db").string();
+  auto ladder = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {Bin("ladder"), "--server", address});
+    return testing::RunCommand(args, dir);
+  };
+  {
+    testing::Child server;
+    testing::Spawn(&server, {Bin("ladder-server"), "--listen", address, "--db", db}, true);
+    ASSERT_EQ(testing::ReadListenAddress(server), address);
+
+    auto text = ladder({"promote", "1", "--batch", "512", "--dry-run"});
+    ASSERT_EQ(text.exit_code, 0) << text.out << text.err;
+    for (const char* part : {"hero plan from search 1 'sweep'", "global batch   512", "peak LR", "warmup",
+                             "optimizer sgd", "steps", "from:", "peak_lr:", "command", "--lr"}) {
+      EXPECT_NE(text.out.find(part), std::string::npos) << part << "\n" << text.out;
+    }
+    auto json = ladder({"promote", "1", "--batch", "512", "--dry-run", "--json"});
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    auto j = nlohmann::json::parse(json.out);
+    EXPECT_EQ(j["search_id"], 1);
+    EXPECT_EQ(j["plan"]["global_batch"], 512);
+    EXPECT_TRUE(j["plan"]["loss_band"].is_array());
+    const double lr = j["plan"]["peak_lr"][0].get<double>();
+    EXPECT_GT(lr, 0);
+    const auto command = j["command"].get<std::vector<std::string>>();
+    auto at = std::find(command.begin(), command.end(), "--lr");
+    ASSERT_NE(at, command.end());
+    EXPECT_NEAR(std::stod(*(at + 1)), lr, lr * 1e-3) << "the command carries the plan's peak LR";
+
+    // --nodes alone: weak scaling from the largest swept batch's per-node batch (32 on one node).
+    auto nodes = ladder({"promote", "1", "--nodes", "4", "--dry-run", "--json"});
+    ASSERT_EQ(nodes.exit_code, 0) << nodes.err;
+    auto n = nlohmann::json::parse(nodes.out);
+    EXPECT_EQ(n["plan"]["global_batch"], 4 * 32);
+    EXPECT_EQ(n["plan"]["nodes"], 4);
+    EXPECT_NE(n["notes"].dump().find("--nodes alone"), std::string::npos) << nodes.out;
+
+    auto none = ladder({"promote", "99", "--batch", "512", "--dry-run"});
+    EXPECT_EQ(none.exit_code, 4) << none.err;
+
+    auto listed = ladder({"--json", "search", "list"});
+    EXPECT_EQ(listed.out.find("\"id\": \"2\""), std::string::npos) << "--dry-run submitted nothing\n" << listed.out;
+    EXPECT_EQ(listed.out.find("\"id\":\"2\""), std::string::npos) << listed.out;
+
+    auto submitted = ladder({"promote", "1", "--batch", "512"});
+    ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+    EXPECT_NE(submitted.out.find("hero run submitted: search 2 at hero priority"), std::string::npos)
+        << submitted.out;
+    server.Kill(SIGTERM);
+  }
+  // The hero search is stored at hero priority with the plan the coordinator watches (it accepted its band).
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT priority, plan, name FROM searches WHERE id = 2", -1, &st, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(h);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), static_cast<int>(v1::PRIORITY_HERO));
+  const std::string plan = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+  auto p = nlohmann::json::parse(plan);
+  EXPECT_EQ(p["global_batch"], 512);
+  EXPECT_TRUE(p["loss_band"].is_array());
+  sqlite3_finalize(st);
+  sqlite3_close(h);
 }
 
 }  // namespace

@@ -89,6 +89,34 @@ TEST(FindBestLrTest, ParabolaVertexBetweenGridPoints) {
   EXPECT_EQ(best.value->trials, 9);
 }
 
+TEST(FindBestLrTest, ACliffNextToTheBestLrDoesNotBendTheVertexAway) {
+  // The seed-mean losses of bench/extrapolation --quick's synthetic sweep at batch 2,048: the loss doubles one
+  // octave above the best LR. A parabola over 2 LRs each side puts its minimum at 1.590, below every trial, and
+  // its vertex at LR 0.88; over 1 LR each side it follows the trials (vertex near LR 1.02).
+  const std::vector<std::pair<double, double>> points = {
+      {-1.5, 1.9186}, {-1.0, 1.7488}, {-0.5, 1.6501}, {0.0, 1.6271}, {0.5, 1.6453}, {1.0, 1.9950}};
+  std::vector<ScaleTrial> sweep;
+  for (const auto& [x, loss] : points) {
+    ScaleTrial t;
+    t.global_batch = 2048;
+    t.peak_lr = std::exp2(x);
+    t.final_loss = loss;
+    sweep.push_back(t);
+  }
+  auto best = FindBestLr(sweep, 2);
+  ASSERT_TRUE(best.ok()) << best.error;
+  EXPECT_TRUE(best.value->parabola);
+  EXPECT_GT(best.value->lr.value, 0.97);
+  EXPECT_LT(best.value->lr.value, 1.1);
+  // Without the cliff the same points keep the 2-LR window (and the vertex between the best LR's neighbours).
+  sweep.back().final_loss = 1.7;
+  auto smooth = FindBestLr(sweep, 2);
+  ASSERT_TRUE(smooth.ok()) << smooth.error;
+  EXPECT_TRUE(smooth.value->parabola);
+  EXPECT_GT(smooth.value->lr.value, std::exp2(-0.5));
+  EXPECT_LT(smooth.value->lr.value, std::exp2(0.5));
+}
+
 TEST(FindBestLrTest, EdgeOfSweepIsFlaggedAndVertexStaysInside) {
   std::vector<ScaleTrial> sweep;
   for (int k = 0; k < 5; ++k) {

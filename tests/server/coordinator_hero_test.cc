@@ -1,5 +1,7 @@
 // A hero run's plan (ladder promote): stored with the search, and the live val_loss watched against the
 // predicted band: a warning when the run leaves it, a stop with --stop-outside-band when it is worse.
+#include <sqlite3.h>
+
 #include "tests/server/coordinator_fixture.h"
 
 namespace ladder::server {
@@ -31,6 +33,24 @@ size_t CancelCount(const FakeLink& l) {
   size_t n = 0;
   for (const auto& m : l.sent) n += m.has_cancel();
   return n;
+}
+
+// The stored events of `kind`: their details, oldest first (read from the database file after Close()).
+std::vector<std::string> StoredEvents(const std::filesystem::path& db, const std::string& kind) {
+  std::vector<std::string> out;
+  sqlite3* h = nullptr;
+  if (sqlite3_open_v2(db.string().c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(h);
+    return out;
+  }
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(h, "SELECT detail FROM events WHERE kind = ? ORDER BY rowid", -1, &st, nullptr) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
+    while (sqlite3_step(st) == SQLITE_ROW) out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return out;
 }
 
 constexpr const char* kBand = R"({"loss_band": [[100, 1.0, 2.0], [300, 0.5, 1.0]], "stop_outside_band": true})";
@@ -65,10 +85,21 @@ TEST_F(CoordinatorHeroTest, WithoutStopTheRunOnlyWarnsAndFinishes) {
   Drain();
   auto st = a->Starts().at(0);
   Point(a, st, 10, {{"val_loss", 5.0}}, 0);
+  Point(a, st, 20, {{"val_loss", 6.0}}, 1);  // still outside: warned once
   Drain();
   EXPECT_EQ(CancelCount(*a), 0u) << "warn only";
+  Point(a, st, 30, {{"val_loss", 0.15}}, 2);  // back inside
+  Drain();
   Exit(a, st, 0);
   EXPECT_EQ(GetTrial(st.trial_id()).state(), v1::TRIAL_COMPLETED);
+  Close();  // the events are in the database
+  auto out = StoredEvents(dir_ / "ladder.db", "hero_outside_band");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], "val_loss 5 at step 10 is above the predicted band [0.1, 0.2]");
+  auto back = StoredEvents(dir_ / "ladder.db", "hero_inside_band");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0], "val_loss 0.15 at step 30 is back inside the predicted band [0.1, 0.2]");
+  Open();
 }
 
 TEST_F(CoordinatorHeroTest, MalformedPlanIsRefusedNamingTheField) {
@@ -76,6 +107,12 @@ TEST_F(CoordinatorHeroTest, MalformedPlanIsRefusedNamingTheField) {
   CreateHero(*coord_, R"({"loss_band": [[1, 2]]})", &st);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(st.error_message().find("plan_json: loss_band"), std::string::npos) << st.error_message();
+  // A plan without the band (a writer whose key drifted) is refused too, rather than never watched.
+  CreateHero(*coord_, R"({"band": [[1, 2, 3]]})", &st);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("plan_json: no \"loss_band\""), std::string::npos) << st.error_message();
+  CreateHero(*coord_, R"({"loss_band": []})", &st);
+  EXPECT_TRUE(st.ok()) << "an empty band is a plan that predicted none: " << st.error_message();
 }
 
 }  // namespace
