@@ -141,6 +141,10 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
                       " node(s)); --per-node-batch or --batch chooses another");
     }
     target.examples = opt->budget;
+    if (opt->budget > 0) {  // the trials' compute is their examples (steps x batch): the compute laws' unit
+      target.compute = opt->budget;
+      target.compute_per_example = 1;
+    }
     search::PlanOptions plan_options;
     plan_options.lr_rule = *search::ParseLrRule(opt->lr_rule);  // checked against LrRuleNames() above
     auto plan = search::PlanRun(*report.value, scale, target, plan_options);

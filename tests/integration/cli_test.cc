@@ -213,6 +213,13 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     EXPECT_EQ(n["plan"]["nodes"], 4);
     EXPECT_NE(n["notes"].dump().find("--nodes alone"), std::string::npos) << nodes.out;
 
+    // A budget in examples sets the steps (no ramp: these trials did not measure the noise scale).
+    auto budget = ladder({"promote", "1", "--batch", "256", "--budget", "25600", "--dry-run", "--json"});
+    ASSERT_EQ(budget.exit_code, 0) << budget.err;
+    auto b = nlohmann::json::parse(budget.out);
+    EXPECT_EQ(b["plan"]["global_batch"], 256);
+    EXPECT_EQ(b["plan"]["steps"], 100);
+
     auto none = ladder({"promote", "99", "--batch", "512", "--dry-run"});
     EXPECT_EQ(none.exit_code, 4) << none.err;
 
