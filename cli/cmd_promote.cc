@@ -133,12 +133,15 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
       target.per_node_batch = opt->per_node_batch;
     } else if (opt->nodes > 0 && opt->batch == 0 && !(opt->budget > 0)) {
       // --nodes alone: weak scaling, each node keeps the per-node batch of the largest swept batch.
-      const int64_t largest = report.value->best_lr.back().global_batch;
+      const int64_t largest = report.value->best_lr.back().global_batch;  // with a convergent trial
+      const int trial_nodes = std::max(1, s.group().nodes());
       target.nodes = shape.nodes;
-      target.per_node_batch = std::max<int64_t>(1, largest / std::max(1, s.group().nodes()));
-      notes.push_back("global batch: --nodes alone keeps the per-node batch of the largest swept batch (" +
-                      std::to_string(largest) + " over " + std::to_string(std::max(1, s.group().nodes())) +
-                      " node(s)); --per-node-batch or --batch chooses another");
+      target.per_node_batch = std::max<int64_t>(1, largest / trial_nodes);
+      notes.push_back("global batch: --nodes alone keeps the per-node batch of the largest swept batch with a "
+                      "convergent trial (" + std::to_string(largest) + " over " + std::to_string(trial_nodes) +
+                      " node(s): " + std::to_string(target.per_node_batch) + " per node" +
+                      (largest % trial_nodes ? ", rounded down" : "") +
+                      "); --per-node-batch or --batch chooses another");
     }
     target.examples = opt->budget;
     if (opt->budget > 0) {  // the trials' compute is their examples (steps x batch): the compute laws' unit

@@ -81,8 +81,8 @@ std::optional<BestLr> BestLrOf(const Group& sweep, int neighbours, double lr_lo,
   // under the trials: a minimum that lies below every trial by more than the parabola dips between two
   // neighbouring swept LRs (c2 (step/2)², a vertex halfway between them) does not describe the sweep, and the
   // window narrows by one LR each side; with none left, the argmin stands. (Any loss scale: no sign assumed.)
-  for (size_t n = static_cast<size_t>(neighbours); n >= 1 && !out.parabola; --n) {
-    const size_t lo = best >= n ? best - n : 0;
+  for (int n = neighbours; n >= 1 && !out.parabola; --n) {  // neighbours >= 1 (FindBestLr, FitScaling check)
+    const size_t lo = best >= static_cast<size_t>(n) ? best - n : 0;
     const size_t hi = std::min(xs.size() - 1, best + n);
     if (hi - lo + 1 < 3) break;
     std::vector<double> design, y;
@@ -99,6 +99,7 @@ std::optional<BestLr> BestLrOf(const Group& sweep, int neighbours, double lr_lo,
     if (!c || !((*c)[2] > 0)) continue;
     const double d = std::clamp(-(*c)[1] / (2 * (*c)[2]), xs[lo] - xs[best], xs[hi] - xs[best]);
     const double floor = (*c)[0] + (*c)[1] * d + (*c)[2] * d * d;
+    // The lowest single trial, not the lowest mean: the trials' spread is the test's allowance for noise.
     const double lowest = *std::min_element(y.begin(), y.end());
     if (floor < lowest - (*c)[2] * half_step * half_step - 1e-12) continue;
     out.lr.value = std::exp2(xs[best] + d);
@@ -532,6 +533,9 @@ std::vector<std::string> LrRuleNames() {
 }
 
 Fitted<BestLr> FindBestLr(const std::vector<ScaleTrial>& sweep, int neighbours) {
+  if (neighbours < 1) {
+    return Fitted<BestLr>::Fail("FindBestLr: neighbours must be >= 1, got " + std::to_string(neighbours));
+  }
   if (std::string e = Validate(sweep); !e.empty()) return Fitted<BestLr>::Fail(e);
   Group g;
   double lo = sweep.front().peak_lr, hi = lo;

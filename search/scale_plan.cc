@@ -136,11 +136,15 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
     // the gradient noise scale the trials measured.
     const Interval& from_lr = r.lr_fit->b_noise;
     const Interval& measured = r.measured_noise_scale;
-    const bool overlap = !(from_lr.hi < measured.lo || measured.hi < from_lr.lo);
+    const bool known = std::isfinite(from_lr.lo) && std::isfinite(from_lr.hi) && std::isfinite(measured.lo) &&
+                       std::isfinite(measured.hi);
+    const bool overlap = known && !(from_lr.hi < measured.lo || measured.hi < from_lr.lo);
     p.sources.push_back("noise check: B_noise from the best LRs (lr_fit) " + Iv(from_lr) +
                         (r.lr_fit->identified ? "" : " (at its bound: not identified)") + " vs the measured B_simple " +
                         Iv(measured) + ": ratio " + Num(r.noise_ratio) +
-                        (overlap ? "; the intervals overlap" : "; the intervals do not overlap: the two disagree"));
+                        (!known ? "; no intervals to compare (no bootstrap)"
+                         : overlap ? "; the intervals overlap"
+                                   : "; the intervals do not overlap: the two disagree"));
   }
   for (const auto& [law, what] : {std::pair{&r.lr_vs_compute, "near-optimal lr"},
                                   std::pair{&r.batch_vs_compute, "near-optimal global batch"}}) {

@@ -1285,7 +1285,8 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& gr
     env["WORLD_SIZE"] = std::to_string(world);
     env["LOCAL_WORLD_SIZE"] = std::to_string(s.spec.group.ranks_per_node);
     env["MASTER_ADDR"] = master;
-    env["MASTER_PORT"] = std::to_string(29500 + p.id() % 20000);
+    env["MASTER_PORT"] =
+        std::to_string(opt_.rendezvous_port_base + p.id() % std::max(1, opt_.rendezvous_port_span));
   }
   for (auto& m : t.members) {
     if (mpirun && m.first_rank != 0) continue;  // mpirun's ranks run there; the worker only holds the slots

@@ -31,12 +31,26 @@ int main(int argc, char** argv) {
                  "quarantine a node lost this many times within 10 minutes while running trials (0: never)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  app.add_option("--rendezvous-port-base", opt.coordinator.rendezvous_port_base,
+                 "multi-rank trials rendezvous at MASTER_PORT = this + trial id % --rendezvous-port-span on their "
+                 "first node; give coordinators that share nodes disjoint ranges")
+      ->check(CLI::Range(1024, 65535))
+      ->capture_default_str();
+  app.add_option("--rendezvous-port-span", opt.coordinator.rendezvous_port_span,
+                 "how many rendezvous ports from --rendezvous-port-base")
+      ->check(CLI::Range(1, 64511))
+      ->capture_default_str();
   std::string mpirun;
   app.add_option("--mpirun", mpirun,
                  "the command that starts an MPI trial (resources.launcher: mpirun), split into words; the "
                  "coordinator appends -np, --host, -x and the trial's command")
       ->default_str("mpirun");
   CLI11_PARSE(app, argc, argv);
+  if (opt.coordinator.rendezvous_port_base + opt.coordinator.rendezvous_port_span - 1 > 65535) {
+    std::cerr << "ladder-server: --rendezvous-port-base " << opt.coordinator.rendezvous_port_base
+              << " + --rendezvous-port-span " << opt.coordinator.rendezvous_port_span << " goes past port 65535\n";
+    return 2;
+  }
   if (!mpirun.empty()) {
     std::string err;
     auto words = ladder::search::SplitCommandLine(mpirun, &err);

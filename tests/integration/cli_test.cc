@@ -198,6 +198,8 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     EXPECT_EQ(j["search_id"], 1);
     EXPECT_EQ(j["plan"]["global_batch"], 512);
     EXPECT_TRUE(j["plan"]["loss_band"].is_array());
+    ASSERT_TRUE(j["plan"].contains("steps_to_target")) << json.out;  // [value, lo, hi], null without a tradeoff
+    EXPECT_TRUE(j["plan"]["steps_to_target"].is_array()) << json.out;
     const double lr = j["plan"]["peak_lr"][0].get<double>();
     EXPECT_GT(lr, 0);
     const auto command = j["command"].get<std::vector<std::string>>();

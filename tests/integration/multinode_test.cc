@@ -12,6 +12,7 @@
 #include <map>
 
 #include "server/server.h"
+#include "tests/integration/system_support.h"
 #include "tests/integration/test_support.h"
 #include "worker/worker.h"
 
@@ -29,6 +30,10 @@ class MultiNode : public ::testing::Test {
     server::ServerOptions so;
     so.listen = "127.0.0.1:0";
     so.db_path = (dir_ / "ladder.db").string();
+    // Tests run side by side (ctest -j): each coordinator's trials rendezvous on ports of their own, not on
+    // 29500 + trial id, which every test's first trial would share.
+    so.coordinator.rendezvous_port_base = testing::FreePort();
+    so.coordinator.rendezvous_port_span = 16;
     so.coordinator.mpirun = {"mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "plm_rsh_agent", agent_,
                              "--mca", "btl", "self,vader,tcp"};
     server_ = std::make_unique<server::Server>(so);

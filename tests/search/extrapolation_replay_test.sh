@@ -20,6 +20,8 @@ echo "$out" | tail -1 | grep -qF '"regret_interval": [0.0467, 0.0854]' ||
 out=$(/usr/bin/python3 "$src/bench/extrapolation" --quick --tasks digits --epochs 10 \
       --reuse-runs "$src/bench/data/extrapolation/digits-10-epochs-quick.json.gz" --bin "$train" --fit-bin "$fit") ||
   { echo "$out"; echo "bench/extrapolation failed (digits, 10 epochs)"; exit 1; }
+echo "$out" | grep -q '; 0 trainer runs,' ||
+  { echo "FAIL: digits-10-epochs-quick.json.gz does not cover the protocol (it ran the trainer)"; exit 1; }
 echo "$out" | grep -E '^ +1024 +0.8798 +0.1715 \| +fit' ||
   { echo "FAIL: digits at 10 epochs, batch 1,024: expected the oracle LR 0.8798 at loss 0.1715"; exit 1; }
 echo "$out" | grep -qE '^ +[0-9]+ +[0-9.e-]+ +-' && { echo "FAIL: a negative oracle loss"; exit 1; }

@@ -107,6 +107,9 @@ TEST(FindBestLrTest, ACliffNextToTheBestLrDoesNotBendTheVertexAway) {
   auto best = FindBestLr(sweep, 2);
   ASSERT_TRUE(best.ok()) << best.error;
   EXPECT_TRUE(best.value->parabola);
+  auto none = FindBestLr(sweep, 0);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error.find("neighbours must be >= 1, got 0"), std::string::npos) << none.error;
   EXPECT_GT(best.value->lr.value, 0.97);
   EXPECT_LT(best.value->lr.value, 1.1);
   // Without the cliff the same points keep the 2-LR window (and the vertex between the best LR's neighbours).
@@ -739,6 +742,19 @@ TEST(PlanRunTest, OptimizerWarmupAndTheNoiseCheckFollowTheirRules) {
   auto check = std::find_if(src.begin(), src.end(), [](const std::string& x) { return x.rfind("noise check: ", 0) == 0; });
   ASSERT_NE(check, src.end());
   EXPECT_NE(check->find("vs the measured B_simple"), std::string::npos) << *check;
+  const Interval& a = r.value->lr_fit->b_noise;
+  const Interval& m = r.value->measured_noise_scale;
+  const bool overlap = !(a.hi < m.lo || m.hi < a.lo);
+  EXPECT_NE(check->find(overlap ? "the intervals overlap" : "the two disagree"), std::string::npos) << *check;
+  // Measured B_simple far from the best LRs' bend: they disagree, and the plan says so.
+  ScalingReport off = *r.value;
+  off.measured_noise_scale = {a.hi * 100, a.hi * 50, a.hi * 200};
+  auto disagree = PlanRun(off, trials, target, high);
+  ASSERT_TRUE(disagree.ok()) << disagree.error;
+  const auto& ds = disagree.value->sources;
+  EXPECT_NE(ds.end(), std::find_if(ds.begin(), ds.end(), [](const std::string& x) {
+              return x.rfind("noise check: ", 0) == 0 && x.find("do not overlap: the two disagree") != std::string::npos;
+            }));
 }
 
 TEST(PlanRunTest, PlansALargeBatchRun) {

@@ -81,9 +81,9 @@ class OracleCurveTest(unittest.TestCase):
         loud = curve({x: [y + n, y + 0.04 - n] for (x, y), n in zip(sorted(true.items()), noise)})
         (rq, lq, hq), = quiet.interval([2.0 ** -1.5])
         (rl, ll, hl), = loud.interval([2.0 ** -1.5])
-        self.assertLessEqual(ll, rl)
-        self.assertGreaterEqual(hl, rl)
-        self.assertGreater(hl - ll, 10 * (hq - lq) + 1e-6)
+        self.assertLess(hq - lq, 1e-9)  # no noise: every refit is the same curve
+        self.assertGreater(hl - ll, 0.01)  # noise of ~0.02 in losses of ~0.55: regrets move by percents
+        self.assertGreater(rl, 0.01)
         # an LR outside the quadratic's window gets no interval
         (r, lo, hi), = loud.interval([2.0 ** -4.0])
         self.assertEqual((lo, hi), (r, r))

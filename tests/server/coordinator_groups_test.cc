@@ -47,6 +47,7 @@ TEST_F(CoordinatorGroupTest, TwoNodeTrialStartsEveryNodesRanksWithRendezvousVari
   EXPECT_EQ(sb.env().at("MASTER_ADDR"), "b.addr") << "rank 0's node address";
   EXPECT_EQ(sc.env().at("MASTER_ADDR"), "b.addr");
   EXPECT_EQ(sb.env().at("MASTER_PORT"), sc.env().at("MASTER_PORT"));
+  EXPECT_EQ(sb.env().at("MASTER_PORT"), std::to_string(29500 + sb.trial_id())) << "the default range";
   auto t = GetTrial(sb.trial_id());
   ASSERT_EQ(t.placement_size(), 2);
   EXPECT_EQ(t.placement(0).node_id(), "b");
@@ -120,6 +121,21 @@ TEST_F(CoordinatorGroupTest, LostNodeStopsTheGroupElsewhereAndRequeuesOnOtherNod
   coord_->OnWorkerMessage(kept, m);
   Drain();
   EXPECT_EQ(Cancels(*kept).size(), 2u);
+}
+
+TEST_F(CoordinatorGroupTest, TheRendezvousPortComesFromTheConfiguredRange) {
+  Close();
+  options_.rendezvous_port_base = 40000;
+  options_.rendezvous_port_span = 4;
+  Open();
+  auto a = Connect("a", 2);
+  auto b = Connect("b", 2);
+  CreateSearch(kTwoNodeSpec);
+  ASSERT_EQ(a->Starts().size(), 1u);
+  ASSERT_EQ(b->Starts().size(), 1u);
+  const v1::StartTrial s = a->Starts()[0];  // a copy: Starts() returns a new vector
+  EXPECT_EQ(s.env().at("MASTER_PORT"), std::to_string(40000 + s.trial_id() % 4));
+  EXPECT_EQ(b->Starts()[0].env().at("MASTER_PORT"), s.env().at("MASTER_PORT"));
 }
 
 TEST_F(CoordinatorGroupTest, MpirunLaunchRunsOnTheFirstNodeOverTheGroupsHosts) {
