@@ -102,6 +102,30 @@ TEST_F(CoordinatorHeroTest, WithoutStopTheRunOnlyWarnsAndFinishes) {
   Open();
 }
 
+TEST_F(CoordinatorHeroTest, AfterACoordinatorCrashTheReattachedRunIsStillWatched) {
+  auto a = Connect("a", 1);
+  auto id = CreateHero(*coord_, kBand);
+  Drain();
+  auto st = a->Starts().at(0);
+  Point(a, st, 100, {{"val_loss", 1.5}}, 0);  // inside
+  Drain();
+  // Coordinator "crash": dropped without Stop(); the plan comes back from the database with the search.
+  store_->Flush();
+  coord_.reset();
+  store_.reset();
+  Open();
+  auto a2 = Connect("a", 1, {{st.trial_id(), st.assignment_epoch()}});
+  EXPECT_TRUE(a2->Starts().empty()) << "re-attached, not restarted";
+  Point(a2, st, 300, {{"val_loss", 1.3}}, 1);  // above [0.5, 1.0]: stopped, as before the crash
+  Drain();
+  ASSERT_EQ(CancelCount(*a2), 1u) << "the band was loaded again on restart";
+  Exit(a2, st, 143, /*cancelled=*/true);
+  auto t = GetTrial(st.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_FAILED);
+  EXPECT_NE(t.error().find("above the predicted band [0.5, 1]"), std::string::npos) << t.error();
+  EXPECT_EQ(GetSearch(id).plan_json(), kBand);
+}
+
 TEST_F(CoordinatorHeroTest, MalformedPlanIsRefusedNamingTheField) {
   grpc::Status st;
   CreateHero(*coord_, R"({"loss_band": [[1, 2]]})", &st);
