@@ -1020,6 +1020,7 @@ void Coordinator::ConsiderBest(SearchRt& s, const TrialRt& t) {
                                                      : t.proto.objective() < s.proto.best_objective());
   if (better) {
     s.proto.set_best_trial_id(t.proto.id());
+    s.proto.set_best_trial_number(t.proto.number());
     s.proto.set_best_objective(t.proto.objective());
   }
 }
@@ -1634,6 +1635,7 @@ void Coordinator::BuildEnsemble(SearchRt& s) {
     } else {
       out.set_value(r.ensemble_metric);
       out.set_best_single_trial_id(id_of_number[r.best_single_trial]);
+      out.set_best_single_trial_number(r.best_single_trial);
       out.set_best_single_value(r.best_single_metric);
       for (const auto& m : r.members) {
         auto* pm = out.add_members();

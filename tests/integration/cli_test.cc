@@ -86,6 +86,14 @@ TEST(Cli, DemoRunsASmallSearchWithTheRealTrainerAndStoresIt) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("best configuration"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("4 completed"), std::string::npos) << r.out;
+  {  // The summary names the best trial by its number, as the leaderboard and the configuration do.
+    const auto at = r.out.find("best val_accuracy = ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const auto open = r.out.find("(trial ", at);
+    ASSERT_NE(open, std::string::npos) << r.out;
+    const std::string number = r.out.substr(open + 7, r.out.find(',', open) - open - 7);
+    EXPECT_NE(r.out.find("best configuration (trial " + number + ","), std::string::npos) << r.out;
+  }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open_v2((dir / "demo.db").string().c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt* st = nullptr;

@@ -52,6 +52,9 @@ TEST_F(CoordinatorEnsembleTest, CompletedSearchGetsTheGreedyEnsembleOfItsTopTria
   EXPECT_EQ(e.candidates(), 2) << "top_k 2: trial C is not read";
   EXPECT_DOUBLE_EQ(e.best_single_value(), 0.75);
   EXPECT_EQ(e.best_single_trial_id(), starts[0].trial_id());
+  ASSERT_TRUE(e.has_best_single_trial_number());
+  EXPECT_EQ(e.best_single_trial_number(), GetTrial(starts[0].trial_id()).number());
+  EXPECT_EQ(s.best_trial_number(), GetTrial(s.best_trial_id()).number());
   EXPECT_DOUBLE_EQ(e.value(), 1.0) << "the average of A and B is right on every example";
   ASSERT_EQ(e.members_size(), 2);
   std::set<int64_t> ids = {e.members(0).trial_id(), e.members(1).trial_id()};
