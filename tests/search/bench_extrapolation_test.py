@@ -1,11 +1,15 @@
 #!/usr/bin/python3
-"""bench/extrapolation's oracle curve (OracleCurve): where a target batch's best LR and the regret of a
-prediction come from. Usage: oracle_curve_test.py SOURCE_DIR"""
+"""bench/extrapolation's Python parts: the oracle curve (OracleCurve: where a target batch's best LR and the
+regret of a prediction come from) and the tasks (the csv task's batches scaled to its file, its errors).
+Usage: bench_extrapolation_test.py SOURCE_DIR"""
+import contextlib
 import importlib.machinery
 import importlib.util
+import io
 import math
 import os
 import sys
+import tempfile
 import unittest
 
 SRC = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
@@ -87,6 +91,65 @@ class OracleCurveTest(unittest.TestCase):
         # an LR outside the quadratic's window gets no interval
         (r, lo, hi), = loud.interval([2.0 ** -4.0])
         self.assertEqual((lo, hi), (r, r))
+
+
+class TasksTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory(prefix="bench-extrapolation-test-")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def args(self, **kw):
+        a = {"quick": True, "tasks": "csv", "data": None, "epochs": None, "seeds": None}
+        a.update(kw)
+        return a
+
+    def write(self, name, text):
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def error(self, **kw):
+        """make_tasks' error message and exit code."""
+        bench.DYING.clear()  # die() prints only the first error of a process
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as ex:
+            bench.make_tasks(self.args(**kw))
+        return err.getvalue(), ex.exception.code
+
+    def test_the_csv_task_scales_its_batches_to_the_file(self):
+        rows = "".join(f"{i % 7},{(i * 3) % 5},{i % 4}\n" for i in range(100000))
+        path = self.write("big.csv", "a,b,label\n" + rows)  # a header line is skipped
+        task, = bench.make_tasks(self.args(data=path))
+        self.assertEqual(task["train"], 80000)
+        self.assertEqual(task["classes"], 4)
+        self.assertEqual(task["swept"], [32, 64, 128])  # up to the power of two <= 80,000 / 512
+        self.assertEqual(task["targets"], [2048, 4096])  # 16x and 32x the largest swept batch
+        self.assertEqual(task["seeds"], bench.QUICK_SEEDS)
+        small = self.write("small.csv", "".join(f"{i},{i % 3}\n" for i in range(2000)))
+        task, = bench.make_tasks(self.args(data=small, quick=False, epochs=5))
+        self.assertEqual(task["swept"], [2, 4, 8])  # the smallest top batch is 8
+        self.assertEqual(task["targets"], [128, 256])
+        self.assertEqual(task["epochs"], 5)
+        self.assertEqual(task["seeds"], bench.SEEDS)
+
+    def test_the_csv_task_names_what_is_wrong_with_its_file(self):
+        few = self.write("few.csv", "".join(f"{i},{i % 2}\n" for i in range(200)))
+        msg, code = self.error(data=few)
+        self.assertEqual(code, 2)
+        self.assertIn("160 training rows are too few for a 32x batch extrapolation", msg)
+        bad = self.write("bad.csv", "1,0\n2,1\n3,cat\n")
+        msg, code = self.error(data=bad)
+        self.assertEqual(code, 2)
+        self.assertIn("bad.csv:3: the label 'cat' is not a number", msg)
+        msg, code = self.error(data=os.path.join(self.dir.name, "missing.csv"))
+        self.assertIn("missing.csv: no such file", msg)
+        msg, code = self.error(data=None)
+        self.assertIn("the csv task needs --data PATH", msg)
+        msg, code = self.error(tasks="cifar")
+        self.assertIn("unknown task 'cifar'", msg)
 
 
 if __name__ == "__main__":
