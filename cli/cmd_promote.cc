@@ -94,7 +94,8 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
       ->check(CLI::IsMember(search::LrRuleNames()));
   cmd->add_flag("--dry-run", opt->dry_run, "print the plan and stop");
   cmd->add_flag("--stop-outside-band", opt->stop_outside_band,
-                "the coordinator stops the hero run when its validation loss leaves the predicted band (default: warn)");
+                "the coordinator stops the hero run when its validation loss rises above the predicted band "
+                "(default: it warns when the loss leaves the band either way; below it only warns)");
   cmd->callback([opt, &g, &exit_code] {
     Client client(g);
     v1::Search s;
