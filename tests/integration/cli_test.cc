@@ -260,5 +260,37 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
   sqlite3_close(h);
 }
 
+TEST(Cli, PromoteWithABudgetReportsTheComputeLawsAtThatBudget) {
+  testing::TempDir dir("cli-promote-budget");
+  {  // Two epoch budgets x two batches x an LR grid: the near-optimal configurations at 2 compute budgets.
+    std::ofstream(dir / "budgets.yaml")
+        << "name: budgets\nobjective: {metric: val_loss, mode: min}\nbudget: {parallelism: 2}\nsampler: grid\n"
+           "command: [ladder-train, --optimizer, sgd, --momentum, '0.9', --lr, '{lr}', --batch-size, '{batch_size}',"
+           " --epochs, '{epochs}', --warmup-steps, '5', --decay, cosine, --seed, '1', --threads, '1']\n"
+           "space:\n  batch_size: {type: categorical, values: [16, 32]}\n"
+           "  epochs: {type: categorical, values: [1, 3]}\n"
+           "  lr: {type: float, low: 0.02, high: 0.16, log: true, grid_points: 4}\n";
+  }
+  auto sweep = testing::RunCommand(
+      {Bin("ladder"), "--server", "127.0.0.1:0", "demo", "--spec", "budgets.yaml", "--db", "ladder.db"}, dir);
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
+  testing::Child server;
+  testing::Spawn(&server, {Bin("ladder-server"), "--listen", address, "--db", (dir / "ladder.db").string()}, true);
+  ASSERT_EQ(testing::ReadListenAddress(server), address);
+  auto plan = testing::RunCommand(
+      {Bin("ladder"), "--server", address, "promote", "1", "--batch", "256", "--budget", "50000", "--dry-run"}, dir);
+  ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;
+  for (const char* law : {"compute law: near-optimal lr = c C^a", "compute law: near-optimal global batch = c C^a"}) {
+    const auto at = plan.out.find(law);
+    ASSERT_NE(at, std::string::npos) << law << "\n" << plan.out;
+    const auto end = plan.out.find('\n', at);
+    EXPECT_NE(plan.out.substr(at, end - at).find("at 2 compute budgets; at the budget's compute 5e+04: "),
+              std::string::npos)
+        << plan.out.substr(at, end - at);
+  }
+  EXPECT_NE(plan.out.find("steps          195"), std::string::npos) << "50,000 examples at batch 256\n" << plan.out;
+}
+
 }  // namespace
 }  // namespace ladder
