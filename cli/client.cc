@@ -65,20 +65,12 @@ bool FetchSearchAndTrials(Client& client, int64_t search_id, const std::string& 
   v1::GetSearchRequest sreq;
   sreq.set_search_id(search_id);
   v1::GetSearchResponse sresp;
-  auto ctx = client.Context();
-  auto st = client.stub().GetSearch(ctx.get(), sreq, &sresp);
-  if (st.ok()) {
-    v1::ListTrialsRequest req;
-    req.set_search_id(search_id);
-    v1::ListTrialsResponse resp;
-    auto ctx2 = client.Context();
-    st = client.stub().ListTrials(ctx2.get(), req, &resp);
-    trials->assign(resp.trials().begin(), resp.trials().end());
-  }
-  if (!st.ok()) {
-    *exit_code = ReportRpcError(st, what, client.server());
-    return false;
-  }
+  if (!client.Call(&v1::Ladder::Stub::GetSearch, sreq, &sresp, what, exit_code)) return false;
+  v1::ListTrialsRequest req;
+  req.set_search_id(search_id);
+  v1::ListTrialsResponse resp;
+  if (!client.Call(&v1::Ladder::Stub::ListTrials, req, &resp, what, exit_code)) return false;
+  trials->assign(resp.trials().begin(), resp.trials().end());
   *search = sresp.search();
   return true;
 }

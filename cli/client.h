@@ -23,6 +23,9 @@ struct GlobalOptions {
   bool json = false;
 };
 
+// Prints "ladder: <what>: <message>" on stderr and returns the exit code for the status.
+int ReportRpcError(const grpc::Status& st, const std::string& what, const std::string& server);
+
 class Client {
  public:
   explicit Client(const GlobalOptions& g);
@@ -32,15 +35,23 @@ class Client {
   // True when a coordinator answers within `timeout`.
   bool Reachable(std::chrono::milliseconds timeout);
   const std::string& server() const { return server_; }
+  // One unary RPC with a fresh Context(): true when it succeeded; otherwise reports it as `what`
+  // (ReportRpcError), sets *exit_code and returns false. E.g. Call(&v1::Ladder::Stub::GetSearch, req, &resp, ...).
+  template <class Req, class Resp>
+  bool Call(grpc::Status (v1::Ladder::Stub::*method)(grpc::ClientContext*, const Req&, Resp*), const Req& req,
+            Resp* resp, const std::string& what, int* exit_code) {
+    auto ctx = Context();
+    const grpc::Status st = ((*stub_).*method)(ctx.get(), req, resp);
+    if (st.ok()) return true;
+    *exit_code = ReportRpcError(st, what, server_);
+    return false;
+  }
 
  private:
   std::string server_, token_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Ladder::Stub> stub_;
 };
-
-// Prints "ladder: <what>: <message>" on stderr and returns the exit code for the status.
-int ReportRpcError(const grpc::Status& st, const std::string& what, const std::string& server);
 
 // GetSearch, then ListTrials (without metrics). On an RPC error: reports it as `what`, sets *exit_code, false.
 bool FetchSearchAndTrials(Client& client, int64_t search_id, const std::string& what, v1::Search* search,

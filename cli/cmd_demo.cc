@@ -75,12 +75,7 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code) {
     req.set_spec_yaml(yaml);
     req.set_spec_path(path);
     v1::CreateSearchResponse resp;
-    auto ctx = client.Context();
-    auto st = client.stub().CreateSearch(ctx.get(), req, &resp);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "demo", client.server());
-      return;
-    }
+    if (!client.Call(&v1::Ladder::Stub::CreateSearch, req, &resp, "demo", &exit_code)) return;
     const auto& s = resp.search();
     if (!g.json) {
       std::cout << "ladder demo: search " << s.id() << " '" << s.name() << "': " << s.max_trials() << " trials, "

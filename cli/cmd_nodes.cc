@@ -37,12 +37,7 @@ void SetupNodes(CLI::App& app, GlobalOptions& g, int& exit_code) {
     Client client(g);
     v1::ServerInfoRequest req;
     v1::ServerInfoResponse info;
-    auto ctx = client.Context();
-    auto st = client.stub().ServerInfo(ctx.get(), req, &info);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "nodes", client.server());
-      return;
-    }
+    if (!client.Call(&v1::Ladder::Stub::ServerInfo, req, &info, "nodes", &exit_code)) return;
     if (g.json) {  // a JSON array of the nodes (WorkerInfo)
       std::cout << "[";
       for (int i = 0; i < info.workers_size(); ++i) std::cout << (i ? "," : "") << ToJson(info.workers(i));
@@ -61,12 +56,7 @@ void SetupNodes(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::ReleaseNodeRequest req;
     req.set_node_id(*node_id);
     v1::ReleaseNodeResponse resp;
-    auto ctx = client.Context();
-    auto st = client.stub().ReleaseNode(ctx.get(), req, &resp);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "nodes release", client.server());
-      return;
-    }
+    if (!client.Call(&v1::Ladder::Stub::ReleaseNode, req, &resp, "nodes release", &exit_code)) return;
     if (g.json) {
       std::cout << ToJson(resp.worker()) << "\n";
     } else {

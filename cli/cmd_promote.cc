@@ -107,12 +107,7 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
       treq.set_trial_id(t.id());
       treq.set_include_metrics(true);
       v1::GetTrialResponse tresp;
-      auto ctx3 = client.Context();
-      auto st = client.stub().GetTrial(ctx3.get(), treq, &tresp);
-      if (!st.ok()) {
-        exit_code = ReportRpcError(st, "promote", client.server());
-        return;
-      }
+      if (!client.Call(&v1::Ladder::Stub::GetTrial, treq, &tresp, "promote", &exit_code)) return;
       trials.push_back(tresp.trial());
     }
     std::vector<std::string> notes;
@@ -203,12 +198,7 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     creq.set_priority(v1::PRIORITY_HERO);
     creq.set_plan_json(plan_json.dump());
     v1::CreateSearchResponse cresp;
-    auto ctx4 = client.Context();
-    auto st = client.stub().CreateSearch(ctx4.get(), creq, &cresp);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "promote", client.server());
-      return;
-    }
+    if (!client.Call(&v1::Ladder::Stub::CreateSearch, creq, &cresp, "promote", &exit_code)) return;
     if (g.json) {
       std::cout << nlohmann::json{{"search_id", s.id()}, {"hero_search_id", cresp.search().id()}, {"plan", plan_json},
                                   {"command", command}}

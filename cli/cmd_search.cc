@@ -108,12 +108,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
                      : opt->priority == "promoted" ? v1::PRIORITY_PROMOTED
                                                    : v1::PRIORITY_SEARCH);
     v1::CreateSearchResponse resp;
-    auto ctx = client.Context();
-    auto st = client.stub().CreateSearch(ctx.get(), req, &resp);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "search start", client.server());
-      return;
-    }
+    if (!client.Call(&v1::Ladder::Stub::CreateSearch, req, &resp, "search start", &exit_code)) return;
     if (!opt->wait) {
       if (g.json) {
         std::cout << ToJson(resp.search()) << "\n";
@@ -138,12 +133,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
     Client client(g);
     v1::ListSearchesRequest req;
     v1::ListSearchesResponse resp;
-    auto ctx = client.Context();
-    auto st = client.stub().ListSearches(ctx.get(), req, &resp);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "search list", client.server());
-      return;
-    }
+    if (!client.Call(&v1::Ladder::Stub::ListSearches, req, &resp, "search list", &exit_code)) return;
     if (g.json) {
       std::cout << ToJson(resp) << "\n";
     } else if (resp.searches().empty()) {
@@ -168,12 +158,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::GetSearchRequest req;
     req.set_search_id(opt->id);
     v1::GetSearchResponse resp;
-    auto ctx = client.Context();
-    auto st = client.stub().GetSearch(ctx.get(), req, &resp);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "search show", client.server());
-      return;
-    }
+    if (!client.Call(&v1::Ladder::Stub::GetSearch, req, &resp, "search show", &exit_code)) return;
     if (g.json) {
       std::cout << ToJson(resp.search()) << "\n";
     } else {
@@ -189,12 +174,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::CancelSearchRequest req;
     req.set_search_id(opt->id);
     v1::CancelSearchResponse resp;
-    auto ctx = client.Context();
-    auto st = client.stub().CancelSearch(ctx.get(), req, &resp);
-    if (!st.ok()) {
-      exit_code = ReportRpcError(st, "search cancel", client.server());
-      return;
-    }
+    if (!client.Call(&v1::Ladder::Stub::CancelSearch, req, &resp, "search cancel", &exit_code)) return;
     if (g.json) {
       std::cout << ToJson(resp.search()) << "\n";
     } else {
@@ -208,9 +188,8 @@ int PrintResultTable(Client& client, const v1::Search& s, const GlobalOptions& g
   v1::ListTrialsRequest req;
   req.set_search_id(s.id());
   v1::ListTrialsResponse resp;
-  auto ctx = client.Context();
-  auto st = client.stub().ListTrials(ctx.get(), req, &resp);
-  if (!st.ok()) return ReportRpcError(st, "list trials", client.server());
+  int code = kOk;
+  if (!client.Call(&v1::Ladder::Stub::ListTrials, req, &resp, "list trials", &code)) return code;
   auto ranked = RankTrials(s, {resp.trials().begin(), resp.trials().end()});
   if (g.json) {
     v1::ListTrialsResponse out;

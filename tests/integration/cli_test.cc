@@ -19,6 +19,21 @@ std::string Bin(const std::string& name) {
 }
 std::string Source(const std::string& rel) { return std::string(LADDER_TEST_SOURCE_DIR) + "/" + rel; }
 
+// A ladder-server on `address` over the database `db` (the CLI finds ./ladder.db.token next to it).
+void Serve(testing::Child* server, const std::string& address, const std::string& db) {
+  testing::Spawn(server, {Bin("ladder-server"), "--listen", address, "--db", db}, true);
+  ASSERT_EQ(testing::ReadListenAddress(*server), address);
+}
+
+// Runs the search `yaml` to its end with `ladder demo` (its own coordinator and worker, the real trainer) into
+// DIR/ladder.db.
+void RunSweep(const testing::TempDir& dir, const std::string& yaml) {
+  std::ofstream(dir / "sweep.yaml") << yaml;
+  auto sweep = testing::RunCommand(
+      {Bin("ladder"), "--server", "127.0.0.1:0", "demo", "--spec", "sweep.yaml", "--db", "ladder.db"}, dir);
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
+}
+
 TEST(Cli, HelpEverywhere) {
   testing::TempDir dir("cli");
   for (std::vector<std::string> args : {std::vector<std::string>{Bin("ladder"), "--help"},
@@ -117,13 +132,9 @@ TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
   testing::TempDir dir("cli-nodes");
   const auto db = (dir / "ladder.db").string();  // the CLI finds ./ladder.db.token in its working directory
   const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
-  auto start_server = [&](testing::Child* c) {
-    testing::Spawn(c, {Bin("ladder-server"), "--listen", address, "--db", db}, true);
-    ASSERT_EQ(testing::ReadListenAddress(*c), address);
-  };
   {
     testing::Child first;  // creates the database, then stops
-    start_server(&first);
+    Serve(&first, address, db);
     first.Kill(SIGTERM);
   }
   {  // A node the coordinator quarantined before it stopped (state 4 = WORKER_QUARANTINED).
@@ -139,7 +150,7 @@ TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
     sqlite3_close(h);
   }
   testing::Child server;
-  start_server(&server);
+  Serve(&server, address, db);
   auto ladder = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {Bin("ladder"), "--server", address});
     return testing::RunCommand(args, dir);
@@ -172,17 +183,13 @@ TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
 
 TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
   testing::TempDir dir("cli-promote");
-  {  // A small scale sweep with the real trainer: batches 16 and 32, LRs a window each (2 epochs of digits).
-    std::ofstream(dir / "sweep.yaml")
-        << "name: sweep\nobjective: {metric: val_loss, mode: min}\nbudget: {parallelism: 2}\n"
+  // A small scale sweep with the real trainer: batches 16 and 32, LRs a window each (2 epochs of digits).
+  ASSERT_NO_FATAL_FAILURE(RunSweep(
+      dir, "name: sweep\nobjective: {metric: val_loss, mode: min}\nbudget: {parallelism: 2}\n"
            "scales:\n  global_batch: [16, 32]\n  lr: {low: 0.02, high: 0.16}\n  per_octave: 1\n  follow: sqrt\n"
            "  extend: 1\n"
            "command: [ladder-train, --optimizer, sgd, --momentum, '0.9', --lr, '{lr}', --batch-size, "
-           "'{global_batch}', --epochs, '2', --warmup-steps, '5', --decay, cosine, --seed, '1', --threads, '1']\n";
-  }
-  auto sweep = testing::RunCommand(
-      {Bin("ladder"), "--server", "127.0.0.1:0", "demo", "--spec", "sweep.yaml", "--db", "ladder.db"}, dir);
-  ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
+           "'{global_batch}', --epochs, '2', --warmup-steps, '5', --decay, cosine, --seed, '1', --threads, '1']\n"));
   const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
   auto db = (dir / "ladder.db").string();
   auto ladder = [&](std::vector<std::string> args) {
@@ -191,8 +198,7 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
   };
   {
     testing::Child server;
-    testing::Spawn(&server, {Bin("ladder-server"), "--listen", address, "--db", db}, true);
-    ASSERT_EQ(testing::ReadListenAddress(server), address);
+    ASSERT_NO_FATAL_FAILURE(Serve(&server, address, db));
 
     auto text = ladder({"promote", "1", "--batch", "512", "--dry-run"});
     ASSERT_EQ(text.exit_code, 0) << text.out << text.err;
@@ -262,22 +268,17 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
 
 TEST(Cli, PromoteWithABudgetReportsTheComputeLawsAtThatBudget) {
   testing::TempDir dir("cli-promote-budget");
-  {  // Two epoch budgets x two batches x an LR grid: the near-optimal configurations at 2 compute budgets.
-    std::ofstream(dir / "budgets.yaml")
-        << "name: budgets\nobjective: {metric: val_loss, mode: min}\nbudget: {parallelism: 2}\nsampler: grid\n"
+  // Two epoch budgets x two batches x an LR grid: the near-optimal configurations at 2 compute budgets.
+  ASSERT_NO_FATAL_FAILURE(RunSweep(
+      dir, "name: budgets\nobjective: {metric: val_loss, mode: min}\nbudget: {parallelism: 2}\nsampler: grid\n"
            "command: [ladder-train, --optimizer, sgd, --momentum, '0.9', --lr, '{lr}', --batch-size, '{batch_size}',"
            " --epochs, '{epochs}', --warmup-steps, '5', --decay, cosine, --seed, '1', --threads, '1']\n"
            "space:\n  batch_size: {type: categorical, values: [16, 32]}\n"
            "  epochs: {type: categorical, values: [1, 3]}\n"
-           "  lr: {type: float, low: 0.02, high: 0.16, log: true, grid_points: 4}\n";
-  }
-  auto sweep = testing::RunCommand(
-      {Bin("ladder"), "--server", "127.0.0.1:0", "demo", "--spec", "budgets.yaml", "--db", "ladder.db"}, dir);
-  ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
+           "  lr: {type: float, low: 0.02, high: 0.16, log: true, grid_points: 4}\n"));
   const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
   testing::Child server;
-  testing::Spawn(&server, {Bin("ladder-server"), "--listen", address, "--db", (dir / "ladder.db").string()}, true);
-  ASSERT_EQ(testing::ReadListenAddress(server), address);
+  ASSERT_NO_FATAL_FAILURE(Serve(&server, address, (dir / "ladder.db").string()));
   auto plan = testing::RunCommand(
       {Bin("ladder"), "--server", address, "promote", "1", "--batch", "256", "--budget", "50000", "--dry-run"}, dir);
   ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;

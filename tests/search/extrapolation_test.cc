@@ -70,6 +70,14 @@ BelowTheBend SweepBelowTheBend(uint64_t seed) {
   return s;
 }
 
+// A plan target: this global batch for a budget of 1,000 steps' examples.
+PlanTarget ThousandStepsAt(int64_t batch) {
+  PlanTarget t;
+  t.global_batch = batch;
+  t.examples = static_cast<double>(batch) * 1000;
+  return t;
+}
+
 TEST(FindBestLrTest, ParabolaVertexBetweenGridPoints) {
   std::vector<ScaleTrial> sweep;
   const double vertex = std::log2(0.05) + 0.3;  // between grid points
@@ -597,9 +605,7 @@ TEST(PlanRunTest, TheChosenLrRuleSetsThePeakLrAndIsNamedAsItsSource) {
   const auto [truth, trials, r] = SweepBelowTheBend(9);
   ASSERT_TRUE(r.ok()) << r.error;
   ASSERT_TRUE(r.value->joint_fit.has_value());
-  PlanTarget target;
-  target.global_batch = 8192;
-  target.examples = 8192.0 * 1000;
+  PlanTarget target = ThousandStepsAt(8192);
   PlanOptions joint;
   joint.lr_rule = LrRule::kJointFit;
   auto pj = PlanRun(*r.value, trials, target, joint);
@@ -630,9 +636,7 @@ std::string SourceLine(const ScalePlan& p, const std::string& prefix) {
 TEST(PlanRunTest, NamesTheStabilityEdgeAndSaysWhenThePeakLrIsAboveIt) {
   auto [truth, trials, r] = SweepBelowTheBend(9);
   ASSERT_TRUE(r.ok()) << r.error;
-  PlanTarget target;
-  target.global_batch = 8192;
-  target.examples = 8192.0 * 1000;
+  PlanTarget target = ThousandStepsAt(8192);
   auto edge_line = [](const ScalePlan& p) { return SourceLine(p, "stability edge:"); };
   auto plain = PlanRun(*r.value, trials, target);
   ASSERT_TRUE(plain.ok()) << plain.error;
@@ -657,9 +661,7 @@ TEST(PlanRunTest, NamesTheStabilityEdgeAndSaysWhenThePeakLrIsAboveIt) {
 }
 
 TEST(PlanRunTest, SaysWhenThePeakLrIntervalIsWiderThanAnOctave) {
-  PlanTarget target;
-  target.global_batch = 8192;
-  target.examples = 8192.0 * 1000;
+  PlanTarget target = ThousandStepsAt(8192);
   auto uncertainty = [](const ScalePlan& p) { return SourceLine(p, "peak_lr uncertainty:"); };
   auto [truth, trials, r] = SweepBelowTheBend(9);
   ASSERT_TRUE(r.ok()) << r.error;
@@ -700,9 +702,7 @@ TEST(PlanRunTest, SaysWhenThePeakLrIntervalIsWiderThanAnOctave) {
 TEST(PlanRunTest, OptimizerWarmupAndTheNoiseCheckFollowTheirRules) {
   auto [truth, trials, r] = SweepBelowTheBend(9);
   ASSERT_TRUE(r.ok()) << r.error;
-  PlanTarget target;
-  target.global_batch = 8192;
-  target.examples = 8192.0 * 1000;
+  PlanTarget target = ThousandStepsAt(8192);
   // Adam trials become LAMB at the layer-wise threshold; SGD becomes LARC when asked.
   std::vector<ScaleTrial> adam = trials;
   for (auto& t : adam) t.optimizer = "adam";
@@ -718,16 +718,14 @@ TEST(PlanRunTest, OptimizerWarmupAndTheNoiseCheckFollowTheirRules) {
   // still switches; a batch below both keeps SGD.
   PlanOptions high;
   high.layerwise_batch = int64_t{1} << 30;
-  target.global_batch = 16384;
-  target.examples = 16384.0 * 1000;
+  target = ThousandStepsAt(16384);
   auto by_noise = PlanRun(*r.value, trials, target, high);
   ASSERT_TRUE(by_noise.ok()) << by_noise.error;
   EXPECT_EQ(by_noise.value->optimizer, "lars");
   EXPECT_NE(by_noise.value->sources.end(),
             std::find_if(by_noise.value->sources.begin(), by_noise.value->sources.end(),
                          [](const std::string& x) { return x.find("x B_crit (measured noise scale") != std::string::npos; }));
-  target.global_batch = 4096;
-  target.examples = 4096.0 * 1000;
+  target = ThousandStepsAt(4096);
   auto keep = PlanRun(*r.value, trials, target, high);
   ASSERT_TRUE(keep.ok()) << keep.error;
   EXPECT_EQ(keep.value->optimizer, "sgd");
