@@ -14,15 +14,7 @@ namespace ladder::cli {
 
 namespace {
 
-std::string Iv(const search::Interval& i) {
-  char buf[96];
-  if (std::isnan(i.lo)) {
-    std::snprintf(buf, sizeof buf, "%.4g", i.value);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.4g [%.4g, %.4g]", i.value, i.lo, i.hi);
-  }
-  return buf;
-}
+std::string Iv(const search::Interval& i) { return search::FormatInterval(i); }
 
 void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
                const std::vector<search::LossBandPoint>& band, const HeroShape& shape,
@@ -52,6 +44,9 @@ void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
       out << buf;
     }
     out << "\n";
+    if (std::isnan(p.final_loss.lo)) {
+      out << "  (the final val_loss has no interval: the band is the near-best trials' spread around its value)\n";
+    }
   }
   out << "  from:\n";
   for (const auto& src : p.sources) out << "    " << src << "\n";

@@ -212,7 +212,11 @@ std::vector<search::LossBandPoint> LiveBand(const search::ScalePlan& plan,
     if (!t.diverged && std::isfinite(t.final_loss) && t.final_loss <= best * 1.25 && t.steps > 0) near.push_back(&t);
   }
   std::vector<search::LossBandPoint> band;
-  if (near.empty() || plan.steps <= 0 || !std::isfinite(plan.final_loss.lo)) return band;
+  if (near.empty() || plan.steps <= 0 || !std::isfinite(plan.final_loss.value)) return band;
+  // Without an interval on the prediction (an exactly determined loss line), the band is the trials' spread alone.
+  const bool has_interval = std::isfinite(plan.final_loss.lo) && std::isfinite(plan.final_loss.hi);
+  const double final_lo = has_interval ? plan.final_loss.lo : plan.final_loss.value;
+  const double final_hi = has_interval ? plan.final_loss.hi : plan.final_loss.value;
   double end_lo = std::numeric_limits<double>::infinity(), end_hi = -end_lo;
   for (const auto* t : near) {
     end_lo = std::min(end_lo, *at(*t, 1.0));
@@ -227,8 +231,8 @@ std::vector<search::LossBandPoint> LiveBand(const search::ScalePlan& plan,
     if (!std::isfinite(lo)) continue;
     search::LossBandPoint p;
     p.step = static_cast<int64_t>(std::llround(f * static_cast<double>(plan.steps)));
-    p.loss.lo = lo + (plan.final_loss.lo - end_lo);
-    p.loss.hi = hi + (plan.final_loss.hi - end_hi);
+    p.loss.lo = lo + (final_lo - end_lo);
+    p.loss.hi = hi + (final_hi - end_hi);
     p.loss.value = (p.loss.lo + p.loss.hi) / 2;
     band.push_back(p);
   }

@@ -42,7 +42,8 @@ std::string HeroSpecYaml(const v1::Search& search, const std::vector<std::string
 
 // The band the hero run's live val_loss is expected in, at 10 points along its steps: at a fraction f of the
 // run, the spread of the near-optimal swept runs' losses at the same fraction of theirs (runs whose final loss
-// is within 25% of the best), moved so that the end of the band is the plan's final-loss interval. (The plan's
+// is within 25% of the best), moved so that the end of the band is the plan's final-loss interval (its value when
+// the prediction has no interval: then the band is the runs' spread alone). (The plan's
 // own loss_band is an envelope — the loss a run ending at that step would reach — that the live loss of a
 // decaying schedule only approaches from above; it is kept as "final_loss_envelope".) Empty without curves.
 std::vector<search::LossBandPoint> LiveBand(const search::ScalePlan& plan, const std::vector<search::ScaleTrial>& trials);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <random>
@@ -478,23 +479,22 @@ Group Resample(const Group& g, std::mt19937_64& rng) {
   return out;
 }
 
-Interval Spread(double value, std::vector<double> draws, double level) {
-  Interval iv;
-  iv.value = value;
-  std::vector<double> finite;
-  for (double d : draws) {
-    if (std::isfinite(d)) finite.push_back(d);
-  }
-  if (finite.empty()) {
-    iv.lo = iv.hi = value;
-  } else {
-    iv.lo = std::min(value, Quantile(finite, (1 - level) / 2));
-    iv.hi = std::max(value, Quantile(finite, 1 - (1 - level) / 2));
-  }
-  return iv;
+Interval Spread(double value, const std::vector<double>& draws, double level) {
+  const internal::Bounds b = internal::Spread(value, draws, level);
+  return Interval{value, b.lo, b.hi};
 }
 
 }  // namespace
+
+std::string FormatInterval(const Interval& iv) {
+  char buf[96];
+  if (std::isnan(iv.lo) || std::isnan(iv.hi)) {
+    std::snprintf(buf, sizeof buf, "%.4g (no interval)", iv.value);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g [%.4g, %.4g]", iv.value, iv.lo, iv.hi);
+  }
+  return buf;
+}
 
 double LrBatchFit::Lr(double global_batch) const { return eps_max.value / (1 + b_noise.value / global_batch); }
 
@@ -799,7 +799,7 @@ Fitted<Interval> PredictLr(const ScalingReport& r, double batch, LrRule rule) {
     if (!std::isfinite(r.anchor.lr)) return Fitted<Interval>::Fail("no anchor: the report has no best LR");
     const double ratio = batch / static_cast<double>(r.anchor.global_batch);
     const double f = rule == LrRule::kLinear ? ratio : std::sqrt(ratio);
-    Interval iv{r.anchor.lr * f, r.anchor.lr * f, r.anchor.lr * f};
+    Interval iv{r.anchor.lr * f, kNaN, kNaN};  // the anchor's own interval, when it is a swept batch's best
     for (const BestLr& b : r.best_lr) {
       if (b.global_batch == r.anchor.global_batch) iv.lo = b.lr.lo * f, iv.hi = b.lr.hi * f;
     }

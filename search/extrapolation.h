@@ -95,10 +95,12 @@ struct ScaleTrial {
 
 struct Interval {
   double value = kNaN;  // the fit on all trials
-  double lo = kNaN;     // bootstrap percentiles (options.interval, central)
+  double lo = kNaN;     // bootstrap percentiles (options.interval, central); NaN: no interval (internal::Spread)
   double hi = kNaN;
   bool Contains(double x) const { return x >= lo && x <= hi; }
 };
+// "0.153 [0.12, 0.19]", or "0.153 (no interval)" when the bounds are NaN; 4 significant digits.
+std::string FormatInterval(const Interval& iv);
 
 enum class ScaleAnchor {
   kLargestBatch,  // the best LR at the largest swept batch (the nearest tuned point; the stronger baseline)
@@ -107,7 +109,7 @@ enum class ScaleAnchor {
 
 struct ExtrapolationOptions {
   uint64_t seed = 0;
-  int bootstrap = 200;                  // replicates; 0: no intervals (lo = hi = value)
+  int bootstrap = 200;                  // replicates; 0: no intervals (lo = hi = NaN)
   double interval = 0.90;               // central coverage of the intervals
   int parabola_neighbours = 2;          // sweep points each side of the argmin in the best-LR parabola (fewer
                                         //   when a cliff among them bends it below every trial)

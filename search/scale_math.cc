@@ -65,6 +65,18 @@ double Quantile(std::vector<double> v, double q) {
 
 double Median(std::vector<double> v) { return Quantile(std::move(v), 0.5); }
 
+Bounds Spread(double value, const std::vector<double>& draws, double level) {
+  std::vector<double> finite;
+  for (double d : draws) {
+    if (std::isfinite(d)) finite.push_back(d);
+  }
+  const auto [mn, mx] = std::minmax_element(finite.begin(), finite.end());
+  if (finite.empty() || *mn == *mx) {
+    return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
+  }
+  return {std::min(value, Quantile(finite, (1 - level) / 2)), std::max(value, Quantile(finite, 1 - (1 - level) / 2))};
+}
+
 double Minimize1D(const std::function<double(double)>& f, double lo, double hi, int grid) {
   if (!(hi > lo)) return lo;
   grid = std::max(grid, 3);

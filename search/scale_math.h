@@ -21,6 +21,15 @@ std::optional<Line> FitLine(const std::vector<double>& x, const std::vector<doub
 double Quantile(std::vector<double> v, double q);
 double Median(std::vector<double> v);
 
+// A bootstrap interval: `value` (the fit on all data) with the central `level` quantiles of the finite `draws`
+// (widened to contain `value`). No interval (lo = hi = NaN) when no draw is finite or every finite draw is the
+// same number: then the resampling could not vary the fit (an exactly determined fit — 2 points for a line — or
+// no replicate succeeded), and [value, value] would read as certainty.
+struct Bounds {
+  double lo, hi;
+};
+Bounds Spread(double value, const std::vector<double>& draws, double level);
+
 // Minimizes f over [lo, hi]: a grid of `grid` points, then golden-section search around the best one.
 // Returns the argmin.
 double Minimize1D(const std::function<double(double)>& f, double lo, double hi, int grid = 64);

@@ -17,7 +17,7 @@ std::string Num(double v) {
   os << v;
   return os.str();
 }
-std::string Iv(const Interval& iv) { return Num(iv.value) + " [" + Num(iv.lo) + ", " + Num(iv.hi) + "]"; }
+std::string Iv(const Interval& iv) { return FormatInterval(iv); }
 
 int64_t RoundPow2(double x) {
   if (!(x >= 1)) return 1;
@@ -153,6 +153,7 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
     std::string line = std::string("compute law: ") + what + " = c C^a, c=" + Iv(l.coefficient) + ", a=" +
                        Iv(l.exponent) + " over " + std::to_string(l.points) + " configurations at " +
                        std::to_string(l.budgets) + " compute budgets";
+    if (l.budgets < 3) line += " (a line through 2 budgets: nothing checks that a power law holds; sweep a third)";
     if (target.compute > 0) line += "; at the budget's compute " + Num(target.compute) + ": " + Num(l.At(target.compute));
     p.sources.push_back(line);
   }
@@ -269,13 +270,13 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
         }
         if (auto l = internal::FitLine(bx, by)) draws.push_back(*l);
       }
-      const double q = (1 - r.interval_level) / 2;
       auto at = [&](double steps) {
         const double ls = std::log(steps / (1 + b_crit / batch));
         std::vector<double> v;
         for (const auto& l : draws) v.push_back(l.a + l.b * ls);
         const double mid = line->a + line->b * ls;
-        return Interval{mid, std::min(mid, internal::Quantile(v, q)), std::max(mid, internal::Quantile(v, 1 - q))};
+        const internal::Bounds b = internal::Spread(mid, v, r.interval_level);
+        return Interval{mid, b.lo, b.hi};
       };
       p.final_loss = at(static_cast<double>(p.steps));
       for (int i = 1; i <= 10; ++i) {

@@ -181,6 +181,12 @@ TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
   EXPECT_NE(twice.err.find("not quarantined"), std::string::npos) << twice.err;
 }
 
+std::string Fixed4g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
 TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
   testing::TempDir dir("cli-promote");
   // A small scale sweep with the real trainer: batches 16 and 32, LRs a window each (2 epochs of digits).
@@ -214,6 +220,13 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     EXPECT_TRUE(j["plan"]["loss_band"].is_array());
     ASSERT_TRUE(j["plan"].contains("steps_to_target")) << json.out;  // [value, lo, hi], null without a tradeoff
     EXPECT_TRUE(j["plan"]["steps_to_target"].is_array()) << json.out;
+    // The loss line through 2 swept batches is exact: no interval (null bounds), said in the text — not [v, v].
+    ASSERT_TRUE(j["plan"]["final_loss"][0].is_number()) << json.out;
+    EXPECT_TRUE(j["plan"]["final_loss"][1].is_null() && j["plan"]["final_loss"][2].is_null()) << json.out;
+    EXPECT_NE(text.out.find("predicted final val_loss " + Fixed4g(j["plan"]["final_loss"][0].get<double>()) +
+                            " (no interval)"),
+              std::string::npos)
+        << text.out;
     const double lr = j["plan"]["peak_lr"][0].get<double>();
     EXPECT_GT(lr, 0);
     const auto command = j["command"].get<std::vector<std::string>>();
@@ -286,7 +299,9 @@ TEST(Cli, PromoteWithABudgetReportsTheComputeLawsAtThatBudget) {
     const auto at = plan.out.find(law);
     ASSERT_NE(at, std::string::npos) << law << "\n" << plan.out;
     const auto end = plan.out.find('\n', at);
-    EXPECT_NE(plan.out.substr(at, end - at).find("at 2 compute budgets; at the budget's compute 5e+04: "),
+    EXPECT_NE(plan.out.substr(at, end - at).find("at 2 compute budgets (a line through 2 budgets: nothing checks "
+                                                  "that a power law holds; sweep a third); at the budget's compute "
+                                                  "5e+04: "),
               std::string::npos)
         << plan.out.substr(at, end - at);
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """bench/extrapolation's Python parts: the oracle curve (OracleCurve: where a target batch's best LR and the
-regret of a prediction come from) and the tasks (the csv task's batches scaled to its file, its errors).
+regret of a prediction come from), the tasks (the csv task's batches scaled to its file, its errors) and how an
+interval prints.
 Usage: bench_extrapolation_test.py SOURCE_DIR"""
 import contextlib
 import importlib.machinery
@@ -150,6 +151,15 @@ class TasksTest(unittest.TestCase):
         self.assertIn("the csv task needs --data PATH", msg)
         msg, code = self.error(tasks="cifar")
         self.assertIn("unknown task 'cifar'", msg)
+
+
+class IntervalTextTest(unittest.TestCase):
+    def test_null_bounds_from_the_fit_tool_print_as_no_interval(self):
+        # ladder-extrapolation-fit writes [value, null, null] when the resampling could not vary a fit (the full
+        # synthetic task's tradeoff through 2 batches); that printed a traceback before.
+        self.assertEqual(bench.iv([221100.0, None, None]), "2.211e+05 (no interval)")
+        self.assertEqual(bench.iv([0.5, 0.25, 1.0]), "0.5 [0.25, 1]")
+        self.assertEqual(bench.iv([0.991, 0.619, 1.0], ".3f", False), "[0.619, 1.000]")
 
 
 if __name__ == "__main__":

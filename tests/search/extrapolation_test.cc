@@ -455,6 +455,65 @@ TEST(FitScalingTest, RecoversTheCriticalBatchFromStepsToTarget) {
   EXPECT_EQ(automatic.value->tradeoff->steps_by_batch.size(), 8u);
 }
 
+// A fit the resampling cannot vary — here each batch's steps to the target come from its one LR that reaches it,
+// so a replicate either redraws the same two points or fails — has no interval (NaN bounds), printed as such,
+// not [value, value]; with a third batch the same data gives one. The plan built on it says the same.
+TEST(FitScalingTest, AFitTheResamplingCannotVaryHasNoInterval) {
+  const double s_min = 2000, b_crit = 300, target = 0.3;
+  auto sweep = [&](const std::vector<int64_t>& batches) {
+    std::vector<ScaleTrial> trials;
+    for (int64_t b : batches) {
+      const double s_best = s_min * (1 + b_crit / static_cast<double>(b)) * (b == 64 ? 1.04 : 1.0);
+      for (int k = -1; k <= 1; ++k) {
+        ScaleTrial t;
+        t.global_batch = b;
+        t.peak_lr = 0.1 * std::exp2(k);
+        t.steps = static_cast<int64_t>(2 * s_best);
+        const double s_hit = k == 0 ? s_best : 10 * s_best;  // only the middle LR reaches the target
+        for (int i = 1; i <= 40; ++i) {
+          const int64_t step = t.steps * i / 40;
+          t.curve.push_back({step, target * std::pow(s_hit / static_cast<double>(step), 0.5)});
+        }
+        t.final_loss = t.curve.back().loss;
+        trials.push_back(t);
+      }
+    }
+    return trials;
+  };
+  ExtrapolationOptions o;
+  o.target_loss = target;
+  const auto two = sweep({16, 1024});
+  auto r = FitScaling(two, o);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(r.value->tradeoff);
+  const TradeoffFit& t = *r.value->tradeoff;
+  EXPECT_NEAR(t.b_crit.value, b_crit, 1e-3 * b_crit);  // two exact points (steps read off the curves)
+  EXPECT_TRUE(std::isnan(t.b_crit.lo) && std::isnan(t.b_crit.hi)) << t.b_crit.lo << " " << t.b_crit.hi;
+  EXPECT_TRUE(std::isnan(t.s_min.lo));
+  EXPECT_EQ(FormatInterval(t.b_crit), "300 (no interval)");
+
+  PlanTarget at;
+  at.global_batch = 4096;
+  at.examples = 4096.0 * 1000;
+  auto p = PlanRun(*r.value, two, at);
+  ASSERT_TRUE(p.ok()) << p.error;
+  EXPECT_TRUE(std::isfinite(p.value->steps_to_target.value));
+  EXPECT_TRUE(std::isnan(p.value->steps_to_target.lo)) << p.value->steps_to_target.lo;
+  EXPECT_TRUE(std::isfinite(p.value->final_loss.value));
+  EXPECT_TRUE(std::isnan(p.value->final_loss.lo)) << "a loss line through 2 swept batches";
+  bool said = false;
+  for (const auto& src : p.value->sources) said |= src.find("B_crit=300 (no interval)") != std::string::npos;
+  EXPECT_TRUE(said);
+
+  auto three = FitScaling(sweep({16, 64, 1024}), o);
+  ASSERT_TRUE(three.ok()) << three.error;
+  ASSERT_TRUE(three.value->tradeoff);
+  const Interval& b3 = three.value->tradeoff->b_crit;
+  EXPECT_LT(b3.lo, b3.hi) << "three points, one off the law: the resampling moves the fit";
+  EXPECT_TRUE(b3.Contains(b3.value));
+  EXPECT_EQ(FormatInterval(b3).find("no interval"), std::string::npos);
+}
+
 // DeepSeek-style: near-optimal (lr, batch) at each compute budget follow power laws.
 TEST(FitScalingTest, RecoversPowerLawsAgainstCompute) {
   const double a_lr = 0.3, alpha = -0.125, a_b = 0.3, beta = 0.33;
@@ -497,6 +556,7 @@ TEST(FitScalingTest, RecoversPowerLawsAgainstCompute) {
     if (line.rfind("compute law: ", 0) != 0) continue;
     ++laws;
     EXPECT_NE(line.find("at 5 compute budgets; at the budget's compute 1e+19: "), std::string::npos) << line;
+    EXPECT_EQ(line.find("a line through 2 budgets"), std::string::npos) << line;
   }
   EXPECT_EQ(laws, 2);
 }
