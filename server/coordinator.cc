@@ -619,6 +619,13 @@ void Coordinator::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
     previous.erase(t.proto.id());
     store_.AppendEvent("trial_reattached", t.proto.search_id(), t.proto.id(), node, Now());
     LogInfo(kLog, "worker " + node + " re-attached trial " + std::to_string(t.proto.id()));
+    if (t.exploit || !t.early_stop.empty()) {  // decided before the restart (ReplayTrialScheduler)
+      v1::CoordinatorMessage cancel;
+      cancel.mutable_cancel()->set_trial_id(t.proto.id());
+      cancel.mutable_cancel()->set_assignment_epoch(m->epoch);
+      cancel.mutable_cancel()->set_reason(t.exploit ? t.exploit->reason : "stopped early by " + t.early_stop);
+      SendAfterCommit(link, std::move(cancel));
+    }
   }
   store_.UpsertNode(w.info);
   store_.AppendEvent("worker_up", 0, 0, node, Now());
@@ -738,8 +745,10 @@ void Coordinator::OnExited(WorkerRt& w, const v1::TrialExited& m) {
       // Stopped for a higher-priority trial: it resumes once every member has stopped.
       if (!any_live) FinishPreemption(t);
     } else if (m.cancelled()) {
-      CloseAllocation(t, "cancelled");
-      FinishTrial(t, v1::TRIAL_CANCELLED, m.exit_code(), m.error().empty() ? "cancelled" : m.error());
+      // Stopped without a request of this coordinator: a preemption in flight across a restart (its intent is
+      // not stored), or the worker shutting down. The trial is not what anyone cancelled: it runs again.
+      RequeueOrFail(t, where + "stopped by its worker without a request from this coordinator" +
+                           (m.error().empty() ? std::string() : " (" + m.error() + ")"));
     } else if (failed) {
       // A rank failed: the whole group stops (FinishTrial stops the other members).
       std::string err = m.error().empty() ? "exited with code " + std::to_string(m.exit_code()) : m.error();
@@ -812,7 +821,7 @@ void Coordinator::StopMembers(TrialRt& t, const std::string& reason) {
     cancel.mutable_cancel()->set_trial_id(t.proto.id());
     cancel.mutable_cancel()->set_assignment_epoch(m.epoch);
     cancel.mutable_cancel()->set_reason(reason);
-    wit->second.link->Send(cancel);
+    SendAfterCommit(wit->second.link, std::move(cancel));
   }
 }
 
@@ -1075,6 +1084,24 @@ void Coordinator::Commit() {
     for (auto& [id, a] : batch.trials) *msg.mutable_ack()->add_trials() = std::move(a);
     batch.link->Send(msg);
   }
+  auto outbox = std::move(outbox_);
+  outbox_.clear();
+  for (auto& [link, msg] : outbox) link->Send(msg);
+}
+
+void Coordinator::SendAfterCommit(const std::shared_ptr<WorkerLink>& link, v1::CoordinatorMessage msg) {
+  outbox_.emplace_back(link, std::move(msg));
+  if (commit_posted_ || stopped_) return;
+  commit_posted_ = true;
+  boost::asio::post(loop_, [this] {
+    commit_posted_ = false;
+    if (stopped_ || outbox_.empty()) return;
+    try {
+      Commit();
+    } catch (const std::exception& e) {
+      LogError(kLog, std::string("commit before sending starts/cancels failed: ") + e.what());
+    }
+  });
 }
 
 void Coordinator::CheckWatchdog(Clock::time_point now) {
@@ -1319,7 +1346,7 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& gr
     for (int sl : m.slots) st->add_slots(sl);
     m.live = true;
     w.trials.insert(p.id());
-    w.link->Send(msg);
+    SendAfterCommit(w.link, std::move(msg));
   }
   for (auto& m : t.members) UpdateBusy(m.node_id);  // mpirun's other nodes are held too
   if (!AnyLive(t)) {
@@ -1499,8 +1526,22 @@ void Coordinator::ReplayTrialScheduler(SearchRt& s) {
     auto v = sp.point.values().find(objective);
     auto t = by_id.find(sp.trial_id);
     if (r == sp.point.values().end() || v == sp.point.values().end() || t == by_id.end()) continue;
-    s.trial_sched->Report(t->second->proto.number(), r->second, v->second);
+    search::TrialDecision d = s.trial_sched->Report(t->second->proto.number(), r->second, v->second);
     ++replayed;
+    // A stop or exploit decided for a trial that still runs: the previous coordinator may have sent the cancel
+    // (the run's exit is on its way) or crashed before. Either way the decision holds again, and the cancel goes
+    // (again) to each member as its worker re-attaches it, so its exit ends the trial as decided, not as a
+    // cancellation nobody asked for.
+    TrialRt& live = trials_.at(sp.trial_id);
+    if (d.kind == search::TrialDecision::Kind::kContinue || live.proto.state() != v1::TRIAL_RUNNING ||
+        live.exploit || !live.early_stop.empty()) {
+      continue;
+    }
+    if (d.exploit()) {
+      if (TrialByNumber(s, d.source_trial)) live.exploit = std::move(d);
+    } else {
+      live.early_stop = d.reason;
+    }
   }
   for (const auto& [id, t] : by_id) {
     switch (t->proto.state()) {

@@ -228,8 +228,10 @@ class Coordinator {
   // Owes `link` an acknowledgement of the trial's points (and exit) once the current batch is committed.
   void OweAck(const std::shared_ptr<WorkerLink>& link, int64_t trial_id, int64_t epoch, int64_t durable_seq,
               bool exit_durable);
-  // Commits the store's batch (with the metric counts of trials that got points), then sends the acks owed.
+  // Commits the store's batch (with the metric counts of trials that got points), then sends the acks owed and the
+  // starts and cancels of the outbox.
   void Commit();
+  void SendAfterCommit(const std::shared_ptr<WorkerLink>& link, v1::CoordinatorMessage msg);
   void CheckWatchdog(Clock::time_point now);
   std::string CheckpointDir(const TrialRt& t) const;
   // Worker lost while running `t`: requeue (attempt+1) or fail.
@@ -313,6 +315,11 @@ class Coordinator {
   int64_t next_worker_epoch_ = 1;
 
   std::map<const WorkerLink*, AckBatch> acks_owed_;
+  // Starts and cancels wait here for the commit of what they rest on (the trial's allocation and epoch, the stop's
+  // reason): a worker never acts on a decision that a coordinator crash would forget. Sent by Commit, which
+  // SendAfterCommit posts to run after the current handler.
+  std::vector<std::pair<std::shared_ptr<WorkerLink>, v1::CoordinatorMessage>> outbox_;
+  bool commit_posted_ = false;
   std::set<int64_t> progress_dirty_;  // trials whose metric count/ignored lines changed since the last commit
 
   std::map<int64_t, std::pair<int64_t, EventSink>> watchers_;  // id → (search filter, sink)

@@ -1,4 +1,6 @@
 // The coordinator without sockets: fake worker links, the loop run by hand.
+#include <sqlite3.h>
+
 #include "tests/server/coordinator_fixture.h"
 
 namespace ladder::server {
@@ -153,6 +155,70 @@ TEST_F(CoordinatorTest, CancelStopsRunningTrials) {
   EXPECT_EQ(cancels, 2);
   EXPECT_EQ(GetSearch(id).state(), v1::SEARCH_CANCELLED);
   EXPECT_EQ(coord_->CancelSearch(req, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+// A run that its worker stopped although nobody asked (a preemption in flight across a coordinator restart, a
+// worker shutting down) is not a cancelled trial: it is requeued and runs again.
+TEST_F(CoordinatorTest, AStopNobodyAskedForRequeuesTheTrial) {
+  auto a = Connect("a", 1);
+  auto id = CreateSearch();
+  auto first = a->Starts().at(0);
+  Exit(a, first, 143, /*cancelled=*/true);
+  auto t = GetTrial(first.trial_id());
+  EXPECT_NE(t.error().find("stopped by its worker without a request from this coordinator"), std::string::npos)
+      << t.error();
+  EXPECT_EQ(t.attempt(), 1);
+  ASSERT_EQ(a->Starts().size(), 2u) << "requeued and started again";
+  EXPECT_EQ(a->Starts()[1].trial_id(), first.trial_id());
+  EXPECT_EQ(GetSearch(id).cancelled(), 0);
+}
+
+// Every start reaches its worker only after the trial's allocation (and so its assignment epoch) is committed: a
+// coordinator that crashed right after sending it comes back knowing the run, and never hands the same epoch
+// out again.
+TEST_F(CoordinatorTest, AStartIsSentOnlyOnceItsAllocationIsCommitted) {
+  struct CheckingLink : FakeLink {
+    std::filesystem::path db;
+    std::vector<std::string> problems;
+    void Send(const v1::CoordinatorMessage& m) override {
+      if (m.has_start()) {
+        sqlite3* h = nullptr;
+        int found = -1;
+        if (sqlite3_open_v2(db.string().c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+          sqlite3_stmt* st = nullptr;
+          if (sqlite3_prepare_v2(h, "SELECT count(*) FROM allocations WHERE trial_id = ? AND assignment_epoch = ?", -1,
+                                 &st, nullptr) == SQLITE_OK) {
+            sqlite3_bind_int64(st, 1, m.start().trial_id());
+            sqlite3_bind_int64(st, 2, m.start().assignment_epoch());
+            if (sqlite3_step(st) == SQLITE_ROW) found = sqlite3_column_int(st, 0);
+          }
+          sqlite3_finalize(st);
+        }
+        sqlite3_close(h);
+        if (found != 1) {
+          problems.push_back("trial " + std::to_string(m.start().trial_id()) + " epoch " +
+                             std::to_string(m.start().assignment_epoch()) + ": " + std::to_string(found) +
+                             " committed allocations when its start was sent");
+        }
+      }
+      FakeLink::Send(m);
+    }
+  };
+  auto link = std::make_shared<CheckingLink>();
+  link->db = dir_ / "ladder.db";
+  v1::WorkerMessage reg;
+  reg.mutable_register_()->set_node_id("a");
+  reg.mutable_register_()->mutable_resources()->set_hostname("a");
+  reg.mutable_register_()->mutable_resources()->set_slots(2);
+  reg.mutable_register_()->mutable_resources()->set_cores(2);
+  coord_->OnWorkerMessage(link, reg);
+  Drain();
+  CreateSearch();
+  auto starts = link->Starts();
+  ASSERT_EQ(starts.size(), 2u);
+  Report(link, starts[0], 0.5);  // the next start comes from the exit's handler
+  ASSERT_EQ(link->Starts().size(), 3u);
+  EXPECT_TRUE(link->problems.empty()) << link->problems.front();
 }
 
 TEST_F(CoordinatorTest, RestartReattachesRunningTrialsAndFinishesTheSearch) {

@@ -78,6 +78,40 @@ TEST_F(CoordinatorTrialSchedulerTest, AshaRungsAreRebuiltFromStoredPointsAfterAR
       << "the rung remembers 0.9 and 0.8 from before the restart, so 0.1 is cut";
 }
 
+// A coordinator crash between an early stop's cancel and the run's exit: the exit (cancelled, as asked) reaches
+// the next coordinator, which knows from the replayed reports that the trial was stopped early — it completes
+// with its value instead of ending CANCELLED — and which sends the cancel again in case the first was never sent.
+TEST_F(CoordinatorTrialSchedulerTest, AnEarlyStopInFlightAcrossACrashStillCompletesTheTrialWithItsValue) {
+  auto a = Connect("a", 3);
+  auto id = CreateSearch(Spec(kAsha, 3, 3));
+  auto starts = a->Starts();
+  ASSERT_EQ(starts.size(), 3u);
+  Point(a, starts[0], 1, {{"epoch", 1}, {"score", 0.9}}, 0);
+  Point(a, starts[1], 1, {{"epoch", 1}, {"score", 0.8}}, 0);
+  Point(a, starts[2], 1, {{"epoch", 1}, {"score", 0.1}}, 0);
+  Drain();
+  ASSERT_EQ(CancelsOf(*a, starts[2].trial_id()).size(), 1u);
+  // Crash: dropped without Stop() (what was flushed before the cancel went out survives).
+  coord_.reset();
+  store_.reset();
+  Open();
+  std::vector<std::pair<int64_t, int64_t>> running;
+  for (const auto& s : starts) running.push_back({s.trial_id(), s.assignment_epoch()});
+  auto a2 = Connect("a", 3, running);
+  auto again = CancelsOf(*a2, starts[2].trial_id());
+  ASSERT_EQ(again.size(), 1u) << "the decision is sent again to the re-attached run";
+  EXPECT_EQ(again[0].assignment_epoch(), starts[2].assignment_epoch());
+  EXPECT_NE(again[0].reason().find("stopped early by asha"), std::string::npos) << again[0].reason();
+  EXPECT_EQ(CancelsOf(*a2, starts[0].trial_id()).size(), CancelsOf(*a, starts[0].trial_id()).size());
+  EXPECT_EQ(CancelsOf(*a2, starts[1].trial_id()).size(), CancelsOf(*a, starts[1].trial_id()).size());
+  Exit(a2, starts[2], 143, /*cancelled=*/true);
+  auto t = GetTrial(starts[2].trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED);
+  EXPECT_DOUBLE_EQ(t.objective(), 0.1);
+  EXPECT_EQ(t.error().rfind("stopped early: asha", 0), 0u) << t.error();
+  EXPECT_EQ(GetSearch(id).cancelled(), 0);
+}
+
 TEST_F(CoordinatorTrialSchedulerTest, PbtRestartsABadTrialFromAGoodOnesCheckpointWithPerturbedParameters) {
   auto a = Connect("a", 2);
   auto id = CreateSearch(
