@@ -35,29 +35,32 @@ bool Client::Reachable(std::chrono::milliseconds timeout) {
   return stub_->ServerInfo(ctx.get(), req, &resp).ok();
 }
 
-int ReportRpcError(const grpc::Status& st, const std::string& what, const std::string& server) {
+int ExitCodeOf(const grpc::Status& st) {
   switch (st.error_code()) {
+    case grpc::StatusCode::OK: return kOk;
     case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      std::cerr << "ladder: " << what << ": cannot reach the coordinator at " << server << " ("
-                << st.error_message() << ")\n  start one with `ladder up`, or pass --server HOST:PORT\n";
-      return kUnreachable;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return kUnreachable;
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::UNIMPLEMENTED:
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      std::cerr << "ladder: " << what << ":\n" << st.error_message() << "\n";
-      return kBadInput;
-    case grpc::StatusCode::NOT_FOUND:
-      std::cerr << "ladder: " << what << ": " << st.error_message() << "\n";
-      return kNotFound;
+    case grpc::StatusCode::FAILED_PRECONDITION: return kBadInput;
+    case grpc::StatusCode::NOT_FOUND: return kNotFound;
     case grpc::StatusCode::UNAUTHENTICATED:
-    case grpc::StatusCode::PERMISSION_DENIED:
-      std::cerr << "ladder: " << what << ": " << st.error_message() << "\n";
-      return kUnauthorized;
-    default:
-      std::cerr << "ladder: " << what << ": " << st.error_message() << "\n";
-      return kFailed;
+    case grpc::StatusCode::PERMISSION_DENIED: return kUnauthorized;
+    default: return kFailed;
   }
+}
+
+int ReportRpcError(const grpc::Status& st, const std::string& what, const std::string& server) {
+  const int code = ExitCodeOf(st);
+  if (code == kUnreachable) {
+    std::cerr << "ladder: " << what << ": cannot reach the coordinator at " << server << " (" << st.error_message()
+              << ")\n  start one with `ladder up`, or pass --server HOST:PORT\n";
+  } else {
+    // A multi-line message (a spec's errors, one per line) starts on its own line.
+    const bool lines = st.error_message().find('\n') != std::string::npos;
+    std::cerr << "ladder: " << what << ":" << (lines ? "\n" : " ") << st.error_message() << "\n";
+  }
+  return code;
 }
 
 bool FetchSearchAndTrials(Client& client, int64_t search_id, const std::string& what, v1::Search* search,

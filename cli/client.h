@@ -25,6 +25,8 @@ struct GlobalOptions {
 
 // Prints "ladder: <what>: <message>" on stderr and returns the exit code for the status.
 int ReportRpcError(const grpc::Status& st, const std::string& what, const std::string& server);
+// The exit code for a failed call (kUnreachable, kBadInput, kNotFound, kUnauthorized, kFailed), without a message.
+int ExitCodeOf(const grpc::Status& st);
 
 class Client {
  public:
@@ -36,14 +38,15 @@ class Client {
   bool Reachable(std::chrono::milliseconds timeout);
   const std::string& server() const { return server_; }
   // One unary RPC with a fresh Context(): true when it succeeded; otherwise reports it as `what`
-  // (ReportRpcError), sets *exit_code and returns false. E.g. Call(&v1::Ladder::Stub::GetSearch, req, &resp, ...).
+  // (ReportRpcError; `quiet`: no message), sets *exit_code and returns false.
+  // E.g. Call(&v1::Ladder::Stub::GetSearch, req, &resp, ...).
   template <class Req, class Resp>
   bool Call(grpc::Status (v1::Ladder::Stub::*method)(grpc::ClientContext*, const Req&, Resp*), const Req& req,
-            Resp* resp, const std::string& what, int* exit_code) {
+            Resp* resp, const std::string& what, int* exit_code, bool quiet = false) {
     auto ctx = Context();
     const grpc::Status st = ((*stub_).*method)(ctx.get(), req, resp);
     if (st.ok()) return true;
-    *exit_code = ReportRpcError(st, what, server_);
+    *exit_code = quiet ? ExitCodeOf(st) : ReportRpcError(st, what, server_);
     return false;
   }
 

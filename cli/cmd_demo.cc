@@ -79,7 +79,8 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code) {
     const auto& s = resp.search();
     if (!g.json) {
       std::cout << "ladder demo: search " << s.id() << " '" << s.name() << "': " << s.max_trials() << " trials, "
-                << s.parallelism() << " at a time, maximizing " << s.objective_metric() << "\n";
+                << s.parallelism() << " at a time, " << (s.direction() == v1::MAXIMIZE ? "maximizing " : "minimizing ")
+                << s.objective_metric() << "\n";
       std::cout.flush();
     }
     auto final_search = FollowSearch(client, s.id(), g.json, interrupt.get(), &exit_code);

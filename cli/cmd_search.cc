@@ -174,7 +174,27 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::CancelSearchRequest req;
     req.set_search_id(opt->id);
     v1::CancelSearchResponse resp;
-    if (!client.Call(&v1::Ladder::Stub::CancelSearch, req, &resp, "search cancel", &exit_code)) return;
+    int cancel_code = kOk;
+    if (!client.Call(&v1::Ladder::Stub::CancelSearch, req, &resp, "search cancel", &cancel_code, /*quiet=*/true)) {
+      // Cancelling a search that has already ended is not an error (the request holds: it does not run).
+      v1::GetSearchRequest get;
+      get.set_search_id(opt->id);
+      v1::GetSearchResponse got;
+      if (cancel_code != kBadInput || !client.Call(&v1::Ladder::Stub::GetSearch, get, &got, "search cancel", &exit_code,
+                                                   /*quiet=*/true) ||
+          got.search().state() == v1::SEARCH_RUNNING) {
+        client.Call(&v1::Ladder::Stub::CancelSearch, req, &resp, "search cancel", &exit_code);  // reports it
+        return;
+      }
+      if (g.json) {
+        std::cout << ToJson(got.search()) << "\n";
+      } else {
+        std::cout << "search " << opt->id << " has already ended (" << StateName(got.search().state())
+                  << "): nothing to cancel\n";
+      }
+      exit_code = kOk;
+      return;
+    }
     if (g.json) {
       std::cout << ToJson(resp.search()) << "\n";
     } else {

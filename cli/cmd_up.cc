@@ -1,17 +1,21 @@
 // ladder up: a coordinator and one local worker in the foreground (the embedded default).
 #include <condition_variable>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 
 #include "cli/commands.h"
 #include "cli/local_stack.h"
+#include "common/address.h"
 
 namespace ladder::cli {
 
 void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code) {
   auto opt = std::make_shared<LocalStackOptions>();
   auto* cmd = app.add_subcommand("up", "Run a coordinator and a local worker on 127.0.0.1 until Ctrl-C");
-  cmd->add_option("--listen", opt->listen, "host:port to listen on")->capture_default_str();
+  cmd->add_option("--listen", opt->listen, "host:port to listen on")
+      ->check([](const std::string& v) { return HostPortError(v); })
+      ->capture_default_str();
   cmd->add_option("--db", opt->db_path, "SQLite database file")->capture_default_str();
   cmd->add_option("--slots", opt->slots, "trials this machine runs at once (default: number of cores)")
       ->check(CLI::Range(1, 4096));
@@ -31,10 +35,16 @@ void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code) {
     try {
       LocalStack stack(*opt);
       stack.Start();
+      std::error_code ec;
+      // The CLI finds the token by itself only as ./ladder.db.token (ResolveToken).
+      const bool found = std::filesystem::equivalent(opt->db_path + ".token", "ladder.db.token", ec);
       std::cout << "ladder up: coordinator on " << stack.address() << ", database " << opt->db_path
                 << ", local worker registered\n"
-                << "  token in " << opt->db_path << ".token (the CLI reads it from the current directory)\n"
-                << "  try: ladder search start data/specs/demo.yaml --wait      Ctrl-C stops\n";
+                << (found ? "  token in " + opt->db_path + ".token (the CLI in this directory reads it)\n"
+                          : "  token in " + opt->db_path + ".token: export LADDER_TOKEN=$(cat " + opt->db_path +
+                                ".token) for the CLI\n")
+                << "  try: ladder" << (stack.address() == "127.0.0.1:50051" ? "" : " --server " + stack.address())
+                << " search start data/demo.yaml --wait      Ctrl-C stops\n";
       std::cout.flush();
       std::unique_lock<std::mutex> l(flag->mu);
       flag->cv.wait(l, [&] { return flag->stop; });

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "common/address.h"
 #include "common/log.h"
 
 int main(int argc, char** argv) {
@@ -13,7 +14,9 @@ int main(int argc, char** argv) {
   app.fallthrough();  // the global options work after a subcommand too: `ladder nodes --json`
   ladder::cli::GlobalOptions g;
   if (const char* s = std::getenv("LADDER_SERVER"); s && *s) g.server = s;
-  app.add_option("--server", g.server, "coordinator address (or LADDER_SERVER)")->capture_default_str();
+  app.add_option("--server", g.server, "coordinator address host:port (or LADDER_SERVER)")
+      ->check([](const std::string& v) { return ladder::HostPortError(v); })
+      ->capture_default_str();
   app.add_option("--token", g.token, "access token (or LADDER_TOKEN; default: ./ladder.db.token)");
   app.add_flag("--json", g.json, "machine-readable output");
   int exit_code = 0;

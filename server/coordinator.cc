@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -69,6 +70,14 @@ scheduler::NodeSpec NodeSpecOf(const v1::WorkerInfo& info, scheduler::NodeState 
   spec.labels.insert(r.labels().begin(), r.labels().end());
   spec.state = state;
   return spec;
+}
+
+// "completed", "cancelled", "failed": how users say a search's state.
+std::string SearchStateWord(v1::SearchState st) {
+  std::string name = v1::SearchState_Name(st);
+  if (name.rfind("SEARCH_", 0) == 0) name = name.substr(7);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
 }
 
 std::string Address(const v1::WorkerResources& r) { return r.address().empty() ? r.hostname() : r.address(); }
@@ -409,8 +418,8 @@ grpc::Status Coordinator::CancelSearch(const v1::CancelSearchRequest& req, v1::C
   SearchRt& s = it->second;
   if (s.proto.state() != v1::SEARCH_RUNNING) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "search " + std::to_string(req.search_id()) + " is already " +
-                            v1::SearchState_Name(s.proto.state()));
+                        "search " + std::to_string(req.search_id()) + " has already ended (" +
+                            SearchStateWord(s.proto.state()) + ")");
   }
   SetSearchState(s, v1::SEARCH_CANCELLED, "cancelled by request");
   Commit();
@@ -455,8 +464,11 @@ grpc::Status Coordinator::ReleaseNode(const v1::ReleaseNodeRequest& req, v1::Rel
   WorkerRt& w = it->second;
   if (w.info.state() != v1::WORKER_QUARANTINED) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "node '" + req.node_id() + "' is " + v1::WorkerState_Name(w.info.state()) +
-                            ", not quarantined");
+                        "node '" + req.node_id() + "' is not quarantined (it is " +
+                            (w.info.state() == v1::WORKER_UP         ? "up"
+                             : w.info.state() == v1::WORKER_DRAINING ? "draining"
+                                                                     : "down") +
+                            ")");
   }
   const std::string was = w.info.state_reason();
   w.failures.clear();

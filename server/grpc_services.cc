@@ -20,7 +20,13 @@ grpc::Status Guarded(const std::function<grpc::Status()>& fn) {
   }
 }
 
-grpc::Status Unauthenticated() {
+// The refusal says whether a token came at all: a wrong one is not fixed by "pass --token".
+grpc::Status Unauthenticated(const grpc::CallbackServerContext* ctx) {
+  if (ctx->client_metadata().count("authorization") > 0) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the token was rejected: it is not this server's (the server's is in <db>.token next to its "
+                        "database, or its --token-file)");
+  }
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "this call changes state and needs the server's token: pass --token or set LADDER_TOKEN "
                       "(ladder up writes it next to the database, in <db>.token)");
@@ -267,7 +273,7 @@ grpc::ServerUnaryReactor* LadderService::Unary(grpc::CallbackServerContext* ctx,
                                                bool mutates) {
   auto* reactor = ctx->DefaultReactor();
   if (mutates && !Authorized(ctx, token_)) {
-    reactor->Finish(Unauthenticated());
+    reactor->Finish(Unauthenticated(ctx));
     return reactor;
   }
   boost::asio::post(loop_, [this, req, resp, reactor, method] {
@@ -319,7 +325,13 @@ grpc::ServerWriteReactor<v1::Event>* LadderService::Watch(grpc::CallbackServerCo
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* WorkerServiceImpl::Connect(
     grpc::CallbackServerContext* ctx) {
-  if (!Authorized(ctx, token_)) return new RefusedStream(Unauthenticated());
+  if (!Authorized(ctx, token_)) {
+    return new RefusedStream(ctx->client_metadata().count("authorization") > 0
+                                 ? Unauthenticated(ctx)
+                                 : grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                                "a worker needs the server's token: ladder-worker --token-file "
+                                                "<db>.token, or set LADDER_TOKEN"));
+  }
   return new WorkerReactor(loop_, coord_);
 }
 

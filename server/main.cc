@@ -3,8 +3,10 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
+#include "common/address.h"
 #include "common/log.h"
 #include "common/token.h"
 #include "search/command_template.h"
@@ -17,7 +19,9 @@ int main(int argc, char** argv) {
   std::string token_file;
   bool no_token = false;
   int heartbeat_timeout_ms = static_cast<int>(ladder::server::kDefaultHeartbeatTimeout.count());
-  app.add_option("--listen", opt.listen, "host:port to listen on (port 0: any free port)")->capture_default_str();
+  app.add_option("--listen", opt.listen, "host:port to listen on (port 0: any free port)")
+      ->check([](const std::string& v) { return ladder::HostPortError(v); })
+      ->capture_default_str();
   app.add_option("--db", opt.db_path, "SQLite database file")->capture_default_str();
   app.add_option("--token-file", token_file, "file holding the access token (created when absent); default <db>.token");
   app.add_flag("--no-token", no_token, "accept state-changing calls without a token (only on a trusted host)");
@@ -45,7 +49,11 @@ int main(int argc, char** argv) {
                  "the command that starts an MPI trial (resources.launcher: mpirun), split into words; the "
                  "coordinator appends -np, --host, -x and the trial's command")
       ->default_str("mpirun");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as the ladder CLI
+  }
   if (opt.coordinator.rendezvous_port_base + opt.coordinator.rendezvous_port_span - 1 > 65535) {
     std::cerr << "ladder-server: --rendezvous-port-base " << opt.coordinator.rendezvous_port_base
               << " + --rendezvous-port-span " << opt.coordinator.rendezvous_port_span << " goes past port 65535\n";
@@ -71,10 +79,18 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  const std::string token_path = token_file.empty() ? opt.db_path + ".token" : token_file;
+  std::error_code ec;
+  const bool token_existed = no_token || std::filesystem::exists(token_path, ec);
   try {
-    if (!no_token) opt.token = ladder::EnsureTokenFile(token_file.empty() ? opt.db_path + ".token" : token_file);
+    if (!no_token) opt.token = ladder::EnsureTokenFile(token_path);
     ladder::server::Server server(opt);
-    server.Start();
+    try {
+      server.Start();
+    } catch (...) {
+      if (!token_existed) std::filesystem::remove(token_path, ec);  // a failed start leaves no new files
+      throw;
+    }
     std::printf("ladder-server listening on %s (database %s)\n", server.address().c_str(), opt.db_path.c_str());
     std::fflush(stdout);
     int sig = 0;

@@ -2,13 +2,46 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <boost/asio/post.hpp>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <future>
 
 #include "common/log.h"
 #include "server/grpc_services.h"
 
 namespace ladder::server {
+
+DatabaseLock::~DatabaseLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void DatabaseLock::Acquire(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !fs::is_directory(dir, ec)) {
+    throw std::runtime_error("--db " + path + ": the directory " + dir.string() + " does not exist");
+  }
+  created_ = !fs::exists(path, ec);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0) throw std::runtime_error("--db " + path + ": cannot open: " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    created_ = false;
+    throw std::runtime_error("--db " + path + ": " +
+                             (err == EWOULDBLOCK ? std::string("in use by another coordinator (ladder-server, ladder "
+                                                               "up or ladder demo); one database per coordinator")
+                                                 : std::string("cannot lock: ") + std::strerror(err)));
+  }
+}
 
 Server::Server(ServerOptions options) : opt_(std::move(options)) {}
 
@@ -20,9 +53,18 @@ std::string Server::address() const {
 }
 
 void Server::Start() {
+  lock_.Acquire(opt_.db_path);
+  // A start that fails leaves no database behind that it created.
+  auto remove_created = [this] {
+    if (!lock_.created()) return;
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(opt_.db_path + suffix, ec);
+  };
   try {
     store_ = std::make_unique<store::Store>(opt_.db_path);
   } catch (const std::exception& e) {
+    store_.reset();
+    remove_created();
     throw std::runtime_error(std::string("cannot open the store: ") + e.what());
   }
   coord_ = std::make_unique<Coordinator>(loop_, *store_, opt_.coordinator);
@@ -44,6 +86,8 @@ void Server::Start() {
   ladder_service_ = std::make_unique<LadderService>(loop_, *coord_, opt_.token);
   worker_service_ = std::make_unique<WorkerServiceImpl>(loop_, *coord_, opt_.token);
   grpc::ServerBuilder builder;
+  // gRPC shares ports by default (SO_REUSEPORT): a second coordinator on the same port would split the calls.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(opt_.listen, grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(ladder_service_.get());
   builder.RegisterService(worker_service_.get());
@@ -51,6 +95,9 @@ void Server::Start() {
   grpc_ = builder.BuildAndStart();
   if (!grpc_ || port_ == 0) {
     Stop();
+    coord_.reset();
+    store_.reset();
+    remove_created();
     throw std::runtime_error("cannot listen on " + opt_.listen + " (address in use or invalid?)");
   }
   LogInfo("server", "listening on " + address() + ", database " + opt_.db_path);

@@ -2,8 +2,8 @@
 // Server: ladder-server as a class — a SQLite store, a Coordinator on its own event-loop thread, and a gRPC
 // server with the Ladder and WorkerService services. Start twice in one process on port 0 for tests.
 //
-// Lifecycle: Start() (opens the store, recovers state, binds; throws std::runtime_error with a clear message
-// on failure) → serving → Stop() (gRPC shutdown with a short deadline while the loop still runs, then the
+// Lifecycle: Start() (locks the database against a second coordinator, opens the store, recovers state, binds
+// without port sharing; throws std::runtime_error with a clear message on failure, leaving no new files) → serving → Stop() (gRPC shutdown with a short deadline while the loop still runs, then the
 // loop stops and the store is flushed). The destructor calls Stop().
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -21,6 +21,24 @@ namespace ladder::server {
 
 class LadderService;
 class WorkerServiceImpl;
+
+// One coordinator per database: an exclusive flock(2) on the database file (SQLite's own locks are fcntl(2)
+// locks, which flock does not touch). Acquire creates the file with mode 0600 when it does not exist.
+class DatabaseLock {
+ public:
+  DatabaseLock() = default;
+  DatabaseLock(const DatabaseLock&) = delete;
+  DatabaseLock& operator=(const DatabaseLock&) = delete;
+  ~DatabaseLock();
+  // Throws std::runtime_error naming the file: no such directory, cannot open, or held by another process.
+  void Acquire(const std::string& path);
+  // Whether Acquire created the file (a failed start removes what it created).
+  bool created() const { return created_; }
+
+ private:
+  int fd_ = -1;
+  bool created_ = false;
+};
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free one
@@ -46,6 +64,7 @@ class Server {
 
  private:
   ServerOptions opt_;
+  DatabaseLock lock_;  // declared first: released after the store is closed
   boost::asio::io_context loop_;
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::unique_ptr<store::Store> store_;

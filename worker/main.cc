@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "common/address.h"
 #include "common/log.h"
 #include "common/token.h"
 #include "worker/worker.h"
@@ -14,7 +15,9 @@ int main(int argc, char** argv) {
   ladder::worker::WorkerOptions opt;
   std::string token_file;
   std::vector<std::string> labels;
-  app.add_option("--server", opt.server, "coordinator address host:port")->capture_default_str();
+  app.add_option("--server", opt.server, "coordinator address host:port")
+      ->check([](const std::string& v) { return ladder::HostPortError(v); })
+      ->capture_default_str();
   app.add_option("--token-file", token_file, "file holding the coordinator's token (or set LADDER_TOKEN)");
   app.add_option("--node-id", opt.node_id, "this node's name (default: hostname)");
   app.add_option("--slots", opt.slots, "ranks this node runs at once (default: number of cores)")
@@ -25,7 +28,11 @@ int main(int argc, char** argv) {
                  "default: hostname");
   app.add_option("--label", labels, "topology label KEY=VALUE (repeatable), e.g. rack=r12");
   app.add_option("--trial-dir", opt.trial_dir, "directory for per-trial logs and outputs")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as the ladder CLI
+  }
   for (const auto& l : labels) {
     auto eq = l.find('=');
     if (eq == std::string::npos || eq == 0) {

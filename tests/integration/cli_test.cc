@@ -1,8 +1,10 @@
 // The ladder CLI as a user runs it: exit codes, error messages, and the demo end to end (small budget).
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "ladder/v1/ladder.pb.h"
@@ -167,6 +169,7 @@ TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
 
   auto denied = ladder({"--token", "wrong", "nodes", "release", "bad"});
   EXPECT_EQ(denied.exit_code, 5) << "changing state needs the token\n" << denied.err;
+  EXPECT_NE(denied.err.find("the token was rejected"), std::string::npos) << "not 'pass --token'\n" << denied.err;
   auto unknown = ladder({"nodes", "release", "nope"});
   EXPECT_EQ(unknown.exit_code, 4) << unknown.err;
   EXPECT_NE(unknown.err.find("no node 'nope'"), std::string::npos) << unknown.err;
@@ -178,7 +181,45 @@ TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
   EXPECT_EQ(after.out.find("QUARANTINED"), std::string::npos) << after.out;
   auto twice = ladder({"nodes", "release", "bad"});
   EXPECT_EQ(twice.exit_code, 2) << "not quarantined any more\n" << twice.err;
-  EXPECT_NE(twice.err.find("not quarantined"), std::string::npos) << twice.err;
+  EXPECT_NE(twice.err.find("not quarantined (it is down)"), std::string::npos) << twice.err;
+  EXPECT_EQ(std::count(twice.err.begin(), twice.err.end(), '\n'), 1) << "one line\n" << twice.err;
+}
+
+// One coordinator per port and per database; a start that fails leaves no files behind; addresses and flags that
+// cannot work are usage errors (exit 2), as in the ladder CLI.
+TEST(Cli, ASecondCoordinatorOnTheSamePortOrDatabaseIsRefusedAndLeavesNoFiles) {
+  testing::TempDir dir("cli-second");
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
+  const auto db = (dir / "first.db").string();
+  testing::Child first;
+  ASSERT_NO_FATAL_FAILURE(Serve(&first, address, db));
+  struct stat st {};
+  ASSERT_EQ(::stat(db.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "the database holds the searches' specs";
+
+  auto same_port = testing::RunCommand({Bin("ladder-server"), "--listen", address, "--db", "second.db"}, dir);
+  EXPECT_EQ(same_port.exit_code, 1) << same_port.out << same_port.err;
+  EXPECT_NE(same_port.err.find("cannot listen on " + address), std::string::npos) << same_port.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "second.db")) << "no database left by a failed start";
+  EXPECT_FALSE(std::filesystem::exists(dir / "second.db.token")) << "no token left by a failed start";
+
+  auto same_db = testing::RunCommand({Bin("ladder-server"), "--listen", "127.0.0.1:0", "--db", db}, dir);
+  EXPECT_EQ(same_db.exit_code, 1) << same_db.out << same_db.err;
+  EXPECT_NE(same_db.err.find("in use by another coordinator"), std::string::npos) << same_db.err;
+  EXPECT_TRUE(std::filesystem::exists(db)) << "the first coordinator's database stays";
+
+  for (std::vector<std::string> args : {std::vector<std::string>{Bin("ladder-server"), "--listen", "garbage"},
+                                        {Bin("ladder-server"), "--listen", "127.0.0.1:99999"},
+                                        {Bin("ladder-server"), "--bogus"},
+                                        {Bin("ladder-worker"), "--slots", "0"},
+                                        {Bin("ladder-worker"), "--server", "127.0.0.1"},
+                                        {Bin("ladder"), "--server", "127.0.0.1:99999", "search", "list"}}) {
+    auto r = testing::RunCommand(args, dir);
+    EXPECT_EQ(r.exit_code, 2) << args[1] << " " << (args.size() > 2 ? args[2] : "") << "\n" << r.err;
+  }
+  auto port = testing::RunCommand({Bin("ladder"), "--server", "127.0.0.1:99999", "search", "list"}, dir);
+  EXPECT_NE(port.err.find("'127.0.0.1:99999' is not host:port"), std::string::npos) << port.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "ladder.db")) << "no usage error creates a database";
 }
 
 std::string Fixed4g(double v) {
@@ -251,6 +292,11 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
 
     auto none = ladder({"promote", "99", "--batch", "512", "--dry-run"});
     EXPECT_EQ(none.exit_code, 4) << none.err;
+    // Cancelling a search that has already ended is no error: it does not run, as asked.
+    auto cancel = ladder({"search", "cancel", "1"});
+    EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+    EXPECT_NE(cancel.out.find("search 1 has already ended (completed): nothing to cancel"), std::string::npos)
+        << cancel.out;
 
     auto listed = ladder({"--json", "search", "list"});
     EXPECT_EQ(listed.out.find("\"id\": \"2\""), std::string::npos) << "--dry-run submitted nothing\n" << listed.out;

@@ -493,7 +493,7 @@ TEST_F(CoordinatorTest, ReleasingAQuarantinedNodeLetsItTakeTrialsAgainAndOutlive
   req.set_node_id("good");
   auto st = coord_->ReleaseNode(req, &resp);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(st.error_message().find("WORKER_UP, not quarantined"), std::string::npos) << st.error_message();
+  EXPECT_NE(st.error_message().find("not quarantined (it is up)"), std::string::npos) << st.error_message();
   // Released while its worker is connected: UP, failures cleared, and it takes the next trial.
   req.set_node_id("bad");
   ASSERT_TRUE(coord_->ReleaseNode(req, &resp).ok());
