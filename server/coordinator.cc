@@ -1640,6 +1640,20 @@ void Coordinator::MaybeFinishSearch(SearchRt& s) {
       return;
     }
   }
+  if (s.completed == 0 && s.failed > 0) {
+    // Under budget.max_failed_trials, yet nothing succeeded: that is no completed search (a 1-trial search whose
+    // command is wrong must not end "completed" with exit 0).
+    std::string last;
+    for (auto it = s.trial_ids.rbegin(); it != s.trial_ids.rend() && last.empty(); ++it) {
+      const TrialRt& t = trials_.at(*it);
+      if (t.proto.state() == v1::TRIAL_FAILED) {
+        last = "trial " + std::to_string(t.proto.number()) + ": " + t.proto.error();
+      }
+    }
+    SetSearchState(s, v1::SEARCH_FAILED,
+                   "no trial completed (" + std::to_string(s.failed) + " failed); last error: " + last);
+    return;
+  }
   SetSearchState(s, v1::SEARCH_COMPLETED, "");
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <regex>
 
@@ -324,6 +325,7 @@ void Worker::StartTrial(const v1::StartTrial& m) {
         [this, id, k](int code, const std::string& desc) { OnRankExit(id, k, code, desc); }, &error);
     if (!p) break;
     r.ranks.push_back(std::move(p));
+    r.stderr_paths.push_back(std::filesystem::absolute(spec.stderr_path, ec).string());
     ++r.live_ranks;
   }
   if (!error.empty() && !r.ranks.empty()) {
@@ -387,6 +389,24 @@ void Worker::OnLine(int64_t trial_id, const std::string& line, bool truncated) {
   ArmFlush();
 }
 
+// The last non-blank line of a file, at most 200 characters ("" when there is none or it cannot be read).
+static std::string LastLine(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - 4096);
+  in.seekg(from);
+  std::string tail(static_cast<size_t>(size - from), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  size_t end = tail.find_last_not_of(" \t\r\n");
+  if (end == std::string::npos) return "";
+  size_t start = tail.find_last_of('\n', end);
+  start = start == std::string::npos ? 0 : start + 1;
+  std::string line = tail.substr(start, end - start + 1);
+  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
+}
+
 void Worker::OnRankExit(int64_t trial_id, int local_rank, int exit_code, const std::string& description) {
   auto it = trials_.find(trial_id);
   if (it == trials_.end() || it->second.exited) return;
@@ -396,6 +416,12 @@ void Worker::OnRankExit(int64_t trial_id, int local_rank, int exit_code, const s
   if (exit_code != 0 && r.exit_error.empty()) {
     r.exit_code = exit_code;
     r.exit_error = group ? "rank " + std::to_string(r.first_rank + local_rank) + ": " + description : description;
+    if (!r.cancelled && static_cast<size_t>(local_rank) < r.stderr_paths.size()) {
+      // What the run said last is usually why it failed ("unknown option '--bogus'"); the log has the rest.
+      const std::string& log = r.stderr_paths[static_cast<size_t>(local_rank)];
+      const std::string last = LastLine(log);
+      r.exit_error += (last.empty() ? "" : ": " + last) + " (stderr: " + log + ")";
+    }
     if (r.live_ranks > 0) {
       LogWarning(kLog, "trial " + std::to_string(trial_id) + ": " + r.exit_error + "; stopping its other " +
                            std::to_string(r.live_ranks) + " ranks");

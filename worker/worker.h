@@ -78,6 +78,7 @@ class Worker {
   struct Running {
     int64_t trial_id = 0, search_id = 0, epoch = 0;
     std::vector<std::shared_ptr<TrialProcess>> ranks;  // local ranks; [0] is the one whose stdout is read
+    std::vector<std::string> stderr_paths;              // of each local rank (absolute)
     int first_rank = 0;
     int live_ranks = 0;
     std::string checkpoint_dir;  // created at launch; removed at exit when the trial left nothing in it

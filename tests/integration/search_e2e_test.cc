@@ -227,7 +227,7 @@ name: ranks
 objective: {metric: score, mode: max}
 budget: {max_trials: 1, max_failed_trials: 1}
 resources: {ranks_per_node: 3}
-command: [/bin/sh, -c, 'echo "{{\"rank\": $RANK, \"world\": $WORLD_SIZE, \"local_world\": $LOCAL_WORLD_SIZE, \"score\": {x}}}"; echo $$ > "$LADDER_TRIAL_DIR/pid-$LOCAL_RANK"; if [ "$LOCAL_RANK" = 1 ]; then sleep 0.3; exit 3; fi; exec tail -f /dev/null']
+command: [/bin/sh, -c, 'echo "{{\"rank\": $RANK, \"world\": $WORLD_SIZE, \"local_world\": $LOCAL_WORLD_SIZE, \"score\": {x}}}"; echo $$ > "$LADDER_TRIAL_DIR/pid-$LOCAL_RANK"; if [ "$LOCAL_RANK" = 1 ]; then sleep 0.3; echo "rank $RANK gave up" >&2; exit 3; fi; exec tail -f /dev/null']
 space:
   x: {type: float, low: 0.0, high: 1.0}
 )",
@@ -248,7 +248,9 @@ space:
   auto trial = Query("SELECT id, state, exit_code, error FROM trials")[0];
   EXPECT_EQ(trial[1], std::to_string(v1::TRIAL_FAILED));
   EXPECT_EQ(trial[2], "3");
-  EXPECT_NE(trial[3].find("rank 1: exited with code 3 (the other ranks were stopped)"), std::string::npos) << trial[3];
+  // The error names the rank, ends with what it said last on stderr and where its log is, and the group's stop.
+  EXPECT_NE(trial[3].find("rank 1: exited with code 3: rank 1 gave up (stderr: "), std::string::npos) << trial[3];
+  EXPECT_NE(trial[3].find("stderr-rank1.log) (the other ranks were stopped)"), std::string::npos) << trial[3];
   // Rank 0's line is the trial's metrics; the ranks saw their own RANK and the group's sizes.
   auto m = Query("SELECT name, value FROM metrics ORDER BY name");
   std::map<std::string, std::string> values;

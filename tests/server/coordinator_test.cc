@@ -76,6 +76,36 @@ TEST_F(CoordinatorTest, FailedTrialsFailTheSearchAtTheLimit) {
   EXPECT_NE(s.error().find("max_failed_trials"), std::string::npos) << s.error();
 }
 
+// A search whose every trial failed has not completed, even under budget.max_failed_trials (default 3: a 1-trial
+// search with a wrong command used to end "completed" and `ladder search start --wait` exit 0).
+TEST_F(CoordinatorTest, ASearchWhoseEveryTrialFailedFailsNamingTheLastError) {
+  auto a = Connect("a", 1);
+  auto id = CreateSearch(R"(
+name: one
+objective: {metric: score, mode: max}
+budget: {max_trials: 1}
+command: [run]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+  Exit(a, a->Starts().at(0), 2);
+  auto s = GetSearch(id);
+  EXPECT_EQ(s.state(), v1::SEARCH_FAILED);
+  EXPECT_EQ(s.error(), "no trial completed (1 failed); last error: trial 0: exited with code 2") << s.error();
+  // One success among failures under the limit still completes.
+  auto two = CreateSearch(R"(
+name: two
+objective: {metric: score, mode: max}
+budget: {max_trials: 2, parallelism: 1}
+command: [run]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+  Exit(a, a->Starts().at(1), 2);
+  Report(a, a->Starts().at(2), 0.5);
+  EXPECT_EQ(GetSearch(two).state(), v1::SEARCH_COMPLETED);
+}
+
 TEST_F(CoordinatorTest, WorkerLossRequeuesOnAnotherWorkerThenFailsWhenOutOfRetries) {
   auto a = Connect("a", 1);
   auto id = CreateSearch();
