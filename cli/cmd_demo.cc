@@ -64,6 +64,8 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code) {
         }
         use.server = stack->address();
         use.token = stack->token();
+        interrupt->note = "the demo's own coordinator stops with it (running trials are terminated; " +
+                          opt->db_path + " keeps what ran)";
         if (!g.json) {
           std::cout << "ladder demo: started a local coordinator on " << use.server << " (database " << opt->db_path
                     << ") and a worker with " << opt->slots << " slots\n";

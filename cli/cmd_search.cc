@@ -100,6 +100,10 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
       exit_code = kBadInput;
       return;
     }
+    // Signals are blocked and handled by one thread before gRPC starts its own (they inherit the mask): else
+    // one of gRPC's threads takes Ctrl-C and the process dies without saying the search goes on.
+    auto interrupt = std::make_shared<Interrupt>();
+    if (opt->wait) HandleStopSignals([interrupt](int) { interrupt->Fire(); });
     Client client(g);
     v1::CreateSearchRequest req;
     req.set_spec_yaml(yaml);
@@ -121,8 +125,6 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
       return;
     }
     if (!g.json) std::cout << "started search " << resp.search().id() << " '" << resp.search().name() << "'\n";
-    auto interrupt = std::make_shared<Interrupt>();
-    HandleStopSignals([interrupt](int) { interrupt->Fire(); });
     auto final_search = FollowSearch(client, resp.search().id(), g.json, interrupt.get(), &exit_code);
     if (!final_search) return;
     exit_code = PrintResultTable(client, *final_search, g, 10);

@@ -80,8 +80,12 @@ std::optional<v1::Search> FollowSearch(Client& client, int64_t search_id, bool q
   } else {
     grpc::Status st = reader->Finish();
     if (interrupt && interrupt->fired) {
-      std::cerr << "ladder: interrupted; the search keeps running on the coordinator (ladder search cancel "
-                << search_id << " stops it)\n";
+      if (interrupt->note.empty()) {
+        std::cerr << "ladder: interrupted; the search keeps running on the coordinator (ladder search cancel "
+                  << search_id << " stops it)\n";
+      } else {
+        std::cerr << "ladder: interrupted; " << interrupt->note << "\n";
+      }
       *exit_code = 130;
       search.reset();
     } else if (!st.ok()) {

@@ -4,6 +4,7 @@
 // (the error is printed and *exit_code set).
 #include <atomic>
 #include <optional>
+#include <string>
 
 #include "cli/client.h"
 
@@ -14,6 +15,7 @@ struct Interrupt {
   std::atomic<bool> fired{false};
   std::mutex mu;
   grpc::ClientContext* ctx = nullptr;
+  std::string note;  // printed on an interrupt instead of "the search keeps running ..." (an in-process coordinator)
   void Fire();
 };
 

@@ -4,7 +4,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "ladder/v1/ladder.pb.h"
@@ -183,6 +186,36 @@ TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
   EXPECT_EQ(twice.exit_code, 2) << "not quarantined any more\n" << twice.err;
   EXPECT_NE(twice.err.find("not quarantined (it is down)"), std::string::npos) << twice.err;
   EXPECT_EQ(std::count(twice.err.begin(), twice.err.end(), '\n'), 1) << "one line\n" << twice.err;
+}
+
+// Ctrl-C while `ladder search start --wait` follows a search: the CLI says the search goes on and exits 130 (it
+// was killed by the signal, taken by one of gRPC's threads, before the signals were blocked ahead of them).
+TEST(Cli, CtrlCWhileWaitingLeavesTheSearchRunningAndExits130) {
+  testing::TempDir dir("cli-ctrl-c");
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
+  const auto db = (dir / "ladder.db").string();
+  testing::Child server;
+  ASSERT_NO_FATAL_FAILURE(Serve(&server, address, db));
+  std::ofstream(dir / "wait.yaml") << "name: wait\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 1}\n"
+                                      "command: [/bin/true]\nspace:\n  x: {type: float, low: 0, high: 1}\n";
+  std::string token;
+  std::getline(std::ifstream(db + ".token"), token);
+  testing::Child cli;  // no worker: the search waits for one
+  ASSERT_NO_FATAL_FAILURE(testing::Spawn(&cli, {Bin("ladder"), "--server", address, "--token", token, "search", "start",
+                                                (dir / "wait.yaml").string(), "--wait"},
+                                         true));
+  char line[256] = {};
+  ASSERT_TRUE(fgets(line, sizeof line, cli.out)) << "no output";
+  ASSERT_EQ(std::string(line).rfind("started search 1", 0), 0u) << line;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the Watch stream (no event to wait on)
+  ::kill(cli.pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(cli.pid, &status, 0), cli.pid);
+  cli.pid = -1;
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  auto show = testing::RunCommand({Bin("ladder"), "--server", address, "--json", "search", "show", "1"}, dir);
+  EXPECT_NE(show.out.find("SEARCH_RUNNING"), std::string::npos) << show.out;
 }
 
 // One coordinator per port and per database; a start that fails leaves no files behind; addresses and flags that
