@@ -12,6 +12,7 @@
 #include "common/id_set.h"
 #include "search/ensemble.h"
 #include "common/log.h"
+#include "common/token.h"
 
 namespace ladder::server {
 
@@ -1492,9 +1493,20 @@ void Coordinator::FinishExploit(SearchRt& s, TrialRt& t) {
   fs::path from = source ? fs::path(CheckpointDir(*source)) : fs::path();
   fs::path to = CheckpointDir(t);
   if (source) {
-    fs::remove_all(to, ec);
-    fs::create_directories(to, ec);
-    if (!ec && fs::exists(from)) fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+    // Copied beside it, then swapped in by renames: a crash mid-copy leaves the trial's own checkpoint whole,
+    // never a truncated model file that --resume would load.
+    fs::path tmp = to, old = to;
+    tmp += ".exploit-tmp";
+    old += ".exploit-old";
+    fs::remove_all(tmp, ec);
+    fs::remove_all(old, ec);
+    ec.clear();
+    fs::create_directories(tmp, ec);
+    if (!ec && fs::exists(from)) fs::copy(from, tmp, fs::copy_options::recursive, ec);
+    if (!ec && fs::exists(to)) fs::rename(to, old, ec);
+    if (!ec) fs::rename(tmp, to, ec);
+    std::error_code ignored;
+    fs::remove_all(ec ? tmp : old, ignored);
   }
   if (!source || ec) {
     CloseAllocation(t, "failed");
@@ -1746,17 +1758,18 @@ void Coordinator::CreateRetrainStep(SearchRt& s) {
   std::error_code ec;
   fs::create_directories(t.proto.checkpoint_dir(), ec);
   const std::string path = t.proto.checkpoint_dir() + "/ensemble.json";
-  {
-    std::ofstream out(path + ".tmp");
-    out << doc.dump(2) << "\n";
+  std::string write_error;
+  try {
+    WriteFileAtomically(path, doc.dump(2) + "\n", 0644);  // temp file, fsync, rename: never a half-written file
+  } catch (const std::exception& e) {
+    write_error = e.what();
   }
-  fs::rename(path + ".tmp", path, ec);
   s.proto.mutable_ensemble()->set_retrain_trial_id(id);
   store_.UpdateSearch(s.proto);
   store_.AppendEvent("ensemble_retrain", s.proto.id(), id, path, Now());
-  if (ec) {
+  if (!write_error.empty()) {
     SetTrialState(t, v1::TRIAL_RUNNING);
-    FinishTrial(t, v1::TRIAL_FAILED, -1, "ensemble.retrain: cannot write " + path + ": " + ec.message());
+    FinishTrial(t, v1::TRIAL_FAILED, -1, "ensemble.retrain: cannot write " + path + ": " + write_error);
     return;
   }
   Submit(s, t);

@@ -56,6 +56,8 @@ std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop
     auto eq = kv.find('=');
     if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  // The coordinator's token stays with the worker (or the CLI that embeds one): trials are user code.
+  merged.erase("LADDER_TOKEN");
   for (const auto& [k, v] : spec.env) merged[k] = v;
   // The search directories come first on the child's PATH too, so that a launcher it runs (mpirun, a shell
   // script) finds the same programs as argv[0] did.

@@ -122,6 +122,8 @@ TEST_F(CoordinatorTrialSchedulerTest, PbtRestartsABadTrialFromAGoodOnesCheckpoin
   // The good trial saved a checkpoint.
   std::filesystem::create_directories(starts[0].checkpoint_dir());
   std::ofstream(std::filesystem::path(starts[0].checkpoint_dir()) / "model.pt") << "good weights";
+  std::filesystem::create_directories(starts[1].checkpoint_dir());
+  std::ofstream(std::filesystem::path(starts[1].checkpoint_dir()) / "stale.pt") << "bad weights";
   Point(a, starts[0], 1, {{"epoch", 1}, {"score", 0.9}}, 0);
   Point(a, starts[1], 1, {{"epoch", 1}, {"score", 0.2}}, 0);
   Drain();
@@ -144,6 +146,10 @@ TEST_F(CoordinatorTrialSchedulerTest, PbtRestartsABadTrialFromAGoodOnesCheckpoin
   std::string weights;
   std::getline(in, weights);
   EXPECT_EQ(weights, "good weights") << "its checkpoint directory holds the good trial's checkpoint";
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(again.checkpoint_dir()) / "stale.pt"))
+      << "and nothing of its own";
+  EXPECT_FALSE(std::filesystem::exists(again.checkpoint_dir() + ".exploit-tmp"));
+  EXPECT_FALSE(std::filesystem::exists(again.checkpoint_dir() + ".exploit-old"));
   EXPECT_EQ(GetSearch(id).state(), v1::SEARCH_RUNNING);
 }
 

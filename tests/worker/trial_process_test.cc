@@ -77,6 +77,25 @@ TEST(TrialProcess, PassesEnvironmentAndWorkdirAndCapturesStderr) {
   std::filesystem::remove_all(dir);
 }
 
+// The worker's (or the embedding CLI's) LADDER_TOKEN is not handed to trials, which run user code; the rest of
+// the environment is.
+TEST(TrialProcess, TheCoordinatorsTokenIsNotPassedToTrials) {
+  ::setenv("LADDER_TOKEN", "do-not-leak", 1);
+  ::setenv("LADDER_TP_KEEP", "kept", 1);
+  boost::asio::io_context loop;
+  Outcome out;
+  std::string error;
+  LaunchSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo ${LADDER_TOKEN-unset}; echo $LADDER_TP_KEEP"};
+  ASSERT_TRUE(StartTrial(loop, spec, &out, &error)) << error;
+  loop.run();
+  ::unsetenv("LADDER_TOKEN");
+  ::unsetenv("LADDER_TP_KEEP");
+  ASSERT_EQ(out.lines.size(), 2u);
+  EXPECT_EQ(out.lines[0], "unset");
+  EXPECT_EQ(out.lines[1], "kept");
+}
+
 TEST(TrialProcess, MissingCommandIsAClearError) {
   boost::asio::io_context loop;
   Outcome out;
