@@ -28,7 +28,7 @@ grpc::Status Unauthenticated(const grpc::CallbackServerContext* ctx) {
                         "database, or its --token-file)");
   }
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      "this call changes state and needs the server's token: pass --token or set LADDER_TOKEN "
+                      "this call needs the server's token: pass --token or set LADDER_TOKEN "
                       "(ladder up writes it next to the database, in <db>.token)");
 }
 
@@ -252,6 +252,13 @@ class RefusedStream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
   void OnDone() override { delete this; }
 };
 
+// The same for a Watch call refused before it starts.
+class RefusedWriter final : public grpc::ServerWriteReactor<v1::Event> {
+ public:
+  explicit RefusedWriter(const grpc::Status& st) { Finish(st); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
 bool Authorized(const grpc::CallbackServerContext* ctx, const std::string& token) {
@@ -270,9 +277,9 @@ bool Authorized(const grpc::CallbackServerContext* ctx, const std::string& token
 template <typename Req, typename Resp>
 grpc::ServerUnaryReactor* LadderService::Unary(grpc::CallbackServerContext* ctx, const Req* req, Resp* resp,
                                                grpc::Status (Coordinator::*method)(const Req&, Resp*),
-                                               bool mutates) {
+                                               bool needs_token) {
   auto* reactor = ctx->DefaultReactor();
-  if (mutates && !Authorized(ctx, token_)) {
+  if (needs_token && !Authorized(ctx, token_)) {
     reactor->Finish(Unauthenticated(ctx));
     return reactor;
   }
@@ -284,7 +291,7 @@ grpc::ServerUnaryReactor* LadderService::Unary(grpc::CallbackServerContext* ctx,
 
 grpc::ServerUnaryReactor* LadderService::ServerInfo(grpc::CallbackServerContext* ctx,
                                                     const v1::ServerInfoRequest* req, v1::ServerInfoResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::ServerInfo, false);
+  return Unary(ctx, req, resp, &Coordinator::ServerInfo, true);
 }
 grpc::ServerUnaryReactor* LadderService::ReleaseNode(grpc::CallbackServerContext* ctx,
                                                      const v1::ReleaseNodeRequest* req, v1::ReleaseNodeResponse* resp) {
@@ -298,11 +305,11 @@ grpc::ServerUnaryReactor* LadderService::CreateSearch(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* LadderService::ListSearches(grpc::CallbackServerContext* ctx,
                                                       const v1::ListSearchesRequest* req,
                                                       v1::ListSearchesResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::ListSearches, false);
+  return Unary(ctx, req, resp, &Coordinator::ListSearches, true);
 }
 grpc::ServerUnaryReactor* LadderService::GetSearch(grpc::CallbackServerContext* ctx, const v1::GetSearchRequest* req,
                                                    v1::GetSearchResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::GetSearch, false);
+  return Unary(ctx, req, resp, &Coordinator::GetSearch, true);
 }
 grpc::ServerUnaryReactor* LadderService::CancelSearch(grpc::CallbackServerContext* ctx,
                                                       const v1::CancelSearchRequest* req,
@@ -311,15 +318,16 @@ grpc::ServerUnaryReactor* LadderService::CancelSearch(grpc::CallbackServerContex
 }
 grpc::ServerUnaryReactor* LadderService::ListTrials(grpc::CallbackServerContext* ctx,
                                                     const v1::ListTrialsRequest* req, v1::ListTrialsResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::ListTrials, false);
+  return Unary(ctx, req, resp, &Coordinator::ListTrials, true);
 }
 grpc::ServerUnaryReactor* LadderService::GetTrial(grpc::CallbackServerContext* ctx, const v1::GetTrialRequest* req,
                                                   v1::GetTrialResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::GetTrial, false);
+  return Unary(ctx, req, resp, &Coordinator::GetTrial, true);
 }
 
 grpc::ServerWriteReactor<v1::Event>* LadderService::Watch(grpc::CallbackServerContext* ctx,
                                                           const v1::WatchRequest* req) {
+  if (!Authorized(ctx, token_)) return new RefusedWriter(Unauthenticated(ctx));
   return new WatchReactor(loop_, coord_, req->search_id());
 }
 

@@ -38,7 +38,7 @@ class LadderService final : public v1::Ladder::CallbackService {
  private:
   template <typename Req, typename Resp>
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, const Req* req, Resp* resp,
-                                  grpc::Status (Coordinator::*method)(const Req&, Resp*), bool mutates);
+                                  grpc::Status (Coordinator::*method)(const Req&, Resp*), bool needs_token);
 
   boost::asio::io_context& loop_;
   Coordinator& coord_;

@@ -89,7 +89,7 @@ TEST_F(SearchE2E, RunsTrialsAndStoresEverythingInSqlite) {
   v1::CreateSearchResponse resp;
   auto st = Create(kFakeTrialSpec, &resp, "secret-token");
   ASSERT_TRUE(st.ok()) << st.error_message();
-  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(60));
+  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(60), "secret-token");
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state(), v1::SEARCH_COMPLETED) << done->error();
   EXPECT_EQ(done->completed(), 6);
@@ -127,11 +127,40 @@ TEST_F(SearchE2E, RunsTrialsAndStoresEverythingInSqlite) {
   }
 }
 
-TEST_F(SearchE2E, StateChangesNeedTheToken) {
+// Every call needs the token, reads included: a search's spec may carry credentials in its env.
+TEST_F(SearchE2E, EveryCallNeedsTheToken) {
   v1::CreateSearchResponse resp;
   EXPECT_EQ(Create(kFakeTrialSpec, &resp, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Create(kFakeTrialSpec, &resp, "wrong").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Query("SELECT COUNT(*) FROM searches")[0][0], "0");
+  ASSERT_TRUE(Create(kFakeTrialSpec, &resp, "secret-token").ok());
+  for (const std::string token : {"", "wrong"}) {
+    auto ctx = [&] {
+      auto c = std::make_unique<grpc::ClientContext>();
+      if (!token.empty()) c->AddMetadata("authorization", "Bearer " + token);
+      return c;
+    };
+    v1::GetSearchRequest get;
+    get.set_search_id(resp.search().id());
+    v1::GetSearchResponse got;
+    EXPECT_EQ(stub_->GetSearch(ctx().get(), get, &got).error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
+    EXPECT_TRUE(got.search().spec_yaml().empty());
+    v1::ListSearchesResponse list;
+    EXPECT_EQ(stub_->ListSearches(ctx().get(), v1::ListSearchesRequest{}, &list).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    v1::ListTrialsRequest lt;
+    lt.set_search_id(resp.search().id());
+    v1::ListTrialsResponse trials;
+    EXPECT_EQ(stub_->ListTrials(ctx().get(), lt, &trials).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    v1::ServerInfoResponse info;
+    EXPECT_EQ(stub_->ServerInfo(ctx().get(), v1::ServerInfoRequest{}, &info).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    auto c = ctx();
+    auto reader = stub_->Watch(c.get(), v1::WatchRequest{});
+    v1::Event ev;
+    EXPECT_FALSE(reader->Read(&ev)) << "no snapshot for a caller without the token";
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
 }
 
 TEST_F(SearchE2E, MissingCommandFailsTrialsAndTheSearchWithAClearError) {
@@ -146,7 +175,7 @@ space:
 )",
                    &resp, "secret-token");
   ASSERT_TRUE(st.ok()) << st.error_message();
-  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(30));
+  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(30), "secret-token");
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state(), v1::SEARCH_FAILED);
   EXPECT_NE(done->error().find("'no-such-trainer-xyz' not found"), std::string::npos) << done->error();
@@ -173,6 +202,7 @@ space:
   {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    ctx.AddMetadata("authorization", "Bearer secret-token");
     v1::WatchRequest req;
     req.set_search_id(resp.search().id());
     auto reader = stub_->Watch(&ctx, req);
@@ -188,6 +218,7 @@ space:
   // Watch the cluster (worker updates carry busy slots) from before the cancel.
   grpc::ClientContext wctx;
   wctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  wctx.AddMetadata("authorization", "Bearer secret-token");
   v1::WatchRequest wreq;
   auto watch = stub_->Watch(&wctx, wreq);
   grpc::ClientContext ctx;
@@ -242,7 +273,7 @@ space:
   wo.trial_dir = (dir_ / "trials3").string();
   worker::Worker w3(wo);
   w3.Start();
-  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(30));
+  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(30), "secret-token");
   ASSERT_TRUE(done) << "the trial hung";
   EXPECT_EQ(done->state(), v1::SEARCH_FAILED);
   auto trial = Query("SELECT id, state, exit_code, error FROM trials")[0];
@@ -299,7 +330,7 @@ space:
 )",
                    &resp, "secret-token");
   ASSERT_TRUE(st.ok()) << st.error_message();
-  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(60));
+  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(60), "secret-token");
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state(), v1::SEARCH_COMPLETED) << done->error();
   w.Stop();
