@@ -32,6 +32,10 @@ bool SaveCheckpoint(const std::string& path, const std::vector<torch::Tensor>& p
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   try {
     torch::save(out, tmp);
+  } catch (const c10::Error& e) {
+    *error = "cannot write checkpoint '" + tmp + "': " + e.what_without_backtrace();
+    unlink(tmp.c_str());
+    return false;
   } catch (const std::exception& e) {
     *error = "cannot write checkpoint '" + tmp + "': " + e.what();
     unlink(tmp.c_str());
@@ -51,6 +55,9 @@ bool LoadCheckpoint(const std::string& path, std::vector<torch::Tensor>& params,
   std::vector<torch::Tensor> in;
   try {
     torch::load(in, path);
+  } catch (const c10::Error& e) {
+    *error = "cannot read checkpoint '" + path + "': " + e.what_without_backtrace();
+    return false;
   } catch (const std::exception& e) {
     *error = "cannot read checkpoint '" + path + "': " + std::string(e.what()).substr(0, 200);
     return false;

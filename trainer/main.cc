@@ -1,5 +1,10 @@
 // ladder-train: trains a network (MLP, ResNet CNN, U-Net, Transformer LM) and reports metrics as JSON lines (docs/METRICS.md).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -12,6 +17,23 @@
 #include "trainer/train_loop.h"
 
 namespace {
+
+// An output file's directory exists (created if need be) and is writable: checked before training, so that a
+// wrong path costs no run. "" when fine, else the error naming the option and the path.
+std::string PrepareOutputPath(const char* option, const std::string& path) {
+  if (path.empty()) return "";
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return std::string("option ") + option + " " + path + ": cannot create " + dir.string() + ": " + ec.message();
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return std::string("option ") + option + " " + path + ": cannot write in " + dir.string() + ": " +
+           std::strerror(errno);
+  }
+  return "";
+}
 
 // One training: what `ladder-train ARGS` does (and each --serve request, in a child of its own).
 int RunTrainer(const std::vector<std::string>& argv) {
@@ -32,6 +54,15 @@ int RunTrainer(const std::vector<std::string>& argv) {
     if (args.data.empty()) {
       std::fprintf(stderr, "ladder-train: no --data given and the digits data was not found (tried %s)\n",
                    tried.c_str());
+      return 2;
+    }
+  }
+  for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"--checkpoint", args.checkpoint},
+                                     {"--save-params", args.save_params},
+                                     {"--save-predictions", args.save_predictions}}) {
+    const std::string err = PrepareOutputPath(option, path);
+    if (!err.empty()) {
+      std::fprintf(stderr, "ladder-train: %s\n", err.c_str());
       return 2;
     }
   }

@@ -188,6 +188,27 @@ TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
   EXPECT_EQ(std::count(twice.err.begin(), twice.err.end(), '\n'), 1) << "one line\n" << twice.err;
 }
 
+// ladder-train checks where it will write before it trains: a missing directory is created, an impossible one is
+// a one-line usage error (exit 2) at once, not a LibTorch backtrace after the run.
+TEST(Cli, TrainerChecksItsOutputPathsBeforeTraining) {
+  testing::TempDir dir("cli-train-paths");
+  auto bad = testing::RunCommand({Bin("ladder-train"), "--epochs", "1", "--max-steps", "2", "--threads", "1",
+                                  "--checkpoint", "/proc/ladder-nope/ck"},
+                                 dir);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("option --checkpoint /proc/ladder-nope/ck: cannot create /proc/ladder-nope"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(bad.out.find("\"step\""), std::string::npos) << "it did not train first\n" << bad.out;
+  auto ok = testing::RunCommand({Bin("ladder-train"), "--epochs", "1", "--max-steps", "2", "--threads", "1",
+                                 "--checkpoint", "new/dir/ck", "--save-predictions", "other/p.csv"},
+                                dir);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "new/dir/ck"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "other/p.csv"));
+  EXPECT_EQ(ok.err.find("Exception raised from"), std::string::npos) << ok.err;
+}
+
 // Ctrl-C while `ladder search start --wait` follows a search: the CLI says the search goes on and exits 130 (it
 // was killed by the signal, taken by one of gRPC's threads, before the signals were blocked ahead of them).
 TEST(Cli, CtrlCWhileWaitingLeavesTheSearchRunningAndExits130) {
