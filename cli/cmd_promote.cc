@@ -2,6 +2,7 @@
 // plan, and unless --dry-run submit it as a one-trial search at hero priority with the plan stored.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -76,11 +77,19 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
                   "batch of the largest swept batch")->check(CLI::Range(1, 100000));
   cmd->add_option("--ranks-per-node", opt->ranks_per_node, "ranks per node (default: the search's)")
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--batch", opt->batch, "global batch of the hero run")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  auto* batch = cmd->add_option("--batch", opt->batch, "global batch of the hero run")
+                    ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--per-node-batch", opt->per_node_batch, "global batch = nodes x this")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->excludes(batch);
   cmd->add_option("--budget", opt->budget, "training budget in examples (default: steps to the fitted target loss)")
-      ->check(CLI::PositiveNumber);
+      ->check([](const std::string& v) {
+        char* end = nullptr;
+        const double x = std::strtod(v.c_str(), &end);
+        return end != v.c_str() && *end == '\0' && x > 0 && std::isfinite(x)
+                   ? std::string()
+                   : v + " is not a positive number of examples";
+      });
   cmd->add_option("--lr-rule", opt->lr_rule,
                   "which law sets the peak LR: fit (default: the loss-surface power law), joint_fit (McCandlish "
                   "eps_max/(1 + B_noise/B) tied to the measured noise scale: the better rule where the best LR "

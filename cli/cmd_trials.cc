@@ -14,7 +14,7 @@ void SetupTrials(CLI::App& app, GlobalOptions& g, int& exit_code) {
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("trials", "Leaderboard of a search's trials, best first");
   cmd->add_option("SEARCH", opt->search_id, "search id")->required();
-  cmd->add_option("--top", opt->top, "show only the best N (0: all)");
+  cmd->add_option("--top", opt->top, "show only the best N (0: all)")->check(CLI::Range(0, 1 << 30));
   cmd->callback([opt, &g, &exit_code] {
     Client client(g);
     v1::Search search;

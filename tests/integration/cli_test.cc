@@ -84,6 +84,25 @@ TEST(Cli, ValidateReportsFieldLineAndExitCode2) {
   EXPECT_NE(missing.err.find("cannot read spec 'nope.yaml'"), std::string::npos) << missing.err;
 }
 
+// Options that contradict each other or are out of range are refused before anything runs (exit 2), with a
+// message that names them in words a user reads.
+TEST(Cli, ConflictingOrOutOfRangeOptionsAreUsageErrors) {
+  testing::TempDir dir("cli-usage");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"promote", "5", "--batch", "1024", "--per-node-batch", "32"}, "--batch excludes --per-node-batch"},
+      {{"promote", "5", "--budget", "-1"}, "-1 is not a positive number of examples"},
+      {{"promote", "5", "--budget", "1e999"}, "is not a positive number of examples"},
+      {{"trials", "1", "--top", "-3"}, "not in range"},
+  };
+  for (const auto& [args, says] : cases) {
+    std::vector<std::string> cmd = {Bin("ladder"), "--server", "127.0.0.1:1"};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    auto r = testing::RunCommand(cmd, dir);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args[2] << "\n" << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+}
+
 TEST(Cli, UnreachableCoordinatorIsExitCode3) {
   testing::TempDir dir("cli");
   // Port 1 on loopback: nothing listens there.
