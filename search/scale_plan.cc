@@ -278,14 +278,34 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
         const internal::Bounds b = internal::Spread(mid, v, r.interval_level);
         return Interval{mid, b.lo, b.hi};
       };
-      p.final_loss = at(static_cast<double>(p.steps));
-      for (int i = 1; i <= 10; ++i) {
-        const int64_t s = std::max<int64_t>(1, p.steps * i / 10);
-        p.loss_band.push_back({s, at(static_cast<double>(s))});
+      const Interval end = at(static_cast<double>(p.steps));
+      const double longest = std::exp(*std::max_element(x.begin(), x.end()));  // the largest swept S_eff
+      const double reach = static_cast<double>(p.steps) / (1 + b_crit / batch) / longest;
+      if (!(line->b < 0)) {
+        // The model is a loss that falls with the effective steps; a line that rises says the sweep cannot tell.
+        p.sources.push_back("final_loss: not predicted: the swept batches' best losses do not fall with S_eff "
+                            "(loss = " + Num(line->a) + " + " + Num(line->b) + " ln(S / (1 + B_crit/B)))");
+      } else if (!(end.value > 0)) {
+        // A loss is not negative: the log-linear model has been carried past where the sweep can speak.
+        p.sources.push_back("final_loss: not predicted: loss = " + Num(line->a) + " + " + Num(line->b) +
+                            " ln(S / (1 + B_crit/B)) gives " + Num(end.value) + " at " + std::to_string(p.steps) +
+                            " steps, " + Num(reach) + "x the longest swept run's S_eff");
+      } else {
+        auto floor0 = [](Interval iv) {
+          if (iv.lo < 0) iv.lo = 0;  // a loss is not negative
+          return iv;
+        };
+        p.final_loss = floor0(end);
+        for (int i = 1; i <= 10; ++i) {
+          const int64_t s = std::max<int64_t>(1, p.steps * i / 10);
+          p.loss_band.push_back({s, floor0(at(static_cast<double>(s)))});
+        }
+        p.sources.push_back("final_loss: " + Iv(p.final_loss) + " from loss = " + Num(line->a) + " + " +
+                            Num(line->b) + " ln(S / (1 + B_crit/B)) over " + std::to_string(x.size()) +
+                            " swept batches, " + b_crit_src +
+                            (reach > 10 ? "; extrapolated to " + Num(reach) + "x the longest swept run's S_eff"
+                                        : std::string()));
       }
-      p.sources.push_back("final_loss: " + Iv(p.final_loss) + " from loss = " + Num(line->a) + " + " +
-                          Num(line->b) + " ln(S / (1 + B_crit/B)) over " + std::to_string(x.size()) +
-                          " swept batches, " + b_crit_src);
     } else {
       p.sources.push_back("final_loss: not predicted (the swept batches give fewer than 2 distinct S_eff)");
     }

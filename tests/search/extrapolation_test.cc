@@ -815,6 +815,33 @@ TEST(PlanRunTest, OptimizerWarmupAndTheNoiseCheckFollowTheirRules) {
             }));
 }
 
+// The loss model loss = a + b ln(S_eff) falls without bound: carried far past the swept runs it goes below zero,
+// which no loss does. Then the plan predicts no final loss (and no band) and says how far it was carried.
+TEST(PlanRunTest, AFinalLossBelowZeroIsNotPredicted) {
+  auto [truth, trials, r] = SweepBelowTheBend(9);
+  ASSERT_TRUE(r.ok()) << r.error;
+  PlanTarget near;
+  near.global_batch = 1024;
+  near.examples = 1024.0 * 1000;
+  auto ok = PlanRun(*r.value, trials, near);
+  ASSERT_TRUE(ok.ok()) << ok.error;
+  ASSERT_TRUE(std::isfinite(ok.value->final_loss.value)) << "a budget near the sweep's is predicted";
+  EXPECT_GT(ok.value->final_loss.value, 0);
+  EXPECT_GE(ok.value->final_loss.lo, 0);
+  PlanTarget far = near;
+  far.examples = 1024.0 * 1e15;
+  auto p = PlanRun(*r.value, trials, far);
+  ASSERT_TRUE(p.ok()) << p.error;
+  EXPECT_TRUE(std::isnan(p.value->final_loss.value)) << p.value->final_loss.value;
+  EXPECT_TRUE(p.value->loss_band.empty());
+  std::string said;
+  for (const auto& src : p.value->sources) {
+    if (src.rfind("final_loss: ", 0) == 0) said = src;
+  }
+  EXPECT_NE(said.find("final_loss: not predicted: loss = "), std::string::npos) << said;
+  EXPECT_NE(said.find("x the longest swept run's S_eff"), std::string::npos) << said;
+}
+
 TEST(PlanRunTest, PlansALargeBatchRun) {
   auto [truth, trials, r] = SweepBelowTheBend(9);
   ASSERT_TRUE(r.ok()) << r.error;
