@@ -1,5 +1,6 @@
 // ladder-worker: the per-node agent. Registers this node with the coordinator and runs the trials it assigns.
 #include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -45,7 +46,9 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);  // the worker's own: the coordinator refused its token
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  opt.on_refused = [](const std::string&) { ::kill(::getpid(), SIGUSR1); };
   try {
     if (const char* t = std::getenv("LADDER_TOKEN")) opt.token = t;
     if (!token_file.empty()) {
@@ -57,6 +60,12 @@ int main(int argc, char** argv) {
     worker.Start();
     int sig = 0;
     sigwait(&stop_signals, &sig);
+    if (sig == SIGUSR1) {
+      worker.Stop();
+      std::cerr << "ladder-worker: the coordinator at " << opt.server
+                << " refused this worker's token (pass the server's with --token-file <db>.token or LADDER_TOKEN)\n";
+      return 5;  // as the ladder CLI for a refused token
+    }
     ladder::LogInfo("worker", "stopping: terminating running trials");
     worker.Stop();
   } catch (const std::exception& e) {

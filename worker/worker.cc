@@ -168,9 +168,19 @@ void Worker::SessionLoop() {
     }
     // Wait for a connection first: a call made while the channel is still connecting fails at once, and a
     // stream of such calls keeps cancelling the channel's own connection attempts.
+    const auto since = std::chrono::steady_clock::now();
+    auto warn_at = since + opt_.unreachable_warning;
     while (!channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::milliseconds(200))) {
-      std::lock_guard<std::mutex> g(mu_);
-      if (stopping_) return;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        if (stopping_) return;
+      }
+      if (std::chrono::steady_clock::now() >= warn_at) {
+        const auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - since);
+        LogWarning(kLog, "cannot reach the coordinator at " + opt_.server + " for " + std::to_string(waited.count()) +
+                             " s; still trying (is ladder-server running there, and is --server right?)");
+        warn_at = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+      }
     }
     s->stream = stub_->Connect(&s->ctx);
     boost::asio::post(loop_, [this, s] { OnConnected(s); });
@@ -191,6 +201,14 @@ void Worker::SessionLoop() {
     boost::asio::post(loop_, [this, s, why] { OnDisconnected(s, why); });
     if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
       LogError(kLog, "coordinator refused the worker: " + st.error_message());
+      if (opt_.on_refused) {
+        {
+          std::lock_guard<std::mutex> g(mu_);
+          current_.reset();
+        }
+        opt_.on_refused(st.error_message());
+        return;
+      }
     }
     if (got_any) backoff = std::chrono::milliseconds(100);
     std::unique_lock<std::mutex> g(mu_);

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,11 @@ struct WorkerOptions {
   std::chrono::milliseconds reconnect_max = std::chrono::milliseconds(2000);
   std::chrono::milliseconds terminate_grace = std::chrono::milliseconds(5000);
   size_t max_unacked_points = kDefaultMaxUnackedPoints;  // per trial; then its stdout is not read (backpressure)
+  // Called (from the session thread) when the coordinator refuses the worker's token; the worker then stops
+  // reconnecting — a wrong token does not fix itself. Unset: it keeps retrying.
+  std::function<void(const std::string&)> on_refused;
+  // How long the worker tries to reach the coordinator before it says so (then again every minute).
+  std::chrono::milliseconds unreachable_warning = std::chrono::milliseconds(5000);
 };
 
 class Worker {

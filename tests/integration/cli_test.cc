@@ -207,6 +207,28 @@ TEST(Cli, NodesListsAQuarantinedNodeAndReleaseLiftsItWithTheToken) {
   EXPECT_EQ(std::count(twice.err.begin(), twice.err.end(), '\n'), 1) << "one line\n" << twice.err;
 }
 
+// ladder-worker says when it cannot reach its coordinator (after 5 s, then every minute; it keeps trying) and
+// stops with exit 5 when the coordinator refuses its token, which retrying cannot fix.
+TEST(Cli, WorkerSaysWhenItCannotReachTheCoordinatorAndStopsWhenRefused) {
+  testing::TempDir dir("cli-worker");
+  auto lost = testing::RunCommand({"/usr/bin/timeout", "--preserve-status", "-s", "INT", "7", Bin("ladder-worker"), "--server",
+                                   "127.0.0.1:1", "--trial-dir", (dir / "trials").string()},
+                                  dir);
+  EXPECT_EQ(lost.exit_code, 0) << "stopped by the SIGINT\n" << lost.err;
+  EXPECT_NE(lost.err.find("cannot reach the coordinator at 127.0.0.1:1 for "), std::string::npos) << lost.err;
+
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
+  testing::Child server;
+  ASSERT_NO_FATAL_FAILURE(Serve(&server, address, (dir / "ladder.db").string()));
+  std::ofstream(dir / "wrong.token") << "0123456789abcdef\n";
+  auto refused = testing::RunCommand({"/usr/bin/timeout", "30", Bin("ladder-worker"), "--server", address,
+                                      "--token-file", (dir / "wrong.token").string(), "--trial-dir",
+                                      (dir / "trials").string()},
+                                     dir);
+  EXPECT_EQ(refused.exit_code, 5) << refused.err;
+  EXPECT_NE(refused.err.find("refused this worker's token"), std::string::npos) << refused.err;
+}
+
 // ladder-train checks where it will write before it trains: a missing directory is created, an impossible one is
 // a one-line usage error (exit 2) at once, not a LibTorch backtrace after the run.
 TEST(Cli, TrainerChecksItsOutputPathsBeforeTraining) {
