@@ -1,6 +1,7 @@
 #include "cli/local_stack.h"
 
 #include <filesystem>
+#include <stdexcept>
 
 #include "common/token.h"
 
@@ -11,20 +12,34 @@ LocalStack::LocalStack(LocalStackOptions opt) : opt_(std::move(opt)) {}
 LocalStack::~LocalStack() { Stop(); }
 
 void LocalStack::Start() {
-  if (opt_.token) token_ = EnsureTokenFile(opt_.db_path + ".token");
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::path(opt_.db_path).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir, ec)) {
+    throw std::runtime_error("--db " + opt_.db_path + ": the directory " + dir.string() + " does not exist");
+  }
+  const std::string token_path = opt_.db_path + ".token";
+  const bool token_existed = !opt_.token || fs::exists(token_path, ec);
+  if (opt_.token) token_ = EnsureTokenFile(token_path);
   server::ServerOptions so;
   so.listen = opt_.listen;
   so.db_path = opt_.db_path;
   so.token = token_;
   server_ = std::make_unique<server::Server>(so);
-  server_->Start();
+  try {
+    server_->Start();
+  } catch (...) {
+    server_.reset();
+    if (!token_existed) fs::remove(token_path, ec);  // a failed start leaves no new files (as ladder-server)
+    throw;
+  }
   worker::WorkerOptions wo;
   wo.server = server_->address();
   wo.token = token_;
   wo.slots = opt_.slots;
   wo.node_id = "local";
-  auto dir = std::filesystem::absolute(opt_.db_path).parent_path();
-  wo.trial_dir = opt_.trial_dir.empty() ? (dir / "ladder-trials").string() : opt_.trial_dir;
+  const auto db_dir = fs::absolute(opt_.db_path).parent_path();
+  wo.trial_dir = opt_.trial_dir.empty() ? (db_dir / "ladder-trials").string() : opt_.trial_dir;
   worker_ = std::make_unique<worker::Worker>(wo);
   worker_->Start();
   if (!worker_->WaitRegistered(std::chrono::seconds(10))) {

@@ -315,6 +315,17 @@ TEST(Cli, ASecondCoordinatorOnTheSamePortOrDatabaseIsRefusedAndLeavesNoFiles) {
   auto port = testing::RunCommand({Bin("ladder"), "--server", "127.0.0.1:99999", "search", "list"}, dir);
   EXPECT_NE(port.err.find("'127.0.0.1:99999' is not host:port"), std::string::npos) << port.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "ladder.db")) << "no usage error creates a database";
+  for (const char* cmd : {"up", "demo"}) {
+    auto nodir = testing::RunCommand({Bin("ladder"), "--server", "127.0.0.1:0", cmd, "--db", "/nonexistent/x.db"}, dir);
+    EXPECT_EQ(nodir.exit_code, 1) << nodir.err;
+    EXPECT_NE(nodir.err.find("--db /nonexistent/x.db: the directory /nonexistent does not exist"), std::string::npos)
+        << cmd << ": " << nodir.err;
+  }
+  // A local stack that cannot listen leaves no token behind either.
+  auto busy = testing::RunCommand({Bin("ladder"), "up", "--listen", address, "--db", "third.db"}, dir);
+  EXPECT_EQ(busy.exit_code, 1) << busy.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "third.db.token"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "third.db"));
 }
 
 TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
