@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -86,30 +86,65 @@ std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop
     return nullptr;
   }
 
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  if (!spec.workdir.empty()) posix_spawn_file_actions_addchdir_np(&fa, spec.workdir.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  sigdelset(&all, SIGKILL);
-  sigdelset(&all, SIGSTOP);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, exe.c_str(), &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  // fork + exec rather than posix_spawn, for the one thing posix_spawn cannot do: PR_SET_PDEATHSIG, so that a
+  // trial dies with its worker (a SIGKILLed or crashed worker left its trials running, holding GPUs and ports,
+  // while the coordinator requeued them elsewhere). The child runs only async-signal-safe calls until exec;
+  // everything it needs (argv, envp, the paths) is built above. An exec failure comes back through a CLOEXEC
+  // pipe. Note: the death signal follows the thread that forked — the worker's event-loop thread, which lives as
+  // long as the worker.
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    *error = std::string("pipe: ") + std::strerror(errno);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    close(err_fd);
+    return nullptr;
+  }
+  const pid_t parent = getpid();
+  const char* workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
+  pid_t pid = fork();
+  if (pid == 0) {
+    auto fail = [&](int err) {
+      (void)!write(exec_pipe[1], &err, sizeof err);
+      _exit(127);
+    };
+    setpgid(0, 0);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
+    if (getppid() != parent) _exit(137);  // the worker died between fork and prctl
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) {
+      if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    const int in = open("/dev/null", O_RDONLY | O_CLOEXEC);  // dup2 gives fd 0 without CLOEXEC
+    if (in < 0 || (in == 0 ? fcntl(0, F_SETFD, 0) : dup2(in, 0)) < 0 || dup2(out_pipe[1], 1) < 0 ||
+        dup2(err_fd, 2) < 0) {
+      fail(errno);
+    }
+    if (workdir && chdir(workdir) != 0) fail(errno);
+    execve(exe.c_str(), argv.data(), envp.data());
+    fail(errno);
+  }
+  const int fork_errno = errno;
+  close(exec_pipe[1]);
   close(out_pipe[1]);
   close(err_fd);
+  int rc = pid < 0 ? fork_errno : 0;
+  if (pid > 0) {
+    int child_errno = 0;
+    ssize_t n;
+    do {
+      n = read(exec_pipe[0], &child_errno, sizeof child_errno);
+    } while (n < 0 && errno == EINTR);
+    if (n == static_cast<ssize_t>(sizeof child_errno)) {  // exec failed: the child is gone
+      waitpid(pid, nullptr, 0);
+      rc = child_errno;
+    }
+  }
+  close(exec_pipe[0]);
   if (rc != 0) {
     close(out_pipe[0]);
     *error = "cannot start '" + spec.argv[0] + "' (" + exe + "): " + std::strerror(rc);

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -94,6 +95,44 @@ TEST(TrialProcess, TheCoordinatorsTokenIsNotPassedToTrials) {
   ASSERT_EQ(out.lines.size(), 2u);
   EXPECT_EQ(out.lines[0], "unset");
   EXPECT_EQ(out.lines[1], "kept");
+}
+
+// A trial dies with the process that started it: a worker killed by SIGKILL (or crashed) must not leave its
+// trials running — holding GPUs and rendezvous ports while the coordinator requeues them elsewhere.
+TEST(TrialProcess, ATrialDiesWithItsWorker) {
+  int pid_pipe[2];
+  ASSERT_EQ(pipe(pid_pipe), 0);
+  const pid_t worker = fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) {  // the "worker": starts a long trial, reports its pid, waits to be killed
+    close(pid_pipe[0]);
+    boost::asio::io_context loop;
+    Outcome out;
+    std::string error;
+    LaunchSpec spec;
+    spec.argv = {"/bin/sleep", "60"};
+    auto p = StartTrial(loop, spec, &out, &error);
+    const int trial = p ? p->pid() : -1;
+    (void)!write(pid_pipe[1], &trial, sizeof trial);
+    for (;;) pause();
+  }
+  close(pid_pipe[1]);
+  int trial = -1;
+  ASSERT_EQ(read(pid_pipe[0], &trial, sizeof trial), static_cast<ssize_t>(sizeof trial));
+  close(pid_pipe[0]);
+  ASSERT_GT(trial, 0);
+  ASSERT_EQ(kill(trial, 0), 0) << "the trial runs";
+  kill(worker, SIGKILL);
+  waitpid(worker, nullptr, 0);
+  // Gone, or a zombie waiting for init to reap it: either way no longer running.
+  auto running = [trial] {
+    std::ifstream stat("/proc/" + std::to_string(trial) + "/stat");
+    std::string pid, comm, state;
+    return static_cast<bool>(stat >> pid >> comm >> state) && state != "Z";
+  };
+  for (int i = 0; i < 200 && running(); ++i) usleep(10000);
+  EXPECT_FALSE(running()) << "trial " << trial << " outlived its worker";
+  if (running()) kill(trial, SIGKILL);
 }
 
 TEST(TrialProcess, MissingCommandIsAClearError) {
