@@ -1,11 +1,14 @@
 // ladder search start|validate|list|show|cancel
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <iostream>
 #include <signal.h>
 #include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -40,36 +43,64 @@ void HandleStopSignals(std::function<void(int)> on_signal) {
   }).detach();
 }
 
-bool LoadAndValidateSpec(const std::string& path, bool check_command, std::string* yaml, bool quiet) {
+namespace {
+
+// What `search validate` and `search start` find in a spec file: its text, its errors (each "file:line:col:
+// field: message"), and a one-line summary when it is valid.
+struct SpecCheck {
+  bool ok = false;
+  std::string yaml, headline, summary;
+  std::vector<std::string> errors;
+};
+
+SpecCheck CheckSpec(const std::string& path, bool check_command) {
+  SpecCheck c;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    c.headline = "cannot read spec '" + path + "': it is a directory";
+    return c;
+  }
   std::ifstream in(path);
   if (!in) {
-    std::cerr << "ladder: cannot read spec '" << path << "': " << std::strerror(errno) << "\n";
-    return false;
+    c.headline = "cannot read spec '" + path + "': " + std::strerror(errno);
+    return c;
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  *yaml = ss.str();
-  auto parsed = search::ParseSpec(*yaml, path);
+  c.yaml = ss.str();
+  auto parsed = search::ParseSpec(c.yaml, path);
   if (!parsed.ok()) {
-    std::cerr << "ladder: invalid spec " << path << " (" << parsed.errors.size() << " error"
-              << (parsed.errors.size() == 1 ? "" : "s") << "):\n";
-    for (const auto& e : parsed.errors) std::cerr << "  " << e.ToString() << "\n";
-    return false;
+    c.headline = "invalid spec " + path + " (" + std::to_string(parsed.errors.size()) + " error" +
+                 (parsed.errors.size() == 1 ? "" : "s") + "):";
+    for (const auto& e : parsed.errors) c.errors.push_back(e.ToString());
+    return c;
   }
   if (check_command) {
     std::string error;
     if (ResolveExecutable(parsed.spec->command.front(), {OwnBinDir()}, &error).empty()) {
-      std::cerr << "ladder: " << path << ": command[0]: " << error
-                << "\n  (pass --no-command-check if it exists only on the worker nodes)\n";
-      return false;
+      c.headline = path + ": command[0]: " + error + "\n  (pass --no-command-check if it exists only on the worker nodes)";
+      return c;
     }
   }
-  if (!quiet) {
-    const auto& s = *parsed.spec;
-    std::cout << path << ": ok — search '" << s.name << "', " << s.space.params.size() << " parameters, "
-              << s.max_trials << " trials, " << s.parallelism << " at a time, sampler " << s.sampler << ", "
-              << (s.objective.maximize ? "maximize " : "minimize ") << s.objective.metric << "\n";
+  const auto& sp = *parsed.spec;
+  c.summary = "search '" + sp.name + "', " + std::to_string(sp.space.params.size()) + " parameters, " +
+              std::to_string(sp.max_trials) + " trials, " + std::to_string(sp.parallelism) + " at a time, sampler " +
+              sp.sampler + ", " + (sp.objective.maximize ? "maximize " : "minimize ") + sp.objective.metric;
+  c.ok = true;
+  return c;
+}
+
+}  // namespace
+
+bool LoadAndValidateSpec(const std::string& path, bool check_command, std::string* yaml, bool quiet) {
+  SpecCheck c = CheckSpec(path, check_command);
+  *yaml = c.yaml;
+  if (!c.ok) {
+    std::cerr << "ladder: " << c.headline << "\n";
+    for (const auto& e : c.errors) std::cerr << "  " << e << "\n";
+    return false;
   }
+  if (!quiet) std::cout << path << ": ok — " << c.summary << "\n";
   return true;
 }
 
@@ -81,7 +112,20 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
   auto* validate = search->add_subcommand("validate", "Check a search spec without starting it");
   validate->add_option("SPEC", opt->spec_path, "YAML search spec")->required();
   validate->add_flag("--no-command-check", opt->no_command_check, "don't check that the trial command exists here");
-  validate->callback([opt, &exit_code] {
+  validate->callback([opt, &g, &exit_code] {
+    if (g.json) {  // {"spec", "valid", "summary" | "error" and "errors"}
+      SpecCheck c = CheckSpec(opt->spec_path, !opt->no_command_check);
+      nlohmann::json j = {{"spec", opt->spec_path}, {"valid", c.ok}};
+      if (c.ok) {
+        j["summary"] = c.summary;
+      } else {
+        j["error"] = c.headline;
+        j["errors"] = c.errors;
+      }
+      std::cout << j.dump() << "\n";
+      exit_code = c.ok ? kOk : kBadInput;
+      return;
+    }
     std::string yaml;
     exit_code = LoadAndValidateSpec(opt->spec_path, !opt->no_command_check, &yaml, false) ? kOk : kBadInput;
   });

@@ -10,6 +10,7 @@
 int main(int argc, char** argv) {
   ladder::SetLogLevelFromEnv();
   CLI::App app{"ladder: hyperparameter search and hero runs for distributed deep learning"};
+  app.set_version_flag("--version", std::string("ladder ") + LADDER_VERSION);
   app.require_subcommand(1);
   app.fallthrough();  // the global options work after a subcommand too: `ladder nodes --json`
   ladder::cli::GlobalOptions g;
@@ -26,6 +27,26 @@ int main(int argc, char** argv) {
   ladder::cli::SetupSearch(app, g, exit_code);
   ladder::cli::SetupTrials(app, g, exit_code);
   ladder::cli::SetupNodes(app, g, exit_code);
+  // The first word that is not an option (nor an option's value) must name a command.
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--server" || a == "--token") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("-", 0) == 0) continue;
+    bool known = false;
+    std::string names;
+    for (const auto* sub : app.get_subcommands({})) {
+      known |= sub->get_name() == a;
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::cerr << "ladder: unknown command '" << a << "' (commands: " << names << "; ladder --help)\n";
+      return ladder::cli::kBadInput;
+    }
+    break;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

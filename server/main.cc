@@ -15,6 +15,7 @@
 int main(int argc, char** argv) {
   ladder::SetLogLevelFromEnv();
   CLI::App app{"ladder-server: the ladder coordinator (gRPC API, SQLite store, scheduler)"};
+  app.set_version_flag("--version", std::string("ladder ") + LADDER_VERSION);
   ladder::server::ServerOptions opt;
   std::string token_file;
   bool no_token = false;

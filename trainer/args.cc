@@ -128,6 +128,7 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
   --checkpoint-every N (default 0: only at the end)
   --resume             continue from --checkpoint if it exists (every rank reads it)
   --help               this text
+  --version            the ladder version
   --serve              (the only option) serve sweeps of short runs: each stdin line OUT<TAB>arg<TAB>... is
                        one ladder-train run with those arguments, in a forked child whose stdout and stderr
                        go to OUT.out and OUT.err; its exit status is answered on stdout, one line per run.
@@ -300,6 +301,10 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
     std::string flag = argv[i], value;
     if (flag == "--help" || flag == "-h") {
       out.help = true;
+      return out;
+    }
+    if (flag == "--version") {
+      out.version = true;
       return out;
     }
     if (flag == "--serve") {

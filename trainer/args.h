@@ -68,6 +68,7 @@ struct TrainArgs {
 struct ParsedArgs {
   TrainArgs args;
   bool help = false;
+  bool version = false;  // --version
   std::string error;  // names the flag and the value
 };
 

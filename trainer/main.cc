@@ -43,6 +43,10 @@ int RunTrainer(const std::vector<std::string>& argv) {
     std::fputs(Usage().c_str(), stdout);
     return 0;
   }
+  if (parsed.version) {
+    std::printf("ladder-train (ladder %s)\n", LADDER_VERSION);
+    return 0;
+  }
   if (!parsed.error.empty()) {
     std::fprintf(stderr, "ladder-train: %s\n", parsed.error.c_str());
     return 2;

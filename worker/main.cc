@@ -13,6 +13,7 @@
 int main(int argc, char** argv) {
   ladder::SetLogLevelFromEnv();
   CLI::App app{"ladder-worker: runs trials on this node for a ladder coordinator"};
+  app.set_version_flag("--version", std::string("ladder ") + LADDER_VERSION);
   ladder::worker::WorkerOptions opt;
   std::string token_file;
   std::vector<std::string> labels;

@@ -55,6 +55,12 @@ TEST(Cli, HelpEverywhere) {
   }
   auto r = testing::RunCommand({Bin("ladder"), "no-such-command"}, dir);
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown command 'no-such-command' (commands: up, demo"), std::string::npos) << r.err;
+  for (const char* bin : {"ladder", "ladder-server", "ladder-worker", "ladder-train"}) {
+    auto v = testing::RunCommand({Bin(bin), "--version"}, dir);
+    EXPECT_EQ(v.exit_code, 0) << bin << "\n" << v.err;
+    EXPECT_NE(v.out.find(std::string("ladder ") + LADDER_VERSION), std::string::npos) << bin << ": " << v.out;
+  }
 }
 
 TEST(Cli, ValidateReportsFieldLineAndExitCode2) {
@@ -82,6 +88,19 @@ TEST(Cli, ValidateReportsFieldLineAndExitCode2) {
   auto missing = testing::RunCommand({Bin("ladder"), "search", "validate", "nope.yaml"}, dir);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("cannot read spec 'nope.yaml'"), std::string::npos) << missing.err;
+  auto directory = testing::RunCommand({Bin("ladder"), "search", "validate", dir.path.string()}, dir);
+  EXPECT_EQ(directory.exit_code, 2);
+  EXPECT_NE(directory.err.find("it is a directory"), std::string::npos) << directory.err;
+  // --json: one document, the errors as a list.
+  auto json_bad = testing::RunCommand({Bin("ladder"), "--json", "search", "validate", "bad.yaml"}, dir);
+  EXPECT_EQ(json_bad.exit_code, 2);
+  auto jb = nlohmann::json::parse(json_bad.out);
+  EXPECT_FALSE(jb["valid"].get<bool>());
+  ASSERT_GE(jb["errors"].size(), 3u) << json_bad.out;
+  EXPECT_EQ(jb["errors"][0].get<std::string>().rfind("bad.yaml:", 0), 0u) << json_bad.out;
+  auto json_ok = testing::RunCommand({Bin("ladder"), "--json", "search", "validate", Source("data/demo.yaml")}, dir);
+  EXPECT_EQ(json_ok.exit_code, 0);
+  EXPECT_TRUE(nlohmann::json::parse(json_ok.out)["valid"].get<bool>()) << json_ok.out;
 }
 
 // Options that contradict each other or are out of range are refused before anything runs (exit 2), with a
