@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 namespace ladder::trainer {
@@ -46,6 +47,22 @@ bool SaveCheckpoint(const std::string& path, const std::vector<torch::Tensor>& p
     *error = "cannot write checkpoint '" + path + "': " + std::strerror(errno);
     unlink(tmp.c_str());
     return false;
+  }
+  // The rename is durable once the directory is synced too.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  // Temporary files of earlier runs stopped mid-save (SIGTERM, SIGKILL): they would keep the checkpoint
+  // directory from being recognised as empty, and a PBT exploit would copy them along.
+  const std::string stem = fs::path(path).filename().string() + ".tmp.";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(stem, 0) == 0 && e.path() != fs::path(tmp)) fs::remove(e.path(), ec);
   }
   return true;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -85,6 +86,30 @@ TEST(Checkpoint, MismatchedModelIsAClearError) {
   EXPECT_FALSE(LoadCheckpoint((path.string() + ".missing"), params, *opt_big, noise, &pos, &err));
   EXPECT_NE(err.find("cannot read checkpoint"), std::string::npos) << err;
   std::filesystem::remove(path);
+}
+
+// A save removes the temporary files that runs stopped mid-save left (they kept the worker from seeing an empty
+// checkpoint directory, and a PBT exploit copied them along); other files stay.
+TEST(Checkpoint, ASaveRemovesTemporaryFilesOfEarlierStoppedSaves) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ladder-ckpt3-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::FILE* f = std::fopen((dir / "model.pt.tmp.12345").c_str(), "w");
+  ASSERT_TRUE(f);
+  std::fputs("half a checkpoint", f);
+  std::fclose(f);
+  f = std::fopen((dir / "notes.txt").c_str(), "w");
+  std::fclose(f);
+  torch::nn::Linear m(4, 4);
+  OptimizerOptions o;
+  std::string err;
+  auto opt = MakeOptimizer(o, m->parameters(), &err);
+  NoiseScaleEstimator noise;
+  ASSERT_TRUE(SaveCheckpoint((dir / "model.pt").string(), m->parameters(), *opt, noise, {}, &err)) << err;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"model.pt", "notes.txt"}));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
