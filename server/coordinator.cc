@@ -1,4 +1,5 @@
 #include "server/coordinator.h"
+#include "server/store/sqlite_db.h"
 
 #include <boost/asio/post.hpp>
 #include <algorithm>
@@ -278,12 +279,30 @@ void Coordinator::Stop() {
   stopped_ = true;
   flush_timer_.cancel();
   lease_timer_.cancel();
-  try {
-    Commit();
-  } catch (const std::exception& e) {
-    LogError(kLog, std::string("final flush failed: ") + e.what());
+  if (!failed_) {  // after a failure the open batch was dropped: nothing more is committed
+    try {
+      Commit();
+    } catch (const std::exception& e) {
+      LogError(kLog, std::string("final flush failed: ") + e.what());
+    }
   }
   watchers_.clear();
+}
+
+void Coordinator::Fatal(const std::string& what) {
+  if (failed_) return;
+  failed_ = true;
+  stopped_ = true;
+  flush_timer_.cancel();
+  lease_timer_.cancel();
+  store_.Abandon();
+  acks_owed_.clear();
+  outbox_.clear();
+  progress_dirty_.clear();
+  LogError(kLog, "the database failed: " + what +
+                     "; the coordinator stops (what it holds in memory may be ahead of what is stored; a restart "
+                     "recovers from the database, and workers resend what was not acknowledged)");
+  if (opt_.on_fatal) opt_.on_fatal(what);
 }
 
 void Coordinator::ArmFlushTimer() {
@@ -293,6 +312,8 @@ void Coordinator::ArmFlushTimer() {
     if (ec || stopped_) return;
     try {
       if (store_.pending_writes() || !acks_owed_.empty() || !progress_dirty_.empty()) Commit();
+    } catch (const store::SqliteError& e) {
+      return Fatal(e.what());
     } catch (const std::exception& e) {
       LogError(kLog, std::string("flush failed: ") + e.what());
     }
@@ -563,6 +584,8 @@ void Coordinator::OnWorkerMessage(const std::shared_ptr<WorkerLink>& link, const
       case v1::WorkerMessage::kExited: OnExited(*w, msg.exited()); break;
       default: break;
     }
+  } catch (const store::SqliteError& e) {
+    Fatal(e.what());
   } catch (const std::exception& e) {
     LogError(kLog, std::string("handling a worker message failed: ") + e.what());
   }
@@ -1111,6 +1134,8 @@ void Coordinator::SendAfterCommit(const std::shared_ptr<WorkerLink>& link, v1::C
     if (stopped_ || outbox_.empty()) return;
     try {
       Commit();
+    } catch (const store::SqliteError& e) {
+      Fatal(e.what());
     } catch (const std::exception& e) {
       LogError(kLog, std::string("commit before sending starts/cancels failed: ") + e.what());
     }
@@ -1174,6 +1199,8 @@ void Coordinator::Schedule() {
       }
     }
     for (auto& [id, s] : searches_) MaybeFinishSearch(s);
+  } catch (const store::SqliteError& e) {
+    Fatal(e.what());
   } catch (const std::exception& e) {
     LogError(kLog, std::string("scheduling failed: ") + e.what());
   }

@@ -95,6 +95,10 @@ struct CoordinatorOptions {
   std::vector<std::string> mpirun = {"mpirun"};
   scheduler::SchedulerOptions scheduling;
   std::string version = "0.1.0";
+  // Called once when the database fails (a write or a commit throws): the coordinator has stopped — its memory
+  // may be ahead of what is stored — and a restart recovers from what was committed (workers resend the rest).
+  // ladder-server exits on it. Unset: the coordinator only stops.
+  std::function<void(const std::string&)> on_fatal;
 };
 
 // The coordinator's handle on one connected worker stream. Implemented by the gRPC bidi reactor and by fakes
@@ -118,6 +122,10 @@ class Coordinator {
   void Start();
   // Cancels the timers and flushes the store; workers' streams are closed by the gRPC server.
   void Stop();
+  // The database failed (a store write or commit threw SqliteError): drops the open batch and stops acting —
+  // nothing more is acknowledged, sent or committed — and calls options.on_fatal. Idempotent.
+  void Fatal(const std::string& what);
+  bool failed() const { return failed_; }
 
   // --- Ladder service -------------------------------------------------------------------------------
   grpc::Status CreateSearch(const v1::CreateSearchRequest& req, v1::CreateSearchResponse* resp);
@@ -231,6 +239,7 @@ class Coordinator {
   // Commits the store's batch (with the metric counts of trials that got points), then sends the acks owed and the
   // starts and cancels of the outbox.
   void Commit();
+  bool failed_ = false;
   void SendAfterCommit(const std::shared_ptr<WorkerLink>& link, v1::CoordinatorMessage msg);
   void CheckWatchdog(Clock::time_point now);
   std::string CheckpointDir(const TrialRt& t) const;

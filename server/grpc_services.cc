@@ -1,4 +1,5 @@
 #include "server/grpc_services.h"
+#include "server/store/sqlite_db.h"
 
 #include <boost/asio/post.hpp>
 #include <deque>
@@ -284,7 +285,18 @@ grpc::ServerUnaryReactor* LadderService::Unary(grpc::CallbackServerContext* ctx,
     return reactor;
   }
   boost::asio::post(loop_, [this, req, resp, reactor, method] {
-    reactor->Finish(Guarded([&] { return (coord_.*method)(*req, resp); }));
+    reactor->Finish(Guarded([&] {
+      if (coord_.failed()) {
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator's database failed; it has stopped");
+      }
+      try {
+        return (coord_.*method)(*req, resp);
+      } catch (const store::SqliteError& e) {
+        coord_.Fatal(e.what());
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            std::string("the coordinator's database failed (") + e.what() + "); it has stopped");
+      }
+    }));
   });
   return reactor;
 }

@@ -1,5 +1,6 @@
 // ladder-server: the coordinator as its own process (ladder up runs it in-process with a worker).
 #include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -78,7 +79,9 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);  // the coordinator's own: its database failed
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  opt.coordinator.on_fatal = [](const std::string&) { ::kill(::getpid(), SIGUSR1); };
 
   const std::string token_path = token_file.empty() ? opt.db_path + ".token" : token_file;
   std::error_code ec;
@@ -96,6 +99,12 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);
+    if (sig == SIGUSR1) {
+      server.Stop();
+      std::cerr << "ladder-server: the database " << opt.db_path
+                << " failed (see the log above); stopped. Restart it: it recovers from what was committed.\n";
+      return 1;
+    }
     ladder::LogInfo("server", std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
     server.Stop();
   } catch (const std::exception& e) {

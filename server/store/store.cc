@@ -128,8 +128,25 @@ void Store::BeginIfNeeded() {
 }
 
 void Store::Flush() {
+  if (!db_.InTransaction() && pending_writes_ > 0) {
+    const size_t lost = pending_writes_;
+    pending_writes_ = 0;
+    throw SqliteError("the batch of " + std::to_string(lost) + " writes was rolled back by SQLite (disk full or an "
+                      "I/O error?): nothing of it is stored");
+  }
   if (db_.InTransaction()) db_.Exec("COMMIT");
   pending_writes_ = 0;
+}
+
+void Store::Abandon() {
+  pending_writes_ = 0;
+  if (db_.InTransaction()) {
+    try {
+      db_.Exec("ROLLBACK");
+    } catch (const SqliteError&) {
+      // Already rolled back by SQLite.
+    }
+  }
 }
 
 void Store::InsertSearch(v1::Search* s) {

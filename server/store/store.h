@@ -38,8 +38,11 @@ class Store {
   int SchemaVersion();
   const std::string& path() const { return path_; }
 
-  // Commits the open batch, if any.
+  // Commits the open batch, if any. Throws SqliteError when the batch was lost: SQLite rolls a transaction back by
+  // itself after some errors (SQLITE_FULL, SQLITE_IOERR), and committing nothing must not pass for success.
   void Flush();
+  // Drops the open batch (after a failure: what it holds may be half of an operation).
+  void Abandon();
   size_t pending_writes() const { return pending_writes_; }
 
   // Searches: InsertSearch sets search->id.

@@ -310,6 +310,46 @@ v1::WorkerMessage Points(const v1::StartTrial& s, int64_t first_seq, int n, doub
   return m;
 }
 
+// The database failing under the coordinator (here: the metrics table renamed away by another connection, as
+// a full disk or an I/O error would fail a write) stops it: nothing of the failed batch is acknowledged or
+// committed, it acts on nothing more, and on_fatal is told (ladder-server exits on it). A restart recovers
+// from what was committed, and the worker's resend stores the points.
+TEST_F(CoordinatorTest, ADatabaseFailureStopsTheCoordinatorWithoutAcknowledgingWhatWasLost) {
+  Close();
+  std::string fatal;
+  options_.on_fatal = [&fatal](const std::string& what) { fatal = what; };
+  Open();
+  auto a = Connect("a", 1);
+  CreateSearch();
+  auto s = a->Starts().at(0);
+  store_->Flush();
+  auto exec = [&](const char* sql) {
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ / "ladder.db").c_str(), &h), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(h, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
+    sqlite3_close(h);
+  };
+  exec("ALTER TABLE metrics RENAME TO metrics_away");
+  coord_->OnWorkerMessage(a, Points(s, 0, 3, 0.1));
+  loop_.restart();
+  loop_.run_for(std::chrono::milliseconds(120));  // past the flush interval
+  EXPECT_NE(fatal.find("metrics"), std::string::npos) << "on_fatal: '" << fatal << "'";
+  EXPECT_TRUE(coord_->failed());
+  EXPECT_TRUE(Acks(*a).empty()) << "nothing of the lost batch is acknowledged";
+  Exit(a, s, 0);
+  EXPECT_TRUE(Acks(*a).empty()) << "a stopped coordinator acts on nothing more";
+  Close();
+  exec("ALTER TABLE metrics_away RENAME TO metrics");
+  options_.on_fatal = nullptr;
+  Open();
+  auto a2 = Connect("a", 1, {{s.trial_id(), s.assignment_epoch()}});
+  EXPECT_EQ(GetTrial(s.trial_id()).state(), v1::TRIAL_RUNNING) << "the exit was never stored";
+  EXPECT_EQ(GetTrial(s.trial_id()).metric_count(), 0);
+  coord_->OnWorkerMessage(a2, Points(s, 0, 3, 0.1));  // the worker resends what was not acknowledged
+  Drain();
+  EXPECT_EQ(GetTrial(s.trial_id()).metric_count(), 3);
+}
+
 TEST_F(CoordinatorTest, StoresEachPointOnceAndAcknowledgesOnlyAfterCommit) {
   auto a = Connect("a", 1);
   CreateSearch();
