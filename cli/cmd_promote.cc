@@ -157,6 +157,13 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
       return;
     }
     auto live_band = LiveBand(*plan.value, scale);
+    if (opt->stop_outside_band && live_band.empty()) {
+      // The flag would be accepted and then watch nothing.
+      std::cerr << "ladder promote: --stop-outside-band: this plan predicts no loss band to stop on (see "
+                   "final_loss in the plan's sources: `--dry-run` prints them); submit without the flag\n";
+      exit_code = kBadInput;
+      return;
+    }
     auto plan_json = PlanJson(*plan.value, live_band, shape, opt->stop_outside_band);
     auto ranked = RankTrials(s, trials);
     const v1::Trial* best = nullptr;

@@ -1,5 +1,9 @@
 #include "cli/local_stack.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 
@@ -25,6 +29,11 @@ void LocalStack::Start() {
   so.listen = opt_.listen;
   so.db_path = opt_.db_path;
   so.token = token_;
+  // The database failed: the coordinator has stopped, and so must the command that embeds it (ladder up, demo).
+  so.coordinator.on_fatal = [](const std::string& what) {
+    std::fprintf(stderr, "ladder: the local coordinator's database failed (%s); stopping\n", what.c_str());
+    ::kill(::getpid(), SIGTERM);
+  };
   server_ = std::make_unique<server::Server>(so);
   try {
     server_->Start();

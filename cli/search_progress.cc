@@ -29,6 +29,7 @@ std::optional<v1::Search> FollowSearch(Client& client, int64_t search_id, bool q
   if (interrupt) {
     std::lock_guard<std::mutex> g(interrupt->mu);
     interrupt->ctx = ctx.get();
+    if (interrupt->fired) ctx->TryCancel();  // Ctrl-C came before the watch began (during CreateSearch)
   }
   v1::WatchRequest req;
   req.set_search_id(search_id);

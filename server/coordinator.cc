@@ -326,7 +326,13 @@ void Coordinator::ArmLeaseTimer() {
   lease_timer_.expires_after(std::max(opt_.heartbeat_interval / 2, std::chrono::milliseconds(10)));
   lease_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
-    CheckLeases();
+    try {
+      CheckLeases();
+    } catch (const store::SqliteError& e) {
+      return Fatal(e.what());
+    } catch (const std::exception& e) {
+      LogError(kLog, std::string("checking the workers' leases failed: ") + e.what());
+    }
     ArmLeaseTimer();
   });
 }
@@ -601,7 +607,11 @@ void Coordinator::OnWorkerGone(const std::shared_ptr<WorkerLink>& link, const st
   // Only a loss that affects trials is worth a warning.
   Log(wit->second.trials.empty() ? LogLevel::kInfo : LogLevel::kWarning, kLog,
       "worker " + node + " disconnected: " + reason);
-  MarkWorkerDown(wit->second, "worker " + node + " disconnected: " + reason);
+  try {
+    MarkWorkerDown(wit->second, "worker " + node + " disconnected: " + reason);
+  } catch (const store::SqliteError& e) {
+    Fatal(e.what());
+  }
 }
 
 void Coordinator::Register(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg) {
@@ -714,7 +724,13 @@ void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
   const v1::MetricPoint* last = nullptr;
   for (const auto& point : m.points()) {
     if (seq++ < t.proto.metric_count()) continue;  // already stored: a resend after a reconnect
-    store_.AppendMetrics(t.proto.id(), point);
+    if (point.time_unix() > 0) {
+      store_.AppendMetrics(t.proto.id(), point);
+    } else {  // a point without its time gets its arrival's (a restart tells runs apart by it)
+      v1::MetricPoint stamped = point;
+      stamped.set_time_unix(Now());
+      store_.AppendMetrics(t.proto.id(), stamped);
+    }
     t.proto.set_metric_count(t.proto.metric_count() + 1);
     last = &point;
     auto vit = point.values().find(s.proto.objective_metric());
@@ -779,6 +795,20 @@ void Coordinator::OnExited(WorkerRt& w, const v1::TrialExited& m) {
       if (!any_live) CompleteFromExit(s, t);
     } else if (t.preempting && (m.cancelled() || failed)) {
       // Stopped for a higher-priority trial: it resumes once every member has stopped.
+      if (!any_live) FinishPreemption(t);
+    } else if (m.worker_stopping()) {
+      // The node's worker is shutting down: no new trials there, and this one waits for another node (from its
+      // checkpoint, as after a preemption; no attempt is used up).
+      if (w.info.state() == v1::WORKER_UP) {
+        w.info.set_state(v1::WORKER_DRAINING);
+        w.info.set_state_reason("its worker is stopping");
+        SyncNode(w);
+        store_.UpsertNode(w.info);
+        EmitWorker(w);
+      }
+      t.preempting = true;
+      t.proto.set_error("node " + w.info.node_id() + "'s worker stopped; the trial waits for another node");
+      StopMembers(t, t.proto.error());
       if (!any_live) FinishPreemption(t);
     } else if (m.cancelled()) {
       // Stopped without a request of this coordinator: a preemption in flight across a restart (its intent is
@@ -1584,8 +1614,10 @@ void Coordinator::ReplayTrialScheduler(SearchRt& s) {
     // (again) to each member as its worker re-attaches it, so its exit ends the trial as decided, not as a
     // cancellation nobody asked for.
     TrialRt& live = trials_.at(sp.trial_id);
+    // Only a decision on a point of the run now going: the stored points of a trial span all its runs, and an
+    // exploit (or a stop before a requeue) on an earlier run was carried out then.
     if (d.kind == search::TrialDecision::Kind::kContinue || live.proto.state() != v1::TRIAL_RUNNING ||
-        live.exploit || !live.early_stop.empty()) {
+        live.exploit || !live.early_stop.empty() || sp.point.time_unix() <= live.proto.started_unix()) {
       continue;
     }
     if (d.exploit()) {

@@ -86,9 +86,10 @@ std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop
     return nullptr;
   }
 
-  // fork + exec rather than posix_spawn, for the one thing posix_spawn cannot do: PR_SET_PDEATHSIG, so that a
-  // trial dies with its worker (a SIGKILLed or crashed worker left its trials running, holding GPUs and ports,
-  // while the coordinator requeued them elsewhere). The child runs only async-signal-safe calls until exec;
+  // fork + exec rather than posix_spawn, for the one thing posix_spawn cannot do: PR_SET_PDEATHSIG, so that the
+  // process started here dies with its worker (a SIGKILLed or crashed worker left its trials running, holding
+  // GPUs and ports, while the coordinator requeued them elsewhere). The signal is not inherited: what this
+  // process starts in turn (a shell script's children) is not covered. The child runs only async-signal-safe calls until exec;
   // everything it needs (argv, envp, the paths) is built above. An exec failure comes back through a CLOEXEC
   // pipe. Note: the death signal follows the thread that forked — the worker's event-loop thread, which lives as
   // long as the worker.

@@ -106,6 +106,7 @@ void Worker::Stop() {
   boost::asio::post(loop_, [this, p = &all_exited]() mutable {
     for (auto& [id, r] : trials_) {
       r.cancelled = true;
+      r.worker_stopping = true;  // the coordinator puts the trial back in the queue, and this node out of it
       for (auto& p : r.ranks) p->Terminate(opt_.terminate_grace);
     }
     auto check = std::make_shared<std::function<void()>>();
@@ -302,6 +303,27 @@ void Worker::StartTrial(const v1::StartTrial& m) {
     trials_.erase(old);  // a new assignment supersedes an earlier run's unacknowledged exit
   }
   const int64_t id = m.trial_id();
+  bool stopping;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stopping = stopping_;
+  }
+  if (stopping) {  // a start that crossed the stop: not run; the coordinator gives it to another node
+    Running& r = trials_[id];
+    r.trial_id = id;
+    r.search_id = m.search_id();
+    r.epoch = m.assignment_epoch();
+    auto* ex = r.exit.mutable_exited();
+    ex->set_trial_id(id);
+    ex->set_assignment_epoch(r.epoch);
+    ex->set_exit_code(-1);
+    ex->set_error("not started: the worker is stopping");
+    ex->set_cancelled(true);
+    ex->set_worker_stopping(true);
+    r.exited = true;
+    SendExit(r);
+    return;
+  }
   std::string dir = opt_.trial_dir + "/trial-" + std::to_string(id);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -465,6 +487,7 @@ void Worker::OnExit(int64_t trial_id, int exit_code, const std::string& descript
   ex->set_assignment_epoch(r.epoch);
   ex->set_exit_code(exit_code);
   ex->set_cancelled(r.cancelled);
+  ex->set_worker_stopping(r.worker_stopping);
   if (exit_code != 0) ex->set_error(description);
   LogInfo(kLog, "trial " + std::to_string(trial_id) + " ended" + (description.empty() ? "" : ": " + description));
   // The last points go first; both stay kept until acknowledged.

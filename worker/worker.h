@@ -99,6 +99,7 @@ class Worker {
     size_t sent = 0;                     // points[0, sent) went out on the current session
     bool ignored_dirty = false;
     bool cancelled = false;
+    bool worker_stopping = false;        // stopped because this worker is stopping (Stop), not as asked
     bool exited = false;                 // ended; `exit` is kept until the coordinator acknowledges it
     v1::WorkerMessage exit;
   };

@@ -123,7 +123,15 @@ void Store::Migrate() {
 }
 
 void Store::BeginIfNeeded() {
-  if (!db_.InTransaction()) db_.Exec("BEGIN IMMEDIATE");
+  if (!db_.InTransaction()) {
+    if (pending_writes_ > 0) {  // SQLite rolled the batch back after an error: do not start a second half
+      const size_t lost = pending_writes_;
+      pending_writes_ = 0;
+      throw SqliteError("the batch of " + std::to_string(lost) + " writes was rolled back by SQLite (disk full or "
+                        "an I/O error?): nothing of it is stored");
+    }
+    db_.Exec("BEGIN IMMEDIATE");
+  }
   ++pending_writes_;
 }
 

@@ -414,6 +414,10 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
 
     auto none = ladder({"promote", "99", "--batch", "512", "--dry-run"});
     EXPECT_EQ(none.exit_code, 4) << none.err;
+    // This plan has no band: --stop-outside-band would watch nothing, so it is refused.
+    auto nostop = ladder({"promote", "1", "--batch", "512", "--dry-run", "--stop-outside-band"});
+    EXPECT_EQ(nostop.exit_code, 2) << nostop.err;
+    EXPECT_NE(nostop.err.find("predicts no loss band to stop on"), std::string::npos) << nostop.err;
     // Cancelling a search that has already ended is no error: it does not run, as asked.
     auto cancel = ladder({"search", "cancel", "1"});
     EXPECT_EQ(cancel.exit_code, 0) << cancel.err;

@@ -187,6 +187,31 @@ TEST_F(CoordinatorTest, CancelStopsRunningTrials) {
   EXPECT_EQ(coord_->CancelSearch(req, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 }
 
+// A worker that shuts down stops its runs and says so: its node takes no new trials (draining) and each trial
+// waits for another node, as after a preemption — no attempt used up, not handed straight back.
+TEST_F(CoordinatorTest, AStoppingWorkersTrialsGoToAnotherNodeWithoutUsingAnAttempt) {
+  auto a = Connect("a", 1);
+  auto id = CreateSearch();
+  auto first = a->Starts().at(0);
+  v1::WorkerMessage e;
+  e.mutable_exited()->set_trial_id(first.trial_id());
+  e.mutable_exited()->set_assignment_epoch(first.assignment_epoch());
+  e.mutable_exited()->set_exit_code(143);
+  e.mutable_exited()->set_cancelled(true);
+  e.mutable_exited()->set_worker_stopping(true);
+  coord_->OnWorkerMessage(a, e);
+  Drain();
+  EXPECT_EQ(a->Starts().size(), 1u) << "not handed back to the stopping worker";
+  auto t = GetTrial(first.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_PENDING);
+  EXPECT_EQ(t.attempt(), 0);
+  EXPECT_EQ(t.preemptions(), 1);
+  auto b = Connect("b", 1);
+  ASSERT_EQ(b->Starts().size(), 1u);
+  EXPECT_EQ(b->Starts()[0].trial_id(), first.trial_id());
+  EXPECT_EQ(GetSearch(id).cancelled(), 0);
+}
+
 // A run that its worker stopped although nobody asked (a preemption in flight across a coordinator restart, a
 // worker shutting down) is not a cancelled trial: it is requeued and runs again.
 TEST_F(CoordinatorTest, AStopNobodyAskedForRequeuesTheTrial) {

@@ -151,6 +151,18 @@ TEST_F(CoordinatorTrialSchedulerTest, PbtRestartsABadTrialFromAGoodOnesCheckpoin
   EXPECT_FALSE(std::filesystem::exists(again.checkpoint_dir() + ".exploit-tmp"));
   EXPECT_FALSE(std::filesystem::exists(again.checkpoint_dir() + ".exploit-old"));
   EXPECT_EQ(GetSearch(id).state(), v1::SEARCH_RUNNING);
+
+  // A coordinator crash while the exploited trial runs again: the exploit decided on its earlier run's point is
+  // not re-applied to the new run (that would wipe its progress on every restart).
+  coord_.reset();
+  store_.reset();
+  Open();
+  auto a2 = Connect("a", 2, {{starts[0].trial_id(), starts[0].assignment_epoch()},
+                             {again.trial_id(), again.assignment_epoch()}});
+  EXPECT_TRUE(CancelsOf(*a2, bad.id()).empty()) << "the new run goes on";
+  EXPECT_EQ(GetTrial(bad.id()).state(), v1::TRIAL_RUNNING);
+  std::getline(std::ifstream(std::filesystem::path(again.checkpoint_dir()) / "model.pt"), weights);
+  EXPECT_EQ(weights, "good weights");
 }
 
 }  // namespace
