@@ -1,5 +1,7 @@
 #include "server/coordinator.h"
-#include "server/store/sqlite_db.h"
+
+#include <fcntl.h>
+#include <stdio.h>  // renameat2
 
 #include <boost/asio/post.hpp>
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include "search/ensemble.h"
 #include "common/log.h"
 #include "common/token.h"
+#include "server/store/sqlite_db.h"
 
 namespace ladder::server {
 
@@ -1550,20 +1553,23 @@ void Coordinator::FinishExploit(SearchRt& s, TrialRt& t) {
   fs::path from = source ? fs::path(CheckpointDir(*source)) : fs::path();
   fs::path to = CheckpointDir(t);
   if (source) {
-    // Copied beside it, then swapped in by renames: a crash mid-copy leaves the trial's own checkpoint whole,
-    // never a truncated model file that --resume would load.
-    fs::path tmp = to, old = to;
+    // Copied beside it, then swapped in by one atomic exchange of the two directories (renameat2
+    // RENAME_EXCHANGE): a crash at any point leaves either the trial's own checkpoint or the source's, whole —
+    // never a truncated model file that --resume would load, nor no directory at all.
+    fs::path tmp = to;
     tmp += ".exploit-tmp";
-    old += ".exploit-old";
     fs::remove_all(tmp, ec);
-    fs::remove_all(old, ec);
     ec.clear();
     fs::create_directories(tmp, ec);
     if (!ec && fs::exists(from)) fs::copy(from, tmp, fs::copy_options::recursive, ec);
-    if (!ec && fs::exists(to)) fs::rename(to, old, ec);
-    if (!ec) fs::rename(tmp, to, ec);
+    if (!ec) {
+      const bool swap = fs::exists(to);
+      if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, to.c_str(), swap ? RENAME_EXCHANGE : RENAME_NOREPLACE) != 0) {
+        ec = std::error_code(errno, std::generic_category());
+      }
+    }
     std::error_code ignored;
-    fs::remove_all(ec ? tmp : old, ignored);
+    fs::remove_all(tmp, ignored);  // after the exchange it holds the trial's old files
   }
   if (!source || ec) {
     CloseAllocation(t, "failed");
