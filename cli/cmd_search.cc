@@ -220,16 +220,16 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::CancelSearchRequest req;
     req.set_search_id(opt->id);
     v1::CancelSearchResponse resp;
-    int cancel_code = kOk;
-    if (!client.Call(&v1::Ladder::Stub::CancelSearch, req, &resp, "search cancel", &cancel_code, /*quiet=*/true)) {
+    const grpc::Status st = client.stub().CancelSearch(client.Context().get(), req, &resp);
+    if (!st.ok()) {
       // Cancelling a search that has already ended is not an error (the request holds: it does not run).
       v1::GetSearchRequest get;
       get.set_search_id(opt->id);
       v1::GetSearchResponse got;
-      if (cancel_code != kBadInput || !client.Call(&v1::Ladder::Stub::GetSearch, get, &got, "search cancel", &exit_code,
-                                                   /*quiet=*/true) ||
+      if (st.error_code() != grpc::StatusCode::FAILED_PRECONDITION ||
+          !client.Call(&v1::Ladder::Stub::GetSearch, get, &got, "search cancel", &exit_code, /*quiet=*/true) ||
           got.search().state() == v1::SEARCH_RUNNING) {
-        client.Call(&v1::Ladder::Stub::CancelSearch, req, &resp, "search cancel", &exit_code);  // reports it
+        exit_code = ReportRpcError(st, "search cancel", client.server());
         return;
       }
       if (g.json) {

@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <stdexcept>
 
 #include "common/token.h"
 
@@ -17,11 +16,8 @@ LocalStack::~LocalStack() { Stop(); }
 
 void LocalStack::Start() {
   namespace fs = std::filesystem;
+  server::DatabaseLock::CheckDirectory(opt_.db_path);  // before the token file goes next to the database
   std::error_code ec;
-  const fs::path dir = fs::path(opt_.db_path).parent_path();
-  if (!dir.empty() && !fs::is_directory(dir, ec)) {
-    throw std::runtime_error("--db " + opt_.db_path + ": the directory " + dir.string() + " does not exist");
-  }
   const std::string token_path = opt_.db_path + ".token";
   const bool token_existed = !opt_.token || fs::exists(token_path, ec);
   if (opt_.token) token_ = EnsureTokenFile(token_path);

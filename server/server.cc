@@ -21,14 +21,18 @@ DatabaseLock::~DatabaseLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void DatabaseLock::Acquire(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(path).parent_path();
+void DatabaseLock::CheckDirectory(const std::string& path) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   std::error_code ec;
-  if (!dir.empty() && !fs::is_directory(dir, ec)) {
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
     throw std::runtime_error("--db " + path + ": the directory " + dir.string() + " does not exist");
   }
-  created_ = !fs::exists(path, ec);
+}
+
+void DatabaseLock::Acquire(const std::string& path) {
+  CheckDirectory(path);
+  std::error_code ec;
+  created_ = !std::filesystem::exists(path, ec);
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd_ < 0) throw std::runtime_error("--db " + path + ": cannot open: " + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {

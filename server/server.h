@@ -32,6 +32,8 @@ class DatabaseLock {
   ~DatabaseLock();
   // Throws std::runtime_error naming the file: no such directory, cannot open, or held by another process.
   void Acquire(const std::string& path);
+  // Throws std::runtime_error naming the path when the directory that would hold the database does not exist.
+  static void CheckDirectory(const std::string& path);
   // Whether Acquire created the file (a failed start removes what it created).
   bool created() const { return created_; }
 

@@ -248,8 +248,9 @@ space:
 namespace ladder {
 namespace {
 
-// A trial of 3 local ranks (RANK/LOCAL_RANK per process): rank 1 crashes while ranks 0 and 2 would wait
-// forever (as in a collective). The worker stops the whole group and the trial fails naming the rank.
+// A trial of 3 local ranks (RANK/LOCAL_RANK per process): rank 1 crashes, once ranks 0 and 2 are up (their pid
+// files written), while they would wait forever (as in a collective). The worker stops the whole group and the
+// trial fails naming the rank.
 TEST_F(SearchE2E, RankCrashStopsTheWholeGroupAndFailsTheTrial) {
   // Rank 0 reports its rank and world size; ranks 0 and 2 then block; rank 1 dies.
   v1::CreateSearchResponse resp;
@@ -258,7 +259,7 @@ name: ranks
 objective: {metric: score, mode: max}
 budget: {max_trials: 1, max_failed_trials: 1}
 resources: {ranks_per_node: 3}
-command: [/bin/sh, -c, 'echo "{{\"rank\": $RANK, \"world\": $WORLD_SIZE, \"local_world\": $LOCAL_WORLD_SIZE, \"score\": {x}}}"; echo $$ > "$LADDER_TRIAL_DIR/pid-$LOCAL_RANK"; if [ "$LOCAL_RANK" = 1 ]; then sleep 0.3; echo "rank $RANK gave up" >&2; exit 3; fi; exec tail -f /dev/null']
+command: [/bin/sh, -c, 'echo "{{\"rank\": $RANK, \"world\": $WORLD_SIZE, \"local_world\": $LOCAL_WORLD_SIZE, \"score\": {x}}}"; echo $$ > "$LADDER_TRIAL_DIR/pid-$LOCAL_RANK"; if [ "$LOCAL_RANK" = 1 ]; then while [ ! -s "$LADDER_TRIAL_DIR/pid-0" ] || [ ! -s "$LADDER_TRIAL_DIR/pid-2" ]; do sleep 0.01; done; echo "rank $RANK gave up" >&2; exit 3; fi; exec tail -f /dev/null']
 space:
   x: {type: float, low: 0.0, high: 1.0}
 )",

@@ -6,6 +6,16 @@
 namespace ladder::server {
 namespace {
 
+// A search of one trial.
+constexpr const char* kOneTrial = R"(
+name: one
+objective: {metric: score, mode: max}
+budget: {max_trials: 1}
+command: [run]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)";
+
 TEST_F(CoordinatorTest, RunsASearchToCompletionRespectingParallelism) {
   auto link = Connect("n1", 4);
   auto id = CreateSearch();
@@ -80,14 +90,7 @@ TEST_F(CoordinatorTest, FailedTrialsFailTheSearchAtTheLimit) {
 // search with a wrong command used to end "completed" and `ladder search start --wait` exit 0).
 TEST_F(CoordinatorTest, ASearchWhoseEveryTrialFailedFailsNamingTheLastError) {
   auto a = Connect("a", 1);
-  auto id = CreateSearch(R"(
-name: one
-objective: {metric: score, mode: max}
-budget: {max_trials: 1}
-command: [run]
-space:
-  x: {type: float, low: 0.0, high: 1.0}
-)");
+  auto id = CreateSearch(kOneTrial);
   Exit(a, a->Starts().at(0), 2);
   auto s = GetSearch(id);
   EXPECT_EQ(s.state(), v1::SEARCH_FAILED);
@@ -420,14 +423,7 @@ TEST_F(CoordinatorTest, StoresEachPointOnceAndAcknowledgesOnlyAfterCommit) {
 
 TEST_F(CoordinatorTest, RestartReattachesARunThatExitedButWasNotAcknowledged) {
   auto a = Connect("a", 1);
-  auto id = CreateSearch(R"(
-name: one
-objective: {metric: score, mode: max}
-budget: {max_trials: 1}
-command: [run]
-space:
-  x: {type: float, low: 0.0, high: 1.0}
-)");
+  auto id = CreateSearch(kOneTrial);
   auto s = a->Starts().at(0);
   coord_->OnWorkerMessage(a, Points(s, 0, 2, 0.3));
   Drain();
