@@ -26,13 +26,18 @@
 //                         so it is less noisy than a line through argmins. The default rule (LrRule::kFit;
 //                         power_fit when the surface cannot be fitted): with a fixed budget in epochs, the best
 //                         LR of the MLP tasks in bench/extrapolation kept growing about linearly far past the
-//                         measured B_simple, so the law with B_noise = B_simple bent too early there
-//                         (docs/BENCHMARKS.md)
+//                         measured B_simple, so the law with B_noise = B_simple bent too early there. Where the
+//                         best LR levels off past the noise scale (the 200,000-row synthetic task) joint_fit is
+//                         the better rule (LrRule::kJointFit, ladder promote --lr-rule joint_fit); on digits no
+//                         rule reaches 1% regret at both targets (docs/design/extrapolation.md)
 //   stability edge        2(1 + β)/λ_max, λ_max the largest top Hessian eigenvalue an SGD trial measured along
 //                         its run (ScaleTrial.sharpness), median over the trials within 1 octave of each batch's
 //                         best LR: the LR at which heavy-ball SGD with momentum β turns unstable along the
 //                         sharpest direction. Small batches' best LRs sit far below it, so they do not show it;
-//                         a large batch's best LR cannot exceed it by much
+//                         a large batch's best LR cannot exceed it by much (every oracle LR bench/extrapolation
+//                         measured it against lay below it). Not a rule: capping the fit at it halved the full
+//                         synthetic task's miss but did not meet the goal, and it did not bind elsewhere
+//                         (docs/design/extrapolation.md)
 //   tradeoff              (S/S_min − 1)(E/E_min − 1) = 1, i.e. S(B) = S_min (1 + B_crit/B), fitted to the
 //                         fewest steps to a target loss at each batch; B_crit = E_min / S_min
 //   lr/batch vs compute   power laws lr = a·C^α and B = b·C^β over every configuration within a tolerance of

@@ -1,3 +1,11 @@
+// Design notes (the plan's pieces and where each comes from: scale_plan.h).
+//   peak_lr uncertainty  the plan says so when peak_lr's bootstrap interval spans more than
+//                        PlanOptions::max_lr_interval_octaves or has no finite positive bounds: on digits-like
+//                        sweeps (batches <= 32 extrapolated to 512-1,024) bench/extrapolation measured the fit's
+//                        interval 20-25 times wider than the 0.1-0.4-octave window a 1% loss regret needs, and a
+//                        bare number would read as a prediction (docs/design/extrapolation.md)
+//   stability edge       named, and a peak LR above it flagged, but the LR is not capped at it: a cap was
+//                        measured and not adopted (docs/design/extrapolation.md)
 #include "search/scale_plan.h"
 
 #include <algorithm>
