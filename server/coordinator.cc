@@ -16,41 +16,15 @@
 #include "search/ensemble.h"
 #include "common/log.h"
 #include "common/token.h"
+#include "server/params_codec.h"
 #include "server/store/sqlite_db.h"
+#include "server/wall_clock.h"
 
 namespace ladder::server {
 
 namespace {
 
 constexpr const char* kLog = "coordinator";
-
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-v1::ParamValue ToProto(const search::Value& v) {
-  v1::ParamValue p;
-  if (const auto* d = std::get_if<double>(&v)) p.set_float_value(*d);
-  if (const auto* i = std::get_if<int64_t>(&v)) p.set_int_value(*i);
-  if (const auto* s = std::get_if<std::string>(&v)) p.set_string_value(*s);
-  return p;
-}
-
-search::Value FromProto(const v1::ParamValue& p) {
-  switch (p.kind_case()) {
-    case v1::ParamValue::kFloatValue: return p.float_value();
-    case v1::ParamValue::kIntValue: return p.int_value();
-    default: return p.string_value();
-  }
-}
-
-std::string ParamsJson(const search::Params& params) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [k, v] : params) {
-    std::visit([&](const auto& x) { j[k] = x; }, v);
-  }
-  return j.dump();
-}
 
 bool IsTerminal(v1::TrialState s) {
   return s == v1::TRIAL_COMPLETED || s == v1::TRIAL_FAILED || s == v1::TRIAL_CANCELLED;
@@ -101,12 +75,21 @@ Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, Coo
       store_(store),
       opt_(std::move(options)),
       sched_(opt_.scheduling),
-      flush_timer_(loop),
+      outbox_(loop, store, opt_.flush_interval),
       lease_timer_(loop) {
   if (opt_.checkpoint_root.empty()) opt_.checkpoint_root = store_.path() + ".checkpoints";
   std::error_code ec;
   auto abs = std::filesystem::absolute(opt_.checkpoint_root, ec);
   if (!ec) opt_.checkpoint_root = abs.lexically_normal().string();
+  outbox_.SetHooks({[this] { return !progress_dirty_.empty(); },
+                    [this] {
+                      for (int64_t id : progress_dirty_) {
+                        auto it = trials_.find(id);
+                        if (it != trials_.end()) store_.UpdateTrialProgress(it->second.proto);
+                      }
+                      progress_dirty_.clear();
+                    },
+                    [this](const std::string& what) { Fatal(what); }});
 }
 
 std::string Coordinator::CheckpointDir(const TrialRt& t) const {
@@ -268,60 +251,33 @@ void Coordinator::Start() {
     UpdateSearchCounts(s);
   }
   store_.AppendEvent("coordinator_started", 0, 0, "", Now());
-  Commit();
+  outbox_.Commit();
   if (!trials_.empty()) {
     LogInfo(kLog, "recovered " + std::to_string(searches_.size()) + " searches and " +
                       std::to_string(trials_.size()) + " trials from " + store_.path());
   }
-  ArmFlushTimer();
+  outbox_.Start();
   ArmLeaseTimer();
   RequestSchedule();
 }
 
 void Coordinator::Stop() {
   stopped_ = true;
-  flush_timer_.cancel();
   lease_timer_.cancel();
-  if (!failed_) {  // after a failure the open batch was dropped: nothing more is committed
-    try {
-      Commit();
-    } catch (const std::exception& e) {
-      LogError(kLog, std::string("final flush failed: ") + e.what());
-    }
-  }
-  watchers_.clear();
+  outbox_.Stop();
+  hub_.Clear();
 }
 
 void Coordinator::Fatal(const std::string& what) {
-  if (failed_) return;
-  failed_ = true;
+  if (outbox_.failed()) return;
   stopped_ = true;
-  flush_timer_.cancel();
   lease_timer_.cancel();
-  store_.Abandon();
-  acks_owed_.clear();
-  outbox_.clear();
+  outbox_.Abandon();
   progress_dirty_.clear();
   LogError(kLog, "the database failed: " + what +
                      "; the coordinator stops (what it holds in memory may be ahead of what is stored; a restart "
                      "recovers from the database, and workers resend what was not acknowledged)");
   if (opt_.on_fatal) opt_.on_fatal(what);
-}
-
-void Coordinator::ArmFlushTimer() {
-  if (stopped_) return;
-  flush_timer_.expires_after(opt_.flush_interval);
-  flush_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || stopped_) return;
-    try {
-      if (store_.pending_writes() || !acks_owed_.empty() || !progress_dirty_.empty()) Commit();
-    } catch (const store::SqliteError& e) {
-      return Fatal(e.what());
-    } catch (const std::exception& e) {
-      LogError(kLog, std::string("flush failed: ") + e.what());
-    }
-    ArmFlushTimer();
-  });
 }
 
 void Coordinator::ArmLeaseTimer() {
@@ -412,13 +368,13 @@ grpc::Status Coordinator::CreateSearch(const v1::CreateSearchRequest& req, v1::C
   p.set_created_unix(Now());
   store_.InsertSearch(&p);
   store_.AppendEvent("search_created", p.id(), 0, p.name(), Now());
-  Commit();
+  outbox_.Commit();
   int64_t id = p.id();
   LogInfo(kLog, "search " + std::to_string(id) + " '" + p.name() + "' created: " + std::to_string(p.max_trials()) +
                     " trials, " + std::to_string(p.parallelism()) + " at a time");
   auto& stored = searches_.emplace(id, std::move(s)).first->second;
   *resp->mutable_search() = stored.proto;
-  EmitSearch(stored);
+  hub_.Search(stored.proto);
   RequestSchedule();
   return grpc::Status::OK;
 }
@@ -453,7 +409,7 @@ grpc::Status Coordinator::CancelSearch(const v1::CancelSearchRequest& req, v1::C
                             SearchStateWord(s.proto.state()) + ")");
   }
   SetSearchState(s, v1::SEARCH_CANCELLED, "cancelled by request");
-  Commit();
+  outbox_.Commit();
   *resp->mutable_search() = s.proto;
   return grpc::Status::OK;
 }
@@ -514,49 +470,38 @@ grpc::Status Coordinator::ReleaseNode(const v1::ReleaseNodeRequest& req, v1::Rel
   SyncNode(w);
   store_.UpsertNode(w.info);
   store_.AppendEvent("worker_released", 0, 0, w.info.node_id() + ": released from quarantine (" + was + ")", Now());
-  Commit();
+  outbox_.Commit();
   LogInfo(kLog, "node " + w.info.node_id() + " released from quarantine (was: " + was + ")");
-  EmitWorker(w);
+  hub_.Worker(w.info);
   RequestSchedule();
   *resp->mutable_worker() = w.info;
   return grpc::Status::OK;
 }
 
 int64_t Coordinator::AddWatcher(int64_t search_id, EventSink sink) {
-  int64_t id = next_watcher_id_++;
-  auto send_search = [&](const SearchRt& s) {
-    v1::Event ev;
-    ev.set_seq(event_seq_);
-    ev.set_time_unix(Now());
-    ev.set_kind(v1::Event::SEARCH_UPDATED);
-    *ev.mutable_search() = s.proto;
-    sink(ev);
-  };
+  std::vector<v1::Event> snapshot;
   for (const auto& [node, w] : workers_) {
-    v1::Event ev;
-    ev.set_seq(event_seq_);
+    v1::Event& ev = snapshot.emplace_back();
     ev.set_kind(v1::Event::WORKER_UPDATED);
     *ev.mutable_worker() = w.info;
-    sink(ev);
   }
   for (const auto& [sid, s] : searches_) {
     if (search_id != 0 && sid != search_id) continue;
-    send_search(s);
-    if (search_id != 0) {
-      for (int64_t tid : s.trial_ids) {
-        v1::Event ev;
-        ev.set_seq(event_seq_);
-        ev.set_kind(v1::Event::TRIAL_UPDATED);
-        *ev.mutable_trial() = trials_.at(tid).proto;
-        sink(ev);
-      }
+    v1::Event& ev = snapshot.emplace_back();
+    ev.set_time_unix(Now());
+    ev.set_kind(v1::Event::SEARCH_UPDATED);
+    *ev.mutable_search() = s.proto;
+    if (search_id == 0) continue;
+    for (int64_t tid : s.trial_ids) {
+      v1::Event& tev = snapshot.emplace_back();
+      tev.set_kind(v1::Event::TRIAL_UPDATED);
+      *tev.mutable_trial() = trials_.at(tid).proto;
     }
   }
-  watchers_.emplace(id, std::make_pair(search_id, std::move(sink)));
-  return id;
+  return hub_.Subscribe(search_id, sink, std::move(snapshot));
 }
 
-void Coordinator::RemoveWatcher(int64_t id) { watchers_.erase(id); }
+void Coordinator::RemoveWatcher(int64_t id) { hub_.Unsubscribe(id); }
 
 // ------------------------------------------------------------------------------------------------------
 // Worker service
@@ -673,7 +618,7 @@ void Coordinator::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
       cancel.mutable_cancel()->set_trial_id(t.proto.id());
       cancel.mutable_cancel()->set_assignment_epoch(m->epoch);
       cancel.mutable_cancel()->set_reason(t.exploit ? t.exploit->reason : "stopped early by " + t.early_stop);
-      SendAfterCommit(link, std::move(cancel));
+      outbox_.SendAfterCommit(link, std::move(cancel));
     }
   }
   store_.UpsertNode(w.info);
@@ -697,7 +642,7 @@ void Coordinator::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   }
   SyncNode(w);
   UpdateBusy(node);
-  EmitWorker(w);
+  hub_.Worker(w.info);
   RequestSchedule();
 }
 
@@ -746,15 +691,7 @@ void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
     // With node count as the fidelity, a stage is reported when its run ends (EndStage), not per point.
     if (s.trial_sched && !search::ScalesNodes(s.spec.scheduler)) ConsultTrialScheduler(s, t, point);
     if (!s.band.empty()) WatchBand(s, t, point);
-    if (!watchers_.empty()) {
-      v1::Event ev;
-      ev.set_kind(v1::Event::TRIAL_METRICS);
-      ev.mutable_trial()->set_id(t.proto.id());
-      ev.mutable_trial()->set_search_id(t.proto.search_id());
-      ev.mutable_trial()->set_number(t.proto.number());
-      *ev.mutable_metrics() = point;
-      Emit(std::move(ev));
-    }
+    hub_.Metrics(t.proto, point);
   }
   if (last) {
     *t.proto.mutable_last_metrics() = *last;
@@ -763,7 +700,7 @@ void Coordinator::OnMetrics(WorkerRt& w, const v1::MetricReport& m) {
   t.proto.set_ignored_lines(m.ignored_lines());
   if (!m.last_ignored_line().empty()) t.proto.set_last_ignored_line(m.last_ignored_line());
   progress_dirty_.insert(t.proto.id());
-  OweAck(w.link, t.proto.id(), t.epoch, t.proto.metric_count(), false);
+  outbox_.OweAck(w.link, t.proto.id(), t.epoch, t.proto.metric_count(), false);
 }
 
 void Coordinator::OnExited(WorkerRt& w, const v1::TrialExited& m) {
@@ -772,13 +709,13 @@ void Coordinator::OnExited(WorkerRt& w, const v1::TrialExited& m) {
   if (!mem || !mem->live) {
     // A stale run (its resources were already given back), or an exit already stored whose acknowledgement was
     // lost: the worker may forget it.
-    OweAck(w.link, m.trial_id(), m.assignment_epoch(), 0, true);
+    outbox_.OweAck(w.link, m.trial_id(), m.assignment_epoch(), 0, true);
     return;
   }
   TrialRt& t = it->second;
   const bool current = mem->epoch == t.epoch;
   const bool metrics_member = mem->first_rank == 0;
-  OweAck(w.link, t.proto.id(), mem->epoch, current && metrics_member ? t.proto.metric_count() : 0, true);
+  outbox_.OweAck(w.link, t.proto.id(), mem->epoch, current && metrics_member ? t.proto.metric_count() : 0, true);
   const bool multi_node = t.members.size() > 1;
   const std::string where = multi_node ? "node " + w.info.node_id() + ": " : "";
   mem->live = false;
@@ -807,7 +744,7 @@ void Coordinator::OnExited(WorkerRt& w, const v1::TrialExited& m) {
         w.info.set_state_reason("its worker is stopping");
         SyncNode(w);
         store_.UpsertNode(w.info);
-        EmitWorker(w);
+        hub_.Worker(w.info);
       }
       t.preempting = true;
       t.proto.set_error("node " + w.info.node_id() + "'s worker stopped; the trial waits for another node");
@@ -890,7 +827,7 @@ void Coordinator::StopMembers(TrialRt& t, const std::string& reason) {
     cancel.mutable_cancel()->set_trial_id(t.proto.id());
     cancel.mutable_cancel()->set_assignment_epoch(m.epoch);
     cancel.mutable_cancel()->set_reason(reason);
-    SendAfterCommit(wit->second.link, std::move(cancel));
+    outbox_.SendAfterCommit(wit->second.link, std::move(cancel));
   }
 }
 
@@ -977,7 +914,7 @@ void Coordinator::UpdateBusy(const std::string& node) {
   int busy = spec.resources.slots - sched_.cluster().free_slots(*idx);
   if (busy == wit->second.info.busy_slots()) return;
   wit->second.info.set_busy_slots(busy);
-  EmitWorker(wit->second);
+  hub_.Worker(wit->second.info);
 }
 
 void Coordinator::MarkWorkerDown(WorkerRt& w, const std::string& reason) {
@@ -1007,7 +944,7 @@ void Coordinator::MarkWorkerDown(WorkerRt& w, const std::string& reason) {
   UpdateBusy(w.info.node_id());
   store_.UpsertNode(w.info);
   store_.AppendEvent("worker_down", 0, 0, w.info.node_id() + ": " + reason, Now());
-  EmitWorker(w);
+  hub_.Worker(w.info);
   RequestSchedule();
 }
 
@@ -1036,8 +973,8 @@ void Coordinator::RequeueOrFail(TrialRt& t, const std::string& reason) {
     SaveTrial(t);
     store_.AppendEvent("trial_requeued", t.proto.search_id(), t.proto.id(), reason, Now());
     LogWarning(kLog, "trial " + std::to_string(t.proto.id()) + " requeued: " + reason);
-    EmitTrial(t);
-    EmitSearch(s);
+    hub_.Trial(t.proto);
+    hub_.Search(s.proto);
     MaybeReleaseGroup(t);
     RequestSchedule();
     return;
@@ -1076,7 +1013,7 @@ void Coordinator::FinishTrial(TrialRt& t, v1::TrialState state, int exit_code, c
   t.exploit.reset();
   if (state == v1::TRIAL_COMPLETED && !t.workflow_step) ConsiderBest(s, t);
   UpdateSearchCounts(s);
-  EmitTrial(t);
+  hub_.Trial(t.proto);
   if (state == v1::TRIAL_FAILED) {
     LogWarning(kLog, "trial " + std::to_string(t.proto.id()) + " failed: " + error);
     if (s.proto.state() == v1::SEARCH_RUNNING && s.failed >= s.spec.max_failed_trials) {
@@ -1088,7 +1025,7 @@ void Coordinator::FinishTrial(TrialRt& t, v1::TrialState state, int exit_code, c
   }
   MaybeReleaseGroup(t);
   MaybeFinishSearch(s);
-  EmitSearch(s);
+  hub_.Search(s.proto);
   RequestSchedule();
 }
 
@@ -1123,56 +1060,7 @@ void Coordinator::RecordNodeFailure(WorkerRt& w, const std::string& reason) {
   store_.UpsertNode(w.info);
   store_.AppendEvent("worker_quarantined", 0, 0, w.info.node_id() + ": " + w.info.state_reason(), Now());
   LogWarning(kLog, "node " + w.info.node_id() + " quarantined: " + w.info.state_reason());
-  EmitWorker(w);
-}
-
-void Coordinator::OweAck(const std::shared_ptr<WorkerLink>& link, int64_t trial_id, int64_t epoch,
-                         int64_t durable_seq, bool exit_durable) {
-  if (!link) return;
-  AckBatch& b = acks_owed_[link.get()];
-  b.link = link;
-  v1::TrialAck& a = b.trials[trial_id];
-  if (a.assignment_epoch() != epoch) a.Clear();
-  a.set_trial_id(trial_id);
-  a.set_assignment_epoch(epoch);
-  a.set_durable_seq(std::max(a.durable_seq(), durable_seq));
-  a.set_exit_durable(a.exit_durable() || exit_durable);
-}
-
-void Coordinator::Commit() {
-  for (int64_t id : progress_dirty_) {
-    auto it = trials_.find(id);
-    if (it != trials_.end()) store_.UpdateTrialProgress(it->second.proto);
-  }
-  progress_dirty_.clear();
-  store_.Flush();
-  auto owed = std::move(acks_owed_);
-  acks_owed_.clear();
-  for (auto& [ptr, batch] : owed) {
-    v1::CoordinatorMessage msg;
-    for (auto& [id, a] : batch.trials) *msg.mutable_ack()->add_trials() = std::move(a);
-    batch.link->Send(msg);
-  }
-  auto outbox = std::move(outbox_);
-  outbox_.clear();
-  for (auto& [link, msg] : outbox) link->Send(msg);
-}
-
-void Coordinator::SendAfterCommit(const std::shared_ptr<WorkerLink>& link, v1::CoordinatorMessage msg) {
-  outbox_.emplace_back(link, std::move(msg));
-  if (commit_posted_ || stopped_) return;
-  commit_posted_ = true;
-  boost::asio::post(loop_, [this] {
-    commit_posted_ = false;
-    if (stopped_ || outbox_.empty()) return;
-    try {
-      Commit();
-    } catch (const store::SqliteError& e) {
-      Fatal(e.what());
-    } catch (const std::exception& e) {
-      LogError(kLog, std::string("commit before sending starts/cancels failed: ") + e.what());
-    }
-  });
+  hub_.Worker(w.info);
 }
 
 void Coordinator::CheckWatchdog(Clock::time_point now) {
@@ -1252,7 +1140,7 @@ bool Coordinator::CreateOne(SearchRt& s) {
   TrialRt& t = NewTrial(s, std::move(*params), /*workflow_step=*/false);
   if (s.trial_sched) s.trial_sched->AddTrial(t.proto.number(), t.params);
   Submit(s, t);
-  EmitTrial(t);
+  hub_.Trial(t.proto);
   return true;
 }
 
@@ -1419,15 +1307,15 @@ void Coordinator::Launch(SearchRt& s, TrialRt& t, const scheduler::NodeGroup& gr
     for (int sl : m.slots) st->add_slots(sl);
     m.live = true;
     w.trials.insert(p.id());
-    SendAfterCommit(w.link, std::move(msg));
+    outbox_.SendAfterCommit(w.link, std::move(msg));
   }
   for (auto& m : t.members) UpdateBusy(m.node_id);  // mpirun's other nodes are held too
   if (!AnyLive(t)) {
     RequeueOrFail(t, "no worker stream to start it on");
     return;
   }
-  EmitTrial(t);
-  EmitSearch(s);
+  hub_.Trial(t.proto);
+  hub_.Search(s.proto);
 }
 
 void Coordinator::Preempt(TrialRt& t, int64_t for_trial) {
@@ -1464,8 +1352,8 @@ void Coordinator::BackToQueue(TrialRt& t, const std::string& outcome) {
   t.watchdog_error.clear();
   SetTrialState(t, v1::TRIAL_PENDING);
   SaveTrial(t);
-  EmitTrial(t);
-  EmitSearch(searches_.at(t.proto.search_id()));
+  hub_.Trial(t.proto);
+  hub_.Search(searches_.at(t.proto.search_id()).proto);
   MaybeReleaseGroup(t);
 }
 
@@ -1838,8 +1726,8 @@ void Coordinator::CreateRetrainStep(SearchRt& s) {
     return;
   }
   Submit(s, t);
-  EmitTrial(t);
-  EmitSearch(s);
+  hub_.Trial(t.proto);
+  hub_.Search(s.proto);
   RequestSchedule();
 }
 
@@ -1860,7 +1748,7 @@ void Coordinator::SetSearchState(SearchRt& s, v1::SearchState state, const std::
         t.sched = Sched::kNone;
       }
       MaybeReleaseGroup(t);  // a requeued trial whose old processes still stop keeps its group until then
-      EmitTrial(t);
+      hub_.Trial(t.proto);
     }
     std::vector<int64_t> running(s.running.begin(), s.running.end());
     for (int64_t id : running) {
@@ -1875,7 +1763,7 @@ void Coordinator::SetSearchState(SearchRt& s, v1::SearchState state, const std::
         CloseAllocation(t, "cancelled");
       }
       MaybeReleaseGroup(t);
-      EmitTrial(t);
+      hub_.Trial(t.proto);
     }
   }
   store_.UpdateSearch(s.proto);
@@ -1888,8 +1776,8 @@ void Coordinator::SetSearchState(SearchRt& s, v1::SearchState state, const std::
                     (error.empty() ? "" : ": " + error));
   UpdateSearchCounts(s);
   // A search's end is durable before anyone hears of it.
-  Commit();
-  EmitSearch(s);
+  outbox_.Commit();
+  hub_.Search(s.proto);
 }
 
 void Coordinator::UpdateSearchCounts(SearchRt& s) {
@@ -1898,46 +1786,6 @@ void Coordinator::UpdateSearchCounts(SearchRt& s) {
   s.proto.set_completed(s.completed);
   s.proto.set_failed(s.failed);
   s.proto.set_cancelled(s.cancelled);
-}
-
-// ------------------------------------------------------------------------------------------------------
-// Events
-// ------------------------------------------------------------------------------------------------------
-
-void Coordinator::Emit(v1::Event ev) {
-  if (watchers_.empty()) return;
-  ev.set_seq(++event_seq_);
-  ev.set_time_unix(Now());
-  int64_t sid = ev.has_search() ? ev.search().id() : ev.has_trial() ? ev.trial().search_id() : 0;
-  for (auto& [id, w] : watchers_) {
-    if (w.first == 0 || sid == 0 || w.first == sid) {
-      // Whole-cluster watchers get search and worker updates, not every trial's metrics.
-      if (w.first == 0 && ev.kind() == v1::Event::TRIAL_METRICS) continue;
-      w.second(ev);
-    }
-  }
-}
-
-void Coordinator::EmitTrial(const TrialRt& t) {
-  v1::Event ev;
-  ev.set_kind(v1::Event::TRIAL_UPDATED);
-  *ev.mutable_trial() = t.proto;
-  Emit(std::move(ev));
-}
-
-void Coordinator::EmitSearch(const SearchRt& s) {
-  v1::Event ev;
-  ev.set_kind(v1::Event::SEARCH_UPDATED);
-  *ev.mutable_search() = s.proto;
-  ev.mutable_search()->clear_spec_yaml();
-  Emit(std::move(ev));
-}
-
-void Coordinator::EmitWorker(const WorkerRt& w) {
-  v1::Event ev;
-  ev.set_kind(v1::Event::WORKER_UPDATED);
-  *ev.mutable_worker() = w.info;
-  Emit(std::move(ev));
 }
 
 }  // namespace ladder::server

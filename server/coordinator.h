@@ -63,55 +63,15 @@
 #include "search/trial_scheduler.h"
 #include "search/spec.h"
 #include "server/scheduler/scheduler.h"
+#include "server/commit_outbox.h"
+#include "server/coordinator_options.h"
+#include "server/event_hub.h"
 #include "server/store/store.h"
+#include "server/worker_link.h"
 
 namespace ladder::server {
 
 namespace v1 = ::ladder::v1;
-using Clock = std::chrono::steady_clock;
-
-inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
-inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
-inline constexpr std::chrono::milliseconds kDefaultFlushInterval{50};
-inline constexpr int kDefaultQuarantineAfter = 3;
-inline constexpr std::chrono::seconds kDefaultQuarantineWindow{600};
-
-struct CoordinatorOptions {
-  std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
-  std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;  // the lease
-  std::chrono::milliseconds flush_interval = kDefaultFlushInterval;
-  std::string master_addr = "127.0.0.1";  // rendezvous address given to rank 0 of 1-node trials
-  // The rendezvous port of a multi-rank trial (MASTER_PORT, where rank 0 serves the c10d store): base + trial id
-  // modulo span. Two coordinators whose trials may share a node need disjoint ranges.
-  int rendezvous_port_base = 29500;
-  int rendezvous_port_span = 20000;
-  int quarantine_after = kDefaultQuarantineAfter;  // node failures within the window that quarantine it
-  std::chrono::seconds quarantine_window = kDefaultQuarantineWindow;
-  // Root of the per-trial checkpoint directories (ROOT/search-S/trial-T, on storage every node sees);
-  // empty: "<database path>.checkpoints".
-  std::string checkpoint_root;
-  // The words that start an MPI launch (resources.launcher: mpirun): the group's first worker runs
-  // MPIRUN... -np WORLD --host a:R,b:R -x NAME... COMMAND (e.g. {"mpirun", "--allow-run-as-root"}).
-  std::vector<std::string> mpirun = {"mpirun"};
-  scheduler::SchedulerOptions scheduling;
-  std::string version = "0.1.0";
-  // Called once when the database fails (a write or a commit throws): the coordinator has stopped — its memory
-  // may be ahead of what is stored — and a restart recovers from what was committed (workers resend the rest).
-  // ladder-server exits on it. Unset: the coordinator only stops.
-  std::function<void(const std::string&)> on_fatal;
-};
-
-// The coordinator's handle on one connected worker stream. Implemented by the gRPC bidi reactor and by fakes
-// in tests. Send and Close are thread-safe and never block.
-class WorkerLink {
- public:
-  virtual ~WorkerLink() = default;
-  virtual void Send(const v1::CoordinatorMessage& msg) = 0;
-  virtual void Close(const grpc::Status& status) = 0;
-};
-
-// A subscriber to the event stream. Push is called on the loop and must not block.
-using EventSink = std::function<void(const v1::Event&)>;
 
 class Coordinator {
  public:
@@ -125,7 +85,7 @@ class Coordinator {
   // The database failed (a store write or commit threw SqliteError): drops the open batch and stops acting —
   // nothing more is acknowledged, sent or committed — and calls options.on_fatal. Idempotent.
   void Fatal(const std::string& what);
-  bool failed() const { return failed_; }
+  bool failed() const { return outbox_.failed(); }
 
   // --- Ladder service -------------------------------------------------------------------------------
   grpc::Status CreateSearch(const v1::CreateSearchRequest& req, v1::CreateSearchResponse* resp);
@@ -197,11 +157,6 @@ class Coordinator {
     std::set<int64_t> trials;  // trials with a live member on this node
     std::vector<Clock::time_point> failures;  // inside the quarantine window
   };
-  // Acknowledgements owed to one worker stream, sent after the next commit.
-  struct AckBatch {
-    std::shared_ptr<WorkerLink> link;
-    std::map<int64_t, v1::TrialAck> trials;
-  };
 
   void Register(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg);
   void OnStarted(WorkerRt& w, const v1::TrialStarted& m);
@@ -233,14 +188,6 @@ class Coordinator {
   void MarkWorkerDown(WorkerRt& w, const std::string& reason);
   // Counts a failure of the node; quarantines it at opt_.quarantine_after failures inside the window.
   void RecordNodeFailure(WorkerRt& w, const std::string& reason);
-  // Owes `link` an acknowledgement of the trial's points (and exit) once the current batch is committed.
-  void OweAck(const std::shared_ptr<WorkerLink>& link, int64_t trial_id, int64_t epoch, int64_t durable_seq,
-              bool exit_durable);
-  // Commits the store's batch (with the metric counts of trials that got points), then sends the acks owed and the
-  // starts and cancels of the outbox.
-  void Commit();
-  bool failed_ = false;
-  void SendAfterCommit(const std::shared_ptr<WorkerLink>& link, v1::CoordinatorMessage msg);
   void CheckWatchdog(Clock::time_point now);
   std::string CheckpointDir(const TrialRt& t) const;
   // Worker lost while running `t`: requeue (attempt+1) or fail.
@@ -295,12 +242,7 @@ class Coordinator {
   void UpdateSearchCounts(SearchRt& s);
 
   void SaveTrial(TrialRt& t);
-  void Emit(v1::Event ev);
-  void EmitTrial(const TrialRt& t);
-  void EmitSearch(const SearchRt& s);
-  void EmitWorker(const WorkerRt& w);
 
-  void ArmFlushTimer();
   void ArmLeaseTimer();
   void CheckLeases();
   double Now() const;
@@ -309,8 +251,9 @@ class Coordinator {
   store::Store& store_;
   CoordinatorOptions opt_;
   scheduler::NodeGroupScheduler sched_;
+  EventHub hub_;
+  CommitOutbox outbox_;
   Clock::time_point sched_epoch_ = Clock::now();
-  boost::asio::steady_timer flush_timer_;
   boost::asio::steady_timer lease_timer_;
   bool stopped_ = false;
   bool schedule_posted_ = false;
@@ -323,17 +266,8 @@ class Coordinator {
   int64_t next_assignment_epoch_ = 1;
   int64_t next_worker_epoch_ = 1;
 
-  std::map<const WorkerLink*, AckBatch> acks_owed_;
-  // Starts and cancels wait here for the commit of what they rest on (the trial's allocation and epoch, the stop's
-  // reason): a worker never acts on a decision that a coordinator crash would forget. Sent by Commit, which
-  // SendAfterCommit posts to run after the current handler.
-  std::vector<std::pair<std::shared_ptr<WorkerLink>, v1::CoordinatorMessage>> outbox_;
-  bool commit_posted_ = false;
   std::set<int64_t> progress_dirty_;  // trials whose metric count/ignored lines changed since the last commit
 
-  std::map<int64_t, std::pair<int64_t, EventSink>> watchers_;  // id → (search filter, sink)
-  int64_t next_watcher_id_ = 1;
-  int64_t event_seq_ = 0;
 };
 
 }  // namespace ladder::server

@@ -1,0 +1,103 @@
+#include "server/commit_outbox.h"
+
+#include <boost/asio/post.hpp>
+#include <algorithm>
+
+#include "common/log.h"
+#include "server/store/sqlite_db.h"
+
+namespace ladder::server {
+
+namespace {
+constexpr const char* kLog = "coordinator";
+}  // namespace
+
+CommitOutbox::CommitOutbox(boost::asio::io_context& loop, store::Store& store,
+                           std::chrono::milliseconds flush_interval)
+    : loop_(loop), store_(store), flush_interval_(flush_interval), flush_timer_(loop) {}
+
+void CommitOutbox::Start() { ArmFlushTimer(); }
+
+void CommitOutbox::Stop() {
+  stopped_ = true;
+  flush_timer_.cancel();
+  if (failed_) return;  // after a failure the open batch was dropped: nothing more is committed
+  try {
+    Commit();
+  } catch (const std::exception& e) {
+    LogError(kLog, std::string("final flush failed: ") + e.what());
+  }
+}
+
+void CommitOutbox::Abandon() {
+  failed_ = true;
+  stopped_ = true;
+  flush_timer_.cancel();
+  store_.Abandon();
+  acks_owed_.clear();
+  outbox_.clear();
+}
+
+void CommitOutbox::ArmFlushTimer() {
+  if (stopped_) return;
+  flush_timer_.expires_after(flush_interval_);
+  flush_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    try {
+      if (store_.pending_writes() || !acks_owed_.empty() || (hooks_.has_writes && hooks_.has_writes())) Commit();
+    } catch (const store::SqliteError& e) {
+      if (hooks_.on_fatal) hooks_.on_fatal(e.what());
+      return;
+    } catch (const std::exception& e) {
+      LogError(kLog, std::string("flush failed: ") + e.what());
+    }
+    ArmFlushTimer();
+  });
+}
+
+void CommitOutbox::OweAck(const std::shared_ptr<WorkerLink>& link, int64_t trial_id, int64_t epoch,
+                          int64_t durable_seq, bool exit_durable) {
+  if (!link) return;
+  AckBatch& b = acks_owed_[link.get()];
+  b.link = link;
+  v1::TrialAck& a = b.trials[trial_id];
+  if (a.assignment_epoch() != epoch) a.Clear();
+  a.set_trial_id(trial_id);
+  a.set_assignment_epoch(epoch);
+  a.set_durable_seq(std::max(a.durable_seq(), durable_seq));
+  a.set_exit_durable(a.exit_durable() || exit_durable);
+}
+
+void CommitOutbox::Commit() {
+  if (hooks_.before_commit) hooks_.before_commit();
+  store_.Flush();
+  auto owed = std::move(acks_owed_);
+  acks_owed_.clear();
+  for (auto& [ptr, batch] : owed) {
+    v1::CoordinatorMessage msg;
+    for (auto& [id, a] : batch.trials) *msg.mutable_ack()->add_trials() = std::move(a);
+    batch.link->Send(msg);
+  }
+  auto outbox = std::move(outbox_);
+  outbox_.clear();
+  for (auto& [link, msg] : outbox) link->Send(msg);
+}
+
+void CommitOutbox::SendAfterCommit(const std::shared_ptr<WorkerLink>& link, v1::CoordinatorMessage msg) {
+  outbox_.emplace_back(link, std::move(msg));
+  if (commit_posted_ || stopped_) return;
+  commit_posted_ = true;
+  boost::asio::post(loop_, [this] {
+    commit_posted_ = false;
+    if (stopped_ || outbox_.empty()) return;
+    try {
+      Commit();
+    } catch (const store::SqliteError& e) {
+      if (hooks_.on_fatal) hooks_.on_fatal(e.what());
+    } catch (const std::exception& e) {
+      LogError(kLog, std::string("commit before sending starts/cancels failed: ") + e.what());
+    }
+  });
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,45 @@
+#pragma once
+// CoordinatorOptions: every setting of the coordinator, with its named default (ladder-server's flags set them).
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "server/scheduler/scheduler.h"
+
+namespace ladder::server {
+
+using Clock = std::chrono::steady_clock;
+
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
+inline constexpr std::chrono::milliseconds kDefaultFlushInterval{50};
+inline constexpr int kDefaultQuarantineAfter = 3;
+inline constexpr std::chrono::seconds kDefaultQuarantineWindow{600};
+
+struct CoordinatorOptions {
+  std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
+  std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;  // the lease
+  std::chrono::milliseconds flush_interval = kDefaultFlushInterval;
+  std::string master_addr = "127.0.0.1";  // rendezvous address given to rank 0 of 1-node trials
+  // The rendezvous port of a multi-rank trial (MASTER_PORT, where rank 0 serves the c10d store): base + trial id
+  // modulo span. Two coordinators whose trials may share a node need disjoint ranges.
+  int rendezvous_port_base = 29500;
+  int rendezvous_port_span = 20000;
+  int quarantine_after = kDefaultQuarantineAfter;  // node failures within the window that quarantine it
+  std::chrono::seconds quarantine_window = kDefaultQuarantineWindow;
+  // Root of the per-trial checkpoint directories (ROOT/search-S/trial-T, on storage every node sees);
+  // empty: "<database path>.checkpoints".
+  std::string checkpoint_root;
+  // The words that start an MPI launch (resources.launcher: mpirun): the group's first worker runs
+  // MPIRUN... -np WORLD --host a:R,b:R -x NAME... COMMAND (e.g. {"mpirun", "--allow-run-as-root"}).
+  std::vector<std::string> mpirun = {"mpirun"};
+  scheduler::SchedulerOptions scheduling;
+  std::string version = "0.1.0";
+  // Called once when the database fails (a write or a commit throws): the coordinator has stopped — its memory
+  // may be ahead of what is stored — and a restart recovers from what was committed (workers resend the rest).
+  // ladder-server exits on it. Unset: the coordinator only stops.
+  std::function<void(const std::string&)> on_fatal;
+};
+
+}  // namespace ladder::server
