@@ -69,6 +69,7 @@ void CommitOutbox::OweAck(const std::shared_ptr<WorkerLink>& link, int64_t trial
 }
 
 void CommitOutbox::Commit() {
+  if (failed_) return;  // the batch was dropped: committing now could store half of an operation
   if (hooks_.before_commit) hooks_.before_commit();
   store_.Flush();
   auto owed = std::move(acks_owed_);

@@ -1,0 +1,92 @@
+// Coordinator: the Ladder service's calls (CLI, dashboards) — protos in, calls on the parts, protos out.
+#include "server/coordinator.h"
+#include "server/wall_clock.h"
+
+namespace ladder::server {
+
+grpc::Status Coordinator::CreateSearch(const v1::CreateSearchRequest& req, v1::CreateSearchResponse* resp) {
+  return searches_.Create(req, resp->mutable_search());
+}
+
+grpc::Status Coordinator::ListSearches(const v1::ListSearchesRequest&, v1::ListSearchesResponse* resp) {
+  for (int64_t id : searches_.Ids()) {
+    auto* out = resp->add_searches();
+    *out = *searches_.Get(id);
+    out->clear_spec_yaml();
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status Coordinator::GetSearch(const v1::GetSearchRequest& req, v1::GetSearchResponse* resp) {
+  const v1::Search* s = searches_.Get(req.search_id());
+  if (!s) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(req.search_id()));
+  *resp->mutable_search() = *s;
+  return grpc::Status::OK;
+}
+
+grpc::Status Coordinator::CancelSearch(const v1::CancelSearchRequest& req, v1::CancelSearchResponse* resp) {
+  return searches_.Cancel(req.search_id(), resp->mutable_search());
+}
+
+grpc::Status Coordinator::ListTrials(const v1::ListTrialsRequest& req, v1::ListTrialsResponse* resp) {
+  if (!searches_.Has(req.search_id())) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(req.search_id()));
+  }
+  for (int64_t id : trials_.Of(req.search_id()).ids) *resp->add_trials() = trials_.Get(id).proto;
+  return grpc::Status::OK;
+}
+
+grpc::Status Coordinator::GetTrial(const v1::GetTrialRequest& req, v1::GetTrialResponse* resp) {
+  const TrialRecord* t = trials_.Find(req.trial_id());
+  if (!t) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no trial with id " + std::to_string(req.trial_id()));
+  *resp->mutable_trial() = t->proto;
+  if (req.include_metrics()) {
+    for (auto& p : store_.LoadMetrics(req.trial_id())) *resp->mutable_trial()->add_metrics() = std::move(p);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status Coordinator::ServerInfo(const v1::ServerInfoRequest&, v1::ServerInfoResponse* resp) {
+  resp->set_version(opt_.version);
+  resp->set_db_path(store_.path());
+  resp->set_started_unix(started_unix_);
+  for (auto& info : nodes_.Infos()) *resp->add_workers() = std::move(info);
+  return grpc::Status::OK;
+}
+
+grpc::Status Coordinator::ReleaseNode(const v1::ReleaseNodeRequest& req, v1::ReleaseNodeResponse* resp) {
+  grpc::Status st = nodes_.Release(req.node_id(), resp->mutable_worker());
+  if (!st.ok()) return st;
+  outbox_.Commit();
+  hub_.Worker(resp->worker());
+  RequestSchedule();
+  return grpc::Status::OK;
+}
+
+int64_t Coordinator::AddWatcher(int64_t search_id, EventSink sink) {
+  // The snapshot: every worker, the watched search (or all), and the watched search's trials.
+  std::vector<v1::Event> snapshot;
+  for (auto& info : nodes_.Infos()) {
+    v1::Event& ev = snapshot.emplace_back();
+    ev.set_kind(v1::Event::WORKER_UPDATED);
+    *ev.mutable_worker() = std::move(info);
+  }
+  for (int64_t sid : searches_.Ids()) {
+    if (search_id != 0 && sid != search_id) continue;
+    v1::Event& ev = snapshot.emplace_back();
+    ev.set_time_unix(WallNow());
+    ev.set_kind(v1::Event::SEARCH_UPDATED);
+    *ev.mutable_search() = *searches_.Get(sid);
+    if (search_id == 0) continue;
+    for (int64_t tid : trials_.Of(sid).ids) {
+      v1::Event& tev = snapshot.emplace_back();
+      tev.set_kind(v1::Event::TRIAL_UPDATED);
+      *tev.mutable_trial() = trials_.Get(tid).proto;
+    }
+  }
+  return hub_.Subscribe(search_id, sink, std::move(snapshot));
+}
+
+void Coordinator::RemoveWatcher(int64_t id) { hub_.Unsubscribe(id); }
+
+}  // namespace ladder::server

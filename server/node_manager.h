@@ -1,0 +1,122 @@
+#pragma once
+// NodeManager: the cluster's nodes as the coordinator sees them — one per worker that ever registered.
+//
+// Owns: each node's WorkerInfo (state, resources, worker epoch, busy slots, why it is down), its stream and lease,
+// its recent failures and quarantine, which trials have a live run on it, and the node side of the scheduler's
+// cluster (nodes added, updated, up / draining / down).
+// Does not touch trials: what a re-registering worker reports running, and the trials of a node that is lost, go
+// to its Listener (the TrialManager), which calls back only AddRun / RemoveRun / Link / UpdateBusy.
+//
+// Node states (v1::WorkerState):
+//
+//   (registers) ──► UP ──stream ends, lease expires──► DOWN ──registers again──► UP
+//                   │ └──its worker is stopping (an exit says so)──► DRAINING (keeps its trials, gets no new ones)
+//                   └──quarantine_after failures within quarantine_window──► QUARANTINED ──ladder nodes release──► UP
+//
+// A failure is a node lost while it ran trials. QUARANTINED outlives a stream and a coordinator restart; a
+// quarantined node with a stream keeps its running trials and gets no new ones (the scheduler drains it).
+// Fencing: every registration gets a new worker epoch, and a newer stream of a node closes the older one.
+// Thread: the coordinator's loop.
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <grpcpp/support/status.h>
+
+#include "ladder/v1/ladder.pb.h"
+#include "server/coordinator_options.h"
+#include "server/event_hub.h"
+#include "server/scheduler/scheduler.h"
+#include "server/store/store.h"
+#include "server/worker_link.h"
+
+namespace ladder::server {
+
+class NodeManager {
+ public:
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    // A re-registering worker reports a run it still has. True: the trial is re-attached there (the listener has
+    // called AddRun); false: the run is not the coordinator's, and the worker is told to stop it.
+    virtual bool Reattach(const std::string& node, const std::shared_ptr<WorkerLink>& link,
+                          const v1::RunningTrial& run) = 0;
+    // These trials lost their run on `node` (the node is down, its worker came back without them, or the
+    // scheduler took the node from them).
+    virtual void RunsLost(const std::string& node, const std::set<int64_t>& trials, const std::string& reason) = 0;
+  };
+
+  NodeManager(store::Store& store, scheduler::NodeGroupScheduler& sched, EventHub& hub,
+              const CoordinatorOptions& options, std::function<void()> request_schedule);
+  void set_listener(Listener* listener) { listener_ = listener; }
+
+  // Every node stored before joins the cluster down (quarantined ones stay quarantined) until its worker
+  // registers again, so that running groups can be re-attached where they are.
+  void Load();
+
+  // --- a worker's stream ------------------------------------------------------------------------------------
+  // A worker registers on `link`: fences an older stream of the node, gives it a new epoch and a lease, hands the
+  // runs it reports to the listener, answers `registered` (with the runs to cancel), and puts the node up.
+  void Register(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg);
+  // The node a registered stream belongs to; nullopt for an unknown or replaced stream.
+  std::optional<std::string> NodeOf(const std::shared_ptr<WorkerLink>& link) const;
+  // Any message on the node's stream renews its lease.
+  void Renew(const std::string& node);
+  // The stream ended: the node is down (when it was this node's current stream).
+  void Disconnected(const std::shared_ptr<WorkerLink>& link, const std::string& reason);
+  // Nodes whose lease expired: their stream is closed and they are down.
+  void CheckLeases(Clock::time_point now);
+  // The node's worker is shutting down: it drains (no new trials) until its stream ends.
+  void Drain(const std::string& node, const std::string& reason);
+  // ladder nodes release: lifts a quarantine.
+  grpc::Status Release(const std::string& node, v1::WorkerInfo* out);
+
+  // --- what the trials ask -----------------------------------------------------------------------------------
+  void AddRun(const std::string& node, int64_t trial_id);
+  void RemoveRun(const std::string& node, int64_t trial_id);
+  // The node's stream; null when it has none (down) or is unknown.
+  std::shared_ptr<WorkerLink> Link(const std::string& node) const;
+  // The host name the worker reported, and the address its peers reach it at (its --address, else hostname).
+  std::string Hostname(const std::string& node) const;
+  std::optional<std::string> Address(const std::string& node) const;
+  // Refreshes the node's busy slots from the scheduler (watchers hear when they changed).
+  void UpdateBusy(const std::string& node);
+
+  // --- reads ---------------------------------------------------------------------------------------------------
+  std::vector<v1::WorkerInfo> Infos() const;
+
+ private:
+  struct Node {
+    v1::WorkerInfo info;
+    std::shared_ptr<WorkerLink> link;
+    Clock::time_point lease_deadline;
+    std::set<int64_t> trials;                 // trials with a live run on this node
+    std::vector<Clock::time_point> failures;  // inside the quarantine window
+  };
+  // Registration's first half: the node takes this stream; returns the trials it had runs of before.
+  std::optional<std::set<int64_t>> Connect(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg,
+                                           std::string* node);
+  // Tells the scheduler the node's state (up, draining when quarantined or stopping, down without a stream);
+  // returns the trials that lost a node.
+  std::vector<int64_t> SyncNode(Node& n);
+  void MarkDown(Node& n, const std::string& reason);
+  // Counts a failure of the node; quarantines it at quarantine_after failures inside the window.
+  void RecordFailure(Node& n, const std::string& reason);
+
+  store::Store& store_;
+  scheduler::NodeGroupScheduler& sched_;
+  EventHub& hub_;
+  const CoordinatorOptions& opt_;
+  std::function<void()> request_schedule_;
+  Listener* listener_ = nullptr;
+  std::map<std::string, Node> nodes_;                     // by node id
+  std::map<const WorkerLink*, std::string> link_nodes_;  // registered streams → node id
+  int64_t next_worker_epoch_ = 1;
+};
+
+}  // namespace ladder::server

@@ -1,0 +1,151 @@
+// SearchManager: what a search decides about its running trials from their reports — the trial scheduler
+// (ASHA, Hyperband, median stopping, PBT), node count as the fidelity, its replay after a restart, and the hero
+// run's band.
+#include <algorithm>
+#include <cstdio>
+
+#include "common/log.h"
+#include "server/search_manager.h"
+#include "server/wall_clock.h"
+
+namespace ladder::server {
+
+namespace {
+
+constexpr const char* kLog = "coordinator";
+
+// A metric value for a message: 6 significant digits.
+std::string FormatValue(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+void SearchManager::OnPoint(int64_t trial_id, const v1::MetricPoint& point) {
+  SearchRecord& s = searches_.at(trials_.Get(trial_id).proto.search_id());
+  // With node count as the fidelity, a stage is reported when its run ends (EndStage), not per point.
+  if (s.trial_sched && !search::ScalesNodes(s.spec.scheduler)) ConsultTrialScheduler(s, trial_id, point);
+  if (!s.band.empty()) WatchBand(s, trial_id, point);
+}
+
+void SearchManager::OnRunSucceeded(int64_t trial_id) { EndStage(searches_.at(trials_.Get(trial_id).proto.search_id()), trial_id); }
+
+void SearchManager::ConsultTrialScheduler(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point) {
+  const TrialRecord& t = trials_.Get(trial_id);
+  if (t.proto.state() != v1::TRIAL_RUNNING || t.preempting || t.exploit || !t.early_stop.empty()) return;
+  auto r = point.values().find(s.spec.scheduler.resource);
+  auto v = point.values().find(s.proto.objective_metric());
+  if (r == point.values().end() || v == point.values().end()) return;
+  search::TrialDecision d = s.trial_sched->Report(t.proto.number(), r->second, v->second);
+  if (d.kind == search::TrialDecision::Kind::kContinue) return;
+  if (d.exploit()) {
+    if (!trials_.ByNumber(s.proto.id(), d.source_trial)) {
+      LogError(kLog, "trial " + std::to_string(trial_id) + ": pbt chose trial number " +
+                         std::to_string(d.source_trial) + ", which this search does not have; ignored");
+      return;
+    }
+    store_.AppendEvent("trial_exploit", s.proto.id(), trial_id, d.reason, WallNow());
+    LogInfo(kLog, "trial " + std::to_string(trial_id) + ": " + d.reason);
+    trials_.StopToExploit(trial_id, std::move(d));
+  } else {
+    store_.AppendEvent("trial_stopped_early", s.proto.id(), trial_id, d.reason, WallNow());
+    LogInfo(kLog, "trial " + std::to_string(trial_id) + " stopped early: " + d.reason);
+    trials_.StopEarly(trial_id, d.reason);
+  }
+}
+
+void SearchManager::EndStage(SearchRecord& s, int64_t trial_id) {
+  const TrialRecord& t = trials_.Get(trial_id);
+  if (!s.trial_sched || !search::ScalesNodes(s.spec.scheduler) || t.workflow_step) {
+    return trials_.CompleteFromExit(trial_id);
+  }
+  const std::vector<int> levels = search::NodeLevels(s.spec.scheduler, t.proto.number());
+  const int nodes = trials_.Nodes(t);
+  auto next = std::upper_bound(levels.begin(), levels.end(), nodes);
+  auto objective = t.Objective(s.spec.objective.scope == search::Objective::Scope::kBest);
+  if (next == levels.end() || !objective) return trials_.CompleteFromExit(trial_id);  // the last stage, or nothing
+  // The stage's report, stored as one of the trial's metrics points: a restarted coordinator replays it.
+  v1::MetricPoint point;
+  point.set_step(t.proto.last_metrics().step());
+  point.set_time_unix(WallNow());
+  (*point.mutable_values())[search::kNodesResource] = nodes;
+  (*point.mutable_values())[s.proto.objective_metric()] = *objective;
+  store_.AppendMetrics(trial_id, point);
+  ConsultTrialScheduler(s, trial_id, point);  // a stop completes the trial with its value
+  if (t.proto.state() != v1::TRIAL_RUNNING || !t.early_stop.empty()) return;
+  trials_.Promote(trial_id, *next,
+                  std::string(search::TrialSchedulerTypeName(s.spec.scheduler.type)) + ": promoted from " +
+                      std::to_string(nodes) + " to " + std::to_string(*next) + " nodes (" +
+                      s.proto.objective_metric() + " " + FormatValue(*objective) + ")");
+}
+
+void SearchManager::ReplayTrialScheduler(SearchRecord& s) {
+  // AddTrial for every trial, every stored report in stored order, then how each finished trial ended. Exact
+  // for asha, hyperband and median; for pbt approximate: its population drops finished trials at the end
+  // instead of at their place among the reports, and points a run sent after its exploit decision (ignored
+  // live) are replayed (search/trial_scheduler.h).
+  std::map<int64_t, const TrialRecord*> by_id;
+  for (int64_t id : trials_.Of(s.proto.id()).ids) {
+    const TrialRecord& t = trials_.Get(id);
+    if (t.workflow_step) continue;
+    by_id[id] = &t;
+    s.trial_sched->AddTrial(t.proto.number(), t.params);
+  }
+  const std::string& resource = s.spec.scheduler.resource;
+  const std::string& objective = s.proto.objective_metric();
+  size_t replayed = 0;
+  for (const auto& sp : store_.LoadSearchMetrics(s.proto.id(), {resource, objective})) {
+    auto r = sp.point.values().find(resource);
+    auto v = sp.point.values().find(objective);
+    auto t = by_id.find(sp.trial_id);
+    if (r == sp.point.values().end() || v == sp.point.values().end() || t == by_id.end()) continue;
+    search::TrialDecision d = s.trial_sched->Report(t->second->proto.number(), r->second, v->second);
+    ++replayed;
+    // A stop or exploit decided for a trial that still runs: the previous coordinator may have sent the cancel
+    // (the run's exit is on its way) or crashed before. Either way the decision holds again, and the cancel goes
+    // (again) to each member as its worker re-attaches it, so its exit ends the trial as decided, not as a
+    // cancellation nobody asked for. Only a decision on a point of the run now going counts: the stored points
+    // of a trial span all its runs, and an exploit (or a stop before a requeue) on an earlier run was carried
+    // out then.
+    const TrialRecord& live = *t->second;
+    if (d.kind == search::TrialDecision::Kind::kContinue || live.proto.state() != v1::TRIAL_RUNNING ||
+        live.exploit || !live.early_stop.empty() || sp.point.time_unix() <= live.proto.started_unix()) {
+      continue;
+    }
+    trials_.RestoreDecision(sp.trial_id, std::move(d));
+  }
+  for (const auto& [id, t] : by_id) {
+    switch (t->proto.state()) {
+      case v1::TRIAL_CANCELLED: s.trial_sched->Forget(t->proto.number()); break;
+      case v1::TRIAL_COMPLETED:
+        s.trial_sched->Complete(t->proto.number(), t->proto.has_objective() ? std::optional<double>(t->proto.objective())
+                                                                            : std::nullopt);
+        break;
+      case v1::TRIAL_FAILED: s.trial_sched->Complete(t->proto.number(), std::nullopt); break;
+      default: break;
+    }
+  }
+  // pbt keeps each trial's parameters; the store has the current ones (after any exploit).
+  for (const auto& [id, t] : by_id) s.trial_sched->AddTrial(t->proto.number(), t->params);
+  LogInfo(kLog, "search " + std::to_string(s.proto.id()) + ": " +
+                    search::TrialSchedulerTypeName(s.spec.scheduler.type) + " rebuilt from " +
+                    std::to_string(replayed) + " stored reports");
+}
+
+void SearchManager::WatchBand(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point) {
+  if (trials_.Get(trial_id).proto.state() != v1::TRIAL_RUNNING) return;
+  auto verdict = s.band.Check(trial_id, point);
+  if (!verdict) return;
+  store_.AppendEvent(verdict->outside ? "hero_outside_band" : "hero_inside_band", s.proto.id(), trial_id,
+                     verdict->message, WallNow());
+  if (!verdict->outside) {
+    LogInfo(kLog, "trial " + std::to_string(trial_id) + ": " + verdict->message);
+    return;
+  }
+  LogWarning(kLog, "trial " + std::to_string(trial_id) + ": " + verdict->message);
+  if (verdict->stop) trials_.StopToFail(trial_id, verdict->message + ": stopped (ladder promote --stop-outside-band)");
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,302 @@
+// SearchManager: creation, the samplers, the best trial, the failure budget and the search's end. The trial
+// schedulers and the hero band are in search_decisions.cc, ensembles in ensemble_step.cc.
+#include "server/search_manager.h"
+
+#include <cctype>
+
+#include "common/log.h"
+#include "server/wall_clock.h"
+
+namespace ladder::server {
+
+namespace {
+
+constexpr const char* kLog = "coordinator";
+
+bool IsTerminal(v1::TrialState s) {
+  return s == v1::TRIAL_COMPLETED || s == v1::TRIAL_FAILED || s == v1::TRIAL_CANCELLED;
+}
+
+// "completed", "cancelled", "failed", "running": how users say a search's state.
+std::string SearchStateWord(v1::SearchState st) {
+  std::string name = v1::SearchState_Name(st);
+  if (name.rfind("SEARCH_", 0) == 0) name = name.substr(7);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+std::optional<double> ObjectiveOf(const v1::Trial& t) {
+  return t.has_objective() ? std::optional<double>(t.objective()) : std::nullopt;
+}
+
+}  // namespace
+
+SearchManager::SearchManager(store::Store& store, TrialManager& trials, CommitOutbox& outbox, EventHub& hub,
+                             std::function<void()> request_schedule)
+    : store_(store), trials_(trials), outbox_(outbox), hub_(hub), request_schedule_(std::move(request_schedule)) {}
+
+std::string SearchManager::Prepare(SearchRecord& s) {
+  s.sampler = search::MakeSampler(s.spec);
+  s.trial_sched = search::MakeTrialScheduler(s.spec);
+  s.proto.mutable_group()->set_launcher(s.spec.group.launcher == search::Launcher::kMpirun ? v1::LAUNCHER_MPIRUN
+                                                                                          : v1::LAUNCHER_PER_NODE);
+  return s.band.Load(s.proto.plan_json());
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Recovery
+// ------------------------------------------------------------------------------------------------------------
+
+void SearchManager::Load() {
+  for (auto& proto : store_.LoadSearches()) {
+    SearchRecord s;
+    s.proto = std::move(proto);
+    if (s.proto.state() == v1::SEARCH_RUNNING) {
+      auto parsed = search::ParseSpec(s.proto.spec_yaml(), s.proto.name());
+      if (!parsed.ok()) {
+        // The spec was valid when accepted; a newer parser may disagree. Fail it visibly, don't guess.
+        s.proto.set_state(v1::SEARCH_FAILED);
+        s.proto.set_error("stored spec no longer parses: " + parsed.errors.front().ToString());
+        store_.UpdateSearch(s.proto);
+      } else {
+        s.spec = std::move(*parsed.spec);
+        if (std::string err = Prepare(s); !err.empty()) {
+          LogWarning(kLog, "search " + std::to_string(s.proto.id()) + ": " + err);
+        }
+      }
+    }
+    int64_t id = s.proto.id();
+    searches_.emplace(id, std::move(s));
+  }
+}
+
+void SearchManager::Recover() {
+  for (auto& [id, s] : searches_) {
+    for (int64_t tid : trials_.Of(id).ids) {
+      const TrialRecord& t = trials_.Get(tid);
+      s.next_number = std::max(s.next_number, t.proto.number() + 1);
+      if (t.workflow_step || !s.sampler) continue;  // the retrain step is no configuration of the space
+      if (IsTerminal(t.proto.state())) {
+        s.sampler->Tell(t.proto.number(), t.params, ObjectiveOf(t.proto));
+      } else {
+        // Pending or running: a model-based sampler spreads new suggestions away from it, as before the restart.
+        s.sampler->AddPending(t.proto.number(), t.params);
+      }
+    }
+    for (int64_t tid : trials_.Of(id).ids) {
+      const TrialRecord& t = trials_.Get(tid);
+      if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective()) ConsiderBest(s, t);
+    }
+    if (s.trial_sched) ReplayTrialScheduler(s);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Requests
+// ------------------------------------------------------------------------------------------------------------
+
+grpc::Status SearchManager::Create(const v1::CreateSearchRequest& req, v1::Search* out) {
+  std::string path = req.spec_path().empty() ? "<spec>" : req.spec_path();
+  auto parsed = search::ParseSpec(req.spec_yaml(), path);
+  if (!parsed.ok()) {
+    std::string msg;
+    for (const auto& e : parsed.errors) msg += (msg.empty() ? "" : "\n") + e.ToString();
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
+  }
+  if (!v1::Priority_IsValid(req.priority())) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "priority: unknown value " + std::to_string(req.priority()));
+  }
+  SearchRecord s;
+  s.spec = std::move(*parsed.spec);
+  auto& p = s.proto;
+  p.set_name(s.spec.name);
+  p.set_state(v1::SEARCH_RUNNING);
+  p.set_spec_yaml(req.spec_yaml());
+  p.set_objective_metric(s.spec.objective.metric);
+  p.set_direction(s.spec.objective.maximize ? v1::MAXIMIZE : v1::MINIMIZE);
+  p.set_max_trials(s.spec.max_trials);
+  p.set_parallelism(s.spec.parallelism);
+  p.mutable_group()->set_nodes(s.spec.group.nodes);
+  p.mutable_group()->set_ranks_per_node(s.spec.group.ranks_per_node);
+  p.mutable_group()->set_gpus_per_rank(s.spec.group.gpus_per_rank);
+  p.set_priority(req.priority() == v1::PRIORITY_UNSPECIFIED ? v1::PRIORITY_SEARCH : req.priority());
+  p.set_plan_json(req.plan_json());
+  if (std::string err = Prepare(s); !err.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "plan_json: " + err);
+  }
+  p.set_created_unix(WallNow());
+  store_.InsertSearch(&p);
+  store_.AppendEvent("search_created", p.id(), 0, p.name(), WallNow());
+  outbox_.Commit();
+  int64_t id = p.id();
+  LogInfo(kLog, "search " + std::to_string(id) + " '" + p.name() + "' created: " + std::to_string(p.max_trials()) +
+                    " trials, " + std::to_string(p.parallelism()) + " at a time");
+  auto& stored = searches_.emplace(id, std::move(s)).first->second;
+  *out = stored.proto;
+  Publish(stored);
+  request_schedule_();
+  return grpc::Status::OK;
+}
+
+grpc::Status SearchManager::Cancel(int64_t search_id, v1::Search* out) {
+  auto it = searches_.find(search_id);
+  if (it == searches_.end()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(search_id));
+  }
+  SearchRecord& s = it->second;
+  if (s.proto.state() != v1::SEARCH_RUNNING) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "search " + std::to_string(search_id) +
+                                                                  " has already ended (" +
+                                                                  SearchStateWord(s.proto.state()) + ")");
+  }
+  SetState(s, v1::SEARCH_CANCELLED, "cancelled by request");
+  outbox_.Commit();
+  RefreshCounts(s);
+  *out = s.proto;
+  return grpc::Status::OK;
+}
+
+const v1::Search* SearchManager::Get(int64_t search_id) {
+  auto it = searches_.find(search_id);
+  if (it == searches_.end()) return nullptr;
+  RefreshCounts(it->second);
+  return &it->second.proto;
+}
+
+std::vector<int64_t> SearchManager::Ids() const {
+  std::vector<int64_t> ids;
+  ids.reserve(searches_.size());
+  for (const auto& [id, s] : searches_) ids.push_back(id);
+  return ids;
+}
+
+void SearchManager::RefreshCounts(SearchRecord& s) {
+  const SearchTrials& idx = trials_.Of(s.proto.id());
+  s.proto.set_pending(static_cast<int32_t>(idx.pending.size()));
+  s.proto.set_running(static_cast<int32_t>(idx.running.size()));
+  s.proto.set_completed(idx.completed);
+  s.proto.set_failed(idx.failed);
+  s.proto.set_cancelled(idx.cancelled);
+}
+
+void SearchManager::Publish(SearchRecord& s) {
+  RefreshCounts(s);
+  hub_.Search(s.proto);
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Trials: creation, results, the search's end
+// ------------------------------------------------------------------------------------------------------------
+
+void SearchManager::CreateTrials() {
+  for (auto& [id, s] : searches_) {
+    if (s.proto.state() != v1::SEARCH_RUNNING) continue;
+    while (CreateOne(s)) {
+    }
+  }
+}
+
+void SearchManager::FinishEnded() {
+  for (auto& [id, s] : searches_) MaybeFinish(s);
+}
+
+bool SearchManager::CreateOne(SearchRecord& s) {
+  const SearchTrials& idx = trials_.Of(s.proto.id());
+  if (static_cast<int>(idx.running.size() + idx.pending.size()) >= s.proto.parallelism()) return false;
+  if (s.exhausted || s.next_number >= s.proto.max_trials()) return false;
+  auto params = s.sampler->Ask(s.next_number);
+  if (!params) {
+    // A sampler that waits for results is asked again after the next trial ends (MaybeFinish does not end a
+    // search that is not exhausted); with nothing left to wait for it is done.
+    s.exhausted = !s.sampler->Waiting() || (idx.running.empty() && idx.pending.empty());
+    return false;
+  }
+  const TrialRecord& t = trials_.Create(s.proto.id(), s.next_number++, std::move(*params), /*workflow_step=*/false);
+  if (s.trial_sched) s.trial_sched->AddTrial(t.proto.number(), t.params);
+  trials_.Submit(t.proto.id());
+  hub_.Trial(t.proto);
+  return true;
+}
+
+void SearchManager::OnTrialEnded(int64_t trial_id) {
+  const TrialRecord& t = trials_.Get(trial_id);
+  SearchRecord& s = searches_.at(t.proto.search_id());
+  const v1::TrialState state = t.proto.state();
+  if (s.sampler && !t.workflow_step) s.sampler->Tell(t.proto.number(), t.params, ObjectiveOf(t.proto));
+  if (s.trial_sched && !t.workflow_step) {
+    if (state == v1::TRIAL_CANCELLED) {
+      s.trial_sched->Forget(t.proto.number());
+    } else {
+      s.trial_sched->Complete(t.proto.number(), state == v1::TRIAL_COMPLETED ? ObjectiveOf(t.proto) : std::nullopt);
+    }
+  }
+  if (state == v1::TRIAL_COMPLETED && !t.workflow_step) ConsiderBest(s, t);
+  const int failed = trials_.Of(s.proto.id()).failed;
+  if (state == v1::TRIAL_FAILED && s.proto.state() == v1::SEARCH_RUNNING && failed >= s.spec.max_failed_trials) {
+    SetState(s, v1::SEARCH_FAILED,
+             std::to_string(failed) + " trials failed (budget.max_failed_trials is " +
+                 std::to_string(s.spec.max_failed_trials) + "); last error: trial " +
+                 std::to_string(t.proto.number()) + ": " + t.proto.error());
+  }
+  MaybeFinish(s);
+  Publish(s);
+  request_schedule_();
+}
+
+void SearchManager::ConsiderBest(SearchRecord& s, const TrialRecord& t) {
+  bool better = s.proto.best_trial_id() == 0 ||
+                (s.proto.direction() == v1::MAXIMIZE ? t.proto.objective() > s.proto.best_objective()
+                                                     : t.proto.objective() < s.proto.best_objective());
+  if (better) {
+    s.proto.set_best_trial_id(t.proto.id());
+    s.proto.set_best_trial_number(t.proto.number());
+    s.proto.set_best_objective(t.proto.objective());
+  }
+}
+
+void SearchManager::MaybeFinish(SearchRecord& s) {
+  if (s.proto.state() != v1::SEARCH_RUNNING) return;
+  const SearchTrials& idx = trials_.Of(s.proto.id());
+  if (!idx.running.empty() || !idx.pending.empty()) return;
+  if (!s.exhausted && s.next_number < s.proto.max_trials()) return;
+  if (s.spec.ensemble.enabled && !s.proto.has_ensemble()) {
+    BuildEnsemble(s);
+    if (!s.spec.ensemble.retrain.empty() && s.proto.ensemble().error().empty()) {
+      CreateRetrainStep(s);  // the search completes once the step has ended
+      return;
+    }
+  }
+  if (idx.completed == 0 && idx.failed > 0) {
+    // Under budget.max_failed_trials, yet nothing succeeded: that is no completed search (a 1-trial search whose
+    // command is wrong must not end "completed" with exit 0).
+    std::string last;
+    for (auto it = idx.ids.rbegin(); it != idx.ids.rend() && last.empty(); ++it) {
+      const TrialRecord& t = trials_.Get(*it);
+      if (t.proto.state() == v1::TRIAL_FAILED) {
+        last = "trial " + std::to_string(t.proto.number()) + ": " + t.proto.error();
+      }
+    }
+    SetState(s, v1::SEARCH_FAILED,
+             "no trial completed (" + std::to_string(idx.failed) + " failed); last error: " + last);
+    return;
+  }
+  SetState(s, v1::SEARCH_COMPLETED, "");
+}
+
+void SearchManager::SetState(SearchRecord& s, v1::SearchState state, const std::string& error) {
+  s.proto.set_state(state);
+  s.proto.set_error(error);
+  if (state != v1::SEARCH_RUNNING) s.proto.set_finished_unix(WallNow());
+  if (state == v1::SEARCH_CANCELLED || state == v1::SEARCH_FAILED) {
+    trials_.CancelAll(s.proto.id(), "search " + SearchStateWord(state));
+  }
+  store_.UpdateSearch(s.proto);
+  store_.AppendEvent("search_" + SearchStateWord(state), s.proto.id(), 0, error, WallNow());
+  LogInfo(kLog, "search " + std::to_string(s.proto.id()) + " " + v1::SearchState_Name(state) +
+                    (error.empty() ? "" : ": " + error));
+  // A search's end is durable before anyone hears of it.
+  outbox_.Commit();
+  Publish(s);
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,118 @@
+#pragma once
+// SearchManager: the searches — what trials exist and what their results mean.
+//
+// Owns: each search's record (v1::Search, its parsed spec), its sampler and trial scheduler (ASHA, Hyperband,
+// median, PBT) with their replay after a restart, the best trial, the failure budget, the search's end, the
+// ensemble and its retrain step, and the hero run's band (HeroBand).
+// Does not own trials: it creates them, reads them (TrialManager::Find/Of, const) and asks for what it decides
+// (StopEarly, StopToExploit, Promote, CompleteFromExit, CancelAll); the trial state machine reports back through
+// the TrialManager::Owner calls it implements.
+// Thread: the coordinator's loop.
+//
+// Search lifecycle (v1::SearchState): RUNNING ──no trial left to run or create──► COMPLETED (FAILED when none
+// completed), or ──budget.max_failed_trials failures──► FAILED, or ──CancelSearch──► CANCELLED. An ended search
+// cancels its pending trials and stops its running ones. Its end is committed before anyone hears of it.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/support/status.h>
+
+#include "ladder/v1/ladder.pb.h"
+#include "search/sampler.h"
+#include "search/spec.h"
+#include "search/trial_scheduler.h"
+#include "server/commit_outbox.h"
+#include "server/event_hub.h"
+#include "server/hero_band.h"
+#include "server/store/store.h"
+#include "server/trial_manager.h"
+
+namespace ladder::server {
+
+class SearchManager : public TrialManager::Owner {
+ public:
+  SearchManager(store::Store& store, TrialManager& trials, CommitOutbox& outbox, EventHub& hub,
+                std::function<void()> request_schedule);
+
+  // --- recovery ---------------------------------------------------------------------------------------------
+  // The stored searches; running ones get their spec parsed again, their sampler, trial scheduler and plan.
+  void Load();
+  // After the trials are loaded: next trial numbers, what the samplers knew, the best trials, and the trial
+  // schedulers rebuilt from the stored reports.
+  void Recover();
+
+  // --- requests ---------------------------------------------------------------------------------------------
+  grpc::Status Create(const v1::CreateSearchRequest& req, v1::Search* out);
+  grpc::Status Cancel(int64_t search_id, v1::Search* out);
+  // The search's record with its current trial counts; nullptr for no such search.
+  const v1::Search* Get(int64_t search_id);
+  std::vector<int64_t> Ids() const;
+
+  // --- the scheduling pass ----------------------------------------------------------------------------------
+  // Every running search keeps `parallelism` trials submitted (queued or running).
+  void CreateTrials();
+  // Searches with nothing left to run or create end (or build their ensemble first).
+  void FinishEnded();
+
+  // --- TrialManager::Owner ----------------------------------------------------------------------------------
+  bool Has(int64_t search_id) const override { return searches_.count(search_id) > 0; }
+  const search::SearchSpec& Spec(int64_t search_id) const override { return searches_.at(search_id).spec; }
+  const v1::Search& Search(int64_t search_id) const override { return searches_.at(search_id).proto; }
+  void OnPoint(int64_t trial_id, const v1::MetricPoint& point) override;
+  void OnRunSucceeded(int64_t trial_id) override;
+  void OnTrialEnded(int64_t trial_id) override;
+  void OnCountsChanged(int64_t search_id) override { Publish(searches_.at(search_id)); }
+
+ private:
+  struct SearchRecord {
+    v1::Search proto;
+    search::SearchSpec spec;
+    std::unique_ptr<search::Sampler> sampler;
+    std::unique_ptr<search::TrialScheduler> trial_sched;  // the spec's `scheduler:`; null for none
+    int next_number = 0;     // trials created so far
+    bool exhausted = false;  // the sampler has no more configurations
+    HeroBand band;           // a hero run's predicted loss band (empty for other searches)
+  };
+
+  // The spec's sampler, trial scheduler, launcher and plan (a plan error is returned, naming the problem).
+  static std::string Prepare(SearchRecord& s);
+  // Copies the trial counts into the record.
+  void RefreshCounts(SearchRecord& s);
+  // Tells watchers (with fresh counts).
+  void Publish(SearchRecord& s);
+  // Creates and submits the search's next trial when it has room; false when it has none.
+  bool CreateOne(SearchRecord& s);
+  void ConsiderBest(SearchRecord& s, const TrialRecord& t);
+  void MaybeFinish(SearchRecord& s);
+  void SetState(SearchRecord& s, v1::SearchState state, const std::string& error);
+
+  // Trial schedulers (search_decisions.cc): a point of a running trial, judged by the trial scheduler.
+  void ConsultTrialScheduler(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point);
+  // Node count as the fidelity: a stage below the last level is judged as (nodes, objective); the trial stops
+  // (COMPLETED with its value) or is promoted to the next level's node count. Otherwise it completes.
+  void EndStage(SearchRecord& s, int64_t trial_id);
+  // After a restart: the same reports again, from the stored points; decisions on the current runs hold again.
+  void ReplayTrialScheduler(SearchRecord& s);
+  // The hero run's band: warns when a run leaves it and, with stop_outside_band, stops a run above it.
+  void WatchBand(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point);
+
+  // Ensembles (ensemble_step.cc): greedy selection over the top_k completed trials' saved validation
+  // predictions (read on the loop, at most top_k files, once per search); the result, or why there is none,
+  // goes into the search.
+  void BuildEnsemble(SearchRecord& s);
+  // ensemble.retrain: one more trial after the selection, whose command gets the members (a JSON file in its
+  // checkpoint directory: {ensemble_file}, LADDER_ENSEMBLE_FILE). The search completes when it has ended.
+  void CreateRetrainStep(SearchRecord& s);
+
+  store::Store& store_;
+  TrialManager& trials_;
+  CommitOutbox& outbox_;
+  EventHub& hub_;
+  std::function<void()> request_schedule_;
+  std::map<int64_t, SearchRecord> searches_;
+};
+
+}  // namespace ladder::server

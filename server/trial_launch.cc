@@ -1,0 +1,165 @@
+// TrialManager: launching a trial on the node group the scheduler gave it — the members and their placement,
+// the command with its placeholders, what every rank gets (LADDER_*, torchrun's variables or an mpirun line),
+// and the starts, which leave only after the commit of the allocation and epoch they carry.
+#include "common/id_set.h"
+#include "common/log.h"
+#include "server/params_codec.h"
+#include "server/trial_manager.h"
+#include "server/wall_clock.h"
+
+namespace ladder::server {
+
+namespace {
+
+constexpr const char* kLog = "coordinator";
+
+// The trial's command: the spec's (or, for the ensemble's retrain step, ensemble.retrain) with its placeholders.
+search::Substituted CommandOf(const search::SearchSpec& spec, const TrialRecord& t,
+                              std::map<std::string, std::string> builtins) {
+  if (!t.workflow_step) return search::SubstituteCommand(spec, t.params, builtins);
+  search::SearchSpec step = spec;
+  step.command = spec.ensemble.retrain;
+  builtins["ensemble_file"] = t.proto.checkpoint_dir() + "/ensemble.json";
+  search::Substituted sub = search::SubstituteCommand(step, t.params, builtins);
+  sub.env["LADDER_ENSEMBLE_FILE"] = builtins["ensemble_file"];
+  return sub;
+}
+
+}  // namespace
+
+void TrialManager::AssignMembers(TrialRecord& t, const scheduler::NodeGroup& group) {
+  t.members.clear();
+  t.proto.clear_placement();
+  const auto& cluster = sched_.cluster();
+  for (const auto& slice : group.slices) {
+    TrialRecord::Member m;
+    m.node_id = cluster.spec(slice.node).id;
+    m.epoch = t.epoch;
+    m.slots = slice.slots;
+    m.gpus = slice.gpus;
+    m.first_rank = slice.first_rank;
+    auto* pl = t.proto.add_placement();
+    pl->set_node_id(m.node_id);
+    std::string hostname = nodes_.Hostname(m.node_id);
+    if (!hostname.empty()) pl->set_hostname(hostname);
+    for (int sl : m.slots) pl->add_slots(sl);
+    for (int g : m.gpus) pl->add_gpus(g);
+    pl->set_first_rank(m.first_rank);
+    t.members.push_back(std::move(m));
+  }
+}
+
+void TrialManager::Launch(TrialRecord& t, const scheduler::NodeGroup& group) {
+  const search::SearchSpec& spec = owner_->Spec(t.proto.search_id());
+  const auto& p = t.proto;
+  t.proto.set_checkpoint_dir(CheckpointDir(t));
+  t.epoch = next_assignment_epoch_++;
+  AssignMembers(t, group);
+  search::Substituted sub = CommandOf(spec, t, Builtins(t));
+  if (!sub.error.empty()) {
+    SetState(t, v1::TRIAL_RUNNING);
+    Finish(t, v1::TRIAL_FAILED, -1, std::string(t.workflow_step ? "ensemble.retrain: " : "command: ") + sub.error);
+    return;
+  }
+  t.last_progress = Clock::now();
+  t.watchdog_error.clear();
+  t.preempting = false;
+  t.early_stop.clear();
+  t.exploit.reset();
+  t.proto.clear_command();
+  for (const auto& a : sub.argv) t.proto.add_command(a);
+  t.proto.set_started_unix(WallNow());
+  t.proto.clear_last_metrics();
+  t.proto.set_metric_count(0);
+  t.proto.set_ignored_lines(0);
+  t.proto.clear_last_ignored_line();
+  SetState(t, v1::TRIAL_RUNNING);
+  std::string nodes, where;
+  for (const auto& m : t.members) {
+    nodes += (nodes.empty() ? "" : ",") + m.node_id;
+    where += (where.empty() ? "" : " ") + m.node_id + ":s[" + FormatIdSet(m.slots) + "]";
+  }
+  store_.OpenAllocation(p.id(), p.attempt(), nodes, group.ToString(), t.epoch, WallNow());
+  Save(t);
+  store_.AppendEvent("trial_assigned", p.search_id(), p.id(), where + " epoch " + std::to_string(t.epoch), WallNow());
+
+  // What every started process gets.
+  std::map<std::string, std::string> env(sub.env.begin(), sub.env.end());
+  env["LADDER_TRIAL_ID"] = std::to_string(p.id());
+  env["LADDER_TRIAL_NUMBER"] = std::to_string(p.number());
+  env["LADDER_SEARCH_ID"] = std::to_string(p.search_id());
+  env["LADDER_ATTEMPT"] = std::to_string(p.attempt());
+  env["LADDER_PARAMS"] = ParamsJson(t.params);
+  env["LADDER_CHECKPOINT_DIR"] = p.checkpoint_dir();
+  env["LADDER_NODES"] = std::to_string(t.members.size());
+  SendStarts(t, sub.argv, std::move(env));
+  for (auto& m : t.members) nodes_.UpdateBusy(m.node_id);  // mpirun's other nodes are held too
+  if (!t.AnyLive()) {
+    RequeueOrFail(t, "no worker stream to start it on");
+    return;
+  }
+  hub_.Trial(t.proto);
+  owner_->OnCountsChanged(p.search_id());
+}
+
+void TrialManager::SendStarts(TrialRecord& t, const std::vector<std::string>& command,
+                              std::map<std::string, std::string> env) {
+  const search::SearchSpec& spec = owner_->Spec(t.proto.search_id());
+  const auto& p = t.proto;
+  const int world = Nodes(t) * spec.group.ranks_per_node;
+  const bool mpirun = spec.group.launcher == search::Launcher::kMpirun;
+  std::vector<std::string> argv = command;
+  if (mpirun) {
+    // The first node's worker starts mpirun over the group's hosts; mpirun starts every rank.
+    std::vector<std::string> words = opt_.mpirun;
+    std::string hosts;
+    for (const auto& m : t.members) {
+      std::string host = nodes_.Address(m.node_id).value_or(m.node_id);
+      hosts += (hosts.empty() ? "" : ",") + host + ":" + std::to_string(m.slots.size());
+    }
+    words.insert(words.end(), {"-np", std::to_string(world), "--host", hosts});
+    for (const auto& [k, v] : env) words.insert(words.end(), {"-x", k});
+    words.insert(words.end(), argv.begin(), argv.end());
+    argv = std::move(words);
+  } else {
+    std::string master = opt_.master_addr;
+    if (t.members.size() > 1) master = nodes_.Address(t.members.front().node_id).value_or(master);
+    env["WORLD_SIZE"] = std::to_string(world);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(spec.group.ranks_per_node);
+    env["MASTER_ADDR"] = master;
+    env["MASTER_PORT"] = std::to_string(opt_.rendezvous_port_base + p.id() % std::max(1, opt_.rendezvous_port_span));
+  }
+  for (auto& m : t.members) {
+    if (mpirun && m.first_rank != 0) continue;  // mpirun's ranks run there; the worker only holds the slots
+    auto link = nodes_.Link(m.node_id);
+    if (!link) {
+      // The scheduler only places on UP nodes, which have a stream: this is a bug, not a user error.
+      LogError(kLog, "trial " + std::to_string(p.id()) + ": node " + m.node_id + " has no worker stream");
+      continue;
+    }
+    v1::CoordinatorMessage msg;
+    auto* st = msg.mutable_start();
+    st->set_trial_id(p.id());
+    st->set_search_id(p.search_id());
+    st->set_assignment_epoch(t.epoch);
+    for (const auto& a : argv) st->add_argv(a);
+    auto& menv = *st->mutable_env();
+    for (const auto& [k, v] : env) menv[k] = v;
+    if (!mpirun) {
+      menv["RANK"] = std::to_string(m.first_rank);
+      menv["LOCAL_RANK"] = "0";
+    }
+    if (!m.gpus.empty()) menv["CUDA_VISIBLE_DEVICES"] = FormatIdSet(m.gpus);
+    st->set_checkpoint_dir(p.checkpoint_dir());
+    // The node's worker starts its local ranks (RANK = first_rank + k, LOCAL_RANK = k) and stops them all when
+    // one fails.
+    st->set_local_ranks(mpirun ? 1 : spec.group.ranks_per_node);
+    st->set_first_rank(m.first_rank);
+    for (int sl : m.slots) st->add_slots(sl);
+    m.live = true;
+    nodes_.AddRun(m.node_id, p.id());
+    outbox_.SendAfterCommit(link, std::move(msg));
+  }
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,113 @@
+// TrialManager: after a coordinator restart — the stored trials come back, running ones wait one lease for their
+// workers to re-attach them, and the scheduler takes back every group where it runs.
+#include <algorithm>
+
+#include "common/log.h"
+#include "server/params_codec.h"
+#include "server/trial_manager.h"
+
+namespace ladder::server {
+
+namespace {
+
+constexpr const char* kLog = "coordinator";
+
+// A RUNNING trial's members, as its stored placement says; none is attached until its worker re-registers.
+void RestoreMembers(TrialRecord& t, v1::Launcher launcher) {
+  for (const auto& p : t.proto.placement()) {
+    TrialRecord::Member m;
+    m.node_id = p.node_id();
+    m.epoch = t.epoch;
+    m.slots.assign(p.slots().begin(), p.slots().end());
+    m.gpus.assign(p.gpus().begin(), p.gpus().end());
+    m.first_rank = p.first_rank();
+    // mpirun launches: only the first node runs a process the workers know of.
+    m.live = launcher != v1::LAUNCHER_MPIRUN || p.first_rank() == 0;
+    m.attached = !m.live;
+    t.members.push_back(std::move(m));
+  }
+}
+
+}  // namespace
+
+void TrialManager::Load(Clock::time_point reattach_deadline) {
+  std::vector<int64_t> epochs;
+  auto loaded = store_.LoadTrials(&epochs);
+  int64_t max_epoch = store_.MaxAssignmentEpoch();
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    TrialRecord t;
+    t.proto = std::move(loaded[i]);
+    t.epoch = epochs[i];
+    max_epoch = std::max(max_epoch, t.epoch);
+    for (const auto& [k, v] : t.proto.params()) t.params[k] = FromProto(v);
+    t.proto.set_checkpoint_dir(CheckpointDir(t));
+    const int64_t sid = t.proto.search_id();
+    if (!owner_->Has(sid)) continue;
+    const v1::Search& s = owner_->Search(sid);
+    const search::SearchSpec& spec = owner_->Spec(sid);
+    const int stored_nodes = t.proto.group().nodes();
+    *t.proto.mutable_group() = s.group();
+    if (stored_nodes > 0) {
+      t.proto.mutable_group()->set_nodes(stored_nodes);
+    } else if (search::ScalesNodes(spec.scheduler) && !t.proto.workflow_step()) {
+      t.proto.mutable_group()->set_nodes(search::NodeLevels(spec.scheduler, t.proto.number()).front());
+    }
+    SearchTrials& index = by_search_[sid];
+    index.ids.push_back(t.proto.id());
+    if (t.proto.has_objective()) t.last_objective = t.best_objective = t.proto.objective();
+    switch (t.proto.state()) {
+      case v1::TRIAL_PENDING: index.pending.insert(t.proto.id()); break;
+      case v1::TRIAL_RUNNING:
+        index.running.insert(t.proto.id());
+        RestoreMembers(t, s.group().launcher());
+        t.reattach_deadline = reattach_deadline;
+        t.last_progress = Clock::now();
+        // Rebuild the objective seen so far from the stored points.
+        for (const auto& point : store_.LoadMetrics(t.proto.id())) {
+          auto it = point.values().find(s.objective_metric());
+          if (it == point.values().end()) continue;
+          t.last_objective = it->second;
+          bool better = !t.best_objective || (s.direction() == v1::MAXIMIZE ? it->second > *t.best_objective
+                                                                            : it->second < *t.best_objective);
+          if (better) t.best_objective = it->second;
+        }
+        break;
+      case v1::TRIAL_COMPLETED: ++index.completed; break;
+      case v1::TRIAL_FAILED: ++index.failed; break;
+      case v1::TRIAL_CANCELLED: ++index.cancelled; break;
+      default: break;
+    }
+    t.workflow_step = s.ensemble().retrain_trial_id() == t.proto.id();
+    t.proto.set_workflow_step(t.workflow_step);
+    int64_t id = t.proto.id();
+    trials_.emplace(id, std::move(t));
+  }
+  next_assignment_epoch_ = max_epoch + 1;
+}
+
+void TrialManager::AttachToScheduler() {
+  for (auto& [id, t] : trials_) {
+    if (owner_->Search(t.proto.search_id()).state() != v1::SEARCH_RUNNING) continue;
+    if (t.proto.state() == v1::TRIAL_PENDING) {
+      Submit(id);
+    } else if (t.proto.state() == v1::TRIAL_RUNNING) {
+      scheduler::NodeGroup group;
+      for (const auto& m : t.members) {
+        auto idx = sched_.cluster().IndexOf(m.node_id);
+        if (!idx) break;
+        group.slices.push_back({*idx, m.slots, m.gpus, m.first_rank});
+      }
+      auto st = group.size() == static_cast<int>(t.members.size())
+                    ? sched_.Attach(GroupRequestFor(t), group, SchedNow())
+                    : scheduler::Status::NotFound("a node of its placement is unknown");
+      if (st.ok()) {
+        t.sched = TrialRecord::Sched::kRunning;
+      } else {
+        // It cannot hold its nodes; it is requeued if its workers do not re-attach it in time.
+        LogWarning(kLog, "trial " + std::to_string(id) + ": cannot re-attach its node group: " + st.message());
+      }
+    }
+  }
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,218 @@
+// TrialManager: what workers report about runs — started, metric points, exits — and what happens to runs when a
+// worker re-registers or its node is lost; the watchdog and the re-attach deadline after a restart.
+#include <cstdio>
+
+#include "common/log.h"
+#include "server/trial_manager.h"
+#include "server/wall_clock.h"
+
+namespace ladder::server {
+
+namespace {
+constexpr const char* kLog = "coordinator";
+}  // namespace
+
+void TrialManager::OnStarted(const std::string& node, const v1::TrialStarted& m) {
+  auto it = trials_.find(m.trial_id());
+  if (it == trials_.end() || it->second.epoch != m.assignment_epoch()) return;
+  store_.AppendEvent("trial_started", it->second.proto.search_id(), m.trial_id(),
+                     node + " pid " + std::to_string(m.pid()), WallNow());
+}
+
+void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<WorkerLink>& link,
+                             const v1::MetricReport& m) {
+  auto it = trials_.find(m.trial_id());
+  TrialRecord::Member* mem = it == trials_.end() ? nullptr : MemberOn(it->second, node, m.assignment_epoch());
+  if (!mem || !mem->live || it->second.epoch != m.assignment_epoch() || mem->first_rank != 0) {
+    // Fencing: a run the coordinator no longer owns.
+    v1::CoordinatorMessage cancel;
+    cancel.mutable_cancel()->set_trial_id(m.trial_id());
+    cancel.mutable_cancel()->set_assignment_epoch(m.assignment_epoch());
+    cancel.mutable_cancel()->set_reason("stale assignment");
+    link->Send(cancel);
+    return;
+  }
+  TrialRecord& t = it->second;
+  const v1::Search& s = owner_->Search(t.proto.search_id());
+  // metric_count is the number of this run's points stored so far, i.e. the next sequence number.
+  int64_t seq = m.has_first_seq() ? m.first_seq() : t.proto.metric_count();
+  const v1::MetricPoint* last = nullptr;
+  for (const auto& point : m.points()) {
+    if (seq++ < t.proto.metric_count()) continue;  // already stored: a resend after a reconnect
+    if (point.time_unix() > 0) {
+      store_.AppendMetrics(t.proto.id(), point);
+    } else {  // a point without its time gets its arrival's (a restart tells runs apart by it)
+      v1::MetricPoint stamped = point;
+      stamped.set_time_unix(WallNow());
+      store_.AppendMetrics(t.proto.id(), stamped);
+    }
+    t.proto.set_metric_count(t.proto.metric_count() + 1);
+    last = &point;
+    auto vit = point.values().find(s.objective_metric());
+    if (vit != point.values().end()) {
+      t.last_objective = vit->second;
+      bool better = !t.best_objective || (s.direction() == v1::MAXIMIZE ? vit->second > *t.best_objective
+                                                                        : vit->second < *t.best_objective);
+      if (better) t.best_objective = vit->second;
+    }
+    owner_->OnPoint(t.proto.id(), point);  // the trial scheduler's and the hero band's judgement
+    hub_.Metrics(t.proto, point);
+  }
+  if (last) {
+    *t.proto.mutable_last_metrics() = *last;
+    t.last_progress = Clock::now();
+  }
+  t.proto.set_ignored_lines(m.ignored_lines());
+  if (!m.last_ignored_line().empty()) t.proto.set_last_ignored_line(m.last_ignored_line());
+  progress_dirty_.insert(t.proto.id());
+  outbox_.OweAck(link, t.proto.id(), t.epoch, t.proto.metric_count(), false);
+}
+
+void TrialManager::OnExited(const std::string& node, const std::shared_ptr<WorkerLink>& link,
+                            const v1::TrialExited& m) {
+  auto it = trials_.find(m.trial_id());
+  TrialRecord::Member* mem = it == trials_.end() ? nullptr : MemberOn(it->second, node, m.assignment_epoch());
+  if (!mem || !mem->live) {
+    // A stale run (its resources were already given back), or an exit already stored whose acknowledgement was
+    // lost: the worker may forget it.
+    outbox_.OweAck(link, m.trial_id(), m.assignment_epoch(), 0, true);
+    return;
+  }
+  TrialRecord& t = it->second;
+  const bool current = mem->epoch == t.epoch;
+  const bool metrics_member = mem->first_rank == 0;
+  outbox_.OweAck(link, t.proto.id(), mem->epoch, current && metrics_member ? t.proto.metric_count() : 0, true);
+  mem->live = false;
+  nodes_.RemoveRun(node, t.proto.id());
+  const bool any_live = t.AnyLive();
+  if (current && t.proto.state() == v1::TRIAL_RUNNING) {
+    EndRun(t, node, m, any_live);
+  } else if (current && t.proto.state() == v1::TRIAL_CANCELLED && metrics_member) {
+    t.proto.set_exit_code(m.exit_code());
+    Save(t);
+  }
+  if (current && !any_live && t.proto.state() == v1::TRIAL_CANCELLED) CloseAllocation(t, "cancelled");
+  MaybeReleaseGroup(t);  // updates the nodes' busy slots once the group is given back
+}
+
+void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::TrialExited& m, bool any_live) {
+  const std::string where = t.members.size() > 1 ? "node " + node + ": " : "";
+  const bool failed = m.exit_code() != 0 || !m.error().empty();
+  if (!t.watchdog_error.empty()) {
+    CloseAllocation(t, "failed");
+    Finish(t, v1::TRIAL_FAILED, m.exit_code(), t.watchdog_error);
+  } else if (t.exploit && (m.cancelled() || !failed)) {
+    if (!any_live) FinishExploit(t);
+  } else if (!t.early_stop.empty() && (m.cancelled() || !failed)) {
+    // Stopped by the trial scheduler: it completes with the value it reached.
+    if (!any_live) CompleteFromExit(t.proto.id());
+  } else if (t.preempting && (m.cancelled() || failed)) {
+    // Stopped for a higher-priority trial: it resumes once every member has stopped.
+    if (!any_live) FinishPreemption(t);
+  } else if (m.worker_stopping()) {
+    // The node's worker is shutting down: no new trials there, and this one waits for another node (from its
+    // checkpoint, as after a preemption; no attempt is used up).
+    nodes_.Drain(node, "its worker is stopping");
+    t.preempting = true;
+    t.proto.set_error("node " + node + "'s worker stopped; the trial waits for another node");
+    StopMembers(t, t.proto.error());
+    if (!any_live) FinishPreemption(t);
+  } else if (m.cancelled()) {
+    // Stopped without a request of this coordinator: a preemption in flight across a restart (its intent is
+    // not stored), or the worker shutting down. The trial is not what anyone cancelled: it runs again.
+    RequeueOrFail(t, where + "stopped by its worker without a request from this coordinator" +
+                         (m.error().empty() ? std::string() : " (" + m.error() + ")"));
+  } else if (failed) {
+    // A rank failed: the whole group stops (Finish stops the other members).
+    std::string err = m.error().empty() ? "exited with code " + std::to_string(m.exit_code()) : m.error();
+    CloseAllocation(t, "failed");
+    Finish(t, v1::TRIAL_FAILED, m.exit_code(), where + err);
+  } else if (!any_live) {
+    owner_->OnRunSucceeded(t.proto.id());
+  }
+  // else: exit 0 on one node while others still run; the trial ends with the last of them.
+}
+
+bool TrialManager::Reattach(const std::string& node, const std::shared_ptr<WorkerLink>& link,
+                            const v1::RunningTrial& run) {
+  auto it = trials_.find(run.trial_id());
+  TrialRecord::Member* m = it == trials_.end() ? nullptr : MemberOn(it->second, node, run.assignment_epoch());
+  bool ours = m && m->live && it->second.epoch == run.assignment_epoch() &&
+              it->second.proto.state() == v1::TRIAL_RUNNING;
+  if (!ours) return false;
+  TrialRecord& t = it->second;
+  m->attached = true;
+  t.last_progress = Clock::now();
+  nodes_.AddRun(node, t.proto.id());
+  store_.AppendEvent("trial_reattached", t.proto.search_id(), t.proto.id(), node, WallNow());
+  LogInfo(kLog, "worker " + node + " re-attached trial " + std::to_string(t.proto.id()));
+  if (t.exploit || !t.early_stop.empty()) {  // decided before the restart (the search's replay)
+    v1::CoordinatorMessage cancel;
+    cancel.mutable_cancel()->set_trial_id(t.proto.id());
+    cancel.mutable_cancel()->set_assignment_epoch(m->epoch);
+    cancel.mutable_cancel()->set_reason(t.exploit ? t.exploit->reason : "stopped early by " + t.early_stop);
+    outbox_.SendAfterCommit(link, std::move(cancel));
+  }
+  return true;
+}
+
+void TrialManager::RunsLost(const std::string& node, const std::set<int64_t>& trials, const std::string& reason) {
+  for (int64_t id : trials) {
+    auto it = trials_.find(id);
+    if (it == trials_.end()) continue;
+    TrialRecord& t = it->second;
+    for (auto& m : t.members) {
+      if (m.node_id == node && m.live) MemberGone(t, m);
+    }
+    if (t.proto.state() == v1::TRIAL_RUNNING) {
+      RequeueOrFail(t, reason);  // stops the group's members on the other nodes
+    } else {
+      MaybeReleaseGroup(t);
+    }
+  }
+}
+
+void TrialManager::CheckWatchdog(Clock::time_point now) {
+  for (auto& [sid, s] : by_search_) {
+    const search::SearchSpec& spec = owner_->Spec(sid);
+    if (owner_->Search(sid).state() != v1::SEARCH_RUNNING || spec.progress_timeout_s <= 0) continue;
+    const auto limit =
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.progress_timeout_s));
+    std::vector<int64_t> running(s.running.begin(), s.running.end());
+    for (int64_t id : running) {
+      TrialRecord& t = At(id);
+      if (t.members.empty() || t.preempting || !t.watchdog_error.empty() || now - t.last_progress < limit) continue;
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "no metrics line for %.1f s (trial.progress_timeout is %g s): stopped by the watchdog",
+                    std::chrono::duration<double>(now - t.last_progress).count(), spec.progress_timeout_s);
+      t.watchdog_error = buf;
+      LogWarning(kLog, "trial " + std::to_string(id) + ": " + t.watchdog_error);
+      store_.AppendEvent("trial_watchdog", sid, id, t.watchdog_error, WallNow());
+      StopMembers(t, t.watchdog_error);
+      if (!t.AnyLive()) {
+        CloseAllocation(t, "failed");
+        Finish(t, v1::TRIAL_FAILED, -1, t.watchdog_error);
+      }
+    }
+  }
+}
+
+void TrialManager::CheckReattachDeadlines(Clock::time_point now) {
+  for (auto& [id, t] : trials_) {
+    if (t.reattach_deadline == Clock::time_point{} || now <= t.reattach_deadline) continue;
+    t.reattach_deadline = {};
+    bool lost = false;
+    for (auto& m : t.members) {
+      if (m.live && !m.attached) {
+        lost = true;
+        MemberGone(t, m);
+      }
+    }
+    if (lost && t.proto.state() == v1::TRIAL_RUNNING) {
+      RequeueOrFail(t, "no worker re-attached it after the coordinator restarted");
+    }
+  }
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,455 @@
+// TrialManager: the trial state machine — state changes, stops, requeues, the end of a trial, preemption and the
+// queue, and what searches decide for a trial. Launch, worker reports, PBT's hand-over and recovery are in
+// trial_launch.cc, trial_reports.cc, trial_exploit.cc and trial_recovery.cc.
+#include <algorithm>
+
+#include "common/log.h"
+#include "server/params_codec.h"
+#include "server/trial_manager.h"
+#include "server/wall_clock.h"
+
+namespace ladder::server {
+
+namespace {
+
+constexpr const char* kLog = "coordinator";
+
+scheduler::Priority SchedPriority(v1::Priority p) {
+  switch (p) {
+    case v1::PRIORITY_HERO: return scheduler::Priority::kHero;
+    case v1::PRIORITY_PROMOTED: return scheduler::Priority::kPromoted;
+    default: return scheduler::Priority::kSearch;
+  }
+}
+
+const char* EndWord(v1::TrialState state) {
+  return state == v1::TRIAL_COMPLETED ? "completed" : state == v1::TRIAL_FAILED ? "failed" : "cancelled";
+}
+
+}  // namespace
+
+bool TrialRecord::AnyLive() const {
+  return std::any_of(members.begin(), members.end(), [](const Member& m) { return m.live; });
+}
+
+TrialManager::TrialManager(store::Store& store, scheduler::NodeGroupScheduler& sched, NodeManager& nodes,
+                           CommitOutbox& outbox, EventHub& hub, const CoordinatorOptions& options,
+                           std::function<void()> request_schedule)
+    : store_(store),
+      sched_(sched),
+      nodes_(nodes),
+      outbox_(outbox),
+      hub_(hub),
+      opt_(options),
+      request_schedule_(std::move(request_schedule)) {}
+
+// ------------------------------------------------------------------------------------------------------------
+// Reads
+// ------------------------------------------------------------------------------------------------------------
+
+const TrialRecord* TrialManager::Find(int64_t trial_id) const {
+  auto it = trials_.find(trial_id);
+  return it == trials_.end() ? nullptr : &it->second;
+}
+
+const SearchTrials& TrialManager::Of(int64_t search_id) const {
+  static const SearchTrials kNone;
+  auto it = by_search_.find(search_id);
+  return it == by_search_.end() ? kNone : it->second;
+}
+
+const TrialRecord* TrialManager::ByNumber(int64_t search_id, int64_t number) const {
+  for (int64_t id : Of(search_id).ids) {
+    const TrialRecord& t = trials_.at(id);
+    if (t.proto.number() == number) return &t;
+  }
+  return nullptr;
+}
+
+std::string TrialManager::CheckpointDir(const TrialRecord& t) const {
+  return opt_.checkpoint_root + "/search-" + std::to_string(t.proto.search_id()) + "/trial-" +
+         std::to_string(t.proto.id());
+}
+
+int TrialManager::Nodes(const TrialRecord& t) const {
+  return t.proto.group().nodes() > 0 ? t.proto.group().nodes() : owner_->Spec(t.proto.search_id()).group.nodes;
+}
+
+std::map<std::string, std::string> TrialManager::Builtins(const TrialRecord& t) const {
+  return {{"trial_id", std::to_string(t.proto.id())},
+          {"trial_number", std::to_string(t.proto.number())},
+          {"search_id", std::to_string(t.proto.search_id())},
+          {"checkpoint_dir", CheckpointDir(t)},
+          {"nodes", std::to_string(Nodes(t))}};
+}
+
+void TrialManager::WriteProgress() {
+  for (int64_t id : progress_dirty_) {
+    auto it = trials_.find(id);
+    if (it != trials_.end()) store_.UpdateTrialProgress(it->second.proto);
+  }
+  progress_dirty_.clear();
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// State and records
+// ------------------------------------------------------------------------------------------------------------
+
+void TrialManager::SetState(TrialRecord& t, v1::TrialState state) {
+  SearchTrials& s = by_search_[t.proto.search_id()];
+  auto bucket = [&](v1::TrialState st, int delta) {
+    switch (st) {
+      case v1::TRIAL_PENDING:
+        if (delta > 0) s.pending.insert(t.proto.id()); else s.pending.erase(t.proto.id());
+        break;
+      case v1::TRIAL_RUNNING:
+        if (delta > 0) s.running.insert(t.proto.id()); else s.running.erase(t.proto.id());
+        break;
+      case v1::TRIAL_COMPLETED: s.completed += delta; break;
+      case v1::TRIAL_FAILED: s.failed += delta; break;
+      case v1::TRIAL_CANCELLED: s.cancelled += delta; break;
+      default: break;
+    }
+  };
+  bucket(t.proto.state(), -1);
+  t.proto.set_state(state);
+  bucket(state, +1);
+}
+
+void TrialManager::Save(TrialRecord& t) {
+  store_.UpdateTrial(t.proto, t.epoch);
+  progress_dirty_.erase(t.proto.id());
+}
+
+void TrialManager::CloseAllocation(TrialRecord& t, const std::string& outcome) {
+  if (t.epoch != 0) store_.CloseAllocation(t.proto.id(), t.epoch, outcome, WallNow());
+}
+
+TrialRecord::Member* TrialManager::MemberOn(TrialRecord& t, const std::string& node, int64_t epoch) {
+  for (auto& m : t.members) {
+    if (m.node_id == node && m.epoch == epoch) return &m;
+  }
+  return nullptr;
+}
+
+void TrialManager::MemberGone(TrialRecord& t, TrialRecord::Member& m) {
+  m.live = false;
+  nodes_.RemoveRun(m.node_id, t.proto.id());
+}
+
+void TrialManager::StopMembers(TrialRecord& t, const std::string& reason) {
+  for (auto& m : t.members) {
+    if (!m.live) continue;
+    auto link = nodes_.Link(m.node_id);
+    if (!link || !m.attached) {
+      MemberGone(t, m);  // nothing runs there that anyone could stop or hear from
+      continue;
+    }
+    v1::CoordinatorMessage cancel;
+    cancel.mutable_cancel()->set_trial_id(t.proto.id());
+    cancel.mutable_cancel()->set_assignment_epoch(m.epoch);
+    cancel.mutable_cancel()->set_reason(reason);
+    outbox_.SendAfterCommit(link, std::move(cancel));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Creation, the queue and the node group
+// ------------------------------------------------------------------------------------------------------------
+
+const TrialRecord& TrialManager::Create(int64_t search_id, int number, search::Params params, bool workflow_step) {
+  const search::SearchSpec& spec = owner_->Spec(search_id);
+  TrialRecord fresh;
+  fresh.params = std::move(params);
+  fresh.workflow_step = workflow_step;
+  auto& p = fresh.proto;
+  p.set_search_id(search_id);
+  p.set_number(number);
+  p.set_state(v1::TRIAL_PENDING);
+  p.set_workflow_step(workflow_step);
+  *p.mutable_group() = owner_->Search(search_id).group();
+  if (search::ScalesNodes(spec.scheduler) && !workflow_step) {
+    p.mutable_group()->set_nodes(search::NodeLevels(spec.scheduler, p.number()).front());
+  }
+  p.set_created_unix(WallNow());
+  for (const auto& [k, v] : fresh.params) (*p.mutable_params())[k] = ToProto(v);
+  store_.InsertTrial(&p);
+  const int64_t id = p.id();
+  if (workflow_step) p.set_checkpoint_dir(CheckpointDir(fresh));  // its ensemble file is written there before it runs
+  SearchTrials& s = by_search_[search_id];
+  s.ids.push_back(id);
+  s.pending.insert(id);
+  return trials_.emplace(id, std::move(fresh)).first->second;
+}
+
+scheduler::GroupRequest TrialManager::GroupRequestFor(const TrialRecord& t) const {
+  const search::SearchSpec& spec = owner_->Spec(t.proto.search_id());
+  scheduler::GroupRequest r;
+  r.trial_id = t.proto.id();
+  r.nodes = Nodes(t);
+  r.ranks_per_node = spec.group.ranks_per_node;
+  r.gpus_per_rank = spec.group.gpus_per_rank;
+  r.priority = SchedPriority(owner_->Search(t.proto.search_id()).priority());
+  // Node count as the fidelity: a trial past its first stage was promoted by the trial scheduler.
+  if (search::ScalesNodes(spec.scheduler) && !t.workflow_step &&
+      r.nodes > search::NodeLevels(spec.scheduler, t.proto.number()).front()) {
+    r.priority = std::max(r.priority, scheduler::Priority::kPromoted);
+  }
+  return r;
+}
+
+double TrialManager::SchedNow() const {
+  return std::chrono::duration<double>(Clock::now() - sched_epoch_).count();
+}
+
+void TrialManager::Submit(int64_t trial_id) {
+  TrialRecord& t = At(trial_id);
+  auto req = GroupRequestFor(t);
+  auto st = sched_.Submit(req, SchedNow());
+  if (!st.ok()) {
+    LogError(kLog, "trial " + std::to_string(t.proto.id()) + ": scheduler: " + st.message());
+    return;
+  }
+  t.sched = TrialRecord::Sched::kQueued;
+  const int64_t sid = t.proto.search_id();
+  if (!infeasible_logged_.count(sid)) {
+    if (auto f = sched_.Feasible(req); !f.ok()) {
+      infeasible_logged_.insert(sid);
+      LogWarning(kLog, "search " + std::to_string(sid) + ": its trials wait: " + f.message());
+    }
+  }
+}
+
+void TrialManager::RunScheduler() {
+  for (const auto& d : sched_.Schedule(SchedNow())) {
+    auto it = trials_.find(d.trial_id);
+    if (it == trials_.end()) continue;
+    TrialRecord& t = it->second;
+    if (d.kind == scheduler::Decision::Kind::kPreempt) {
+      Preempt(t, d.for_trial_id);
+    } else {
+      t.sched = TrialRecord::Sched::kRunning;
+      Launch(t, d.group);
+    }
+  }
+}
+
+void TrialManager::MaybeReleaseGroup(TrialRecord& t) {
+  if (t.AnyLive()) return;
+  std::vector<std::string> nodes;
+  for (const auto& m : t.members) nodes.push_back(m.node_id);
+  t.members.clear();
+  const bool pending = t.proto.state() == v1::TRIAL_PENDING;
+  // A trial promoted to another node count (node count as the fidelity) is a new request, not a requeue.
+  const bool reshaped = Nodes(t) != static_cast<int>(nodes.size());
+  if (t.sched == TrialRecord::Sched::kRunning) {
+    auto st = pending && !reshaped ? sched_.Requeue(t.proto.id()) : sched_.Finish(t.proto.id());
+    if (!st.ok()) LogError(kLog, "trial " + std::to_string(t.proto.id()) + ": scheduler: " + st.message());
+    t.sched = pending && !reshaped && st.ok() ? TrialRecord::Sched::kQueued : TrialRecord::Sched::kNone;
+  }
+  if (pending && t.sched == TrialRecord::Sched::kNone) Submit(t.proto.id());
+  for (const auto& n : nodes) nodes_.UpdateBusy(n);
+  request_schedule_();
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Requeue, end, preemption
+// ------------------------------------------------------------------------------------------------------------
+
+void TrialManager::RequeueOrFail(TrialRecord& t, const std::string& reason) {
+  CloseAllocation(t, "lost");
+  if (t.proto.state() != v1::TRIAL_RUNNING) {
+    Save(t);
+    MaybeReleaseGroup(t);
+    return;
+  }
+  const int64_t sid = t.proto.search_id();
+  if (owner_->Search(sid).state() == v1::SEARCH_RUNNING && t.proto.attempt() < owner_->Spec(sid).max_retries) {
+    StopMembers(t, reason + "; the trial is requeued");
+    t.proto.set_attempt(t.proto.attempt() + 1);
+    t.proto.set_error(reason + "; requeued (attempt " + std::to_string(t.proto.attempt()) + ")");
+    t.proto.clear_placement();
+    t.proto.set_started_unix(0);
+    t.epoch = 0;
+    t.preempting = false;
+    t.early_stop.clear();
+    t.exploit.reset();
+    t.last_objective.reset();
+    t.best_objective.reset();
+    t.watchdog_error.clear();
+    SetState(t, v1::TRIAL_PENDING);
+    Save(t);
+    store_.AppendEvent("trial_requeued", sid, t.proto.id(), reason, WallNow());
+    LogWarning(kLog, "trial " + std::to_string(t.proto.id()) + " requeued: " + reason);
+    hub_.Trial(t.proto);
+    owner_->OnCountsChanged(sid);
+    MaybeReleaseGroup(t);
+    request_schedule_();
+    return;
+  }
+  Finish(t, v1::TRIAL_FAILED, -1, reason + " (no retries left)");
+}
+
+void TrialManager::Finish(TrialRecord& t, v1::TrialState state, int exit_code, const std::string& error) {
+  t.proto.set_exit_code(exit_code);
+  t.proto.set_error(error);
+  t.proto.set_finished_unix(WallNow());
+  t.preempting = false;
+  SetState(t, state);
+  Save(t);
+  // Whatever still runs of the group stops now; its nodes go back to the scheduler once it has.
+  StopMembers(t, "trial " + std::string(state == v1::TRIAL_COMPLETED ? "completed" : "ended") +
+                     (error.empty() ? "" : ": " + error));
+  store_.AppendEvent(std::string("trial_") + EndWord(state), t.proto.search_id(), t.proto.id(), error, WallNow());
+  t.exploit.reset();
+  hub_.Trial(t.proto);
+  if (state == v1::TRIAL_FAILED) LogWarning(kLog, "trial " + std::to_string(t.proto.id()) + " failed: " + error);
+  MaybeReleaseGroup(t);
+  owner_->OnTrialEnded(t.proto.id());
+}
+
+void TrialManager::Preempt(TrialRecord& t, int64_t for_trial) {
+  std::string reason = "preempted by trial " + std::to_string(for_trial);
+  if (const TrialRecord* f = Find(for_trial)) {
+    reason += " (" + std::string(scheduler::PriorityName(GroupRequestFor(*f).priority)) + " priority)";
+  }
+  t.preempting = true;
+  store_.AppendEvent("trial_preempted", t.proto.search_id(), t.proto.id(), reason, WallNow());
+  LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + " " + reason + "; it resumes from its checkpoint later");
+  t.proto.set_error(reason);
+  StopMembers(t, reason + "; it resumes from its checkpoint later");
+  if (!t.AnyLive()) FinishPreemption(t);
+}
+
+void TrialManager::FinishPreemption(TrialRecord& t) {
+  if (t.proto.state() != v1::TRIAL_RUNNING) return;
+  t.proto.set_preemptions(t.proto.preemptions() + 1);
+  BackToQueue(t, "preempted");
+}
+
+void TrialManager::BackToQueue(TrialRecord& t, const std::string& outcome) {
+  CloseAllocation(t, outcome);
+  t.preempting = false;
+  t.early_stop.clear();
+  t.exploit.reset();
+  t.proto.clear_placement();
+  t.proto.set_started_unix(0);
+  t.epoch = 0;
+  t.last_objective.reset();
+  t.best_objective.reset();
+  t.watchdog_error.clear();
+  SetState(t, v1::TRIAL_PENDING);
+  Save(t);
+  hub_.Trial(t.proto);
+  owner_->OnCountsChanged(t.proto.search_id());
+  MaybeReleaseGroup(t);
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// What searches decide
+// ------------------------------------------------------------------------------------------------------------
+
+void TrialManager::StopEarly(int64_t trial_id, const std::string& reason) {
+  TrialRecord& t = At(trial_id);
+  t.early_stop = reason;  // names the scheduler: "asha: rung 1 (epoch 3): ..."
+  StopMembers(t, "stopped early by " + t.early_stop);
+  AfterStopDecision(t);
+}
+
+void TrialManager::StopToExploit(int64_t trial_id, search::TrialDecision decision) {
+  TrialRecord& t = At(trial_id);
+  t.exploit = std::move(decision);
+  StopMembers(t, t.exploit->reason);
+  AfterStopDecision(t);
+}
+
+void TrialManager::AfterStopDecision(TrialRecord& t) {
+  if (t.AnyLive()) return;  // its exits end it (trial_reports.cc)
+  if (t.exploit) {
+    FinishExploit(t);
+  } else {
+    CompleteFromExit(t.proto.id());
+  }
+}
+
+void TrialManager::StopToFail(int64_t trial_id, const std::string& why) {
+  TrialRecord& t = At(trial_id);
+  if (!t.watchdog_error.empty()) return;
+  t.watchdog_error = why;
+  StopMembers(t, t.watchdog_error);
+}
+
+void TrialManager::RestoreDecision(int64_t trial_id, search::TrialDecision decision) {
+  TrialRecord& t = At(trial_id);
+  if (decision.exploit()) {
+    if (ByNumber(t.proto.search_id(), decision.source_trial)) t.exploit = std::move(decision);
+  } else {
+    t.early_stop = decision.reason;
+  }
+}
+
+void TrialManager::Promote(int64_t trial_id, int nodes, const std::string& why) {
+  TrialRecord& t = At(trial_id);
+  store_.AppendEvent("trial_promoted", t.proto.search_id(), t.proto.id(), why, WallNow());
+  LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + ": " + why);
+  t.proto.mutable_group()->set_nodes(nodes);
+  t.proto.set_error(why);
+  BackToQueue(t, "promoted");
+}
+
+void TrialManager::CompleteFromExit(int64_t trial_id) {
+  TrialRecord& t = At(trial_id);
+  const search::SearchSpec& spec = owner_->Spec(t.proto.search_id());
+  CloseAllocation(t, t.early_stop.empty() ? "exited" : "stopped early");
+  auto objective = t.Objective(spec.objective.scope == search::Objective::Scope::kBest);
+  if (!objective) {
+    Finish(t, v1::TRIAL_FAILED, 0,
+           "exited 0 without reporting the objective metric '" + owner_->Search(t.proto.search_id()).objective_metric() +
+               "' (" + std::to_string(t.proto.metric_count()) + " metrics lines, " +
+               std::to_string(t.proto.ignored_lines()) + " ignored lines)");
+    return;
+  }
+  t.proto.set_has_objective(true);
+  t.proto.set_objective(*objective);
+  // A trial stopped early keeps the scheduler's reason as its note (it is not an error: it COMPLETED).
+  Finish(t, v1::TRIAL_COMPLETED, 0, t.early_stop.empty() ? "" : "stopped early: " + t.early_stop);
+}
+
+void TrialManager::FailBeforeStart(int64_t trial_id, const std::string& error) {
+  TrialRecord& t = At(trial_id);
+  SetState(t, v1::TRIAL_RUNNING);
+  Finish(t, v1::TRIAL_FAILED, -1, error);
+}
+
+void TrialManager::CancelAll(int64_t search_id, const std::string& error) {
+  const SearchTrials& s = Of(search_id);
+  std::vector<int64_t> pending(s.pending.begin(), s.pending.end());
+  for (int64_t id : pending) {
+    TrialRecord& t = At(id);
+    t.proto.set_finished_unix(WallNow());
+    t.proto.set_error(error);
+    SetState(t, v1::TRIAL_CANCELLED);
+    Save(t);
+    if (t.sched == TrialRecord::Sched::kQueued) {
+      sched_.Cancel(id);
+      t.sched = TrialRecord::Sched::kNone;
+    }
+    MaybeReleaseGroup(t);  // a requeued trial whose old processes still stop keeps its group until then
+    hub_.Trial(t.proto);
+  }
+  std::vector<int64_t> running(s.running.begin(), s.running.end());
+  for (int64_t id : running) {
+    TrialRecord& t = At(id);
+    t.proto.set_finished_unix(WallNow());
+    t.proto.set_error(error);
+    t.preempting = false;
+    SetState(t, v1::TRIAL_CANCELLED);
+    Save(t);
+    StopMembers(t, t.proto.error());
+    if (!t.AnyLive()) CloseAllocation(t, "cancelled");
+    MaybeReleaseGroup(t);
+    hub_.Trial(t.proto);
+  }
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,51 @@
+// Coordinator: the worker stream's messages — register first, then heartbeats, starts, metric reports and exits;
+// every message renews the node's lease.
+#include "common/log.h"
+#include "server/coordinator.h"
+#include "server/store/sqlite_db.h"
+
+namespace ladder::server {
+
+namespace {
+constexpr const char* kLog = "coordinator";
+}  // namespace
+
+void Coordinator::OnWorkerMessage(const std::shared_ptr<WorkerLink>& link, const v1::WorkerMessage& msg) {
+  if (stopped_) return;
+  try {
+    if (msg.has_register_()) {
+      nodes_.Register(link, msg.register_());
+      return;
+    }
+    auto node = nodes_.NodeOf(link);
+    if (!node) {
+      link->Close(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                               "the first message on a worker stream must be register (or this connection was "
+                               "replaced by a newer one)"));
+      return;
+    }
+    nodes_.Renew(*node);
+    switch (msg.body_case()) {
+      case v1::WorkerMessage::kHeartbeat: break;
+      case v1::WorkerMessage::kStarted: trials_.OnStarted(*node, msg.started()); break;
+      case v1::WorkerMessage::kMetrics: trials_.OnMetrics(*node, link, msg.metrics()); break;
+      case v1::WorkerMessage::kExited: trials_.OnExited(*node, link, msg.exited()); break;
+      default: break;
+    }
+  } catch (const store::SqliteError& e) {
+    Fatal(e.what());
+  } catch (const std::exception& e) {
+    LogError(kLog, std::string("handling a worker message failed: ") + e.what());
+  }
+}
+
+void Coordinator::OnWorkerGone(const std::shared_ptr<WorkerLink>& link, const std::string& reason) {
+  if (stopped_) return;
+  try {
+    nodes_.Disconnected(link, reason);
+  } catch (const store::SqliteError& e) {
+    Fatal(e.what());
+  }
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,107 @@
+// CommitOutbox: nothing leaves before the commit it rests on; acknowledgements merge; a failure drops everything.
+#include "server/commit_outbox.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "server/store/sqlite_db.h"
+#include "tests/server/coordinator_fixture.h"
+
+namespace ladder::server {
+namespace {
+
+class CommitOutboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("ladder-outbox-test-" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    store_ = std::make_unique<store::Store>((dir_ / "ladder.db").string());
+    outbox_ = std::make_unique<CommitOutbox>(loop_, *store_, std::chrono::milliseconds(50));
+  }
+  void TearDown() override {
+    outbox_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  // Events of this kind in the database file, as another connection sees them.
+  int64_t StoredEvents(const std::string& kind) {
+    store::Db db((dir_ / "ladder.db").string(), /*quick_check=*/false);
+    auto& st = db.Prepare("SELECT count(*) FROM events WHERE kind = ?");
+    st.Bind(1, kind);
+    return st.Step() ? st.Int(0) : -1;
+  }
+  static v1::CoordinatorMessage Cancel(int64_t trial) {
+    v1::CoordinatorMessage m;
+    m.mutable_cancel()->set_trial_id(trial);
+    return m;
+  }
+
+  boost::asio::io_context loop_;
+  std::filesystem::path dir_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<CommitOutbox> outbox_;
+};
+
+// Records, at each send, how many "decided" events another connection sees in the database.
+class CheckingLink : public FakeLink {
+ public:
+  explicit CheckingLink(std::function<int64_t()> stored) : stored_(std::move(stored)) {}
+  void Send(const v1::CoordinatorMessage& m) override {
+    stored_at_send.push_back(stored_());
+    FakeLink::Send(m);
+  }
+  std::vector<int64_t> stored_at_send;
+
+ private:
+  std::function<int64_t()> stored_;
+};
+
+TEST_F(CommitOutboxTest, AStartOrCancelLeavesOnlyAfterTheCommitOfWhatItRestsOn) {
+  auto link = std::make_shared<CheckingLink>([this] { return StoredEvents("decided"); });
+  store_->AppendEvent("decided", 0, 0, "", 1.0);
+  size_t pending_at_send = 99;
+  outbox_->SetHooks({nullptr, [&] { pending_at_send = store_->pending_writes(); }, nullptr});
+  outbox_->SendAfterCommit(link, Cancel(7));
+  EXPECT_TRUE(link->sent.empty());  // not before the posted commit runs
+  loop_.poll();
+  ASSERT_EQ(link->sent.size(), 1u);
+  EXPECT_EQ(link->sent[0].cancel().trial_id(), 7);
+  EXPECT_EQ(pending_at_send, 1u);                      // the hook ran before the flush
+  EXPECT_EQ(link->stored_at_send, std::vector<int64_t>{1});  // the write was committed before the send
+}
+
+TEST_F(CommitOutboxTest, AcknowledgementsOfOneStreamMergeIntoOneMessage) {
+  auto link = std::make_shared<FakeLink>();
+  outbox_->OweAck(link, 3, 1, 10, false);
+  outbox_->OweAck(link, 3, 1, 4, true);   // an older sequence number does not go back
+  outbox_->OweAck(link, 5, 2, 1, false);
+  outbox_->OweAck(link, 5, 3, 2, false);  // a new assignment epoch starts over
+  outbox_->Commit();
+  ASSERT_EQ(link->sent.size(), 1u);
+  const auto& acks = link->sent[0].ack().trials();
+  ASSERT_EQ(acks.size(), 2);
+  EXPECT_EQ(acks[0].trial_id(), 3);
+  EXPECT_EQ(acks[0].durable_seq(), 10);
+  EXPECT_TRUE(acks[0].exit_durable());
+  EXPECT_EQ(acks[1].assignment_epoch(), 3);
+  EXPECT_EQ(acks[1].durable_seq(), 2);
+}
+
+TEST_F(CommitOutboxTest, AfterADatabaseFailureNothingIsCommittedOrSent) {
+  auto link = std::make_shared<FakeLink>();
+  store_->AppendEvent("half of an operation", 0, 0, "", 1.0);
+  outbox_->OweAck(link, 3, 1, 10, false);
+  outbox_->SendAfterCommit(link, Cancel(7));
+  outbox_->Abandon();
+  EXPECT_TRUE(outbox_->failed());
+  outbox_->Commit();
+  loop_.poll();
+  EXPECT_TRUE(link->sent.empty());
+  EXPECT_EQ(StoredEvents("half of an operation"), 0);  // the batch was dropped, not committed
+}
+
+}  // namespace
+}  // namespace ladder::server

@@ -1,0 +1,62 @@
+// EventHub: who receives which event, and the sequence numbers.
+#include "server/event_hub.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace ladder::server {
+namespace {
+
+v1::Trial TrialOf(int64_t search, int64_t id) {
+  v1::Trial t;
+  t.set_search_id(search);
+  t.set_id(id);
+  return t;
+}
+
+TEST(EventHub, EventsNobodyHearsTakeNoSequenceNumber) {
+  EventHub hub;
+  hub.Trial(TrialOf(1, 1));
+  hub.Trial(TrialOf(1, 2));
+  std::vector<v1::Event> got;
+  v1::Event snap;
+  snap.set_kind(v1::Event::SEARCH_UPDATED);
+  hub.Subscribe(0, [&](const v1::Event& e) { got.push_back(e); }, {snap});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].seq(), 0);  // the snapshot carries the current sequence number
+  v1::Search s;
+  s.set_id(1);
+  s.set_spec_yaml("secret: yes");
+  hub.Search(s);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].seq(), 1);
+  EXPECT_GT(got[1].time_unix(), 0);
+  EXPECT_TRUE(got[1].search().spec_yaml().empty());  // a spec may carry credentials in its env
+}
+
+TEST(EventHub, ASearchWatcherGetsItsSearchAndEveryWorkerAClusterWatcherNoMetrics) {
+  EventHub hub;
+  std::vector<v1::Event> one, all;
+  hub.Subscribe(1, [&](const v1::Event& e) { one.push_back(e); }, {});
+  const int64_t all_id = hub.Subscribe(0, [&](const v1::Event& e) { all.push_back(e); }, {});
+  hub.Trial(TrialOf(1, 10));
+  hub.Trial(TrialOf(2, 20));
+  hub.Metrics(TrialOf(1, 10), v1::MetricPoint());
+  v1::WorkerInfo w;
+  w.set_node_id("n1");
+  hub.Worker(w);
+  ASSERT_EQ(one.size(), 3u);  // trial 10, its metrics, the worker
+  EXPECT_EQ(one[0].trial().id(), 10);
+  EXPECT_EQ(one[1].kind(), v1::Event::TRIAL_METRICS);
+  EXPECT_EQ(one[2].worker().node_id(), "n1");
+  ASSERT_EQ(all.size(), 3u);  // both trials and the worker, not the metric point
+  for (const auto& e : all) EXPECT_NE(e.kind(), v1::Event::TRIAL_METRICS);
+  hub.Unsubscribe(all_id);
+  hub.Worker(w);
+  EXPECT_EQ(all.size(), 3u);
+  EXPECT_EQ(one.size(), 4u);
+}
+
+}  // namespace
+}  // namespace ladder::server
