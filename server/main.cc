@@ -13,67 +13,75 @@
 #include "search/command_template.h"
 #include "server/server.h"
 
-int main(int argc, char** argv) {
-  ladder::SetLogLevelFromEnv();
-  CLI::App app{"ladder-server: the ladder coordinator (gRPC API, SQLite store, scheduler)"};
-  app.set_version_flag("--version", std::string("ladder ") + LADDER_VERSION);
+namespace {
+
+// ladder-server's command line.
+struct Flags {
   ladder::server::ServerOptions opt;
   std::string token_file;
   bool no_token = false;
   int heartbeat_timeout_ms = static_cast<int>(ladder::server::kDefaultHeartbeatTimeout.count());
-  app.add_option("--listen", opt.listen, "host:port to listen on (port 0: any free port)")
+  std::string mpirun;
+};
+
+void AddFlags(CLI::App* app, Flags* f) {
+  app->add_option("--listen", f->opt.listen, "host:port to listen on (port 0: any free port)")
       ->check([](const std::string& v) { return ladder::HostPortError(v); })
       ->capture_default_str();
-  app.add_option("--db", opt.db_path, "SQLite database file")->capture_default_str();
-  app.add_option("--token-file", token_file, "file holding the access token (created when absent); default <db>.token");
-  app.add_flag("--no-token", no_token, "accept state-changing calls without a token (only on a trusted host)");
-  app.add_option("--heartbeat-timeout-ms", heartbeat_timeout_ms, "worker lease: a worker silent this long is down")
+  app->add_option("--db", f->opt.db_path, "SQLite database file")->capture_default_str();
+  app->add_option("--token-file", f->token_file,
+                  "file holding the access token (created when absent); default <db>.token");
+  app->add_flag("--no-token", f->no_token, "accept state-changing calls without a token (only on a trusted host)");
+  app->add_option("--heartbeat-timeout-ms", f->heartbeat_timeout_ms,
+                  "worker lease: a worker silent this long is down")
       ->check(CLI::Range(100, 3600000))
       ->capture_default_str();
-  app.add_option("--checkpoint-dir", opt.coordinator.checkpoint_root,
-                 "root of the per-trial checkpoint directories (LADDER_CHECKPOINT_DIR, {checkpoint_dir}); on "
-                 "storage every worker sees (default: <db>.checkpoints)");
-  app.add_option("--quarantine-after", opt.coordinator.quarantine_after,
-                 "quarantine a node lost this many times within 10 minutes while running trials (0: never)")
+  app->add_option("--checkpoint-dir", f->opt.coordinator.checkpoint_root,
+                  "root of the per-trial checkpoint directories (LADDER_CHECKPOINT_DIR, {checkpoint_dir}); on "
+                  "storage every worker sees (default: <db>.checkpoints)");
+  app->add_option("--quarantine-after", f->opt.coordinator.quarantine_after,
+                  "quarantine a node lost this many times within 10 minutes while running trials (0: never)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  app.add_option("--rendezvous-port-base", opt.coordinator.rendezvous_port_base,
-                 "multi-rank trials rendezvous at MASTER_PORT = this + trial id % --rendezvous-port-span on their "
-                 "first node; give coordinators that share nodes disjoint ranges")
+  app->add_option("--rendezvous-port-base", f->opt.coordinator.rendezvous_port_base,
+                  "multi-rank trials rendezvous at MASTER_PORT = this + trial id % --rendezvous-port-span on their "
+                  "first node; give coordinators that share nodes disjoint ranges")
       ->check(CLI::Range(1024, 65535))
       ->capture_default_str();
-  app.add_option("--rendezvous-port-span", opt.coordinator.rendezvous_port_span,
-                 "how many rendezvous ports from --rendezvous-port-base")
+  app->add_option("--rendezvous-port-span", f->opt.coordinator.rendezvous_port_span,
+                  "how many rendezvous ports from --rendezvous-port-base")
       ->check(CLI::Range(1, 64511))
       ->capture_default_str();
-  std::string mpirun;
-  app.add_option("--mpirun", mpirun,
-                 "the command that starts an MPI trial (resources.launcher: mpirun), split into words; the "
-                 "coordinator appends -np, --host, -x and the trial's command")
+  app->add_option("--mpirun", f->mpirun,
+                  "the command that starts an MPI trial (resources.launcher: mpirun), split into words; the "
+                  "coordinator appends -np, --host, -x and the trial's command")
       ->default_str("mpirun");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as the ladder CLI
-  }
-  if (opt.coordinator.rendezvous_port_base + opt.coordinator.rendezvous_port_span - 1 > 65535) {
-    std::cerr << "ladder-server: --rendezvous-port-base " << opt.coordinator.rendezvous_port_base
-              << " + --rendezvous-port-span " << opt.coordinator.rendezvous_port_span << " goes past port 65535\n";
+}
+
+// What CLI11 cannot check alone; fills the options derived from the flags. 0, or 2 (a usage error, said).
+int CheckFlags(Flags* f) {
+  if (f->opt.coordinator.rendezvous_port_base + f->opt.coordinator.rendezvous_port_span - 1 > 65535) {
+    std::cerr << "ladder-server: --rendezvous-port-base " << f->opt.coordinator.rendezvous_port_base
+              << " + --rendezvous-port-span " << f->opt.coordinator.rendezvous_port_span << " goes past port 65535\n";
     return 2;
   }
-  if (!mpirun.empty()) {
+  if (!f->mpirun.empty()) {
     std::string err;
-    auto words = ladder::search::SplitCommandLine(mpirun, &err);
+    auto words = ladder::search::SplitCommandLine(f->mpirun, &err);
     if (!err.empty() || words.empty()) {
-      std::cerr << "ladder-server: --mpirun '" << mpirun << "': " << (err.empty() ? "empty" : err) << "\n";
+      std::cerr << "ladder-server: --mpirun '" << f->mpirun << "': " << (err.empty() ? "empty" : err) << "\n";
       return 2;
     }
-    opt.coordinator.mpirun = std::move(words);
+    f->opt.coordinator.mpirun = std::move(words);
   }
-  opt.coordinator.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);
-  opt.coordinator.heartbeat_interval = std::min(ladder::server::kDefaultHeartbeatInterval,
-                                                opt.coordinator.heartbeat_timeout / 3);
+  f->opt.coordinator.heartbeat_timeout = std::chrono::milliseconds(f->heartbeat_timeout_ms);
+  f->opt.coordinator.heartbeat_interval =
+      std::min(ladder::server::kDefaultHeartbeatInterval, f->opt.coordinator.heartbeat_timeout / 3);
+  return 0;
+}
 
+// Starts the server and waits for SIGINT/SIGTERM (exit 0) or its database's failure (exit 1).
+int Serve(Flags& f) {
   // Block the stop signals before any thread starts; the main thread waits for them below.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -81,27 +89,27 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGUSR1);  // the coordinator's own: its database failed
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  opt.coordinator.on_fatal = [](const std::string&) { ::kill(::getpid(), SIGUSR1); };
+  f.opt.coordinator.on_fatal = [](const std::string&) { ::kill(::getpid(), SIGUSR1); };
 
-  const std::string token_path = token_file.empty() ? opt.db_path + ".token" : token_file;
+  const std::string token_path = f.token_file.empty() ? f.opt.db_path + ".token" : f.token_file;
   std::error_code ec;
-  const bool token_existed = no_token || std::filesystem::exists(token_path, ec);
+  const bool token_existed = f.no_token || std::filesystem::exists(token_path, ec);
   try {
-    if (!no_token) opt.token = ladder::EnsureTokenFile(token_path);
-    ladder::server::Server server(opt);
+    if (!f.no_token) f.opt.token = ladder::EnsureTokenFile(token_path);
+    ladder::server::Server server(f.opt);
     try {
       server.Start();
     } catch (...) {
       if (!token_existed) std::filesystem::remove(token_path, ec);  // a failed start leaves no new files
       throw;
     }
-    std::printf("ladder-server listening on %s (database %s)\n", server.address().c_str(), opt.db_path.c_str());
+    std::printf("ladder-server listening on %s (database %s)\n", server.address().c_str(), f.opt.db_path.c_str());
     std::fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);
     if (sig == SIGUSR1) {
       server.Stop();
-      std::cerr << "ladder-server: the database " << opt.db_path
+      std::cerr << "ladder-server: the database " << f.opt.db_path
                 << " failed (see the log above); stopped. Restart it: it recovers from what was committed.\n";
       return 1;
     }
@@ -112,4 +120,21 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ladder::SetLogLevelFromEnv();
+  CLI::App app{"ladder-server: the ladder coordinator (gRPC API, SQLite store, scheduler)"};
+  app.set_version_flag("--version", std::string("ladder ") + LADDER_VERSION);
+  Flags flags;
+  AddFlags(&app, &flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as the ladder CLI
+  }
+  if (int rc = CheckFlags(&flags); rc != 0) return rc;
+  return Serve(flags);
 }

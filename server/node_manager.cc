@@ -36,8 +36,9 @@ NodeManager::NodeManager(store::Store& store, scheduler::NodeGroupScheduler& sch
 
 void NodeManager::Load() {
   for (auto& node : store_.LoadNodes()) {
-    auto st = sched_.AddNode(NodeSpecOf(node, node.state() == v1::WORKER_QUARANTINED ? scheduler::NodeState::kQuarantined
-                                                                                    : scheduler::NodeState::kDown));
+    const auto state =
+        node.state() == v1::WORKER_QUARANTINED ? scheduler::NodeState::kQuarantined : scheduler::NodeState::kDown;
+    auto st = sched_.AddNode(NodeSpecOf(node, state));
     if (!st.ok()) LogWarning(kLog, "node " + node.node_id() + " from the database: " + st.message());
     Node& n = nodes_[node.node_id()];
     n.info = std::move(node);

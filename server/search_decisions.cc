@@ -30,7 +30,9 @@ void SearchManager::OnPoint(int64_t trial_id, const v1::MetricPoint& point) {
   if (!s.band.empty()) WatchBand(s, trial_id, point);
 }
 
-void SearchManager::OnRunSucceeded(int64_t trial_id) { EndStage(searches_.at(trials_.Get(trial_id).proto.search_id()), trial_id); }
+void SearchManager::OnRunSucceeded(int64_t trial_id) {
+  EndStage(searches_.at(trials_.Get(trial_id).proto.search_id()), trial_id);
+}
 
 void SearchManager::ConsultTrialScheduler(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point) {
   const TrialRecord& t = trials_.Get(trial_id);
@@ -120,8 +122,8 @@ void SearchManager::ReplayTrialScheduler(SearchRecord& s) {
     switch (t->proto.state()) {
       case v1::TRIAL_CANCELLED: s.trial_sched->Forget(t->proto.number()); break;
       case v1::TRIAL_COMPLETED:
-        s.trial_sched->Complete(t->proto.number(), t->proto.has_objective() ? std::optional<double>(t->proto.objective())
-                                                                            : std::nullopt);
+        s.trial_sched->Complete(t->proto.number(),
+                                t->proto.has_objective() ? std::optional<double>(t->proto.objective()) : std::nullopt);
         break;
       case v1::TRIAL_FAILED: s.trial_sched->Complete(t->proto.number(), std::nullopt); break;
       default: break;

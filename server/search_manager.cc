@@ -104,7 +104,8 @@ grpc::Status SearchManager::Create(const v1::CreateSearchRequest& req, v1::Searc
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
   }
   if (!v1::Priority_IsValid(req.priority())) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "priority: unknown value " + std::to_string(req.priority()));
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "priority: unknown value " + std::to_string(req.priority()));
   }
   SearchRecord s;
   s.spec = std::move(*parsed.spec);

@@ -403,10 +403,11 @@ void TrialManager::CompleteFromExit(int64_t trial_id) {
   CloseAllocation(t, t.early_stop.empty() ? "exited" : "stopped early");
   auto objective = t.Objective(spec.objective.scope == search::Objective::Scope::kBest);
   if (!objective) {
+    const std::string& metric = owner_->Search(t.proto.search_id()).objective_metric();
     Finish(t, v1::TRIAL_FAILED, 0,
-           "exited 0 without reporting the objective metric '" + owner_->Search(t.proto.search_id()).objective_metric() +
-               "' (" + std::to_string(t.proto.metric_count()) + " metrics lines, " +
-               std::to_string(t.proto.ignored_lines()) + " ignored lines)");
+           "exited 0 without reporting the objective metric '" + metric + "' (" +
+               std::to_string(t.proto.metric_count()) + " metrics lines, " + std::to_string(t.proto.ignored_lines()) +
+               " ignored lines)");
     return;
   }
   t.proto.set_has_objective(true);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -124,16 +125,88 @@ std::vector<std::string> ExpandHostlist(std::string_view list, std::string* erro
   return out;
 }
 
+namespace {
+
+using ErrorFn = std::function<void(std::string field, std::string message)>;
+
+// One `key=value` word of a line into `s`; a bad one is reported through `error`.
+void ParseSetting(std::string_view word, Settings* s, const ErrorFn& error) {
+  size_t eq = word.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    error("", "expected key=value, got '" + std::string(word) + "'");
+    return;
+  }
+  std::string key = Lower(word.substr(0, eq));
+  std::string_view value = word.substr(eq + 1);
+  auto whole = [&](std::optional<int64_t>* dst) {
+    auto v = ParseWhole(value);
+    if (!v || *v > kMaxCount) {
+      error(key, "expected a whole number between 0 and " + std::to_string(kMaxCount) + ", got '" +
+                     std::string(value) + "'");
+    } else {
+      *dst = v;
+    }
+  };
+  if (key == "cores") {
+    whole(&s->cores);
+  } else if (key == "slots") {
+    whole(&s->slots);
+    if (s->slots && *s->slots < 1) error(key, "must be >= 1, got '" + std::string(value) + "'"), s->slots.reset();
+  } else if (key == "gpus") {
+    whole(&s->gpus);
+  } else if (key == "memory") {
+    auto v = ParseBytes(value);
+    if (!v) {
+      error(key, "expected bytes, or a number with K/M/G/T (e.g. 512G), got '" + std::string(value) + "'");
+    } else {
+      s->memory = v;
+    }
+  } else if (key == "rack" || key == "switch") {
+    if (value.empty()) error(key, "must not be empty");
+    (key == "rack" ? s->rack : s->sw) = std::string(value);
+  } else if (key == "state") {
+    auto st = ParseNodeState(Lower(value));
+    if (!st) {
+      error(key, "expected up, draining, down or quarantined, got '" + std::string(value) + "'");
+    } else {
+      s->state = st;
+    }
+  } else if (key.rfind("label.", 0) == 0 && key.size() > 6) {
+    s->labels[std::string(word.substr(6, eq - 6))] = std::string(value);
+  } else {
+    error(std::string(word.substr(0, eq)),
+          "unknown key; expected cores, slots, gpus, memory, rack, switch, state or label.NAME");
+  }
+}
+
+// A node named `name` with the line's settings (the defaults already under them).
+NodeSpec NodeFrom(std::string name, const Settings& s) {
+  NodeSpec spec;
+  spec.id = std::move(name);
+  spec.resources.cores = static_cast<int>(s.cores.value_or(1));
+  spec.resources.gpus = static_cast<int>(s.gpus.value_or(0));
+  spec.resources.slots = static_cast<int>(
+      s.slots.value_or(spec.resources.gpus > 0 ? spec.resources.gpus : std::max(1, spec.resources.cores)));
+  spec.resources.memory_bytes = s.memory.value_or(0);
+  spec.labels = s.labels;
+  if (s.rack) spec.labels[kRackLabel] = *s.rack;
+  if (s.sw) spec.labels[kSwitchLabel] = *s.sw;
+  spec.state = s.state.value_or(NodeState::kUp);
+  return spec;
+}
+
+}  // namespace
+
 std::vector<InventoryError> ParseInventory(std::string_view text, std::string_view file,
                                            std::vector<NodeSpec>* nodes) {
   std::vector<InventoryError> errors;
   std::vector<NodeSpec> out;
   std::map<std::string, int> first_line;  // node id -> line that named it
   Settings defaults;
-  auto error = [&](int line, std::string field, std::string message) {
-    errors.push_back({std::string(file), line, std::move(field), std::move(message)});
-  };
   int line_no = 0;
+  auto error = [&](std::string field, std::string message) {
+    errors.push_back({std::string(file), line_no, std::move(field), std::move(message)});
+  };
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t eol = text.find('\n', pos);
@@ -145,61 +218,12 @@ std::vector<InventoryError> ParseInventory(std::string_view text, std::string_vi
     if (words.empty()) continue;
     bool is_defaults = Lower(words[0]) == "defaults";
     if (!is_defaults && words[0].find('=') != std::string_view::npos) {
-      error(line_no, "name", "a line starts with a node name or hostlist (or 'defaults'), got '" +
-                                 std::string(words[0]) + "'");
+      error("name", "a line starts with a node name or hostlist (or 'defaults'), got '" + std::string(words[0]) + "'");
       continue;
     }
     Settings s;
     size_t errors_before = errors.size();
-    for (size_t w = 1; w < words.size(); ++w) {
-      std::string_view word = words[w];
-      size_t eq = word.find('=');
-      if (eq == std::string_view::npos || eq == 0) {
-        error(line_no, "", "expected key=value, got '" + std::string(word) + "'");
-        continue;
-      }
-      std::string key = Lower(word.substr(0, eq));
-      std::string_view value = word.substr(eq + 1);
-      auto whole = [&](std::optional<int64_t>* dst) {
-        auto v = ParseWhole(value);
-        if (!v || *v > kMaxCount) {
-          error(line_no, key, "expected a whole number between 0 and " + std::to_string(kMaxCount) + ", got '" +
-                                  std::string(value) + "'");
-        } else {
-          *dst = v;
-        }
-      };
-      if (key == "cores") {
-        whole(&s.cores);
-      } else if (key == "slots") {
-        whole(&s.slots);
-        if (s.slots && *s.slots < 1) error(line_no, key, "must be >= 1, got '" + std::string(value) + "'"), s.slots.reset();
-      } else if (key == "gpus") {
-        whole(&s.gpus);
-      } else if (key == "memory") {
-        auto v = ParseBytes(value);
-        if (!v) {
-          error(line_no, key, "expected bytes, or a number with K/M/G/T (e.g. 512G), got '" + std::string(value) + "'");
-        } else {
-          s.memory = v;
-        }
-      } else if (key == "rack" || key == "switch") {
-        if (value.empty()) error(line_no, key, "must not be empty");
-        (key == "rack" ? s.rack : s.sw) = std::string(value);
-      } else if (key == "state") {
-        auto st = ParseNodeState(Lower(value));
-        if (!st) {
-          error(line_no, key, "expected up, draining, down or quarantined, got '" + std::string(value) + "'");
-        } else {
-          s.state = st;
-        }
-      } else if (key.rfind("label.", 0) == 0 && key.size() > 6) {
-        s.labels[std::string(word.substr(6, eq - 6))] = std::string(value);
-      } else {
-        error(line_no, std::string(word.substr(0, eq)),
-              "unknown key; expected cores, slots, gpus, memory, rack, switch, state or label.NAME");
-      }
-    }
+    for (size_t w = 1; w < words.size(); ++w) ParseSetting(words[w], &s, error);
     if (is_defaults) {
       s.Over(defaults);
       defaults = std::move(s);
@@ -208,7 +232,7 @@ std::vector<InventoryError> ParseInventory(std::string_view text, std::string_vi
     std::string hl_error;
     auto names = ExpandHostlist(words[0], &hl_error);
     if (names.empty()) {
-      error(line_no, "name", hl_error);
+      error("name", hl_error);
       continue;
     }
     if (errors.size() != errors_before) continue;
@@ -216,21 +240,10 @@ std::vector<InventoryError> ParseInventory(std::string_view text, std::string_vi
     for (auto& name : names) {
       auto [it, fresh] = first_line.emplace(name, line_no);
       if (!fresh) {
-        error(line_no, "name", "node " + name + " is already defined on line " + std::to_string(it->second));
+        error("name", "node " + name + " is already defined on line " + std::to_string(it->second));
         continue;
       }
-      NodeSpec spec;
-      spec.id = std::move(name);
-      spec.resources.cores = static_cast<int>(s.cores.value_or(1));
-      spec.resources.gpus = static_cast<int>(s.gpus.value_or(0));
-      spec.resources.slots = static_cast<int>(
-          s.slots.value_or(spec.resources.gpus > 0 ? spec.resources.gpus : std::max(1, spec.resources.cores)));
-      spec.resources.memory_bytes = s.memory.value_or(0);
-      spec.labels = s.labels;
-      if (s.rack) spec.labels[kRackLabel] = *s.rack;
-      if (s.sw) spec.labels[kSwitchLabel] = *s.sw;
-      spec.state = s.state.value_or(NodeState::kUp);
-      out.push_back(std::move(spec));
+      out.push_back(NodeFrom(std::move(name), s));
     }
   }
   if (errors.empty()) *nodes = std::move(out);

@@ -380,6 +380,62 @@ void NodeGroupScheduler::Reserve(const GroupRequest& head, double now) {
   reservation_ = std::move(res);
 }
 
+namespace {
+// The cost of freeing a node (MaybePreempt): the highest class on it, then the least work lost (latest start
+// first).
+struct FreeCandidate {
+  int cls;
+  double neg_start;
+  int node;
+  bool operator<(const FreeCandidate& o) const {
+    return cls != o.cls ? cls < o.cls : neg_start != o.neg_start ? neg_start < o.neg_start : node < o.node;
+  }
+};
+}  // namespace
+
+std::vector<int64_t> NodeGroupScheduler::ChooseVictims(const std::vector<int>& coming) {
+  // Per planned rack: idle nodes first, then nodes being freed already, then the cheapest freeable nodes.
+  std::vector<std::vector<FreeCandidate>> by_plan(plan_.size());
+  auto plan_index = [&](int rack) {
+    for (size_t i = 0; i < plan_.size(); ++i) {
+      if (plan_[i].first == rack) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  for (int n : freed_) {
+    int i = plan_index(cluster_.rack_of(n));
+    if (i < 0) continue;
+    FreeCandidate c{0, std::numeric_limits<double>::infinity(), n};
+    for (int64_t t : cluster_.trials_on(n)) {
+      const Running& g = running_.at(t);
+      c.cls = std::max(c.cls, static_cast<int>(g.req.priority));
+      c.neg_start = std::min(c.neg_start, -g.start);
+    }
+    by_plan[i].push_back(c);
+  }
+  std::vector<int64_t> victims;
+  std::vector<int> idle_now;
+  for (size_t i = 0; i < plan_.size(); ++i) {
+    const auto [rack, k] = plan_[i];
+    idle_now.clear();
+    cluster_.IdleNodesInRack(rack, classes_, k, true, &idle_now);
+    int taken = static_cast<int>(idle_now.size());
+    for (int n : coming) {
+      if (taken < k && cluster_.rack_of(n) == rack) ++taken;
+    }
+    if (taken >= k) continue;
+    std::sort(by_plan[i].begin(), by_plan[i].end());
+    for (const FreeCandidate& c : by_plan[i]) {
+      if (taken >= k) break;
+      ++taken;
+      for (int64_t t : cluster_.trials_on(c.node)) victims.push_back(t);
+    }
+  }
+  std::sort(victims.begin(), victims.end());
+  victims.erase(std::unique(victims.begin(), victims.end()), victims.end());
+  return victims;
+}
+
 void NodeGroupScheduler::MaybePreempt(const GroupRequest& head, double now, std::vector<Decision>* out) {
   const int hp = static_cast<int>(head.priority);
   int lower = 0;
@@ -411,54 +467,7 @@ void NodeGroupScheduler::MaybePreempt(const GroupRequest& head, double now, std:
   }
   if (have < head.nodes) return;
   if (!ChooseRacks(cluster_, usable_, head.nodes, opt_.placement, &plan_, &scratch_)) return;
-  // Per planned rack: idle nodes first, then nodes being freed already, then the cheapest freeable nodes.
-  // The cost of freeing a node: the highest class on it, then the least work lost (latest start first).
-  struct Candidate {
-    int cls;
-    double neg_start;
-    int node;
-    bool operator<(const Candidate& o) const {
-      return cls != o.cls ? cls < o.cls : neg_start != o.neg_start ? neg_start < o.neg_start : node < o.node;
-    }
-  };
-  std::vector<std::vector<Candidate>> by_plan(plan_.size());
-  auto plan_index = [&](int rack) {
-    for (size_t i = 0; i < plan_.size(); ++i) {
-      if (plan_[i].first == rack) return static_cast<int>(i);
-    }
-    return -1;
-  };
-  for (int n : freed_) {
-    int i = plan_index(cluster_.rack_of(n));
-    if (i < 0) continue;
-    Candidate c{0, std::numeric_limits<double>::infinity(), n};
-    for (int64_t t : cluster_.trials_on(n)) {
-      const Running& g = running_.at(t);
-      c.cls = std::max(c.cls, static_cast<int>(g.req.priority));
-      c.neg_start = std::min(c.neg_start, -g.start);
-    }
-    by_plan[i].push_back(c);
-  }
-  std::vector<int64_t> victims;
-  std::vector<int> idle_now;
-  for (size_t i = 0; i < plan_.size(); ++i) {
-    const auto [rack, k] = plan_[i];
-    idle_now.clear();
-    cluster_.IdleNodesInRack(rack, classes_, k, true, &idle_now);
-    int taken = static_cast<int>(idle_now.size());
-    for (int n : coming) {
-      if (taken < k && cluster_.rack_of(n) == rack) ++taken;
-    }
-    if (taken >= k) continue;
-    std::sort(by_plan[i].begin(), by_plan[i].end());
-    for (const Candidate& c : by_plan[i]) {
-      if (taken >= k) break;
-      ++taken;
-      for (int64_t t : cluster_.trials_on(c.node)) victims.push_back(t);
-    }
-  }
-  std::sort(victims.begin(), victims.end());
-  victims.erase(std::unique(victims.begin(), victims.end()), victims.end());
+  const std::vector<int64_t> victims = ChooseVictims(coming);
   for (int64_t t : victims) {
     Running& g = running_.at(t);
     if (g.state != RunState::kRunning) continue;

@@ -218,6 +218,9 @@ class NodeGroupScheduler {
   void Reserve(const GroupRequest& head, double now);
   void ClearReservationMarks();
   void MaybePreempt(const GroupRequest& head, double now, std::vector<Decision>* out);
+  // The running trials to stop so that the racks of plan_ get their nodes, `coming` (nodes that preemptions under
+  // way free) counted as free; sorted, unique.
+  std::vector<int64_t> ChooseVictims(const std::vector<int>& coming);
   void SetEnd(int64_t trial, Running& g, double end);
   void Release(int64_t trial, Running& g);
   double Duration(const GroupRequest& r) const;
