@@ -23,6 +23,11 @@ std::string FormatValue(double v) {
 
 }  // namespace
 
+bool SearchManager::JudgesPoints(int64_t search_id) const {
+  const SearchRecord& s = searches_.at(search_id);
+  return (s.trial_sched && !search::ScalesNodes(s.spec.scheduler)) || !s.band.empty();
+}
+
 void SearchManager::OnPoint(int64_t trial_id, const v1::MetricPoint& point) {
   SearchRecord& s = searches_.at(trials_.Get(trial_id).proto.search_id());
   // With node count as the fidelity, a stage is reported when its run ends (EndStage), not per point.

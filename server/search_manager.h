@@ -61,6 +61,7 @@ class SearchManager : public TrialManager::Owner {
   bool Has(int64_t search_id) const override { return searches_.count(search_id) > 0; }
   const search::SearchSpec& Spec(int64_t search_id) const override { return searches_.at(search_id).spec; }
   const v1::Search& Search(int64_t search_id) const override { return searches_.at(search_id).proto; }
+  bool JudgesPoints(int64_t search_id) const override;
   void OnPoint(int64_t trial_id, const v1::MetricPoint& point) override;
   void OnRunSucceeded(int64_t trial_id) override;
   void OnTrialEnded(int64_t trial_id) override;

@@ -112,6 +112,9 @@ class TrialManager : public NodeManager::Listener {
     virtual const search::SearchSpec& Spec(int64_t search_id) const = 0;
     // The search's record: its state, group, priority, objective metric and direction.
     virtual const v1::Search& Search(int64_t search_id) const = 0;
+    // Whether the search judges its trials' points as they come (a trial scheduler per point, a hero band): asked
+    // once per report, so that a search that does not pays nothing per point.
+    virtual bool JudgesPoints(int64_t search_id) const = 0;
     // A point of a running trial's current run was stored (rank 0's member): the search's trial scheduler and
     // hero-run band judge it.
     virtual void OnPoint(int64_t trial_id, const v1::MetricPoint& point) = 0;

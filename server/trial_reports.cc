@@ -34,6 +34,7 @@ void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<Work
   }
   TrialRecord& t = it->second;
   const v1::Search& s = owner_->Search(t.proto.search_id());
+  const bool judged = owner_->JudgesPoints(t.proto.search_id());
   // metric_count is the number of this run's points stored so far, i.e. the next sequence number.
   int64_t seq = m.has_first_seq() ? m.first_seq() : t.proto.metric_count();
   const v1::MetricPoint* last = nullptr;
@@ -55,7 +56,7 @@ void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<Work
                                                                         : vit->second < *t.best_objective);
       if (better) t.best_objective = vit->second;
     }
-    owner_->OnPoint(t.proto.id(), point);  // the trial scheduler's and the hero band's judgement
+    if (judged) owner_->OnPoint(t.proto.id(), point);  // the trial scheduler's and the hero band's judgement
     hub_.Metrics(t.proto, point);
   }
   if (last) {
