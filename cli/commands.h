@@ -14,6 +14,7 @@ void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupNodes(CLI::App& app, GlobalOptions& g, int& exit_code);
+void SetupWatch(CLI::App& app, GlobalOptions& g, int& exit_code);
 
 // Reads a spec file and validates it locally (the same parser the coordinator uses), also checking that the
 // trial command can be found on this machine. Prints the errors and returns false when invalid.

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   ladder::cli::SetupSearch(app, g, exit_code);
   ladder::cli::SetupTrials(app, g, exit_code);
   ladder::cli::SetupNodes(app, g, exit_code);
+  ladder::cli::SetupWatch(app, g, exit_code);
   // The first word that is not an option (nor an option's value) must name a command.
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

@@ -16,6 +16,8 @@ PKGS=(
   libopenmpi-dev openmpi-bin          # trainer: the MPI backend (ranks started by mpirun/srun)
   libgtest-dev libgmock-dev          # tests
   sqlite3                            # inspecting ./ladder.db by hand and in docs
+  libncurses-dev                     # cli: ladder watch's full-screen view
+  tmux                               # tests: ladder watch driven in a real terminal
 )
 
 missing=()

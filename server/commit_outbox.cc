@@ -72,6 +72,7 @@ void CommitOutbox::Commit() {
   if (failed_) return;  // the batch was dropped: committing now could store half of an operation
   if (hooks_.before_commit) hooks_.before_commit();
   store_.Flush();
+  if (hooks_.after_commit) hooks_.after_commit();
   auto owed = std::move(acks_owed_);
   acks_owed_.clear();
   for (auto& [ptr, batch] : owed) {

@@ -38,6 +38,8 @@ class CommitOutbox {
     std::function<bool()> has_writes;
     // Writes what other parts batch in memory into the store's open batch, just before it is committed.
     std::function<void()> before_commit;
+    // After a commit, before the acknowledgements and the outbox are sent.
+    std::function<void()> after_commit;
     // The database failed during a commit this class started (the timer's or a posted one).
     std::function<void(const std::string&)> on_fatal;
   };

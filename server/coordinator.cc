@@ -20,6 +20,7 @@ Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, Coo
       store_(store),
       opt_(std::move(options)),
       sched_(opt_.scheduling),
+      hub_(store),
       outbox_(loop, store, opt_.flush_interval),
       nodes_(store, sched_, hub_, opt_, [this] { RequestSchedule(); }),
       trials_(store, sched_, nodes_, outbox_, hub_, opt_, [this] { RequestSchedule(); }),
@@ -31,8 +32,12 @@ Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, Coo
   if (!ec) opt_.checkpoint_root = abs.lexically_normal().string();
   nodes_.set_listener(&trials_);
   trials_.set_owner(&searches_);
-  outbox_.SetHooks({[this] { return trials_.HasProgress(); }, [this] { trials_.WriteProgress(); },
-                    [this](const std::string& what) { Fatal(what); }});
+  CommitOutbox::Hooks hooks;
+  hooks.has_writes = [this] { return trials_.HasProgress(); };
+  hooks.before_commit = [this] { trials_.WriteProgress(); };
+  hooks.after_commit = [this] { hub_.Committed(); };
+  hooks.on_fatal = [this](const std::string& what) { Fatal(what); };
+  outbox_.SetHooks(std::move(hooks));
 }
 
 Coordinator::~Coordinator() = default;
@@ -47,7 +52,7 @@ void Coordinator::Start() {
   trials_.Load(Clock::now() + opt_.heartbeat_timeout);
   trials_.AttachToScheduler();
   searches_.Recover();
-  store_.AppendEvent("coordinator_started", 0, 0, "", WallNow());
+  hub_.Record("coordinator_started", 0, 0, "");
   outbox_.Commit();
   if (trials_.count() > 0) {
     LogInfo(kLog, "recovered " + std::to_string(searches_.Ids().size()) + " searches and " +
@@ -70,6 +75,7 @@ void Coordinator::Fatal(const std::string& what) {
   stopped_ = true;
   tick_timer_.cancel();
   outbox_.Abandon();
+  hub_.Clear();  // journal entries of the dropped batch never reach a watcher
   LogError(kLog, "the database failed: " + what +
                      "; the coordinator stops (what it holds in memory may be ahead of what is stored; a restart "
                      "recovers from the database, and workers resend what was not acknowledged)");

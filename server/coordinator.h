@@ -64,8 +64,10 @@ class Coordinator {
   grpc::Status ServerInfo(const v1::ServerInfoRequest& req, v1::ServerInfoResponse* resp);
   grpc::Status ReleaseNode(const v1::ReleaseNodeRequest& req, v1::ReleaseNodeResponse* resp);
 
-  // Watch: sends the snapshot to `sink` at once, then every later event. Returns an id for RemoveWatcher.
-  int64_t AddWatcher(int64_t search_id, EventSink sink);
+  // Watch: sends the snapshot to `sink` at once (every worker; the watched search, or all; the watched search's
+  // trials), then the journal entries the request asks for, then every later event. Returns an id for
+  // RemoveWatcher.
+  int64_t AddWatcher(const v1::WatchRequest& req, EventSink sink);
   void RemoveWatcher(int64_t id);
 
   // --- Worker service (worker_protocol.cc) --------------------------------------------------------------------

@@ -76,7 +76,7 @@ void SearchManager::BuildEnsemble(SearchRecord& s) {
                                            std::to_string(out.best_single_value()) + "), " +
                                            std::to_string(out.members_size()) + " members"
                                      : error;
-  store_.AppendEvent("search_ensemble", s.proto.id(), 0, detail, WallNow());
+  hub_.Record("search_ensemble", s.proto.id(), 0, detail);
   LogInfo(kLog, "search " + std::to_string(s.proto.id()) + " ensemble: " + detail);
   *s.proto.mutable_ensemble() = std::move(out);
 }
@@ -111,7 +111,7 @@ void SearchManager::CreateRetrainStep(SearchRecord& s) {
   }
   s.proto.mutable_ensemble()->set_retrain_trial_id(id);
   store_.UpdateSearch(s.proto);
-  store_.AppendEvent("ensemble_retrain", s.proto.id(), id, path, WallNow());
+  hub_.Record("ensemble_retrain", s.proto.id(), id, path);
   if (!write_error.empty()) {
     trials_.FailBeforeStart(id, "ensemble.retrain: cannot write " + path + ": " + write_error);
     return;

@@ -18,7 +18,10 @@ void EventHub::Emit(v1::Event ev) {
   if (watchers_.empty()) return;
   ev.set_seq(++seq_);
   ev.set_time_unix(WallNow());
-  int64_t sid = ev.has_search() ? ev.search().id() : ev.has_trial() ? ev.trial().search_id() : 0;
+  int64_t sid = ev.has_search()    ? ev.search().id()
+                : ev.has_trial()   ? ev.trial().search_id()
+                : ev.has_journal() ? ev.journal().search_id()
+                                   : 0;
   for (auto& [id, w] : watchers_) {
     if (w.first == 0 || sid == 0 || w.first == sid) {
       if (w.first == 0 && ev.kind() == v1::Event::TRIAL_METRICS) continue;
@@ -61,6 +64,28 @@ void EventHub::Metrics(const v1::Trial& trial, const v1::MetricPoint& point) {
   ev.mutable_trial()->set_number(trial.number());
   *ev.mutable_metrics() = point;
   Emit(std::move(ev));
+}
+
+void EventHub::Record(const std::string& kind, int64_t search_id, int64_t trial_id, const std::string& detail) {
+  const double now = WallNow();
+  const int64_t seq = store_.AppendEvent(kind, search_id, trial_id, detail, now);
+  if (watchers_.empty()) return;
+  v1::Event ev;
+  ev.set_kind(v1::Event::JOURNAL);
+  auto* j = ev.mutable_journal();
+  j->set_seq(seq);
+  j->set_time_unix(now);
+  j->set_kind(kind);
+  j->set_search_id(search_id);
+  j->set_trial_id(trial_id);
+  j->set_detail(detail);
+  uncommitted_.push_back(std::move(ev));
+}
+
+void EventHub::Committed() {
+  auto committed = std::move(uncommitted_);
+  uncommitted_.clear();
+  for (auto& ev : committed) Emit(std::move(ev));
 }
 
 }  // namespace ladder::server

@@ -2,7 +2,10 @@
 // EventHub: what watchers receive — the one place a subscriber (the Watch RPC, and through it every dashboard)
 // hooks into the coordinator.
 //
-// Owns: the subscribers, each with its search filter, and the event sequence number (seq).
+// Owns: the subscribers, each with its search filter, and the event sequence number (seq); the journal — what
+// happened and why, in words (a requeue, an early stop, a node lost, ...), stored in the open batch with the
+// change it describes and sent as a JOURNAL event once that batch is committed (Committed): a watcher that resumes
+// after the last seq it saw, across a coordinator crash too, never holds an entry the database lost.
 // Takes: finished protos (a trial, a search, a worker, a metric point) from the other parts; it reads no state of
 // theirs and changes none.
 // Thread: the coordinator's loop. Sinks are called there and must not block (the Watch reactor queues).
@@ -12,21 +15,28 @@
 // (search 0) gets search and worker updates but not each trial's metric points.
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "ladder/v1/ladder.pb.h"
+#include "server/store/store.h"
 #include "server/worker_link.h"
 
 namespace ladder::server {
 
 class EventHub {
  public:
+  explicit EventHub(store::Store& store) : store_(store) {}
+
   // Sends `snapshot` (the state the watcher starts from; each event gets the current seq) to `sink` at once, then
   // every later event that passes the filter. Returns an id for Unsubscribe.
   int64_t Subscribe(int64_t search_id, const EventSink& sink, std::vector<v1::Event> snapshot);
   void Unsubscribe(int64_t id) { watchers_.erase(id); }
-  void Clear() { watchers_.clear(); }
+  void Clear() {
+    watchers_.clear();
+    uncommitted_.clear();
+  }
   bool empty() const { return watchers_.empty(); }
 
   void Emit(v1::Event ev);
@@ -35,8 +45,14 @@ class EventHub {
   void Worker(const v1::WorkerInfo& worker);
   // One metric point of a trial (only its id, search and number go with it).
   void Metrics(const v1::Trial& trial, const v1::MetricPoint& point);
+  // Appends to the journal (search_id 0: about no search); watchers hear of it once it is committed.
+  void Record(const std::string& kind, int64_t search_id, int64_t trial_id, const std::string& detail);
+  // The store's batch was committed: the journal entries it held go to watchers.
+  void Committed();
 
  private:
+  store::Store& store_;
+  std::vector<v1::Event> uncommitted_;  // JOURNAL events waiting for their commit
   std::map<int64_t, std::pair<int64_t, EventSink>> watchers_;  // id → (search filter, sink)
   int64_t next_id_ = 1;
   int64_t seq_ = 0;

@@ -40,15 +40,16 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
  public:
   static constexpr size_t kMaxQueued = 10000;
 
-  WatchReactor(boost::asio::io_context& loop, Coordinator& coord, int64_t search_id) : loop_(loop), coord_(coord) {
+  WatchReactor(boost::asio::io_context& loop, Coordinator& coord, const v1::WatchRequest& req)
+      : loop_(loop), coord_(coord) {
     // Runs on the loop. The reactor cannot be freed meanwhile: OnDone frees it from a handler posted later.
-    boost::asio::post(loop_, [this, search_id] {
+    boost::asio::post(loop_, [this, req] {
       {
         std::lock_guard<std::mutex> g(mu_);
         if (done_) return;  // the call ended before it was registered
       }
       // AddWatcher calls the sink at once with the snapshot (Push takes mu_ itself).
-      watcher_id_ = coord_.AddWatcher(search_id, [this](const v1::Event& ev) { Push(ev); });
+      watcher_id_ = coord_.AddWatcher(req, [this](const v1::Event& ev) { Push(ev); });
     });
   }
 
@@ -340,7 +341,7 @@ grpc::ServerUnaryReactor* LadderService::GetTrial(grpc::CallbackServerContext* c
 grpc::ServerWriteReactor<v1::Event>* LadderService::Watch(grpc::CallbackServerContext* ctx,
                                                           const v1::WatchRequest* req) {
   if (!Authorized(ctx, token_)) return new RefusedWriter(Unauthenticated(ctx));
-  return new WatchReactor(loop_, coord_, req->search_id());
+  return new WatchReactor(loop_, coord_, *req);
 }
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* WorkerServiceImpl::Connect(

@@ -1,5 +1,9 @@
 // Coordinator: the Ladder service's calls (CLI, dashboards) — protos in, calls on the parts, protos out.
 #include "server/coordinator.h"
+
+#include <algorithm>
+
+#include "server/store/sqlite_db.h"
 #include "server/wall_clock.h"
 
 namespace ladder::server {
@@ -63,7 +67,17 @@ grpc::Status Coordinator::ReleaseNode(const v1::ReleaseNodeRequest& req, v1::Rel
   return grpc::Status::OK;
 }
 
-int64_t Coordinator::AddWatcher(int64_t search_id, EventSink sink) {
+int64_t Coordinator::AddWatcher(const v1::WatchRequest& req, EventSink sink) {
+  const int64_t search_id = req.search_id();
+  // What the batch holds is committed first: the snapshot's journal then holds only committed entries, and the
+  // entries waiting for this commit reach the other watchers, not this one twice.
+  if (!outbox_.failed()) {
+    try {
+      outbox_.Commit();
+    } catch (const store::SqliteError& e) {
+      Fatal(e.what());
+    }
+  }
   // The snapshot: every worker, the watched search (or all), and the watched search's trials.
   std::vector<v1::Event> snapshot;
   for (auto& info : nodes_.Infos()) {
@@ -84,6 +98,17 @@ int64_t Coordinator::AddWatcher(int64_t search_id, EventSink sink) {
       *tev.mutable_trial() = trials_.Get(tid).proto;
     }
   }
+  // Then the journal: after the entry a watcher saw last (a reconnect), or the latest few (an event log).
+  constexpr int kMaxResumed = 10000, kMaxTail = 1000;
+  const bool resume = req.after_journal_seq() > 0;
+  const int limit = resume ? kMaxResumed : std::clamp(req.journal_tail(), 0, kMaxTail);
+  for (auto& entry : store_.LoadJournal(search_id, resume ? req.after_journal_seq() : 0, limit)) {
+    v1::Event& ev = snapshot.emplace_back();
+    ev.set_kind(v1::Event::JOURNAL);
+    ev.set_time_unix(entry.time_unix());
+    *ev.mutable_journal() = std::move(entry);
+  }
+  snapshot.emplace_back().set_kind(v1::Event::SNAPSHOT_DONE);
   return hub_.Subscribe(search_id, sink, std::move(snapshot));
 }
 

@@ -102,7 +102,7 @@ void NodeManager::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
     }
   }
   store_.UpsertNode(n.info);
-  store_.AppendEvent("worker_up", 0, 0, node, WallNow());
+  hub_.Record("worker_up", 0, 0, node);
   link->Send(reply);
   LogInfo(kLog, "worker " + node + " registered: " + std::to_string(reg.resources().slots()) + " slots, epoch " +
                     std::to_string(n.info.epoch()));
@@ -187,7 +187,7 @@ grpc::Status NodeManager::Release(const std::string& node, v1::WorkerInfo* out) 
   }
   SyncNode(n);
   store_.UpsertNode(n.info);
-  store_.AppendEvent("worker_released", 0, 0, node + ": released from quarantine (" + was + ")", WallNow());
+  hub_.Record("worker_released", 0, 0, node + ": released from quarantine (" + was + ")");
   LogInfo(kLog, "node " + node + " released from quarantine (was: " + was + ")");
   *out = n.info;
   return grpc::Status::OK;
@@ -263,7 +263,7 @@ void NodeManager::MarkDown(Node& n, const std::string& reason) {
   n.trials.clear();
   UpdateBusy(n.info.node_id());
   store_.UpsertNode(n.info);
-  store_.AppendEvent("worker_down", 0, 0, n.info.node_id() + ": " + reason, WallNow());
+  hub_.Record("worker_down", 0, 0, n.info.node_id() + ": " + reason);
   hub_.Worker(n.info);
   request_schedule_();
 }
@@ -281,7 +281,7 @@ void NodeManager::RecordFailure(Node& n, const std::string& reason) {
   n.info.set_state_reason(std::to_string(n.failures.size()) + " failures within " +
                           std::to_string(opt_.quarantine_window.count()) + " s; last: " + reason);
   store_.UpsertNode(n.info);
-  store_.AppendEvent("worker_quarantined", 0, 0, n.info.node_id() + ": " + n.info.state_reason(), WallNow());
+  hub_.Record("worker_quarantined", 0, 0, n.info.node_id() + ": " + n.info.state_reason());
   LogWarning(kLog, "node " + n.info.node_id() + " quarantined: " + n.info.state_reason());
   hub_.Worker(n.info);
 }

@@ -53,11 +53,11 @@ void SearchManager::ConsultTrialScheduler(SearchRecord& s, int64_t trial_id, con
                          std::to_string(d.source_trial) + ", which this search does not have; ignored");
       return;
     }
-    store_.AppendEvent("trial_exploit", s.proto.id(), trial_id, d.reason, WallNow());
+    hub_.Record("trial_exploit", s.proto.id(), trial_id, d.reason);
     LogInfo(kLog, "trial " + std::to_string(trial_id) + ": " + d.reason);
     trials_.StopToExploit(trial_id, std::move(d));
   } else {
-    store_.AppendEvent("trial_stopped_early", s.proto.id(), trial_id, d.reason, WallNow());
+    hub_.Record("trial_stopped_early", s.proto.id(), trial_id, d.reason);
     LogInfo(kLog, "trial " + std::to_string(trial_id) + " stopped early: " + d.reason);
     trials_.StopEarly(trial_id, d.reason);
   }
@@ -145,8 +145,8 @@ void SearchManager::WatchBand(SearchRecord& s, int64_t trial_id, const v1::Metri
   if (trials_.Get(trial_id).proto.state() != v1::TRIAL_RUNNING) return;
   auto verdict = s.band.Check(trial_id, point);
   if (!verdict) return;
-  store_.AppendEvent(verdict->outside ? "hero_outside_band" : "hero_inside_band", s.proto.id(), trial_id,
-                     verdict->message, WallNow());
+  hub_.Record(verdict->outside ? "hero_outside_band" : "hero_inside_band", s.proto.id(), trial_id,
+              verdict->message);
   if (!verdict->outside) {
     LogInfo(kLog, "trial " + std::to_string(trial_id) + ": " + verdict->message);
     return;

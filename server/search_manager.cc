@@ -127,7 +127,7 @@ grpc::Status SearchManager::Create(const v1::CreateSearchRequest& req, v1::Searc
   }
   p.set_created_unix(WallNow());
   store_.InsertSearch(&p);
-  store_.AppendEvent("search_created", p.id(), 0, p.name(), WallNow());
+  hub_.Record("search_created", p.id(), 0, p.name());
   outbox_.Commit();
   int64_t id = p.id();
   LogInfo(kLog, "search " + std::to_string(id) + " '" + p.name() + "' created: " + std::to_string(p.max_trials()) +
@@ -292,7 +292,7 @@ void SearchManager::SetState(SearchRecord& s, v1::SearchState state, const std::
     trials_.CancelAll(s.proto.id(), "search " + SearchStateWord(state));
   }
   store_.UpdateSearch(s.proto);
-  store_.AppendEvent("search_" + SearchStateWord(state), s.proto.id(), 0, error, WallNow());
+  hub_.Record("search_" + SearchStateWord(state), s.proto.id(), 0, error);
   LogInfo(kLog, "search " + std::to_string(s.proto.id()) + " " + v1::SearchState_Name(state) +
                     (error.empty() ? "" : ": " + error));
   // A search's end is durable before anyone hears of it.

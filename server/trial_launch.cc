@@ -81,7 +81,7 @@ void TrialManager::Launch(TrialRecord& t, const scheduler::NodeGroup& group) {
   }
   store_.OpenAllocation(p.id(), p.attempt(), nodes, group.ToString(), t.epoch, WallNow());
   Save(t);
-  store_.AppendEvent("trial_assigned", p.search_id(), p.id(), where + " epoch " + std::to_string(t.epoch), WallNow());
+  hub_.Record("trial_assigned", p.search_id(), p.id(), where + " epoch " + std::to_string(t.epoch));
 
   // What every started process gets.
   std::map<std::string, std::string> env(sub.env.begin(), sub.env.end());

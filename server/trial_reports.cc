@@ -15,8 +15,7 @@ constexpr const char* kLog = "coordinator";
 void TrialManager::OnStarted(const std::string& node, const v1::TrialStarted& m) {
   auto it = trials_.find(m.trial_id());
   if (it == trials_.end() || it->second.epoch != m.assignment_epoch()) return;
-  store_.AppendEvent("trial_started", it->second.proto.search_id(), m.trial_id(),
-                     node + " pid " + std::to_string(m.pid()), WallNow());
+  hub_.Record("trial_started", it->second.proto.search_id(), m.trial_id(), node + " pid " + std::to_string(m.pid()));
 }
 
 void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<WorkerLink>& link,
@@ -145,7 +144,7 @@ bool TrialManager::Reattach(const std::string& node, const std::shared_ptr<Worke
   m->attached = true;
   t.last_progress = Clock::now();
   nodes_.AddRun(node, t.proto.id());
-  store_.AppendEvent("trial_reattached", t.proto.search_id(), t.proto.id(), node, WallNow());
+  hub_.Record("trial_reattached", t.proto.search_id(), t.proto.id(), node);
   LogInfo(kLog, "worker " + node + " re-attached trial " + std::to_string(t.proto.id()));
   if (t.exploit || !t.early_stop.empty()) {  // decided before the restart (the search's replay)
     v1::CoordinatorMessage cancel;
@@ -189,7 +188,7 @@ void TrialManager::CheckWatchdog(Clock::time_point now) {
                     std::chrono::duration<double>(now - t.last_progress).count(), spec.progress_timeout_s);
       t.watchdog_error = buf;
       LogWarning(kLog, "trial " + std::to_string(id) + ": " + t.watchdog_error);
-      store_.AppendEvent("trial_watchdog", sid, id, t.watchdog_error, WallNow());
+      hub_.Record("trial_watchdog", sid, id, t.watchdog_error);
       StopMembers(t, t.watchdog_error);
       if (!t.AnyLive()) {
         CloseAllocation(t, "failed");

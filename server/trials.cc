@@ -279,7 +279,7 @@ void TrialManager::RequeueOrFail(TrialRecord& t, const std::string& reason) {
     t.watchdog_error.clear();
     SetState(t, v1::TRIAL_PENDING);
     Save(t);
-    store_.AppendEvent("trial_requeued", sid, t.proto.id(), reason, WallNow());
+    hub_.Record("trial_requeued", sid, t.proto.id(), reason);
     LogWarning(kLog, "trial " + std::to_string(t.proto.id()) + " requeued: " + reason);
     hub_.Trial(t.proto);
     owner_->OnCountsChanged(sid);
@@ -300,7 +300,7 @@ void TrialManager::Finish(TrialRecord& t, v1::TrialState state, int exit_code, c
   // Whatever still runs of the group stops now; its nodes go back to the scheduler once it has.
   StopMembers(t, "trial " + std::string(state == v1::TRIAL_COMPLETED ? "completed" : "ended") +
                      (error.empty() ? "" : ": " + error));
-  store_.AppendEvent(std::string("trial_") + EndWord(state), t.proto.search_id(), t.proto.id(), error, WallNow());
+  hub_.Record(std::string("trial_") + EndWord(state), t.proto.search_id(), t.proto.id(), error);
   t.exploit.reset();
   hub_.Trial(t.proto);
   if (state == v1::TRIAL_FAILED) LogWarning(kLog, "trial " + std::to_string(t.proto.id()) + " failed: " + error);
@@ -314,7 +314,7 @@ void TrialManager::Preempt(TrialRecord& t, int64_t for_trial) {
     reason += " (" + std::string(scheduler::PriorityName(GroupRequestFor(*f).priority)) + " priority)";
   }
   t.preempting = true;
-  store_.AppendEvent("trial_preempted", t.proto.search_id(), t.proto.id(), reason, WallNow());
+  hub_.Record("trial_preempted", t.proto.search_id(), t.proto.id(), reason);
   LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + " " + reason + "; it resumes from its checkpoint later");
   t.proto.set_error(reason);
   StopMembers(t, reason + "; it resumes from its checkpoint later");
@@ -390,7 +390,7 @@ void TrialManager::RestoreDecision(int64_t trial_id, search::TrialDecision decis
 
 void TrialManager::Promote(int64_t trial_id, int nodes, const std::string& why) {
   TrialRecord& t = At(trial_id);
-  store_.AppendEvent("trial_promoted", t.proto.search_id(), t.proto.id(), why, WallNow());
+  hub_.Record("trial_promoted", t.proto.search_id(), t.proto.id(), why);
   LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + ": " + why);
   t.proto.mutable_group()->set_nodes(nodes);
   t.proto.set_error(why);

@@ -1,5 +1,7 @@
 #include "server/store/store.h"
 
+#include <algorithm>
+
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
@@ -287,8 +289,8 @@ void Store::CloseAllocation(int64_t trial_id, int64_t epoch, const std::string& 
   st.Run();
 }
 
-void Store::AppendEvent(const std::string& kind, int64_t search_id, int64_t trial_id, const std::string& detail,
-                        double now) {
+int64_t Store::AppendEvent(const std::string& kind, int64_t search_id, int64_t trial_id, const std::string& detail,
+                           double now) {
   BeginIfNeeded();
   auto& st = db_.Prepare("INSERT INTO events(time,kind,search_id,trial_id,detail) VALUES(?,?,?,?,?)");
   st.Bind(1, now).Bind(2, kind);
@@ -304,6 +306,29 @@ void Store::AppendEvent(const std::string& kind, int64_t search_id, int64_t tria
   }
   st.Bind(5, detail);
   st.Run();
+  return db_.LastInsertId();
+}
+
+std::vector<v1::JournalEntry> Store::LoadJournal(int64_t search_id, int64_t after_seq, int limit) {
+  std::vector<v1::JournalEntry> out;
+  if (limit <= 0) return out;
+  // The newest `limit` entries after after_seq, returned oldest first.
+  auto& st = db_.Prepare(
+      "SELECT seq,time,kind,search_id,trial_id,detail FROM events WHERE seq > ? AND (? = 0 OR search_id IS NULL OR "
+      "search_id = ?) ORDER BY seq DESC LIMIT ?");
+  st.Bind(1, after_seq).Bind(2, search_id).Bind(3, search_id).Bind(4, limit);
+  while (st.Step()) {
+    v1::JournalEntry& e = out.emplace_back();
+    e.set_seq(st.Int(0));
+    e.set_time_unix(st.Real(1));
+    e.set_kind(st.Text(2));
+    e.set_search_id(st.IsNull(3) ? 0 : st.Int(3));
+    e.set_trial_id(st.IsNull(4) ? 0 : st.Int(4));
+    e.set_detail(st.Text(5));
+  }
+  st.Reset();
+  std::reverse(out.begin(), out.end());
+  return out;
 }
 
 std::vector<v1::Search> Store::LoadSearches() {

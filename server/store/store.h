@@ -60,9 +60,12 @@ class Store {
   void OpenAllocation(int64_t trial_id, int attempt, const std::string& node_id, const std::string& slots,
                       int64_t assignment_epoch, double now);
   void CloseAllocation(int64_t trial_id, int64_t assignment_epoch, const std::string& outcome, double now);
-  // Appends to the event journal.
-  void AppendEvent(const std::string& kind, int64_t search_id, int64_t trial_id, const std::string& detail,
-                   double now);
+  // Appends to the journal (the events table); returns the entry's seq.
+  int64_t AppendEvent(const std::string& kind, int64_t search_id, int64_t trial_id, const std::string& detail,
+                      double now);
+  // Journal entries after `after_seq`, the newest `limit` of them, oldest first; for search_id != 0 only that
+  // search's and those about no search (nodes).
+  std::vector<v1::JournalEntry> LoadJournal(int64_t search_id, int64_t after_seq, int limit);
 
   // Restart: everything needed to rebuild the coordinator's state.
   std::vector<v1::Search> LoadSearches();

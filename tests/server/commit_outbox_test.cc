@@ -63,7 +63,9 @@ TEST_F(CommitOutboxTest, AStartOrCancelLeavesOnlyAfterTheCommitOfWhatItRestsOn) 
   auto link = std::make_shared<CheckingLink>([this] { return StoredEvents("decided"); });
   store_->AppendEvent("decided", 0, 0, "", 1.0);
   size_t pending_at_send = 99;
-  outbox_->SetHooks({nullptr, [&] { pending_at_send = store_->pending_writes(); }, nullptr});
+  CommitOutbox::Hooks hooks;
+  hooks.before_commit = [&] { pending_at_send = store_->pending_writes(); };
+  outbox_->SetHooks(std::move(hooks));
   outbox_->SendAfterCommit(link, Cancel(7));
   EXPECT_TRUE(link->sent.empty());  // not before the posted commit runs
   loop_.poll();

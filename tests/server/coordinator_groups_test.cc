@@ -259,7 +259,7 @@ TEST_F(CoordinatorGroupTest, GroupThatNoNodesCanHoldWaitsAndStartsWhenNodesJoin)
 
 TEST_F(CoordinatorGroupTest, WatchersSeeAWorkerComeUpAndItsSlotsFillAndEmpty) {
   std::vector<v1::WorkerInfo> seen;
-  coord_->AddWatcher(0, [&](const v1::Event& ev) {
+  coord_->AddWatcher(v1::WatchRequest(), [&](const v1::Event& ev) {
     if (ev.kind() == v1::Event::WORKER_UPDATED) seen.push_back(ev.worker());
   });
   auto a = Connect("a", 2);

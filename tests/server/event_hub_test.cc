@@ -2,7 +2,10 @@
 #include "server/event_hub.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <memory>
 #include <vector>
 
 namespace ladder::server {
@@ -15,8 +18,24 @@ v1::Trial TrialOf(int64_t search, int64_t id) {
   return t;
 }
 
-TEST(EventHub, EventsNobodyHearsTakeNoSequenceNumber) {
-  EventHub hub;
+class EventHubTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("ladder-hub-test-" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    store_ = std::make_unique<store::Store>((dir_ / "ladder.db").string());
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<store::Store> store_;
+};
+
+TEST_F(EventHubTest, EventsNobodyHearsTakeNoSequenceNumber) {
+  EventHub hub(*store_);
   hub.Trial(TrialOf(1, 1));
   hub.Trial(TrialOf(1, 2));
   std::vector<v1::Event> got;
@@ -35,8 +54,8 @@ TEST(EventHub, EventsNobodyHearsTakeNoSequenceNumber) {
   EXPECT_TRUE(got[1].search().spec_yaml().empty());  // a spec may carry credentials in its env
 }
 
-TEST(EventHub, ASearchWatcherGetsItsSearchAndEveryWorkerAClusterWatcherNoMetrics) {
-  EventHub hub;
+TEST_F(EventHubTest, ASearchWatcherGetsItsSearchAndEveryWorkerAClusterWatcherNoMetrics) {
+  EventHub hub(*store_);
   std::vector<v1::Event> one, all;
   hub.Subscribe(1, [&](const v1::Event& e) { one.push_back(e); }, {});
   const int64_t all_id = hub.Subscribe(0, [&](const v1::Event& e) { all.push_back(e); }, {});
@@ -56,6 +75,27 @@ TEST(EventHub, ASearchWatcherGetsItsSearchAndEveryWorkerAClusterWatcherNoMetrics
   hub.Worker(w);
   EXPECT_EQ(all.size(), 3u);
   EXPECT_EQ(one.size(), 4u);
+}
+
+TEST_F(EventHubTest, AJournalEntryIsStoredAtOnceAndSentOnlyOnceCommitted) {
+  EventHub hub(*store_);
+  std::vector<v1::Event> got;
+  hub.Subscribe(2, [&](const v1::Event& e) { got.push_back(e); }, {});
+  hub.Record("trial_requeued", 2, 7, "worker a disconnected");
+  hub.Record("trial_requeued", 3, 8, "another search's");
+  hub.Record("worker_down", 0, 0, "a: lease expired");
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(store_->LoadJournal(0, 0, 10).size(), 3u);  // in the open batch
+  hub.Committed();
+  ASSERT_EQ(got.size(), 2u);  // its search's entry and the node's, not search 3's
+  EXPECT_EQ(got[0].journal().kind(), "trial_requeued");
+  EXPECT_EQ(got[0].journal().trial_id(), 7);
+  EXPECT_EQ(got[1].journal().search_id(), 0);
+  EXPECT_EQ(got[1].journal().seq(), store_->LoadJournal(0, 0, 1).at(0).seq());
+  hub.Record("trial_failed", 2, 7, "dropped with its batch");
+  hub.Clear();  // a database failure: the batch is dropped, its entries never reach anyone
+  hub.Committed();
+  EXPECT_EQ(got.size(), 2u);
 }
 
 }  // namespace

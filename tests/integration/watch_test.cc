@@ -1,0 +1,184 @@
+// ladder watch as a user runs it: --plain and --json follow a search to its end; the full-screen view runs in a
+// real terminal (tmux), is driven by keys, and shows the trials the coordinator holds.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/system_support.h"
+#include "tests/support/process.h"
+
+namespace ladder {
+namespace {
+
+std::string Bin(const std::string& name) { return testing::BinDir() + "/" + name; }
+
+// Three trials that print a few metrics lines each; two at a time.
+constexpr const char* kSpec = R"(name: watched
+objective: {metric: score, mode: max}
+budget: {max_trials: 3, parallelism: 2}
+command: [/bin/sh, -c, 'for i in 1 2 3 4; do echo "{{\"step\": $i, \"score\": 0.$i}}"; sleep 0.05; done']
+space:
+  x: {type: float, low: 0, high: 1}
+)";
+
+// A coordinator, one worker of 2 slots, and the CLI's token; the search is started by Start().
+class WatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    address_ = "127.0.0.1:" + std::to_string(testing::FreePort());
+    const auto db = (dir_ / "ladder.db").string();
+    testing::Spawn(&server_, {Bin("ladder-server"), "--listen", address_, "--db", db}, true);
+    ASSERT_EQ(testing::ReadListenAddress(server_), address_);
+    std::getline(std::ifstream(db + ".token"), token_);
+    testing::Spawn(&worker_,
+                   {Bin("ladder-worker"), "--server", address_, "--token-file", db + ".token", "--node-id", "n1",
+                    "--slots", "2", "--label", "rack=r7", "--trial-dir", (dir_ / "trials").string()},
+                   false);
+    std::ofstream(dir_ / "spec.yaml") << kSpec;
+  }
+  std::vector<std::string> Ladder(std::vector<std::string> args) {
+    std::vector<std::string> all = {Bin("ladder"), "--server", address_, "--token", token_};
+    all.insert(all.end(), args.begin(), args.end());
+    return all;
+  }
+  void StartAndWait() {
+    auto r = testing::RunCommand(Ladder({"search", "start", "spec.yaml", "--wait"}), dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+
+  testing::TempDir dir_{"watch"};
+  std::string address_, token_;
+  testing::Child server_, worker_;
+};
+
+TEST_F(WatchTest, PlainFollowsASearchToItsEndOneLinePerEvent) {
+  ASSERT_NO_FATAL_FAILURE(StartAndWait());
+  // The search has ended: the snapshot and the journal's tail are printed, then it exits.
+  auto r = testing::RunCommand(Ladder({"watch", "1", "--plain", "--tail", "100"}), dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("search 1 'watched' completed: 3 completed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node n1 up"), std::string::npos) << r.out;
+  for (int id : {1, 2, 3}) {
+    EXPECT_NE(r.out.find("trial " + std::to_string(id) + " (#" + std::to_string(id - 1) + ") completed"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("trial_completed search 1 trial " + std::to_string(id)), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("search_created search 1: watched"), std::string::npos) << "the journal's tail: " << r.out;
+
+  auto j = testing::RunCommand(Ladder({"--json", "watch", "1", "--tail", "5"}), dir_);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  std::istringstream lines(j.out);
+  int journal = 0, n = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    auto ev = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(ev.is_object()) << "not one JSON object: " << line;
+    if (ev.value("kind", "") == "JOURNAL") ++journal;
+  }
+  EXPECT_GT(n, 5);
+  EXPECT_EQ(journal, 5) << "--tail 5";
+
+  auto missing = testing::RunCommand(Ladder({"watch", "99", "--plain"}), dir_);
+  EXPECT_EQ(missing.exit_code, 4) << missing.err;
+  EXPECT_NE(missing.err.find("no search with id 99"), std::string::npos) << missing.err;
+}
+
+// tmux on its own socket: a real terminal of a known size, typed into and read back.
+class Tmux {
+ public:
+  Tmux(const std::filesystem::path& dir) : socket_((dir / "tmux.sock").string()) {}
+  ~Tmux() { Run({"kill-server"}); }
+  testing::CommandResult Run(std::vector<std::string> args) {
+    std::vector<std::string> all = {"/usr/bin/tmux", "-S", socket_};
+    all.insert(all.end(), args.begin(), args.end());
+    return testing::RunCommand(all, std::filesystem::path(socket_).parent_path());
+  }
+  std::string Screen() { return Run({"capture-pane", "-p", "-t", "w"}).out; }
+  // Waits (up to 20 s) until the screen satisfies `ok`; returns the last screen.
+  std::string WaitFor(const std::function<bool(const std::string&)>& ok) {
+    std::string screen;
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+         std::chrono::steady_clock::now() < until;) {
+      screen = Screen();
+      if (ok(screen)) return screen;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return screen;
+  }
+  bool Alive() { return Run({"has-session", "-t", "w"}).exit_code == 0; }
+
+ private:
+  std::string socket_;
+};
+
+bool Has(const std::string& screen, const std::string& what) { return screen.find(what) != std::string::npos; }
+
+// The row of a trial in the table: "<id> <#> <state> <nodes> ..." with any spacing.
+bool HasRow(const std::string& screen, int64_t id, int number, const std::string& state) {
+  std::regex row("(^|\\n)\\s+" + std::to_string(id) + "\\s+" + std::to_string(number) + "\\s+" + state + "\\s");
+  return std::regex_search(screen, row);
+}
+
+TEST_F(WatchTest, TheFullScreenViewShowsTheCoordinatorsTrialsAndAnswersKeys) {
+  if (!std::filesystem::exists("/usr/bin/tmux")) GTEST_SKIP() << "tmux is not installed (scripts/bootstrap.sh)";
+  ASSERT_NO_FATAL_FAILURE(StartAndWait());
+  Tmux tmux(dir_);
+  std::string cmd;
+  for (const auto& a : Ladder({"watch", "1"})) cmd += "'" + a + "' ";
+  auto started = tmux.Run({"new-session", "-d", "-s", "w", "-x", "150", "-y", "45", "env TERM=screen " + cmd});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+
+  // What the coordinator holds, as `ladder trials --json` lists it: every trial with its state in a row.
+  auto listed = testing::RunCommand(Ladder({"--json", "trials", "1"}), dir_);
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  auto doc = nlohmann::json::parse(listed.out, nullptr, false);
+  const auto& trials = doc.is_object() && doc.contains("trials") ? doc["trials"] : doc;
+  ASSERT_TRUE(trials.is_array()) << listed.out;
+  ASSERT_EQ(trials.size(), 3u) << listed.out;
+  auto all_rows = [&](const std::string& s) {
+    for (const auto& t : trials) {
+      const int64_t id = std::stoll(t["id"].is_string() ? t["id"].get<std::string>() : t["id"].dump());
+      if (!HasRow(s, id, t.value("number", 0), "completed")) return false;
+    }
+    return true;
+  };
+  std::string screen = tmux.WaitFor([&](const std::string& s) { return all_rows(s) && Has(s, "trial_completed"); });
+  ASSERT_TRUE(all_rows(screen)) << screen;
+  EXPECT_TRUE(Has(screen, "search 1 'watched' completed")) << screen;
+  EXPECT_TRUE(Has(screen, "rack r7")) << "the node map groups nodes by rack\n" << screen;
+  EXPECT_TRUE(Has(screen, "n1")) << screen;
+  EXPECT_TRUE(Has(screen, "EVENTS")) << screen;
+  EXPECT_TRUE(Has(screen, "CURVE trial 1 score")) << screen;
+  // The first trial is selected; its stored curve is fetched and drawn (4 points, 0.1 .. 0.4).
+  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "(4 points)"); });
+  EXPECT_TRUE(Has(screen, "(4 points)")) << screen;
+  EXPECT_TRUE(Has(screen, "0.4 |*") || Has(screen, "0.4 |")) << screen;
+
+  tmux.Run({"send-keys", "-t", "w", "?"});
+  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "ladder watch: keys"); });
+  EXPECT_TRUE(Has(screen, "filter: all, running")) << screen;
+  tmux.Run({"send-keys", "-t", "w", "x"});  // any key: back
+  tmux.Run({"send-keys", "-t", "w", "f"});  // filter: running — none of this search's trials runs now
+  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "filter running"); });
+  EXPECT_TRUE(Has(screen, "(no trials in this state)")) << screen;
+  tmux.Run({"send-keys", "-t", "w", "f", "f"});  // pending, then completed
+  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "filter completed"); });
+  EXPECT_TRUE(all_rows(screen)) << screen;
+  tmux.Run({"send-keys", "-t", "w", "Down", "Enter"});  // the second trial's detail
+  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "trial 2 (#1 of search 1)"); });
+  EXPECT_TRUE(Has(screen, "command")) << screen;
+  EXPECT_TRUE(Has(screen, "/bin/sh -c")) << screen;
+  EXPECT_TRUE(Has(screen, "trial_completed")) << "its journal\n" << screen;
+  tmux.Run({"send-keys", "-t", "w", "Escape"});
+  tmux.Run({"send-keys", "-t", "w", "q"});
+  for (int i = 0; i < 100 && tmux.Alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(tmux.Alive()) << "q quits\n" << tmux.Screen();
+}
+
+}  // namespace
+}  // namespace ladder
