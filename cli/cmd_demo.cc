@@ -11,6 +11,7 @@
 #include "cli/format.h"
 #include "cli/local_stack.h"
 #include "cli/search_progress.h"
+#include "common/address.h"
 #include "common/log.h"
 
 namespace ladder::cli {
@@ -20,6 +21,7 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code) {
     std::string spec_path;
     std::string db_path = "ladder.db";
     int slots = 2;
+    std::string http = "127.0.0.1:0";  // the local coordinator's dashboard (any free port)
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("demo", "Run the demo search (starts a local coordinator + worker if none runs)");
@@ -27,6 +29,9 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code) {
   cmd->add_option("--db", opt->db_path, "database for the local coordinator")->capture_default_str();
   cmd->add_option("--slots", opt->slots, "trial slots of the local worker")->capture_default_str()->check(
       CLI::Range(1, 4096));
+  cmd->add_option("--http", opt->http, "host:port of the local coordinator's web dashboard (\"\": none)")
+      ->check([](const std::string& v) { return v.empty() ? std::string() : HostPortError(v); })
+      ->capture_default_str();
   cmd->callback([opt, &g, &exit_code] {
     const auto t0 = std::chrono::steady_clock::now();
     // The in-process coordinator and worker only speak up when something is wrong (LADDER_LOG=info for more).
@@ -54,6 +59,7 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code) {
         so.listen = g.server;
         so.db_path = opt->db_path;
         so.slots = opt->slots;
+        so.http = opt->http;
         stack = std::make_unique<LocalStack>(so);
         try {
           stack->Start();
@@ -69,6 +75,9 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code) {
         if (!g.json) {
           std::cout << "ladder demo: started a local coordinator on " << use.server << " (database " << opt->db_path
                     << ") and a worker with " << opt->slots << " slots\n";
+          if (!stack->dashboard_url().empty()) {
+            std::cout << "  watch it: " << stack->dashboard_url() << "login?token=" << use.token << "\n";
+          }
         }
       }
     }

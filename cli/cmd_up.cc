@@ -20,6 +20,10 @@ void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code) {
   cmd->add_option("--slots", opt->slots, "trials this machine runs at once (default: number of cores)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--trial-dir", opt->trial_dir, "per-trial logs and outputs (default: <db dir>/ladder-trials)");
+  opt->http = "127.0.0.1:8080";
+  cmd->add_option("--http", opt->http, "host:port of the web dashboard (\"\": none)")
+      ->check([](const std::string& v) { return v.empty() ? std::string() : HostPortError(v); })
+      ->capture_default_str();
   cmd->callback([opt, &exit_code] {
     struct StopFlag {
       std::mutex mu;
@@ -45,6 +49,10 @@ void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code) {
                                 ".token) for the CLI\n")
                 << "  try: ladder" << (stack.address() == "127.0.0.1:50051" ? "" : " --server " + stack.address())
                 << " search start data/demo.yaml --wait      Ctrl-C stops\n";
+      if (!stack.dashboard_url().empty()) {
+        std::cout << "  web dashboard: " << stack.dashboard_url() << "login?token=" << stack.token()
+                  << "   (from a laptop: ssh -L PORT:127.0.0.1:PORT this host)\n";
+      }
       std::cout.flush();
       std::unique_lock<std::mutex> l(flag->mu);
       flag->cv.wait(l, [&] { return flag->stop; });

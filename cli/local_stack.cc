@@ -25,6 +25,7 @@ void LocalStack::Start() {
   so.listen = opt_.listen;
   so.db_path = opt_.db_path;
   so.token = token_;
+  so.http_listen = opt_.http;
   // The database failed: the coordinator has stopped, and so must the command that embeds it (ladder up, demo).
   so.coordinator.on_fatal = [](const std::string& what) {
     std::fprintf(stderr, "ladder: the local coordinator's database failed (%s); stopping\n", what.c_str());

@@ -15,6 +15,7 @@ struct LocalStackOptions {
   int slots = 0;                        // 0: number of cores
   std::string trial_dir;                // default: <db dir>/ladder-trials
   bool token = true;                    // require <db>.token for state-changing calls
+  std::string http;                     // host:port of the web dashboard; empty: none
 };
 
 class LocalStack {
@@ -26,6 +27,7 @@ class LocalStack {
   void Stop();
   std::string address() const { return server_ ? server_->address() : ""; }
   const std::string& token() const { return token_; }
+  std::string dashboard_url() const { return server_ ? server_->dashboard_url() : ""; }
 
  private:
   LocalStackOptions opt_;

@@ -18,6 +18,7 @@ PKGS=(
   sqlite3                            # inspecting ./ladder.db by hand and in docs
   libncurses-dev                     # cli: ladder watch's full-screen view
   tmux                               # tests: ladder watch driven in a real terminal
+  chromium fonts-dejavu-core         # tests: the web dashboard in a real (headless) browser
 )
 
 missing=()

@@ -52,6 +52,10 @@ void AddFlags(CLI::App* app, Flags* f) {
                   "how many rendezvous ports from --rendezvous-port-base")
       ->check(CLI::Range(1, 64511))
       ->capture_default_str();
+  app->add_option("--http", f->opt.http_listen,
+                  "host:port of the web dashboard (e.g. 127.0.0.1:8080; from a laptop: ssh -L 8080:127.0.0.1:8080 "
+                  "LOGIN_NODE); off by default")
+      ->check([](const std::string& v) { return ladder::HostPortError(v); });
   app->add_option("--mpirun", f->mpirun,
                   "the command that starts an MPI trial (resources.launcher: mpirun), split into words; the "
                   "coordinator appends -np, --host, -x and the trial's command")
@@ -104,6 +108,10 @@ int Serve(Flags& f) {
       throw;
     }
     std::printf("ladder-server listening on %s (database %s)\n", server.address().c_str(), f.opt.db_path.c_str());
+    if (!server.dashboard_url().empty()) {
+      std::printf("web dashboard: %s (log in with the token in %s)\n", server.dashboard_url().c_str(),
+                  token_path.c_str());
+    }
     std::fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);

@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include "server/http/http_server.h"
+
 #include <grpcpp/grpcpp.h>
 
 #include <fcntl.h>
@@ -104,12 +106,32 @@ void Server::Start() {
     remove_created();
     throw std::runtime_error("cannot listen on " + opt_.listen + " (address in use or invalid?)");
   }
+  if (!opt_.http_listen.empty()) {
+    HttpOptions ho;
+    ho.listen = opt_.http_listen;
+    ho.token = opt_.token;
+    http_ = std::make_unique<HttpServer>(ho, loop_, *coord_);
+    try {
+      http_->Start();
+    } catch (...) {
+      http_.reset();
+      Stop();
+      coord_.reset();
+      store_.reset();
+      remove_created();
+      throw;
+    }
+    LogInfo("server", "web dashboard on " + http_->url());
+  }
   LogInfo("server", "listening on " + address() + ", database " + opt_.db_path);
 }
+
+std::string Server::dashboard_url() const { return http_ ? http_->url() : ""; }
 
 void Server::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  if (http_) http_->Stop();  // first: its calls post onto the loop, which must still run them
   if (grpc_) {
     // The loop keeps running so that posted handlers can finish their reactors.
     grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));

@@ -19,6 +19,7 @@ class Server;
 
 namespace ladder::server {
 
+class HttpServer;
 class LadderService;
 class WorkerServiceImpl;
 
@@ -46,6 +47,7 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free one
   std::string db_path = "ladder.db";
   std::string token;        // empty: no token required
+  std::string http_listen;  // host:port of the web dashboard (HttpServer); empty: none
   CoordinatorOptions coordinator;
 };
 
@@ -61,6 +63,7 @@ class Server {
 
   int port() const { return port_; }
   std::string address() const;  // host:port actually bound
+  std::string dashboard_url() const;  // http://host:port/ of the web dashboard; empty without one
   boost::asio::io_context& loop() { return loop_; }
   Coordinator& coordinator() { return *coord_; }
 
@@ -74,6 +77,7 @@ class Server {
   std::unique_ptr<LadderService> ladder_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> grpc_;
+  std::unique_ptr<HttpServer> http_;
   std::thread loop_thread_;
   int port_ = 0;
   bool stopped_ = false;

@@ -1,0 +1,574 @@
+#include "server/http/http_server.h"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <google/protobuf/util/json_util.h>
+
+#include <cctype>
+#include <deque>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "common/log.h"
+#include "server/coordinator.h"
+#include "server/http/web_assets.h"
+#include "server/store/sqlite_db.h"
+
+namespace ladder::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr const char* kLog = "http";
+constexpr const char* kCookie = "ladder_session";
+
+std::string Json(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opt;
+  opt.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opt);
+  return out;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\', out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+http::status HttpStatusOf(const grpc::Status& st) {
+  switch (st.error_code()) {
+    case grpc::StatusCode::OK: return http::status::ok;
+    case grpc::StatusCode::NOT_FOUND: return http::status::not_found;
+    case grpc::StatusCode::INVALID_ARGUMENT: return http::status::bad_request;
+    case grpc::StatusCode::FAILED_PRECONDITION: return http::status::conflict;
+    case grpc::StatusCode::UNAUTHENTICATED: return http::status::unauthorized;
+    case grpc::StatusCode::UNAVAILABLE: return http::status::service_unavailable;
+    default: return http::status::internal_server_error;
+  }
+}
+
+std::string RandomHex(size_t bytes) {
+  std::random_device rd;
+  std::string out;
+  static const char* hex = "0123456789abcdef";
+  for (size_t i = 0; i < bytes; ++i) {
+    unsigned v = rd() & 0xff;
+    out += hex[v >> 4], out += hex[v & 15];
+  }
+  return out;
+}
+
+bool ConstantTimeEqual(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+// The value of `name` in a query string or form body ("a=1&b=2"); percent-decoding of + and %XX.
+std::optional<std::string> Param(std::string_view query, std::string_view name) {
+  size_t pos = 0;
+  while (pos <= query.size()) {
+    size_t amp = query.find('&', pos);
+    std::string_view kv = query.substr(pos, amp == std::string_view::npos ? std::string_view::npos : amp - pos);
+    size_t eq = kv.find('=');
+    if (kv.substr(0, eq) == name) {
+      std::string out;
+      std::string_view v = eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1);
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (v[i] == '+') {
+          out += ' ';
+        } else if (v[i] == '%' && i + 2 < v.size() && std::isxdigit(static_cast<unsigned char>(v[i + 1])) &&
+                   std::isxdigit(static_cast<unsigned char>(v[i + 2]))) {
+          out += static_cast<char>(std::stoi(std::string(v.substr(i + 1, 2)), nullptr, 16));
+          i += 2;
+        } else {
+          out += v[i];
+        }
+      }
+      return out;
+    }
+    if (amp == std::string_view::npos) break;
+    pos = amp + 1;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> Id(std::string_view s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+// Shared by every connection; touched only on the HTTP thread (sessions_) or read-only (the rest).
+struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
+  Impl(HttpOptions o, asio::io_context& loop, Coordinator& c) : opt(std::move(o)), coord_loop(loop), coord(c) {}
+  HttpOptions opt;
+  asio::io_context ioc;
+  asio::io_context& coord_loop;
+  Coordinator& coord;
+  std::optional<tcp::acceptor> acceptor;
+  std::map<std::string, std::string> sessions;  // session id → its CSRF token
+  bool stopping = false;
+
+  void Accept();
+};
+
+namespace {
+
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+
+// One HTTP connection: requests one after the other (keep-alive), or, after GET /api/events, an event stream.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, std::shared_ptr<HttpServer::Impl> impl)
+      : stream_(std::move(socket)), impl_(std::move(impl)) {}
+  ~Connection() { Unwatch(); }
+
+  void Start() { Read(); }
+
+  // From the coordinator's loop (via a post here): one event for the stream.
+  void Push(std::shared_ptr<const v1::Event> ev) {
+    if (closed_) return;
+    std::string msg;
+    if (ev->kind() == v1::Event::JOURNAL) msg += "id: " + std::to_string(ev->journal().seq()) + "\n";
+    msg += "data: " + Json(*ev) + "\n\n";
+    queued_bytes_ += msg.size();
+    if (queued_bytes_ > impl_->opt.max_queued_bytes) {
+      LogWarning(kLog, "dropping an event-stream client that stopped reading (" + std::to_string(queued_bytes_) +
+                           " bytes waiting)");
+      Close();
+      return;
+    }
+    out_.push_back(std::move(msg));
+    if (!writing_) WriteNext();
+  }
+
+ private:
+  void Read() {
+    parser_.emplace();
+    parser_->header_limit(16 * 1024);
+    parser_->body_limit(impl_->opt.max_request_bytes);
+    stream_.expires_after(impl_->opt.request_timeout);
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted) return self->Close();
+      if (ec) {
+        if (ec == beast::error::timeout || self->impl_->stopping) return self->Close();
+        if (ec == http::error::header_limit) {
+          return self->SendError(http::status::request_header_fields_too_large, "request headers too large", false);
+        }
+        if (ec == http::error::body_limit) return self->SendError(http::status::payload_too_large, "body too large", false);
+        return self->SendError(http::status::bad_request, "malformed request: " + ec.message(), false);
+      }
+      self->Handle(self->parser_->release());
+    });
+  }
+
+  void Send(Response res) {
+    auto sp = std::make_shared<Response>(std::move(res));
+    sp->set(http::field::server, "ladder");
+    sp->set("X-Content-Type-Options", "nosniff");
+    sp->set("X-Frame-Options", "DENY");
+    sp->set(http::field::cache_control, "no-store");
+    sp->prepare_payload();
+    const bool keep = sp->keep_alive();
+    http::async_write(stream_, *sp, [self = shared_from_this(), sp, keep](beast::error_code ec, size_t) {
+      if (ec || !keep) return self->Close();
+      self->Read();
+    });
+  }
+
+  void SendError(http::status status, const std::string& message, bool keep_alive) {
+    Response res{status, 11};
+    res.set(http::field::content_type, "application/json");
+    res.keep_alive(keep_alive);
+    res.body() = "{\"error\": " + JsonString(message) + "}\n";
+    Send(std::move(res));
+  }
+
+  void SendJson(const std::string& body, bool keep_alive) {
+    Response res{http::status::ok, 11};
+    res.set(http::field::content_type, "application/json");
+    res.keep_alive(keep_alive);
+    res.body() = body;
+    Send(std::move(res));
+  }
+
+  // The session cookie's id, when the request carries one the server issued.
+  std::optional<std::string> SessionOf(const Request& req) const {
+    auto it = req.find(http::field::cookie);
+    if (it == req.end()) return std::nullopt;
+    std::string_view cookies(it->value().data(), it->value().size());
+    size_t pos = 0;
+    while (pos < cookies.size()) {
+      size_t semi = cookies.find(';', pos);
+      std::string_view c = cookies.substr(pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
+      while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
+      const std::string prefix = std::string(kCookie) + "=";
+      if (c.substr(0, prefix.size()) == prefix) {
+        std::string id(c.substr(prefix.size()));
+        if (impl_->sessions.count(id)) return id;
+      }
+      if (semi == std::string_view::npos) break;
+      pos = semi + 1;
+    }
+    return std::nullopt;
+  }
+
+  bool BearerOk(const Request& req) const {
+    auto it = req.find(http::field::authorization);
+    if (it == req.end()) return false;
+    std::string_view v(it->value().data(), it->value().size());
+    return ConstantTimeEqual(v, "Bearer " + impl_->opt.token);
+  }
+
+  void Handle(Request req) {
+    std::string_view target(req.target().data(), req.target().size());
+    const size_t q = target.find('?');
+    const std::string path(target.substr(0, q));
+    const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+    const bool keep = req.keep_alive();
+    if (path.rfind("/api/", 0) != 0 && path != "/login") return ServeAsset(req, path, keep);
+    if (path == "/login") return Login(req, query, keep);
+    const bool open = impl_->opt.token.empty();
+    const bool bearer = !open && BearerOk(req);
+    const auto session = open ? std::nullopt : SessionOf(req);
+    if (!open && !bearer && !session) {
+      return SendError(http::status::unauthorized,
+                       "this needs the coordinator's token: open /login?token=TOKEN once (it sets a cookie), or send "
+                       "Authorization: Bearer TOKEN (the token is in <db>.token)",
+                       keep);
+    }
+    if (req.method() == http::verb::post) {
+      auto csrf = req.find("X-CSRF-Token");
+      const bool csrf_ok = bearer || open ||
+                           (session && csrf != req.end() &&
+                            ConstantTimeEqual(std::string_view(csrf->value().data(), csrf->value().size()),
+                                              impl_->sessions.at(*session)));
+      if (!csrf_ok) return SendError(http::status::forbidden, "a POST needs the X-CSRF-Token of /api/session", keep);
+      return Post(path, keep);
+    }
+    if (req.method() != http::verb::get) return SendError(http::status::method_not_allowed, "GET or POST", keep);
+    if (path == "/api/session") {
+      return SendJson("{\"csrf\": " + JsonString(session ? impl_->sessions.at(*session) : "") + "}\n", keep);
+    }
+    if (path == "/api/events") return StartEvents(req, query);
+    Get(path, query, keep);
+  }
+
+  void ServeAsset(const Request& req, const std::string& path, bool keep) {
+    if (req.method() != http::verb::get && req.method() != http::verb::head) {
+      return SendError(http::status::method_not_allowed, "GET", keep);
+    }
+    const WebAsset* a = FindWebAsset(path == "/" ? "/index.html" : path);
+    if (!a) return SendError(http::status::not_found, "no such page: " + path, keep);
+    Response res{http::status::ok, 11};
+    res.set(http::field::content_type, a->content_type);
+    res.set("Content-Security-Policy",
+            "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+    res.keep_alive(keep);
+    res.body().assign(a->data, a->size);
+    Send(std::move(res));
+  }
+
+  void Login(const Request& req, std::string_view query, bool keep) {
+    auto token = req.method() == http::verb::post ? Param(req.body(), "token") : Param(query, "token");
+    if (impl_->opt.token.empty() || (token && ConstantTimeEqual(*token, impl_->opt.token))) {
+      std::string id = RandomHex(24);
+      impl_->sessions[id] = RandomHex(24);
+      Response res{http::status::see_other, 11};
+      // next: a view of the page to land on ("#/search/3"); nothing else, so the login cannot redirect elsewhere.
+      auto next = req.method() == http::verb::post ? Param(req.body(), "next") : Param(query, "next");
+      const bool view = next && next->rfind("#/", 0) == 0 &&
+                        next->find_first_not_of("#/abcdefghijklmnopqrstuvwxyz0123456789") == std::string::npos;
+      res.set(http::field::location, "/" + (view ? *next : std::string()));
+      res.set(http::field::set_cookie, std::string(kCookie) + "=" + id + "; Path=/; HttpOnly; SameSite=Strict");
+      res.keep_alive(keep);
+      return Send(std::move(res));
+    }
+    Response res{http::status::unauthorized, 11};
+    res.set(http::field::content_type, "text/html; charset=utf-8");
+    res.keep_alive(keep);
+    res.body() = std::string("<!doctype html><title>ladder: log in</title><body style=\"font-family:sans-serif\">") +
+                 (token ? "<p>That is not this coordinator's token.</p>" : "") +
+                 "<form method=post action=/login><p>The coordinator's token (in <code>&lt;db&gt;.token</code> next "
+                 "to its database):</p><input name=token type=password autofocus size=40> <button>Log in</button>"
+                 "</form></body>";
+    Send(std::move(res));
+  }
+
+  // Runs `call` on the coordinator's loop and sends its JSON (or its error) from here.
+  template <class Resp>
+  void Call(std::function<grpc::Status(Coordinator&, Resp*)> call, bool keep) {
+    auto self = shared_from_this();
+    asio::post(impl_->coord_loop, [self, call, keep] {
+      auto resp = std::make_shared<Resp>();
+      grpc::Status st;
+      Coordinator& c = self->impl_->coord;
+      if (c.failed()) {
+        st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator's database failed; it has stopped");
+      } else {
+        try {
+          st = call(c, resp.get());
+        } catch (const store::SqliteError& e) {
+          c.Fatal(e.what());
+          st = grpc::Status(grpc::StatusCode::UNAVAILABLE, e.what());
+        } catch (const std::exception& e) {
+          st = grpc::Status(grpc::StatusCode::INTERNAL, e.what());
+        }
+      }
+      asio::post(self->impl_->ioc, [self, st, resp, keep] {
+        if (!st.ok()) return self->SendError(HttpStatusOf(st), st.error_message(), keep);
+        self->SendJson(Json(*resp) + "\n", keep);
+      });
+    });
+  }
+
+  void Get(const std::string& path, std::string_view query, bool keep) {
+    // /api/NAME[/ID[/SUB]]
+    std::vector<std::string> parts;
+    for (size_t pos = 5; pos <= path.size();) {
+      size_t slash = path.find('/', pos);
+      parts.push_back(path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos));
+      if (slash == std::string::npos) break;
+      pos = slash + 1;
+    }
+    auto id = parts.size() >= 2 ? Id(parts[1]) : std::nullopt;
+    if (parts.size() == 1 && parts[0] == "server") {
+      return Call<v1::ServerInfoResponse>(
+          [](Coordinator& c, v1::ServerInfoResponse* r) { return c.ServerInfo(v1::ServerInfoRequest(), r); }, keep);
+    }
+    if (parts.size() == 1 && parts[0] == "searches") {
+      return Call<v1::ListSearchesResponse>(
+          [](Coordinator& c, v1::ListSearchesResponse* r) { return c.ListSearches(v1::ListSearchesRequest(), r); },
+          keep);
+    }
+    if (parts.size() == 2 && parts[0] == "searches" && id) {
+      v1::GetSearchRequest req;
+      req.set_search_id(*id);
+      return Call<v1::GetSearchResponse>([req](Coordinator& c, v1::GetSearchResponse* r) {
+        grpc::Status st = c.GetSearch(req, r);
+        r->mutable_search()->clear_spec_yaml();  // a spec's env may carry credentials
+        return st;
+      }, keep);
+    }
+    if (parts.size() == 3 && parts[0] == "searches" && id && parts[2] == "trials") {
+      v1::ListTrialsRequest req;
+      req.set_search_id(*id);
+      return Call<v1::ListTrialsResponse>(
+          [req](Coordinator& c, v1::ListTrialsResponse* r) { return c.ListTrials(req, r); }, keep);
+    }
+    if (parts.size() == 2 && parts[0] == "trials" && id) {
+      v1::GetTrialRequest req;
+      req.set_trial_id(*id);
+      req.set_include_metrics(Param(query, "metrics").value_or("0") == "1");
+      return Call<v1::GetTrialResponse>([req](Coordinator& c, v1::GetTrialResponse* r) { return c.GetTrial(req, r); },
+                                        keep);
+    }
+    SendError(http::status::not_found, "no such API path: " + path, keep);
+  }
+
+  void Post(const std::string& path, bool keep) {
+    const std::string prefix = "/api/searches/", suffix = "/cancel";
+    if (path.size() > prefix.size() + suffix.size() && path.rfind(prefix, 0) == 0 &&
+        path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      if (auto id = Id(path.substr(prefix.size(), path.size() - prefix.size() - suffix.size()))) {
+        v1::CancelSearchRequest req;
+        req.set_search_id(*id);
+        return Call<v1::CancelSearchResponse>([req](Coordinator& c, v1::CancelSearchResponse* r) {
+          grpc::Status st = c.CancelSearch(req, r);
+          r->mutable_search()->clear_spec_yaml();
+          return st;
+        }, keep);
+      }
+    }
+    SendError(http::status::not_found, "no such API path: " + path, keep);
+  }
+
+  void StartEvents(const Request& req, std::string_view query) {
+    v1::WatchRequest watch;
+    if (auto s = Param(query, "search")) watch.set_search_id(Id(*s).value_or(0));
+    auto last = req.find("Last-Event-ID");
+    if (last != req.end()) {
+      watch.set_after_journal_seq(Id(std::string_view(last->value().data(), last->value().size())).value_or(0));
+    } else {
+      watch.set_journal_tail(200);
+    }
+    streaming_ = true;
+    stream_.expires_never();
+    auto head = std::make_shared<http::response<http::empty_body>>(http::status::ok, 11);
+    head->set(http::field::content_type, "text/event-stream");
+    head->set(http::field::cache_control, "no-store");
+    head->keep_alive(true);
+    auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*head);
+    writing_ = true;
+    http::async_write_header(stream_, *sr, [self = shared_from_this(), head, sr, watch](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (ec) return self->Close();
+      self->Watch(watch);
+      self->WriteNext();
+      self->AwaitHangUp();
+    });
+  }
+
+  // A read that ends only when the client goes away: it holds the connection while it streams, and closes it then.
+  void AwaitHangUp() {
+    stream_.async_read_some(asio::buffer(hangup_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec || self->closed_) return self->Close();
+      self->AwaitHangUp();  // a client sends nothing on an event stream; ignore what it does send
+    });
+  }
+
+  void Watch(const v1::WatchRequest& watch) {
+    std::weak_ptr<Connection> weak = shared_from_this();
+    auto impl = impl_;
+    asio::post(impl_->coord_loop, [weak, impl, watch] {
+      auto self = weak.lock();
+      if (!self || impl->coord.failed()) return;
+      // The sink runs on the coordinator's loop: it only copies the event and hands it over. It holds `impl`, so
+      // the HTTP side's io_context outlives every watcher.
+      int64_t id = impl->coord.AddWatcher(watch, [weak, impl](const v1::Event& ev) {
+        auto copy = std::make_shared<const v1::Event>(ev);
+        asio::post(impl->ioc, [weak, copy] {
+          if (auto c = weak.lock()) c->Push(copy);
+        });
+      });
+      asio::post(impl->ioc, [weak, id, impl] {
+        auto c = weak.lock();
+        if (!c || c->closed_) {
+          asio::post(impl->coord_loop, [impl, id] { impl->coord.RemoveWatcher(id); });
+          return;
+        }
+        c->watcher_id_ = id;
+      });
+    });
+  }
+
+  void WriteNext() {
+    if (writing_ || out_.empty() || closed_) return;
+    writing_ = true;
+    auto msg = std::make_shared<std::string>(std::move(out_.front()));
+    out_.pop_front();
+    asio::async_write(stream_, asio::buffer(*msg), [self = shared_from_this(), msg](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      self->queued_bytes_ -= std::min(self->queued_bytes_, msg->size());
+      if (ec) return self->Close();
+      self->WriteNext();
+    });
+  }
+
+  void Unwatch() {
+    if (watcher_id_ == 0) return;
+    auto impl = impl_;
+    const int64_t id = watcher_id_;
+    watcher_id_ = 0;
+    asio::post(impl->coord_loop, [impl, id] { impl->coord.RemoveWatcher(id); });
+  }
+
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    out_.clear();
+    Unwatch();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<HttpServer::Impl> impl_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  bool streaming_ = false, writing_ = false, closed_ = false;
+  std::deque<std::string> out_;
+  char hangup_[64];
+  size_t queued_bytes_ = 0;
+  int64_t watcher_id_ = 0;
+};
+
+}  // namespace
+
+void HttpServer::Impl::Accept() {
+  acceptor->async_accept([self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+    if (self->stopping) return;
+    if (!ec) std::make_shared<Connection>(std::move(socket), self)->Start();
+    self->Accept();
+  });
+}
+
+HttpServer::HttpServer(HttpOptions options, asio::io_context& coordinator_loop, Coordinator& coordinator)
+    : opt_(std::move(options)), impl_(std::make_shared<Impl>(opt_, coordinator_loop, coordinator)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+std::string HttpServer::url() const {
+  auto colon = opt_.listen.rfind(':');
+  return "http://" + opt_.listen.substr(0, colon) + ":" + std::to_string(port_) + "/";
+}
+
+void HttpServer::Start() {
+  auto colon = opt_.listen.rfind(':');
+  if (colon == std::string::npos) throw std::runtime_error("--http " + opt_.listen + ": expected host:port");
+  beast::error_code ec;
+  auto address = asio::ip::make_address(opt_.listen.substr(0, colon), ec);
+  if (ec) throw std::runtime_error("--http " + opt_.listen + ": not an IP address: " + ec.message());
+  const int port = std::stoi(opt_.listen.substr(colon + 1));
+  tcp::endpoint ep(address, static_cast<unsigned short>(port));
+  impl_->acceptor.emplace(impl_->ioc);
+  impl_->acceptor->open(ep.protocol(), ec);
+  if (!ec) impl_->acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl_->acceptor->bind(ep, ec);
+  if (!ec) impl_->acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw std::runtime_error("cannot serve the dashboard on " + opt_.listen + ": " + ec.message());
+  port_ = impl_->acceptor->local_endpoint().port();
+  impl_->Accept();
+  thread_ = std::thread([impl = impl_] {
+    for (;;) {
+      try {
+        impl->ioc.run();
+        return;
+      } catch (const std::exception& e) {
+        LogError(kLog, std::string("handler threw: ") + e.what());
+      }
+    }
+  });
+}
+
+void HttpServer::Stop() {
+  if (!thread_.joinable()) return;
+  asio::post(impl_->ioc, [impl = impl_] {
+    impl->stopping = true;
+    beast::error_code ec;
+    impl->acceptor->close(ec);
+  });
+  impl_->ioc.stop();
+  thread_.join();
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,249 @@
+// ladder's web dashboard: the coordinator's JSON API (/api/) and its event stream (/api/events), drawn with uPlot.
+// Views (by the URL's hash): #/ searches, #/search/ID, #/trial/ID, #/nodes.
+'use strict';
+
+const view = document.getElementById('view');
+const statusEl = document.getElementById('status');
+let csrf = '';
+let events = null;   // the EventSource of the current view
+let plots = [];      // uPlot instances of the current view
+
+function esc(s) {
+  return String(s ?? '').replace(/[&<>"']/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]));
+}
+function num(v) { return v === undefined || v === null ? '-' : (+v).toPrecision(4).replace(/\.?0+$/, ''); }
+function word(state) { return String(state || '').replace(/^(TRIAL|SEARCH|WORKER)_/, ''); }
+function since(t0, t1) {
+  if (!t0) return '-';
+  const s = ((t1 || Date.now() / 1000) - t0);
+  return s < 90 ? s.toFixed(0) + 's' : s < 5400 ? (s / 60).toFixed(1) + 'm' : (s / 3600).toFixed(1) + 'h';
+}
+function params(t) {
+  return Object.entries(t.params || {}).map(([k, v]) => k + '=' + (v.float_value ?? v.int_value ?? v.string_value)
+    .toString().slice(0, 12)).join(' ');
+}
+
+async function api(path, options) {
+  const res = await fetch('/api/' + path, Object.assign({credentials: 'same-origin'}, options || {}));
+  if (res.status === 401) {
+    view.innerHTML = '<h1>Log in</h1><p>The dashboard needs the coordinator\'s token. <a href="/login">Log in</a> ' +
+      '(or open <code>/login?token=TOKEN</code>; the token is in <code>&lt;db&gt;.token</code>).</p>';
+    throw new Error('unauthorized');
+  }
+  const body = await res.json();
+  if (!res.ok) throw new Error(body.error || res.statusText);
+  return body;
+}
+
+function clearView() {
+  if (events) events.close();
+  events = null;
+  plots.forEach(p => p.destroy());
+  plots = [];
+}
+
+// What the live stream brought last, per trial the latest step (for people debugging, and for the tests).
+window.ladderLive = {events: 0, steps: {}};
+
+function follow(search, onEvent) {
+  events = new EventSource('/api/events' + (search ? '?search=' + search : ''));
+  events.onopen = () => { statusEl.textContent = 'live'; statusEl.className = ''; };
+  events.onerror = () => { statusEl.textContent = 'disconnected, retrying…'; statusEl.className = 'down'; };
+  events.onmessage = m => {
+    const ev = JSON.parse(m.data);
+    window.ladderLive.events++;
+    if (ev.kind === 'TRIAL_METRICS') window.ladderLive.steps[ev.trial.id] = +ev.metrics.step || 0;
+    onEvent(ev);
+  };
+}
+
+function plot(el, title, series, data, opts) {
+  const width = Math.max(320, Math.min(el.clientWidth || 640, 900));
+  const p = new uPlot(Object.assign({title, width, height: 260, scales: {x: {time: false}},
+    series: [{label: (opts && opts.xlabel) || 'step'}].concat(series)}, opts || {}), data, el);
+  plots.push(p);
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// #/ : every search
+async function showSearches() {
+  const r = await api('searches');
+  const rows = (r.searches || []).slice().reverse().map(s => `<tr class="${word(s.state)}">
+    <td><a href="#/search/${s.id}">${esc(s.id)}</a></td><td>${esc(s.name)}</td><td>${word(s.state)}</td>
+    <td>${s.completed || 0}/${s.max_trials}</td><td>${s.running || 0}</td><td>${s.pending || 0}</td><td>${s.failed || 0}</td>
+    <td>${s.best_trial_id ? esc(s.objective_metric) + ' ' + num(s.best_objective) : '-'}</td></tr>`).join('');
+  view.innerHTML = `<h1>Searches</h1><table id="searches"><thead><tr><th>id</th><th>name</th><th>state</th><th>done</th>
+    <th>running</th><th>queued</th><th>failed</th><th>best</th></tr></thead><tbody>${rows}</tbody></table>`;
+  follow(0, ev => { if (ev.kind === 'SEARCH_UPDATED') debounce(showSearchesAgain); });
+}
+let pending = null;
+function debounce(fn) { if (!pending) pending = setTimeout(() => { pending = null; fn(); }, 500); }
+function showSearchesAgain() { if (location.hash === '' || location.hash === '#/') route(); }
+
+// ---------------------------------------------------------------------------------------------------------------
+// #/search/ID : its history, the trial table, live
+async function showSearch(id) {
+  const [{search}, {trials}] = await Promise.all([api('searches/' + id), api('searches/' + id + '/trials')]);
+  const state = {search, trials: new Map((trials || []).map(t => [t.id, t])), sort: 'number', filter: ''};
+  view.innerHTML = `<h1 id="title"></h1>
+    <div class="cards"><div class="card"><div id="history"></div></div><div class="card"><div id="curves"></div></div></div>
+    <h2>Trials</h2><div class="controls">filter <select id="filter"><option value="">all</option>
+    ${['RUNNING', 'PENDING', 'COMPLETED', 'FAILED', 'CANCELLED'].map(s => `<option>${s}</option>`).join('')}</select>
+    <button id="cancel">cancel the search</button><span id="msg"></span></div>
+    <table id="trials"><thead><tr>${['id', 'number', 'state', 'nodes', 'objective', 'attempt', 'elapsed', 'params', 'note']
+      .map(h => `<th data-k="${h}">${h}</th>`).join('')}</tr></thead><tbody></tbody></table>
+    <h2>Events</h2><div class="log" id="log"></div>`;
+  document.getElementById('filter').onchange = e => { state.filter = e.target.value; drawTable(state); };
+  document.querySelectorAll('#trials th').forEach(th => th.onclick = () => { state.sort = th.dataset.k; drawTable(state); });
+  document.getElementById('cancel').onclick = async () => {
+    if (!confirm('Cancel search ' + id + '? Its running trials are stopped.')) return;
+    try {
+      await api('searches/' + id + '/cancel', {method: 'POST', headers: {'X-CSRF-Token': csrf}});
+      document.getElementById('msg').textContent = 'cancelled';
+    } catch (e) { document.getElementById('msg').textContent = e.message; }
+  };
+  const history = drawHistory(state);
+  const curves = await drawCurves(state);
+  drawTitle(state);
+  drawTable(state);
+  const log = document.getElementById('log');
+  follow(id, ev => {
+    if (ev.kind === 'SEARCH_UPDATED') { state.search = ev.search; drawTitle(state); }
+    if (ev.kind === 'TRIAL_UPDATED') { state.trials.set(ev.trial.id, ev.trial); debounce(() => { drawTable(state); history.redraw(); }); }
+    if (ev.kind === 'TRIAL_METRICS') curves.add(ev.trial.id, ev.metrics);
+    if (ev.kind === 'JOURNAL') {
+      const j = ev.journal, line = document.createElement('div');
+      line.textContent = new Date(j.time_unix * 1000).toLocaleTimeString() + ' ' + j.kind +
+        (j.trial_id ? ' trial ' + j.trial_id : '') + (j.detail ? ': ' + j.detail : '');
+      log.prepend(line);
+    }
+  });
+}
+
+function drawTitle(st) {
+  const s = st.search;
+  document.getElementById('title').innerHTML = `search ${esc(s.id)} '${esc(s.name)}' — ${word(s.state)}: ` +
+    `${s.completed || 0} completed, ${s.running || 0} running, ${s.pending || 0} queued, ${s.failed || 0} failed` +
+    (s.best_trial_id ? `; best ${esc(s.objective_metric)} ${num(s.best_objective)} (trial ${s.best_trial_number || 0})` : '') +
+    (s.error ? ` <span class="error">${esc(s.error)}</span>` : '');
+}
+
+function drawTable(st) {
+  const key = st.sort, now = Date.now() / 1000;
+  const val = t => ({id: +t.id, number: t.number || 0, state: t.state, nodes: (t.placement || []).length,
+    objective: t.has_objective ? t.objective : -Infinity, attempt: t.attempt || 0,
+    elapsed: t.started_unix ? (t.finished_unix || now) - t.started_unix : 0, params: params(t), note: t.error || ''})[key];
+  const rows = [...st.trials.values()].filter(t => !st.filter || word(t.state) === st.filter)
+    .sort((a, b) => val(a) < val(b) ? -1 : val(a) > val(b) ? 1 : 0);
+  document.querySelector('#trials tbody').innerHTML = rows.map(t => `<tr class="${word(t.state)}" data-id="${esc(t.id)}">
+    <td><a href="#/trial/${esc(t.id)}">${esc(t.id)}</a></td><td>${t.number || 0}</td><td>${word(t.state)}</td>
+    <td>${esc((t.placement || []).map(p => p.node_id).join(',') || '-')}</td><td>${t.has_objective ? num(t.objective) : '-'}</td>
+    <td>${t.attempt || 0}</td><td>${since(t.started_unix, t.finished_unix)}</td><td>${esc(params(t))}</td>
+    <td class="note">${esc(t.error)}</td></tr>`).join('');
+}
+
+// The objective of every ended trial by its number, and the best so far.
+function drawHistory(st) {
+  const el = document.getElementById('history');
+  const data = () => {
+    const done = [...st.trials.values()].filter(t => t.has_objective).sort((a, b) => (a.number || 0) - (b.number || 0));
+    const max = st.search.direction === 'MAXIMIZE';
+    let best = null;
+    const xs = [], ys = [], bs = [];
+    for (const t of done) {
+      best = best === null ? t.objective : max ? Math.max(best, t.objective) : Math.min(best, t.objective);
+      xs.push(t.number || 0); ys.push(t.objective); bs.push(best);
+    }
+    return [xs, ys, bs];
+  };
+  const p = plot(el, 'optimization history: ' + st.search.objective_metric,
+    [{label: 'trial', stroke: 'transparent', points: {show: true, size: 6, fill: '#0b6bcb'}},
+     {label: 'best so far', stroke: '#18794e', width: 2}], data(), {xlabel: 'trial number'});
+  return {redraw: () => p.setData(data())};
+}
+
+// Every trial's learning curve of the objective (from the stored points), then live points.
+async function drawCurves(st) {
+  const metric = st.search.objective_metric;
+  const ids = [...st.trials.keys()];
+  const byTrial = new Map();
+  await Promise.all(ids.map(async id => {
+    const {trial} = await api('trials/' + id + '?metrics=1');
+    byTrial.set(id, (trial.metrics || []).filter(p => p.values && metric in p.values).map(p => [+p.step || 0, p.values[metric]]));
+  }));
+  const el = document.getElementById('curves');
+  const build = () => {
+    const steps = [...new Set([].concat(...[...byTrial.values()].map(c => c.map(p => p[0]))))].sort((a, b) => a - b);
+    const index = new Map(steps.map((s, i) => [s, i]));
+    const cols = ids.map(id => { const c = new Array(steps.length).fill(null); for (const [s, v] of byTrial.get(id) || []) c[index.get(s)] = v; return c; });
+    return [steps].concat(cols);
+  };
+  const colors = ['#0b6bcb', '#c4320a', '#18794e', '#8e4ec6', '#b15c00', '#0c7d8c', '#a0106b', '#555'];
+  const p = plot(el, 'learning curves: ' + metric,
+    ids.map((id, i) => ({label: 'trial ' + id, stroke: colors[i % colors.length], spanGaps: true})), build());
+  return {add: (id, point) => {
+    if (!byTrial.has(id) || !point.values || !(metric in point.values)) return;
+    byTrial.get(id).push([+point.step || 0, point.values[metric]]);
+    debounce(() => p.setData(build()));
+  }};
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// #/trial/ID
+async function showTrial(id) {
+  const {trial: t} = await api('trials/' + id + '?metrics=1');
+  const rows = [['search', `<a href="#/search/${esc(t.search_id)}">${esc(t.search_id)}</a>`], ['number', t.number || 0],
+    ['state', word(t.state)], ['parameters', esc(params(t))], ['command', esc((t.command || []).join(' '))],
+    ['node group', esc((t.placement || []).map(p => p.node_id + ' slots ' + (p.slots || []).join(',')).join('; ') || '-')],
+    ['attempt', (t.attempt || 0) + 1], ['preemptions', t.preemptions || 0], ['objective', t.has_objective ? num(t.objective) : '-'],
+    ['note / error', esc(t.error || '-')], ['checkpoint', esc(t.checkpoint_dir || '-')],
+    ['log', 'stderr.log of each rank in the trial directory of ladder-worker on ' + esc((t.placement || [])[0]?.node_id || '-')]];
+  view.innerHTML = `<h1>trial ${esc(t.id)}</h1><table class="kv">${rows.map(([k, v]) => `<tr><td>${k}</td><td>${v}</td></tr>`).join('')}</table>
+    <h2>Metrics</h2><div class="cards" id="metrics"></div>`;
+  const names = [...new Set([].concat(...(t.metrics || []).map(p => Object.keys(p.values || {}))))].sort();
+  for (const name of names) {
+    const pts = (t.metrics || []).filter(p => p.values && name in p.values);
+    const card = document.createElement('div');
+    card.className = 'card';
+    document.getElementById('metrics').append(card);
+    plot(card, name, [{label: name, stroke: '#0b6bcb'}], [pts.map(p => +p.step || 0), pts.map(p => p.values[name])]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// #/nodes : the allocation map, by rack
+async function showNodes() {
+  const r = await api('server');
+  const racks = new Map();
+  for (const w of r.workers || []) {
+    const rack = (w.resources && w.resources.labels && w.resources.labels.rack) || '-';
+    if (!racks.has(rack)) racks.set(rack, []);
+    racks.get(rack).push(w);
+  }
+  view.innerHTML = '<h1>Nodes</h1>' + [...racks.entries()].map(([rack, ws]) => `<h2>rack ${esc(rack)}</h2>
+    <table id="nodes"><thead><tr><th>node</th><th>state</th><th>busy slots</th><th>gpus</th><th>failures</th><th>why</th></tr></thead>
+    <tbody>${ws.map(w => `<tr class="${word(w.state)}"><td>${esc(w.node_id)}</td><td>${word(w.state)}</td>
+    <td>${w.busy_slots || 0}/${(w.resources || {}).slots || 0}</td><td>${(w.resources || {}).gpus || 0}</td>
+    <td>${w.recent_failures || 0}</td><td>${esc(w.state_reason || '')}</td></tr>`).join('')}</tbody></table>`).join('');
+  follow(0, ev => { if (ev.kind === 'WORKER_UPDATED') debounce(() => { if (location.hash === '#/nodes') route(); }); });
+}
+
+async function route() {
+  clearView();
+  const h = location.hash || '#/';
+  try {
+    let m;
+    if ((m = h.match(/^#\/search\/(\d+)$/))) await showSearch(m[1]);
+    else if ((m = h.match(/^#\/trial\/(\d+)$/))) await showTrial(m[1]);
+    else if (h === '#/nodes') await showNodes();
+    else await showSearches();
+    document.body.dataset.ready = h;  // tests wait for this
+  } catch (e) {
+    if (e.message !== 'unauthorized') view.innerHTML = `<p class="error">${esc(e.message)}</p>`;
+    document.body.dataset.ready = 'error';
+  }
+}
+
+window.addEventListener('hashchange', route);
+api('session').then(s => { csrf = s.csrf; }).catch(() => {}).finally(route);

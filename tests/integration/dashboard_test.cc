@@ -1,0 +1,189 @@
+// The web dashboard as a person uses it, in Debian's headless Chromium driven over the DevTools protocol: refused
+// without the token; after login the trial table lists exactly the trials `ladder trials --json` lists, every
+// chart draws, a metric point a running trial sends reaches the page within a second; a screenshot of each view.
+// And the HTTP side against bad input: malformed requests, huge headers, paths out of the embedded files.
+#include <gtest/gtest.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <fstream>
+#include <thread>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/system_support.h"
+#include "tests/support/headless_chromium.h"
+#include "tests/support/process.h"
+
+namespace ladder {
+namespace {
+
+std::string Bin(const std::string& name) { return testing::BinDir() + "/" + name; }
+
+// Three quick trials, then (another search) one slow trial that prints a point every 0.1 s for a minute.
+constexpr const char* kQuick = R"(name: quick
+objective: {metric: score, mode: max}
+budget: {max_trials: 3, parallelism: 2}
+command: [/bin/sh, -c, 'for i in 1 2 3 4 5; do echo "{{\"step\": $i, \"score\": 0.$i, \"loss\": 1.$i}}"; done']
+space:
+  x: {type: float, low: 0, high: 1}
+)";
+constexpr const char* kSlow = R"(name: slow
+objective: {metric: score, mode: max}
+budget: {max_trials: 1}
+command: [/bin/sh, -c, 'i=0; while [ $i -lt 600 ]; do i=$((i+1)); echo "{{\"step\": $i, \"score\": 0.5}}"; sleep 0.1; done']
+space:
+  x: {type: float, low: 0, high: 1}
+)";
+
+// One raw HTTP exchange: what the server answered (status line first), or "" when it closed without answering.
+std::string RawHttp(int port, const std::string& request) {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket sock(ioc);
+  boost::asio::ip::tcp::resolver resolver(ioc);
+  boost::asio::connect(sock, resolver.resolve("127.0.0.1", std::to_string(port)));
+  boost::system::error_code ec;
+  boost::asio::write(sock, boost::asio::buffer(request), ec);
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    size_t n = sock.read_some(boost::asio::buffer(buf), ec);
+    out.append(buf, n);
+    if (ec) break;
+  }
+  return out;
+}
+
+class DashboardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::HeadlessChromium::Available()) GTEST_SKIP() << "chromium is not installed (scripts/bootstrap.sh)";
+    address_ = "127.0.0.1:" + std::to_string(testing::FreePort());
+    http_port_ = testing::FreePort();
+    const auto db = (dir_ / "ladder.db").string();
+    testing::Spawn(&server_, {Bin("ladder-server"), "--listen", address_, "--db", db, "--http",
+                              "127.0.0.1:" + std::to_string(http_port_)},
+                   true);
+    ASSERT_EQ(testing::ReadListenAddress(server_), address_);
+    std::getline(std::ifstream(db + ".token"), token_);
+    testing::Spawn(&worker_,
+                   {Bin("ladder-worker"), "--server", address_, "--token-file", db + ".token", "--node-id", "n1",
+                    "--slots", "2", "--label", "rack=r1", "--trial-dir", (dir_ / "trials").string()},
+                   false);
+    const char* out = std::getenv("LADDER_TEST_OUTPUT_DIR");
+    shots_ = std::filesystem::path(out ? out : LADDER_TEST_BIN_DIR "/../tests/output") / "dashboard";
+    std::filesystem::create_directories(shots_);
+  }
+  testing::CommandResult Ladder(std::vector<std::string> args) {
+    std::vector<std::string> all = {Bin("ladder"), "--server", address_, "--token", token_};
+    all.insert(all.end(), args.begin(), args.end());
+    return testing::RunCommand(all, dir_);
+  }
+  std::string Url(const std::string& path) { return "http://127.0.0.1:" + std::to_string(http_port_) + path; }
+
+  testing::TempDir dir_{"dashboard"};
+  std::string address_, token_;
+  int http_port_ = 0;
+  std::filesystem::path shots_;
+  testing::Child server_, worker_;
+};
+
+TEST_F(DashboardTest, ABrowserSeesTheSearchLiveAfterLoggingInAndNothingBefore) {
+  std::ofstream(dir_ / "quick.yaml") << kQuick;
+  auto run = Ladder({"search", "start", "quick.yaml", "--wait"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  testing::HeadlessChromium browser(dir_, testing::FreePort());
+  browser.Open(Url("/api/searches"));
+  ASSERT_TRUE(browser.WaitFor("document.body && document.body.innerText.length > 0"));
+  EXPECT_NE(browser.Eval("document.body.innerText").get<std::string>().find("needs the coordinator's token"),
+            std::string::npos)
+      << "refused without the token";
+
+  browser.Navigate(Url("/login?token=" + token_ + "&next=%23/search/1"));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/search/1'")) << browser.Eval("document.body.innerHTML");
+  // Exactly the trials the coordinator lists.
+  auto listed = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out);
+  std::vector<std::string> want;
+  for (const auto& t : listed["trials"]) want.push_back(t["id"].get<std::string>());
+  std::sort(want.begin(), want.end());
+  auto shown = browser.Eval("[...document.querySelectorAll('#trials tbody tr')].map(r => r.dataset.id).sort()");
+  EXPECT_EQ(shown.get<std::vector<std::string>>(), want);
+  // Every chart draws: each canvas has painted pixels.
+  const std::string painted =
+      "[...document.querySelectorAll('canvas')].map(c => { const d = c.getContext('2d').getImageData(0, 0, c.width, "
+      "c.height).data; let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })";
+  ASSERT_TRUE(browser.WaitFor(painted + ".length >= 2 && " + painted + ".every(n => n > 100)"))
+      << browser.Eval(painted).dump();
+  browser.Screenshot(shots_ / "search.png");
+
+  browser.Navigate(Url("/#/trial/" + want.front()));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/trial/" + want.front() + "'"));
+  EXPECT_TRUE(browser.WaitFor("document.querySelectorAll('#metrics canvas').length === 2")) << "score and loss";
+  browser.Screenshot(shots_ / "trial.png");
+  browser.Navigate(Url("/#/nodes"));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/nodes'"));
+  EXPECT_NE(browser.Eval("document.body.innerText").get<std::string>().find("rack r1"), std::string::npos);
+  browser.Screenshot(shots_ / "nodes.png");
+  browser.Navigate(Url("/#/"));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/'"));
+  EXPECT_NE(browser.Eval("document.querySelector('#searches').innerText").get<std::string>().find("quick"),
+            std::string::npos);
+  browser.Screenshot(shots_ / "searches.png");
+
+  // Live: a running trial's newest point reaches the page within a second of the coordinator having it.
+  std::ofstream(dir_ / "slow.yaml") << kSlow;
+  auto started = Ladder({"search", "start", "slow.yaml"});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  browser.Navigate(Url("/#/search/2"));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/search/2'"));
+  int64_t previous = 4;  // rounds start once the trial has sent 5 points, each at a later point than the last
+  for (int round = 0; round < 3; ++round) {
+    nlohmann::json trial;
+    int64_t step = 0;
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+         step <= previous && std::chrono::steady_clock::now() < until;) {
+      trial = nlohmann::json::parse(Ladder({"--json", "trials", "2"}).out)["trials"][0];
+      // int64 fields are strings in protobuf's JSON mapping.
+      const auto& st = trial.contains("last_metrics") ? trial["last_metrics"].value("step", nlohmann::json("0"))
+                                                      : nlohmann::json("0");
+      step = st.is_string() ? std::stoll(st.get<std::string>()) : st.get<int64_t>();
+      if (step <= previous) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_GT(step, previous) << "the slow trial does not progress";
+    previous = step;
+    const std::string id = trial["id"];
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(browser.WaitFor("(window.ladderLive.steps['" + id + "'] || 0) >= " + std::to_string(step),
+                                std::chrono::milliseconds(1000)))
+        << "step " << step << " not on the page within 1 s (page: " << browser.Eval("window.ladderLive").dump() << ")";
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1100));
+  }
+  auto cancel = Ladder({"search", "cancel", "2"});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+}
+
+TEST_F(DashboardTest, BadRequestsGetAClearStatusAndLeaveTheCoordinatorServing) {
+  const std::string host = "Host: 127.0.0.1\r\n";
+  EXPECT_EQ(RawHttp(http_port_, "NONSENSE\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(RawHttp(http_port_, "GET / HTTP/1.1\r\n" + host + "X-Big: " + std::string(64 * 1024, 'a') + "\r\n\r\n")
+                .rfind("HTTP/1.1 431", 0),
+            0u);
+  for (const char* path : {"/../../etc/passwd", "/vendor/../../ladder.db", "/%2e%2e/%2e%2e/etc/passwd", "/app.js/.."}) {
+    auto r = RawHttp(http_port_, std::string("GET ") + path + " HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n");
+    EXPECT_EQ(r.rfind("HTTP/1.1 404", 0), 0u) << path << ": " << r.substr(0, 200);
+  }
+  auto no_csrf = RawHttp(http_port_, "POST /api/searches/1/cancel HTTP/1.1\r\n" + host +
+                                         "Cookie: ladder_session=forged\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(no_csrf.rfind("HTTP/1.1 401", 0), 0u) << no_csrf.substr(0, 200);
+  auto api = RawHttp(http_port_, "GET /api/server HTTP/1.1\r\n" + host + "Authorization: Bearer " + token_ +
+                                     "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(api.rfind("HTTP/1.1 200", 0), 0u) << api.substr(0, 300);
+  EXPECT_NE(api.find("\"db_path\""), std::string::npos);
+  auto nodes = Ladder({"nodes"});
+  EXPECT_EQ(nodes.exit_code, 0) << "the coordinator still answers gRPC: " << nodes.err;
+}
+
+}  // namespace
+}  // namespace ladder
