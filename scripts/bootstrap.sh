@@ -19,6 +19,7 @@ PKGS=(
   libncurses-dev                     # cli: ladder watch's full-screen view
   tmux                               # tests: ladder watch driven in a real terminal
   chromium fonts-dejavu-core         # tests: the web dashboard in a real (headless) browser
+  python3-grpcio python3-protobuf    # examples/python and its test: the API from another language
 )
 
 missing=()

@@ -182,3 +182,28 @@ TEST_F(WatchTest, TheFullScreenViewShowsTheCoordinatorsTrialsAndAnswersKeys) {
 
 }  // namespace
 }  // namespace ladder
+
+namespace ladder {
+namespace {
+
+// Any language can be a client: the Python example (Debian's python3-grpcio, stubs generated from proto/ by
+// Debian's protoc and grpc_python_plugin) lists the searches and follows one to its end.
+TEST_F(WatchTest, ThePythonExampleListsSearchesAndFollowsWatch) {
+  auto probe = testing::RunCommand({"/usr/bin/python3", "-c", "import grpc, google.protobuf"}, dir_);
+  if (probe.exit_code != 0) GTEST_SKIP() << "python3-grpcio is not installed (scripts/bootstrap.sh)";
+  ASSERT_NO_FATAL_FAILURE(StartAndWait());
+  auto r = testing::RunCommand({"/usr/bin/python3", std::string(LADDER_TEST_SOURCE_DIR) + "/examples/python/ladder_client.py",
+                                "--server", address_, "--token-file", (dir_ / "ladder.db.token").string(), "--search",
+                                "1", "--stubs", (dir_ / "stubs").string()},
+                               dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("search 1 'watched' completed: 3/3 completed, best score 0.4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("search_created: watched"), std::string::npos) << r.out;
+  for (int id : {1, 2, 3}) {
+    EXPECT_NE(r.out.find("trial_completed trial " + std::to_string(id)), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("search 1 SEARCH_COMPLETED"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ladder
