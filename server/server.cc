@@ -110,6 +110,7 @@ void Server::Start() {
     HttpOptions ho;
     ho.listen = opt_.http_listen;
     ho.token = opt_.token;
+    ho.db_path = opt_.db_path;
     http_ = std::make_unique<HttpServer>(ho, loop_, *coord_);
     try {
       http_->Start();

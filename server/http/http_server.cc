@@ -7,6 +7,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <cctype>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <optional>
@@ -134,6 +135,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Coordinator& coord;
   std::optional<tcp::acceptor> acceptor;
   std::map<std::string, std::string> sessions;  // session id → its CSRF token
+  std::unique_ptr<store::Db> reader;            // read-only, for bulk reads on this thread (opened on first use)
   bool stopping = false;
 
   void Accept();
@@ -384,6 +386,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return Call<v1::ListTrialsResponse>(
           [req](Coordinator& c, v1::ListTrialsResponse* r) { return c.ListTrials(req, r); }, keep);
     }
+    if (parts.size() == 3 && parts[0] == "searches" && id && parts[2] == "curves") {
+      return Curves(*id, Param(query, "metric").value_or(""), keep);
+    }
     if (parts.size() == 2 && parts[0] == "trials" && id) {
       v1::GetTrialRequest req;
       req.set_trial_id(*id);
@@ -392,6 +397,45 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                         keep);
     }
     SendError(http::status::not_found, "no such API path: " + path, keep);
+  }
+
+  // Every trial's points of `metric` in the search, read through the HTTP side's own connection.
+  void Curves(int64_t search_id, const std::string& metric, bool keep) {
+    if (metric.empty()) return SendError(http::status::bad_request, "curves: ?metric=NAME is required", keep);
+    std::string body = "{\"metric\": " + JsonString(metric) + ", \"trials\": {";
+    try {
+      if (!impl_->reader) {
+        impl_->reader = std::make_unique<store::Db>(impl_->opt.db_path, /*quick_check=*/false);
+        impl_->reader->Exec("PRAGMA query_only=1");
+      }
+      auto& st = impl_->reader->Prepare(
+          "SELECT m.trial_id, m.step, m.value FROM metrics m JOIN trials t ON t.id = m.trial_id "
+          "WHERE t.search_id = ? AND m.name = ? ORDER BY m.trial_id, m.rowid");
+      st.Bind(1, search_id).Bind(2, metric);
+      int64_t trial = -1;
+      char num[64];
+      while (st.Step()) {
+        if (st.Int(0) != trial) {
+          body += trial < 0 ? "\"" : "], \"";
+          trial = st.Int(0);
+          body += std::to_string(trial) + "\": [";
+        } else {
+          body += ",";
+        }
+        const double v = st.Real(2);  // a diverged run's NaN or inf is no JSON number: null
+        if (std::isfinite(v)) {
+          std::snprintf(num, sizeof num, "[%lld,%.9g]", static_cast<long long>(st.Int(1)), v);
+        } else {
+          std::snprintf(num, sizeof num, "[%lld,null]", static_cast<long long>(st.Int(1)));
+        }
+        body += num;
+      }
+      st.Reset();
+      if (trial >= 0) body += "]";
+    } catch (const std::exception& e) {
+      return SendError(http::status::service_unavailable, std::string("cannot read the database: ") + e.what(), keep);
+    }
+    SendJson(body + "}}\n", keep);
   }
 
   void Post(const std::string& path, bool keep) {

@@ -12,6 +12,10 @@
 //                                                 sets the session cookie (HttpOnly, SameSite=Strict), then 303 /
 //   GET  /api/server | /api/searches | /api/searches/ID | /api/searches/ID/trials | /api/trials/ID[?metrics=1]
 //                                                 the gRPC read calls as JSON (protobuf's mapping, field names)
+//   GET  /api/searches/ID/curves?metric=NAME      every trial's points of one metric, compact:
+//                                                 {"metric": NAME, "trials": {"ID": [[step, value], ...]}}; read
+//                                                 on the HTTP thread through its own read-only SQLite connection
+//                                                 (WAL readers do not wait for the writer), not on the loop
 //   GET  /api/session                             {"csrf": ...} for the page's state-changing calls
 //   GET  /api/events[?search=ID]                  Server-Sent Events: the Watch stream, one JSON event per
 //                                                 message; a journal entry's seq is its id, so a reconnect
@@ -35,6 +39,7 @@ class Coordinator;
 struct HttpOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
   std::string token;                   // empty: no login (ladder-server --no-token)
+  std::string db_path;                 // the coordinator's database, read-only for bulk reads (curves)
   size_t max_request_bytes = 64 * 1024;
   size_t max_queued_bytes = 8 * 1024 * 1024;  // per event stream
   std::chrono::seconds request_timeout{30};

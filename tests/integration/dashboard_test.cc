@@ -117,6 +117,10 @@ TEST_F(DashboardTest, ABrowserSeesTheSearchLiveAfterLoggingInAndNothingBefore) {
   ASSERT_TRUE(browser.WaitFor(painted + ".length >= 2 && " + painted + ".every(n => n > 100)"))
       << browser.Eval(painted).dump();
   browser.Screenshot(shots_ / "search.png");
+  // The curves come in one request: 5 points of every trial.
+  auto counts = browser.Eval("fetch('/api/searches/1/curves?metric=score').then(r => r.json())"
+                             ".then(j => Object.values(j.trials).map(p => p.length))");
+  EXPECT_EQ(counts, nlohmann::json::parse("[5, 5, 5]")) << counts.dump();
 
   browser.Navigate(Url("/#/trial/" + want.front()));
   ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/trial/" + want.front() + "'"));

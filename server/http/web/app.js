@@ -110,7 +110,7 @@ async function showSearch(id) {
   const log = document.getElementById('log');
   follow(id, ev => {
     if (ev.kind === 'SEARCH_UPDATED') { state.search = ev.search; drawTitle(state); }
-    if (ev.kind === 'TRIAL_UPDATED') { state.trials.set(ev.trial.id, ev.trial); debounce(() => { drawTable(state); history.redraw(); }); }
+    if (ev.kind === 'TRIAL_UPDATED') { state.trials.set(ev.trial.id, ev.trial); debounce(() => { drawTable(state); history.redraw(); curves.redraw(); }); }
     if (ev.kind === 'TRIAL_METRICS') curves.add(ev.trial.id, ev.metrics);
     if (ev.kind === 'JOURNAL') {
       const j = ev.journal, line = document.createElement('div');
@@ -163,30 +163,60 @@ function drawHistory(st) {
   return {redraw: () => p.setData(data())};
 }
 
-// Every trial's learning curve of the objective (from the stored points), then live points.
+// Every trial's learning curve of the objective — one request for all of them (/curves), drawn on one canvas as
+// polylines (fast at 10,000 trials and a million points); live points are added as they come. Colours: running
+// blue, completed green, stopped early grey, failed red.
 async function drawCurves(st) {
   const metric = st.search.objective_metric;
-  const ids = [...st.trials.keys()];
-  const byTrial = new Map();
-  await Promise.all(ids.map(async id => {
-    const {trial} = await api('trials/' + id + '?metrics=1');
-    byTrial.set(id, (trial.metrics || []).filter(p => p.values && metric in p.values).map(p => [+p.step || 0, p.values[metric]]));
-  }));
+  const {trials: curves} = await api('searches/' + st.search.id + '/curves?metric=' + encodeURIComponent(metric));
+  const byTrial = new Map(Object.entries(curves || {}));
   const el = document.getElementById('curves');
-  const build = () => {
-    const steps = [...new Set([].concat(...[...byTrial.values()].map(c => c.map(p => p[0]))))].sort((a, b) => a - b);
-    const index = new Map(steps.map((s, i) => [s, i]));
-    const cols = ids.map(id => { const c = new Array(steps.length).fill(null); for (const [s, v] of byTrial.get(id) || []) c[index.get(s)] = v; return c; });
-    return [steps].concat(cols);
+  el.innerHTML = `<div class="title">learning curves: ${esc(metric)} (${byTrial.size} trials)</div>`;
+  const canvas = document.createElement('canvas');
+  const width = Math.max(320, Math.min(el.clientWidth || 640, 900)), height = 260;
+  canvas.width = width; canvas.height = height; canvas.id = 'curves-canvas';
+  el.append(canvas);
+  const colour = id => {
+    const t = st.trials.get(id) || {};
+    if (/stopped early/.test(t.error || '')) return 'rgba(120,120,120,.55)';
+    return {TRIAL_RUNNING: '#0b6bcb', TRIAL_COMPLETED: '#18794e', TRIAL_FAILED: '#c4320a'}[t.state] || '#999';
   };
-  const colors = ['#0b6bcb', '#c4320a', '#18794e', '#8e4ec6', '#b15c00', '#0c7d8c', '#a0106b', '#555'];
-  const p = plot(el, 'learning curves: ' + metric,
-    ids.map((id, i) => ({label: 'trial ' + id, stroke: colors[i % colors.length], spanGaps: true})), build());
+  const draw = () => {
+    const ctx = canvas.getContext('2d');
+    ctx.clearRect(0, 0, width, height);
+    let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+    for (const pts of byTrial.values()) for (const [s, v] of pts) {
+      if (v === null) continue;
+      x0 = Math.min(x0, s); x1 = Math.max(x1, s); y0 = Math.min(y0, v); y1 = Math.max(y1, v);
+    }
+    if (!isFinite(x0)) { ctx.fillText('no points yet', 50, 40); return; }
+    if (x1 === x0) x1 = x0 + 1;
+    if (y1 === y0) y1 = y0 + 1e-9;
+    const L = 56, R = 10, T = 10, B = 24;
+    const X = s => L + (s - x0) / (x1 - x0) * (width - L - R), Y = v => T + (y1 - v) / (y1 - y0) * (height - T - B);
+    ctx.strokeStyle = '#ccd'; ctx.fillStyle = '#445'; ctx.font = '11px sans-serif';
+    ctx.strokeRect(L, T, width - L - R, height - T - B);
+    ctx.fillText(num(y1), 4, T + 10); ctx.fillText(num(y0), 4, height - B); ctx.fillText('step ' + x0, L, height - 6);
+    ctx.fillText(String(x1), width - R - 30, height - 6);
+    for (const [id, pts] of byTrial) {
+      ctx.strokeStyle = colour(id); ctx.lineWidth = 1.2; ctx.beginPath();
+      let pen = false;
+      for (const [s, v] of pts) {
+        if (v === null) { pen = false; continue; }
+        pen ? ctx.lineTo(X(s), Y(v)) : ctx.moveTo(X(s), Y(v));
+        pen = true;
+      }
+      ctx.stroke();
+    }
+  };
+  draw();
+  let queued = false;
   return {add: (id, point) => {
-    if (!byTrial.has(id) || !point.values || !(metric in point.values)) return;
+    if (!point.values || !(metric in point.values)) return;
+    if (!byTrial.has(id)) byTrial.set(id, []);
     byTrial.get(id).push([+point.step || 0, point.values[metric]]);
-    debounce(() => p.setData(build()));
-  }};
+    if (!queued) { queued = true; setTimeout(() => { queued = false; draw(); }, 250); }
+  }, redraw: draw};
 }
 
 // ---------------------------------------------------------------------------------------------------------------
