@@ -19,7 +19,7 @@ function since(t0, t1) {
   return s < 90 ? s.toFixed(0) + 's' : s < 5400 ? (s / 60).toFixed(1) + 'm' : (s / 3600).toFixed(1) + 'h';
 }
 function params(t) {
-  return Object.entries(t.params || {}).map(([k, v]) => k + '=' + (v.float_value ?? v.int_value ?? v.string_value)
+  return Object.entries(t.params || {}).sort(([a], [b]) => a < b ? -1 : 1).map(([k, v]) => k + '=' + (v.float_value ?? v.int_value ?? v.string_value)
     .toString().slice(0, 12)).join(' ');
 }
 
@@ -88,6 +88,8 @@ async function showSearch(id) {
   const state = {search, trials: new Map((trials || []).map(t => [t.id, t])), sort: 'number', filter: ''};
   view.innerHTML = `<h1 id="title"></h1>
     <div class="cards"><div class="card"><div id="history"></div></div><div class="card"><div id="curves"></div></div></div>
+    <h2>Parameters</h2><div class="cards"><div class="card" id="parallel"></div><div class="card" id="importance"></div></div>
+    <div class="cards" id="slices"></div>
     <h2>Trials</h2><div class="controls">filter <select id="filter"><option value="">all</option>
     ${['RUNNING', 'PENDING', 'COMPLETED', 'FAILED', 'CANCELLED'].map(s => `<option>${s}</option>`).join('')}</select>
     <button id="cancel">cancel the search</button><span id="msg"></span></div>
@@ -104,13 +106,17 @@ async function showSearch(id) {
     } catch (e) { document.getElementById('msg').textContent = e.message; }
   };
   const history = drawHistory(state);
+  drawParameters(state);
   const curves = await drawCurves(state);
   drawTitle(state);
   drawTable(state);
   const log = document.getElementById('log');
   follow(id, ev => {
     if (ev.kind === 'SEARCH_UPDATED') { state.search = ev.search; drawTitle(state); }
-    if (ev.kind === 'TRIAL_UPDATED') { state.trials.set(ev.trial.id, ev.trial); debounce(() => { drawTable(state); history.redraw(); curves.redraw(); }); }
+    if (ev.kind === 'TRIAL_UPDATED') {
+      state.trials.set(ev.trial.id, ev.trial);
+      debounce(() => { drawTable(state); history.redraw(); curves.redraw(); drawParameters(state); });
+    }
     if (ev.kind === 'TRIAL_METRICS') curves.add(ev.trial.id, ev.metrics);
     if (ev.kind === 'JOURNAL') {
       const j = ev.journal, line = document.createElement('div');
@@ -217,6 +223,140 @@ async function drawCurves(st) {
     byTrial.get(id).push([+point.step || 0, point.values[metric]]);
     if (!queued) { queued = true; setTimeout(() => { queued = false; draw(); }, 250); }
   }, redraw: draw};
+}
+
+// The parameters of the completed trials: parallel coordinates, one slice plot per parameter, and each
+// parameter's importance by a random forest's permutation importance.
+function paramValue(v) { return v === undefined ? undefined : v.float_value ?? (v.int_value !== undefined ? +v.int_value : v.string_value); }
+
+function paramTable(st) {
+  const done = [...st.trials.values()].filter(t => t.has_objective && !t.workflow_step);
+  const names = [...new Set([].concat(...done.map(t => Object.keys(t.params || {}))))].sort();
+  const cols = names.map(name => {
+    const raw = done.map(t => paramValue((t.params || {})[name]));
+    const cats = [...new Set(raw.filter(v => typeof v === 'string'))].sort();
+    const values = raw.map(v => v === undefined ? NaN : typeof v === 'string' ? cats.indexOf(v) : +v);
+    return {name, values, cats};
+  });
+  return {cols, y: done.map(t => t.objective), maximize: st.search.direction === 'MAXIMIZE'};
+}
+
+function canvasIn(el, width, height) {
+  const c = document.createElement('canvas');
+  c.width = width; c.height = height;
+  el.append(c);
+  const ctx = c.getContext('2d');
+  ctx.font = '11px sans-serif';
+  return ctx;
+}
+
+// Colour of an objective value: good (green) to bad (red), by rank.
+function rankColour(y, maximize) {
+  const sorted = y.slice().sort((a, b) => a - b);
+  return v => {
+    let r = sorted.indexOf(v) / Math.max(1, sorted.length - 1);
+    if (!maximize) r = 1 - r;
+    return `hsl(${Math.round(120 * r)}, 70%, 40%)`;
+  };
+}
+
+function drawParameters(st) {
+  const {cols, y, maximize} = paramTable(st);
+  const par = document.getElementById('parallel'), imp = document.getElementById('importance');
+  const slices = document.getElementById('slices');
+  if (!par) return;
+  par.innerHTML = '<div class="title">parallel coordinates</div>';
+  imp.innerHTML = '<div class="title">importance (random-forest permutation importance, 30 trees)</div>';
+  slices.innerHTML = '';
+  if (!y.length || !cols.length) { par.append('no completed trial yet'); return; }
+  const colour = rankColour(y, maximize);
+  // Parallel coordinates: one axis per parameter and the objective.
+  const axes = cols.map(c => ({name: c.name, values: c.values, cats: c.cats})).concat([{name: st.search.objective_metric, values: y, cats: []}]);
+  const W = Math.max(420, 110 * axes.length), H = 260, T = 24, B = 30;
+  const ctx = canvasIn(par, W, H);
+  const scale = axes.map(a => { const f = a.values.filter(isFinite); return [Math.min(...f), Math.max(...f)]; });
+  const X = i => 40 + i * (W - 80) / Math.max(1, axes.length - 1);
+  const Y = (i, v) => { const [lo, hi] = scale[i]; return T + (hi === lo ? 0.5 : (hi - v) / (hi - lo)) * (H - T - B); };
+  for (let r = 0; r < y.length; r++) {
+    ctx.strokeStyle = colour(y[r]); ctx.globalAlpha = 0.6; ctx.beginPath();
+    axes.forEach((a, i) => { const v = a.values[r]; if (!isFinite(v)) return; i ? ctx.lineTo(X(i), Y(i, v)) : ctx.moveTo(X(i), Y(i, v)); });
+    ctx.stroke();
+  }
+  ctx.globalAlpha = 1; ctx.strokeStyle = '#334'; ctx.fillStyle = '#223';
+  axes.forEach((a, i) => {
+    ctx.beginPath(); ctx.moveTo(X(i), T); ctx.lineTo(X(i), H - B); ctx.stroke();
+    ctx.fillText(a.name.slice(0, 16), X(i) - 30, H - 10);
+    ctx.fillText(a.cats.length ? a.cats[a.cats.length - 1] : num(scale[i][1]), X(i) + 3, T + 4);
+    ctx.fillText(a.cats.length ? a.cats[0] : num(scale[i][0]), X(i) + 3, H - B);
+  });
+  // One slice per parameter: the objective against the parameter's value.
+  for (const c of cols) {
+    const card = document.createElement('div');
+    card.className = 'card';
+    card.innerHTML = `<div class="title">${esc(c.name)}</div>`;
+    slices.append(card);
+    const w = 260, h = 180, sctx = canvasIn(card, w, h);
+    const f = c.values.filter(isFinite), lo = Math.min(...f), hi = Math.max(...f);
+    const ylo = Math.min(...y), yhi = Math.max(...y);
+    sctx.strokeStyle = '#ccd'; sctx.strokeRect(40, 8, w - 48, h - 30);
+    sctx.fillStyle = '#445';
+    sctx.fillText(num(yhi), 2, 16); sctx.fillText(num(ylo), 2, h - 22);
+    sctx.fillText(c.cats.length ? c.cats[0] : num(lo), 40, h - 8);
+    sctx.fillText(c.cats.length ? c.cats[c.cats.length - 1] : num(hi), w - 60, h - 8);
+    c.values.forEach((v, r) => {
+      if (!isFinite(v)) return;
+      const px = 40 + (hi === lo ? 0.5 : (v - lo) / (hi - lo)) * (w - 48), py = 8 + (yhi === ylo ? 0.5 : (yhi - y[r]) / (yhi - ylo)) * (h - 30);
+      sctx.fillStyle = colour(y[r]); sctx.beginPath(); sctx.arc(px, py, 3, 0, 6.3); sctx.fill();
+    });
+  }
+  const scores = forestImportance(cols.map(c => c.values), y);
+  const total = scores.reduce((a, b) => a + Math.max(0, b), 0) || 1;
+  imp.insertAdjacentHTML('beforeend', '<table>' + cols.map((c, i) => [c.name, Math.max(0, scores[i]) / total])
+    .sort((a, b) => b[1] - a[1]).map(([n, s]) => `<tr><td>${esc(n)}</td><td><div style="background:#0b6bcb;height:.8em;width:${Math.round(200 * s)}px"></div></td><td>${(100 * s).toFixed(0)}%</td></tr>`).join('') + '</table>');
+}
+
+// Permutation importance of a random forest (regression trees on bootstrap samples, a random third of the features
+// at each split): how much the out-of-bag squared error grows when one feature's values are shuffled.
+function forestImportance(features, y) {
+  const n = y.length, d = features.length;
+  if (n < 4 || d === 0) return features.map(() => 0);
+  let seed = 12345;
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const row = i => features.map(f => f[i]);
+  const build = (idx, depth) => {
+    const mean = idx.reduce((a, i) => a + y[i], 0) / idx.length;
+    if (depth > 8 || idx.length < 4) return {mean};
+    let best = null;
+    for (let k = 0; k < d; k++) {
+      if (rand() > Math.max(1 / 3, 1 / d) && !(k === d - 1 && !best)) continue;
+      const vals = [...new Set(idx.map(i => features[k][i]).filter(isFinite))].sort((a, b) => a - b);
+      for (let s = 0; s + 1 < vals.length; s += Math.max(1, Math.floor(vals.length / 16))) {
+        const cut = (vals[s] + vals[s + 1]) / 2;
+        const L = idx.filter(i => features[k][i] <= cut), R = idx.filter(i => !(features[k][i] <= cut));
+        if (!L.length || !R.length) continue;
+        const sse = part => { const m = part.reduce((a, i) => a + y[i], 0) / part.length; return part.reduce((a, i) => a + (y[i] - m) ** 2, 0); };
+        const cost = sse(L) + sse(R);
+        if (!best || cost < best.cost) best = {cost, k, cut, L, R};
+      }
+    }
+    if (!best) return {mean};
+    return {k: best.k, cut: best.cut, left: build(best.L, depth + 1), right: build(best.R, depth + 1)};
+  };
+  const predict = (node, x) => node.mean !== undefined ? node.mean : predict(x[node.k] <= node.cut ? node.left : node.right, x);
+  const importance = new Array(d).fill(0);
+  for (let t = 0; t < 30; t++) {
+    const inBag = Array.from({length: n}, () => Math.floor(rand() * n));
+    const bag = new Set(inBag), oob = [...Array(n).keys()].filter(i => !bag.has(i));
+    if (!oob.length) continue;
+    const tree = build(inBag, 0);
+    const err = rows => rows.reduce((a, [x, i]) => a + (predict(tree, x) - y[i]) ** 2, 0) / rows.length;
+    const base = err(oob.map(i => [row(i), i]));
+    for (let k = 0; k < d; k++) {
+      const shuffled = oob.map(i => features[k][i]).sort(() => rand() - 0.5);
+      importance[k] += err(oob.map((i, j) => { const x = row(i); x[k] = shuffled[j]; return [x, i]; })) - base;
+    }
+  }
+  return importance;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
