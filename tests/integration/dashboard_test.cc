@@ -13,14 +13,11 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
-#include "tests/integration/system_support.h"
+#include "tests/integration/local_cluster.h"
 #include "tests/support/headless_chromium.h"
-#include "tests/support/process.h"
 
 namespace ladder {
 namespace {
-
-std::string Bin(const std::string& name) { return testing::BinDir() + "/" + name; }
 
 // Three quick trials, then (another search) one slow trial that prints a point every 0.1 s for a minute.
 constexpr const char* kQuick = R"(name: quick
@@ -60,34 +57,23 @@ class DashboardTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!testing::HeadlessChromium::Available()) GTEST_SKIP() << "chromium is not installed (scripts/bootstrap.sh)";
-    address_ = "127.0.0.1:" + std::to_string(testing::FreePort());
-    http_port_ = testing::FreePort();
-    const auto db = (dir_ / "ladder.db").string();
-    testing::Spawn(&server_, {Bin("ladder-server"), "--listen", address_, "--db", db, "--http",
-                              "127.0.0.1:" + std::to_string(http_port_)},
-                   true);
-    ASSERT_EQ(testing::ReadListenAddress(server_), address_);
-    std::getline(std::ifstream(db + ".token"), token_);
-    testing::Spawn(&worker_,
-                   {Bin("ladder-worker"), "--server", address_, "--token-file", db + ".token", "--node-id", "n1",
-                    "--slots", "2", "--label", "rack=r1", "--trial-dir", (dir_ / "trials").string()},
-                   false);
+    ASSERT_NO_FATAL_FAILURE(cluster_.Start(dir_, /*dashboard=*/true, "r1"));
+    http_port_ = cluster_.http_port;
+    token_ = cluster_.token;
     const char* out = std::getenv("LADDER_TEST_OUTPUT_DIR");
     shots_ = std::filesystem::path(out ? out : LADDER_TEST_BIN_DIR "/../tests/output") / "dashboard";
     std::filesystem::create_directories(shots_);
   }
   testing::CommandResult Ladder(std::vector<std::string> args) {
-    std::vector<std::string> all = {Bin("ladder"), "--server", address_, "--token", token_};
-    all.insert(all.end(), args.begin(), args.end());
-    return testing::RunCommand(all, dir_);
+    return testing::RunCommand(cluster_.Ladder(std::move(args)), dir_);
   }
   std::string Url(const std::string& path) { return "http://127.0.0.1:" + std::to_string(http_port_) + path; }
 
   testing::TempDir dir_{"dashboard"};
-  std::string address_, token_;
+  testing::LocalCluster cluster_;
+  std::string token_;
   int http_port_ = 0;
   std::filesystem::path shots_;
-  testing::Child server_, worker_;
 };
 
 TEST_F(DashboardTest, ABrowserSeesTheSearchLiveAfterLoggingInAndNothingBefore) {

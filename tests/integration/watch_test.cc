@@ -9,13 +9,10 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
-#include "tests/integration/system_support.h"
-#include "tests/support/process.h"
+#include "tests/integration/local_cluster.h"
 
 namespace ladder {
 namespace {
-
-std::string Bin(const std::string& name) { return testing::BinDir() + "/" + name; }
 
 // Three trials that print a few metrics lines each; two at a time.
 constexpr const char* kSpec = R"(name: watched
@@ -26,34 +23,23 @@ space:
   x: {type: float, low: 0, high: 1}
 )";
 
-// A coordinator, one worker of 2 slots, and the CLI's token; the search is started by Start().
+// A coordinator and one worker of 2 slots (rack r7); the search is started by StartAndWait().
 class WatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    address_ = "127.0.0.1:" + std::to_string(testing::FreePort());
-    const auto db = (dir_ / "ladder.db").string();
-    testing::Spawn(&server_, {Bin("ladder-server"), "--listen", address_, "--db", db}, true);
-    ASSERT_EQ(testing::ReadListenAddress(server_), address_);
-    std::getline(std::ifstream(db + ".token"), token_);
-    testing::Spawn(&worker_,
-                   {Bin("ladder-worker"), "--server", address_, "--token-file", db + ".token", "--node-id", "n1",
-                    "--slots", "2", "--label", "rack=r7", "--trial-dir", (dir_ / "trials").string()},
-                   false);
+    ASSERT_NO_FATAL_FAILURE(cluster_.Start(dir_, /*dashboard=*/false, "r7"));
+    address_ = cluster_.address;
     std::ofstream(dir_ / "spec.yaml") << kSpec;
   }
-  std::vector<std::string> Ladder(std::vector<std::string> args) {
-    std::vector<std::string> all = {Bin("ladder"), "--server", address_, "--token", token_};
-    all.insert(all.end(), args.begin(), args.end());
-    return all;
-  }
+  std::vector<std::string> Ladder(std::vector<std::string> args) { return cluster_.Ladder(std::move(args)); }
   void StartAndWait() {
     auto r = testing::RunCommand(Ladder({"search", "start", "spec.yaml", "--wait"}), dir_);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
 
   testing::TempDir dir_{"watch"};
-  std::string address_, token_;
-  testing::Child server_, worker_;
+  testing::LocalCluster cluster_;
+  std::string address_;
 };
 
 TEST_F(WatchTest, PlainFollowsASearchToItsEndOneLinePerEvent) {

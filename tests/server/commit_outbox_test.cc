@@ -2,6 +2,8 @@
 #include "server/commit_outbox.h"
 
 #include <gtest/gtest.h>
+
+#include "tests/support/process.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,16 +17,12 @@ namespace {
 class CommitOutboxTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("ladder-outbox-test-" + std::to_string(getpid()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     store_ = std::make_unique<store::Store>((dir_ / "ladder.db").string());
     outbox_ = std::make_unique<CommitOutbox>(loop_, *store_, std::chrono::milliseconds(50));
   }
   void TearDown() override {
     outbox_.reset();
     store_.reset();
-    std::filesystem::remove_all(dir_);
   }
   // Events of this kind in the database file, as another connection sees them.
   int64_t StoredEvents(const std::string& kind) {
@@ -40,7 +38,7 @@ class CommitOutboxTest : public ::testing::Test {
   }
 
   boost::asio::io_context loop_;
-  std::filesystem::path dir_;
+  testing::TempDir dir_{"outbox"};
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<CommitOutbox> outbox_;
 };

@@ -2,6 +2,8 @@
 #include "server/event_hub.h"
 
 #include <gtest/gtest.h>
+
+#include "tests/support/process.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -21,16 +23,12 @@ v1::Trial TrialOf(int64_t search, int64_t id) {
 class EventHubTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("ladder-hub-test-" + std::to_string(getpid()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     store_ = std::make_unique<store::Store>((dir_ / "ladder.db").string());
   }
   void TearDown() override {
     store_.reset();
-    std::filesystem::remove_all(dir_);
   }
-  std::filesystem::path dir_;
+  testing::TempDir dir_{"hub"};
   std::unique_ptr<store::Store> store_;
 };
 
