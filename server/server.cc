@@ -111,6 +111,7 @@ void Server::Start() {
     ho.listen = opt_.http_listen;
     ho.token = opt_.token;
     ho.db_path = opt_.db_path;
+    ho.max_queued_bytes = opt_.http_max_queued_bytes;
     http_ = std::make_unique<HttpServer>(ho, loop_, *coord_);
     try {
       http_->Start();

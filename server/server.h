@@ -48,6 +48,7 @@ struct ServerOptions {
   std::string db_path = "ladder.db";
   std::string token;        // empty: no token required
   std::string http_listen;  // host:port of the web dashboard (HttpServer); empty: none
+  size_t http_max_queued_bytes = 8 * 1024 * 1024;  // per event-stream client of the dashboard
   CoordinatorOptions coordinator;
 };
 
@@ -66,6 +67,7 @@ class Server {
   std::string dashboard_url() const;  // http://host:port/ of the web dashboard; empty without one
   boost::asio::io_context& loop() { return loop_; }
   Coordinator& coordinator() { return *coord_; }
+  HttpServer* http() { return http_.get(); }
 
  private:
   ServerOptions opt_;

@@ -8,6 +8,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <atomic>
 #include <deque>
 #include <map>
 #include <optional>
@@ -136,6 +137,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::optional<tcp::acceptor> acceptor;
   std::map<std::string, std::string> sessions;  // session id → its CSRF token
   std::unique_ptr<store::Db> reader;            // read-only, for bulk reads on this thread (opened on first use)
+  std::atomic<size_t> dropped_streams{0};
   bool stopping = false;
 
   void Accept();
@@ -165,6 +167,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (queued_bytes_ > impl_->opt.max_queued_bytes) {
       LogWarning(kLog, "dropping an event-stream client that stopped reading (" + std::to_string(queued_bytes_) +
                            " bytes waiting)");
+      ++impl_->dropped_streams;
       Close();
       return;
     }
@@ -466,6 +469,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     streaming_ = true;
     stream_.expires_never();
+    // What the kernel holds for a client that stops reading is bounded too (then the queue here fills).
+    beast::error_code ignored;
+    stream_.socket().set_option(asio::socket_base::send_buffer_size(64 * 1024), ignored);
     auto head = std::make_shared<http::response<http::empty_body>>(http::status::ok, 11);
     head->set(http::field::content_type, "text/event-stream");
     head->set(http::field::cache_control, "no-store");
@@ -603,6 +609,8 @@ void HttpServer::Start() {
     }
   });
 }
+
+size_t HttpServer::dropped_streams() const { return impl_->dropped_streams.load(); }
 
 void HttpServer::Stop() {
   if (!thread_.joinable()) return;

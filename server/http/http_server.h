@@ -59,6 +59,8 @@ class HttpServer {
   int port() const { return port_; }
   // http://host:port/
   std::string url() const;
+  // Event-stream clients dropped so far because they stopped reading (max_queued_bytes).
+  size_t dropped_streams() const;
 
   struct Impl;
 
