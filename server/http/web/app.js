@@ -88,6 +88,7 @@ async function showSearch(id) {
   const state = {search, trials: new Map((trials || []).map(t => [t.id, t])), sort: 'number', filter: ''};
   view.innerHTML = `<h1 id="title"></h1>
     <div class="cards"><div class="card"><div id="history"></div></div><div class="card"><div id="curves"></div></div></div>
+    <div id="workflow"></div>
     <h2>Parameters</h2><div class="cards"><div class="card" id="parallel"></div><div class="card" id="importance"></div></div>
     <div class="cards" id="slices"></div>
     <h2>Trials</h2><div class="controls">filter <select id="filter"><option value="">all</option>
@@ -107,6 +108,7 @@ async function showSearch(id) {
   };
   const history = drawHistory(state);
   drawParameters(state);
+  await drawWorkflow(state);
   const curves = await drawCurves(state);
   drawTitle(state);
   drawTable(state);
@@ -223,6 +225,42 @@ async function drawCurves(st) {
     byTrial.get(id).push([+point.step || 0, point.values[metric]]);
     if (!queued) { queued = true; setTimeout(() => { queued = false; draw(); }, 250); }
   }, redraw: draw};
+}
+
+// The ensemble (members, weights, its metric against the best single trial) and a hero run's band (its plan's
+// predicted val_loss band with the run's live val_loss inside it).
+async function drawWorkflow(st) {
+  const el = document.getElementById('workflow');
+  const s = st.search, parts = [];
+  if (s.ensemble) {
+    const e = s.ensemble;
+    parts.push(e.error ? `<h2>Ensemble</h2><p class="error">${esc(e.error)}</p>` :
+      `<h2>Ensemble</h2><p>${esc(e.metric)} <b>${num(e.value)}</b> with ${(e.members || []).length} members, against
+       ${num(e.best_single_value)} for the best single trial (${esc(e.best_single_trial_id)}); ${e.candidates || 0} candidates` +
+      (e.retrain_trial_id ? `; retrained together by <a href="#/trial/${esc(e.retrain_trial_id)}">trial ${esc(e.retrain_trial_id)}</a>` : '') +
+      `</p><table id="ensemble"><thead><tr><th>trial</th><th>number</th><th>weight</th></tr></thead><tbody>` +
+      (e.members || []).map(m => `<tr><td><a href="#/trial/${esc(m.trial_id)}">${esc(m.trial_id)}</a></td><td>${m.trial_number || 0}</td>
+       <td>${num(m.weight)}</td></tr>`).join('') + '</tbody></table>');
+  }
+  let plan = null;
+  try { plan = s.plan_json ? JSON.parse(s.plan_json) : null; } catch (e) { plan = null; }
+  el.innerHTML = parts.join('') + (plan ? '<h2>Hero run</h2><div class="cards"><div class="card" id="band"></div><div class="card" id="plan"></div></div>' : '');
+  if (!plan) return;
+  document.getElementById('plan').innerHTML = '<div class="title">plan</div><table class="kv">' + Object.entries(plan)
+    .filter(([k, v]) => typeof v !== 'object').map(([k, v]) => `<tr><td>${esc(k)}</td><td>${esc(v)}</td></tr>`).join('') + '</table>';
+  const band = (plan.loss_band || []).slice().sort((a, b) => a[0] - b[0]);
+  const hero = [...st.trials.values()][0];
+  let pts = [];
+  if (hero) {
+    const {trials} = await api('searches/' + s.id + '/curves?metric=val_loss');
+    pts = (trials || {})[hero.id] || [];
+  }
+  const steps = [...new Set(band.map(b => b[0]).concat(pts.map(p => p[0])))].sort((a, b) => a - b);
+  const at = (arr, s2, k) => { const p = arr.find(q => q[0] === s2); return p ? p[k] : null; };
+  plot(document.getElementById('band'), 'val_loss inside the predicted band',
+    [{label: 'band low', stroke: '#8aa', dash: [4, 4], spanGaps: true}, {label: 'band high', stroke: '#8aa', dash: [4, 4], spanGaps: true},
+     {label: 'val_loss', stroke: '#c4320a', width: 2, spanGaps: true}],
+    [steps, steps.map(x => at(band, x, 1)), steps.map(x => at(band, x, 2)), steps.map(x => at(pts, x, 1))]);
 }
 
 // The parameters of the completed trials: parallel coordinates, one slice plot per parameter, and each
