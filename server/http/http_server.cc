@@ -386,11 +386,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (parts.size() == 3 && parts[0] == "searches" && id && parts[2] == "trials") {
       v1::ListTrialsRequest req;
       req.set_search_id(*id);
-      return Call<v1::ListTrialsResponse>(
-          [req](Coordinator& c, v1::ListTrialsResponse* r) { return c.ListTrials(req, r); }, keep);
+      // ?view=table: what a table of thousands of trials shows (no command, checkpoint, last point, group).
+      const bool table = Param(query, "view").value_or("") == "table";
+      return Call<v1::ListTrialsResponse>([req, table](Coordinator& c, v1::ListTrialsResponse* r) {
+        grpc::Status st = c.ListTrials(req, r);
+        if (table) {
+          for (auto& t : *r->mutable_trials()) {
+            t.clear_command(), t.clear_checkpoint_dir(), t.clear_last_metrics(), t.clear_last_ignored_line();
+            t.clear_group(), t.clear_created_unix();
+            for (auto& p : *t.mutable_placement()) p.clear_hostname(), p.clear_slots(), p.clear_gpus();
+          }
+        }
+        return st;
+      }, keep);
     }
     if (parts.size() == 3 && parts[0] == "searches" && id && parts[2] == "curves") {
-      return Curves(*id, Param(query, "metric").value_or(""), keep);
+      return Curves(*id, Param(query, "metric").value_or(""), Id(Param(query, "per_trial").value_or("")).value_or(0),
+                    keep);
     }
     if (parts.size() == 2 && parts[0] == "trials" && id) {
       v1::GetTrialRequest req;
@@ -402,8 +414,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     SendError(http::status::not_found, "no such API path: " + path, keep);
   }
 
-  // Every trial's points of `metric` in the search, read through the HTTP side's own connection.
-  void Curves(int64_t search_id, const std::string& metric, bool keep) {
+  // Every trial's points of `metric` in the search, read through the HTTP side's own connection; with per_trial
+  // > 0 at most that many per trial, evenly spaced (the first and the last always kept).
+  void Curves(int64_t search_id, const std::string& metric, int64_t per_trial, bool keep) {
     if (metric.empty()) return SendError(http::status::bad_request, "curves: ?metric=NAME is required", keep);
     std::string body = "{\"metric\": " + JsonString(metric) + ", \"trials\": {";
     try {
@@ -413,28 +426,37 @@ class Connection : public std::enable_shared_from_this<Connection> {
       }
       auto& st = impl_->reader->Prepare(
           "SELECT m.trial_id, m.step, m.value FROM metrics m JOIN trials t ON t.id = m.trial_id "
-          "WHERE t.search_id = ? AND m.name = ? ORDER BY m.trial_id, m.rowid");
+          "WHERE t.search_id = ? AND m.name = ? ORDER BY m.trial_id, m.step");
       st.Bind(1, search_id).Bind(2, metric);
       int64_t trial = -1;
-      char num[64];
+      std::vector<std::pair<int64_t, double>> pts;  // the current trial's
+      auto flush = [&] {
+        if (trial < 0) return;
+        body += (body.back() == '{' ? "\"" : ", \"") + std::to_string(trial) + "\": [";
+        const size_t n = pts.size(), keep_n = per_trial > 0 ? std::min<size_t>(n, per_trial) : n;
+        char num[64];
+        for (size_t k = 0; k < keep_n; ++k) {
+          const size_t i = keep_n < 2 ? n - 1 : k * (n - 1) / (keep_n - 1);
+          const double v = pts[i].second;  // a diverged run's NaN or inf is no JSON number: null
+          if (std::isfinite(v)) {
+            std::snprintf(num, sizeof num, "%s[%lld,%.6g]", k ? "," : "", static_cast<long long>(pts[i].first), v);
+          } else {
+            std::snprintf(num, sizeof num, "%s[%lld,null]", k ? "," : "", static_cast<long long>(pts[i].first));
+          }
+          body += num;
+        }
+        body += "]";
+        pts.clear();
+      };
       while (st.Step()) {
         if (st.Int(0) != trial) {
-          body += trial < 0 ? "\"" : "], \"";
+          flush();
           trial = st.Int(0);
-          body += std::to_string(trial) + "\": [";
-        } else {
-          body += ",";
         }
-        const double v = st.Real(2);  // a diverged run's NaN or inf is no JSON number: null
-        if (std::isfinite(v)) {
-          std::snprintf(num, sizeof num, "[%lld,%.9g]", static_cast<long long>(st.Int(1)), v);
-        } else {
-          std::snprintf(num, sizeof num, "[%lld,null]", static_cast<long long>(st.Int(1)));
-        }
-        body += num;
+        pts.emplace_back(st.Int(1), st.Real(2));
       }
       st.Reset();
-      if (trial >= 0) body += "]";
+      flush();
     } catch (const std::exception& e) {
       return SendError(http::status::service_unavailable, std::string("cannot read the database: ") + e.what(), keep);
     }

@@ -10,9 +10,10 @@
 //   GET  /, /app.js, /app.css, /vendor/...       the embedded page (web_assets.h); any other path is 404
 //   GET  /login?token=T[&next=#/search/ID], POST /login (token=T)
 //                                                 sets the session cookie (HttpOnly, SameSite=Strict), then 303 /
-//   GET  /api/server | /api/searches | /api/searches/ID | /api/searches/ID/trials | /api/trials/ID[?metrics=1]
+//   GET  /api/server | /api/searches | /api/searches/ID | /api/searches/ID/trials[?view=table] | /api/trials/ID[?metrics=1]
 //                                                 the gRPC read calls as JSON (protobuf's mapping, field names)
-//   GET  /api/searches/ID/curves?metric=NAME      every trial's points of one metric, compact:
+//   GET  /api/searches/ID/curves?metric=NAME[&per_trial=K]
+//                                                 every trial's points of one metric (at most K, evenly spaced), compact:
 //                                                 {"metric": NAME, "trials": {"ID": [[step, value], ...]}}; read
 //                                                 on the HTTP thread through its own read-only SQLite connection
 //                                                 (WAL readers do not wait for the writer), not on the loop

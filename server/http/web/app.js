@@ -84,8 +84,12 @@ function showSearchesAgain() { if (location.hash === '' || location.hash === '#/
 // ---------------------------------------------------------------------------------------------------------------
 // #/search/ID : its history, the trial table, live
 async function showSearch(id) {
-  const [{search}, {trials}] = await Promise.all([api('searches/' + id), api('searches/' + id + '/trials')]);
-  const state = {search, trials: new Map((trials || []).map(t => [t.id, t])), sort: 'number', filter: ''};
+  const [{search}, {trials}] = await Promise.all([api('searches/' + id), api('searches/' + id + '/trials?view=table')]);
+  // The curves' request goes out now; the other charts are drawn while the server reads them.
+  const perTrial = Math.max(10, Math.min(1000, Math.floor(150000 / Math.max(1, (trials || []).length))));
+  const curvesAnswer = api('searches/' + id + '/curves?metric=' + encodeURIComponent(search.objective_metric) +
+    '&per_trial=' + perTrial);
+  const state = {search, trials: new Map((trials || []).map(t => [t.id, t])), sort: 'number', filter: '', page: 0};
   view.innerHTML = `<h1 id="title"></h1>
     <div class="cards"><div class="card"><div id="history"></div></div><div class="card"><div id="curves"></div></div></div>
     <div id="workflow"></div>
@@ -93,11 +97,14 @@ async function showSearch(id) {
     <div class="cards" id="slices"></div>
     <h2>Trials</h2><div class="controls">filter <select id="filter"><option value="">all</option>
     ${['RUNNING', 'PENDING', 'COMPLETED', 'FAILED', 'CANCELLED'].map(s => `<option>${s}</option>`).join('')}</select>
-    <button id="cancel">cancel the search</button><span id="msg"></span></div>
+    <button id="cancel">cancel the search</button><span id="msg"></span>
+    <button id="prev">&lt;</button><span id="trial-count"></span><button id="next">&gt;</button></div>
     <table id="trials"><thead><tr>${['id', 'number', 'state', 'nodes', 'objective', 'attempt', 'elapsed', 'params', 'note']
       .map(h => `<th data-k="${h}">${h}</th>`).join('')}</tr></thead><tbody></tbody></table>
     <h2>Events</h2><div class="log" id="log"></div>`;
-  document.getElementById('filter').onchange = e => { state.filter = e.target.value; drawTable(state); };
+  document.getElementById('filter').onchange = e => { state.filter = e.target.value; state.page = 0; drawTable(state); };
+  document.getElementById('prev').onclick = () => { state.page = Math.max(0, state.page - 1); drawTable(state); };
+  document.getElementById('next').onclick = () => { state.page++; drawTable(state); };
   document.querySelectorAll('#trials th').forEach(th => th.onclick = () => { state.sort = th.dataset.k; drawTable(state); });
   document.getElementById('cancel').onclick = async () => {
     if (!confirm('Cancel search ' + id + '? Its running trials are stopped.')) return;
@@ -109,7 +116,7 @@ async function showSearch(id) {
   const history = drawHistory(state);
   drawParameters(state);
   await drawWorkflow(state);
-  const curves = await drawCurves(state);
+  const curves = await drawCurves(state, curvesAnswer);
   drawTitle(state);
   drawTable(state);
   const log = document.getElementById('log');
@@ -137,13 +144,22 @@ function drawTitle(st) {
     (s.error ? ` <span class="error">${esc(s.error)}</span>` : '');
 }
 
+const PAGE = 200;
+
 function drawTable(st) {
   const key = st.sort, now = Date.now() / 1000;
   const val = t => ({id: +t.id, number: t.number || 0, state: t.state, nodes: (t.placement || []).length,
     objective: t.has_objective ? t.objective : -Infinity, attempt: t.attempt || 0,
     elapsed: t.started_unix ? (t.finished_unix || now) - t.started_unix : 0, params: params(t), note: t.error || ''})[key];
-  const rows = [...st.trials.values()].filter(t => !st.filter || word(t.state) === st.filter)
-    .sort((a, b) => val(a) < val(b) ? -1 : val(a) > val(b) ? 1 : 0);
+  const all = [...st.trials.values()].filter(t => !st.filter || word(t.state) === st.filter)
+    .map(t => [val(t), t]).sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0).map(p => p[1]);
+  // A page of rows at a time: a 10,000-trial search stays quick to draw and to sort.
+  const pages = Math.max(1, Math.ceil(all.length / PAGE));
+  st.page = Math.min(st.page, pages - 1);
+  const rows = all.slice(st.page * PAGE, (st.page + 1) * PAGE);
+  const count = document.getElementById('trial-count');
+  count.textContent = ` ${all.length ? st.page * PAGE + 1 : 0}–${st.page * PAGE + rows.length} of ${all.length} `;
+  count.dataset.total = all.length;
   document.querySelector('#trials tbody').innerHTML = rows.map(t => `<tr class="${word(t.state)}" data-id="${esc(t.id)}">
     <td><a href="#/trial/${esc(t.id)}">${esc(t.id)}</a></td><td>${t.number || 0}</td><td>${word(t.state)}</td>
     <td>${esc((t.placement || []).map(p => p.node_id).join(',') || '-')}</td><td>${t.has_objective ? num(t.objective) : '-'}</td>
@@ -174,9 +190,11 @@ function drawHistory(st) {
 // Every trial's learning curve of the objective — one request for all of them (/curves), drawn on one canvas as
 // polylines (fast at 10,000 trials and a million points); live points are added as they come. Colours: running
 // blue, completed green, stopped early grey, failed red.
-async function drawCurves(st) {
+// `answer`: the /curves request, sent with as many points per curve as a canvas can tell apart (all of them for a
+// few trials, fewer for thousands).
+async function drawCurves(st, answer) {
   const metric = st.search.objective_metric;
-  const {trials: curves} = await api('searches/' + st.search.id + '/curves?metric=' + encodeURIComponent(metric));
+  const {trials: curves} = await answer;
   const byTrial = new Map(Object.entries(curves || {}));
   const el = document.getElementById('curves');
   el.innerHTML = `<div class="title">learning curves: ${esc(metric)} (${byTrial.size} trials)</div>`;
@@ -291,8 +309,10 @@ function canvasIn(el, width, height) {
 // Colour of an objective value: good (green) to bad (red), by rank.
 function rankColour(y, maximize) {
   const sorted = y.slice().sort((a, b) => a - b);
+  const rank = new Map();
+  sorted.forEach((v, i) => { if (!rank.has(v)) rank.set(v, i); });
   return v => {
-    let r = sorted.indexOf(v) / Math.max(1, sorted.length - 1);
+    let r = rank.get(v) / Math.max(1, sorted.length - 1);
     if (!maximize) r = 1 - r;
     return `hsl(${Math.round(120 * r)}, 70%, 40%)`;
   };
@@ -304,7 +324,8 @@ function drawParameters(st) {
   const slices = document.getElementById('slices');
   if (!par) return;
   par.innerHTML = '<div class="title">parallel coordinates</div>';
-  imp.innerHTML = '<div class="title">importance (random-forest permutation importance, 30 trees)</div>';
+  imp.innerHTML = '<div class="title">importance (random-forest permutation importance, 30 trees' +
+    (y.length > 400 ? ', 400 of the trials' : '') + ')</div>';
   slices.innerHTML = '';
   if (!y.length || !cols.length) { par.append('no completed trial yet'); return; }
   const colour = rankColour(y, maximize);
@@ -347,7 +368,10 @@ function drawParameters(st) {
       sctx.fillStyle = colour(y[r]); sctx.beginPath(); sctx.arc(px, py, 3, 0, 6.3); sctx.fill();
     });
   }
-  const scores = forestImportance(cols.map(c => c.values), y);
+  // At most 400 trials (every k-th) go into the forest: the ranking settles well before, and the page stays quick.
+  const step = Math.max(1, Math.ceil(y.length / 400));
+  const pick = arr => arr.filter((_, i) => i % step === 0);
+  const scores = forestImportance(cols.map(c => pick(c.values)), pick(y));
   const total = scores.reduce((a, b) => a + Math.max(0, b), 0) || 1;
   imp.insertAdjacentHTML('beforeend', '<table>' + cols.map((c, i) => [c.name, Math.max(0, scores[i]) / total])
     .sort((a, b) => b[1] - a[1]).map(([n, s]) => `<tr><td>${esc(n)}</td><td><div style="background:#0b6bcb;height:.8em;width:${Math.round(200 * s)}px"></div></td><td>${(100 * s).toFixed(0)}%</td></tr>`).join('') + '</table>');
@@ -368,7 +392,7 @@ function forestImportance(features, y) {
     for (let k = 0; k < d; k++) {
       if (rand() > Math.max(1 / 3, 1 / d) && !(k === d - 1 && !best)) continue;
       const vals = [...new Set(idx.map(i => features[k][i]).filter(isFinite))].sort((a, b) => a - b);
-      for (let s = 0; s + 1 < vals.length; s += Math.max(1, Math.floor(vals.length / 16))) {
+      for (let s = 0; s + 1 < vals.length; s += Math.max(1, Math.floor(vals.length / 8))) {
         const cut = (vals[s] + vals[s + 1]) / 2;
         const L = idx.filter(i => features[k][i] <= cut), R = idx.filter(i => !(features[k][i] <= cut));
         if (!L.length || !R.length) continue;
@@ -446,6 +470,7 @@ async function route() {
     else if ((m = h.match(/^#\/trial\/(\d+)$/))) await showTrial(m[1]);
     else if (h === '#/nodes') await showNodes();
     else await showSearches();
+    document.body.dataset.readyMs = Math.round(performance.now());
     document.body.dataset.ready = h;  // tests wait for this
   } catch (e) {
     if (e.message !== 'unauthorized') view.innerHTML = `<p class="error">${esc(e.message)}</p>`;
