@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   app.add_option("--trials", trials, "number of 1-second trials")->capture_default_str()->check(CLI::Range(1, 1000000));
   app.add_option("--slots", slots, "worker slots (trials at once)")->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_flag("--quick", quick, "480 trials (about 30 s)");
+  int watchers = 0;
+  app.add_option("--watchers", watchers, "attach this many `ladder watch --json` and as many dashboard event streams")
+      ->capture_default_str()->check(CLI::Range(0, 100));
   CLI11_PARSE(app, argc, argv);
   if (quick) trials = 480;
   const double min_s = std::ceil(static_cast<double>(trials) / slots) * 1.0;
@@ -28,7 +31,8 @@ int main(int argc, char** argv) {
     const std::string log = (dir.path / "processes.log").string();
     Child server, worker;
     const std::string db = (dir.path / "ladder.db").string();
-    const std::string address = StartServer(server, db, {}, log);
+    const int http_port = FreeLocalPort();
+    const std::string address = StartServer(server, db, {"--http", "127.0.0.1:" + std::to_string(http_port)}, log);
     worker.Start({OwnDir() + "/ladder-worker", "--server", address, "--node-id", "bench", "--slots",
                   std::to_string(slots), "--trial-dir", (dir.path / "trials").string()},
                  false, log);
@@ -52,6 +56,8 @@ int main(int argc, char** argv) {
                              "space:\n  x: {type: float, low: 0.0, high: 1.0}\n";
     auto t0 = std::chrono::steady_clock::now();
     auto created = CreateSearch(*stub, spec);
+    Watchers watching;  // they attach while the first trials start: part of what is measured
+    watching.Start(watchers, address, http_port, created.search().id(), log);
     auto done = WaitForSearchEnd(*stub, created.search().id(), std::chrono::seconds(static_cast<int>(min_s * 3 + 60)));
     const double wall_s = Seconds(std::chrono::steady_clock::now() - t0);
     if (done.state() != v1::SEARCH_COMPLETED || done.completed() != trials) {

@@ -3,10 +3,7 @@
 // --http; headless Chromium (driven over the DevTools protocol) loads the search's page from scratch, and
 // page_load_s is the time from the navigation to the page fully drawn (the trial table's first page and count,
 // every chart), page_bytes what it transferred (the page, its assets, the API answers). Median of `rounds` loads.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sqlite3.h>
-#include <sys/socket.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -87,16 +84,18 @@ void Generate(const std::string& path, int trials, int points) {
   sqlite3_close(db);
 }
 
-int FreeLocalPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
+// Runs a sibling benchmark binary with `args` and returns its last line (one JSON object).
+nlohmann::json RunBench(const std::string& name, std::vector<std::string> args) {
+  std::string cmd = OwnDir() + "/" + name;
+  for (const auto& a : args) cmd += " " + a;
+  cmd += " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("cannot run " + name);
+  std::string last;
+  char line[4096];
+  while (fgets(line, sizeof line, p)) last = line;
+  if (pclose(p) != 0) throw std::runtime_error(name + " failed");
+  return nlohmann::json::parse(last);
 }
 
 }  // namespace
@@ -109,6 +108,9 @@ int main(int argc, char** argv) {
   app.add_option("--trials", trials, "trials in the stored search")->check(CLI::Range(1, 1000000));
   app.add_option("--points", points, "metric points per trial")->check(CLI::Range(1, 100000));
   app.add_option("--rounds", rounds, "page loads (the median is reported)")->check(CLI::Range(1, 100));
+  int watchers = 10;
+  app.add_option("--watchers", watchers, "terminals and browsers attached for the watchers' cost (0: not measured)")
+      ->capture_default_str()->check(CLI::Range(0, 100));
   CLI11_PARSE(app, argc, argv);
   if (quick) rounds = std::min(rounds, 3);
   if (!ladder::testing::HeadlessChromium::Available()) {
@@ -156,11 +158,36 @@ int main(int argc, char** argv) {
   }
   std::sort(loads.begin(), loads.end());
   std::sort(bytes.begin(), bytes.end());
+  browser.Navigate("about:blank");
+  server.Stop(SIGTERM);
+  // What watchers cost the coordinator: bench/ingest and bench/bookkeeping (shortened) without and with `watchers`
+  // terminals (ladder watch --json) and as many browsers' event streams attached, side by side.
+  std::string ingest_ratio = "null", overhead = "null";
+  if (watchers > 0) {
+    const std::vector<std::string> ingest = {"--seconds", quick ? "6" : "15"};
+    const std::vector<std::string> book = {"--trials", quick ? "160" : "480"};
+    auto with = [&](std::vector<std::string> a) {
+      a.insert(a.end(), {"--watchers", std::to_string(watchers)});
+      return a;
+    };
+    auto i0 = RunBench("ladder-ingest-bench", ingest), i1 = RunBench("ladder-ingest-bench", with(ingest));
+    auto b1 = RunBench("ladder-bookkeeping-bench", with(book)), b0 = RunBench("ladder-bookkeeping-bench", book);
+    const double ratio = i1["results_per_s"].get<double>() / i0["results_per_s"].get<double>();
+    std::cerr << "ingest: " << i0["results_per_s"] << " results/s alone, " << i1["results_per_s"] << " with "
+              << watchers << " + " << watchers << " watchers (ratio " << ratio << "); bookkeeping overhead "
+              << b0["overhead"] << " alone, " << b1["overhead"] << " with them\n";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.4f", ratio);
+    ingest_ratio = buf;
+    std::snprintf(buf, sizeof buf, "%.5f", b1["overhead"].get<double>());
+    overhead = buf;
+  }
   char line[512];
   std::snprintf(line, sizeof line,
                 "{\"trials\": %d, \"points_per_trial\": %d, \"page_load_s\": %.3f, \"page_bytes\": %lld, "
-                "\"ingest_ratio_with_watchers\": null, \"bookkeeping_overhead_with_watchers\": null}",
-                trials, points, loads[loads.size() / 2], static_cast<long long>(bytes[bytes.size() / 2]));
+                "\"ingest_ratio_with_watchers\": %s, \"bookkeeping_overhead_with_watchers\": %s}",
+                trials, points, loads[loads.size() / 2], static_cast<long long>(bytes[bytes.size() / 2]),
+                ingest_ratio.c_str(), overhead.c_str());
   std::cout << line << "\n";
   return 0;
 }

@@ -177,6 +177,9 @@ int main(int argc, char** argv) {
   app.add_option("--values", opt.values, "named values per result (rows per result)")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--window", opt.window, "unacknowledged results per trial in the steady phase")->capture_default_str();
   app.add_flag("--quick", quick, "a 15 s steady phase (about 25 s in all)");
+  int watchers = 0;
+  app.add_option("--watchers", watchers, "attach this many `ladder watch --json` and as many dashboard event streams")
+      ->capture_default_str()->check(CLI::Range(0, 100));
   CLI11_PARSE(app, argc, argv);
   if (quick) opt.seconds = 15;
   std::cerr << "bench/ingest: " << opt.streams << " streams x " << opt.trials_per_stream << " trials, " << opt.batch
@@ -187,13 +190,18 @@ int main(int argc, char** argv) {
     const std::string db = (dir.path / "ladder.db").string();
     const std::string log = (dir.path / "server.log").string();
     Child server;
-    const std::string address = StartServer(server, db, {}, log);
+    const int http_port = FreeLocalPort();
+    const std::string address =
+        StartServer(server, db, {"--http", "127.0.0.1:" + std::to_string(http_port)}, log);
     auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
     auto stub = v1::Ladder::NewStub(channel);
     const int trials = opt.streams * opt.trials_per_stream;
-    CreateSearch(*stub, "name: ingest\nobjective: {metric: loss, mode: min}\nbudget: {max_trials: " +
+    Watchers watching;
+    auto created = CreateSearch(*stub, "name: ingest\nobjective: {metric: loss, mode: min}\nbudget: {max_trials: " +
                             std::to_string(trials) + ", parallelism: " + std::to_string(trials) +
                             "}\ncommand: [/bin/true]\nspace:\n  x: {type: float, low: 0.0, high: 1.0}\n");
+    watching.Start(watchers, address, http_port, created.search().id(), log);
+    if (watchers > 0) std::this_thread::sleep_for(std::chrono::seconds(1));  // let them connect
     std::vector<std::unique_ptr<Generator>> gens;
     for (int i = 0; i < opt.streams; ++i) {
       gens.push_back(std::make_unique<Generator>(address, i, opt));

@@ -2,7 +2,10 @@
 // Shared by the coordinator benchmarks (bookkeeping, ingest, recovery): child processes of the real
 // ladder-server / ladder-worker binaries, a temp directory removed at exit, a gRPC client, process memory.
 #include <grpcpp/grpcpp.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -13,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,7 +59,9 @@ struct Child {
   Child() = default;
   Child(const Child&) = delete;
   ~Child() { Stop(SIGKILL); }
-  void Start(std::vector<std::string> args, bool capture_stdout, const std::string& log_path = "") {
+  // stdout: captured (read `out`), or to `stdout_path` when given, else inherited; stderr to log_path when given.
+  void Start(std::vector<std::string> args, bool capture_stdout, const std::string& log_path = "",
+             const std::string& stdout_path = "") {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -68,6 +74,9 @@ struct Child {
       posix_spawn_file_actions_addclose(&fa, fds[0]);
     }
     if (!log_path.empty()) posix_spawn_file_actions_addopen(&fa, 2, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (!capture_stdout && !stdout_path.empty()) {
+      posix_spawn_file_actions_addopen(&fa, 1, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
     int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) throw std::runtime_error("cannot start " + args[0]);
@@ -99,6 +108,37 @@ inline std::string StartServer(Child& c, const std::string& db, const std::vecto
   if (at == std::string::npos) throw std::runtime_error("unexpected banner: " + banner);
   return banner.substr(at + 13, banner.find(' ', at + 13) - at - 13);
 }
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+inline int FreeLocalPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// `n` terminals and `n` browsers watching a search, reading everything they get into /dev/null: `ladder watch
+// --json SEARCH` processes and event-stream clients of the dashboard (curl -N on /api/events?search=SEARCH, what a
+// browser's EventSource does). What watchers cost the coordinator is measured with them attached.
+struct Watchers {
+  std::vector<std::unique_ptr<Child>> procs;
+  void Start(int n, const std::string& address, int http_port, int64_t search_id, const std::string& log) {
+    for (int i = 0; i < n; ++i) {
+      procs.push_back(std::make_unique<Child>());
+      procs.back()->Start({OwnDir() + "/ladder", "--server", address, "--json", "watch", std::to_string(search_id)},
+                          false, log, "/dev/null");
+      procs.push_back(std::make_unique<Child>());
+      procs.back()->Start({"/usr/bin/curl", "-sN", "http://127.0.0.1:" + std::to_string(http_port) +
+                                                       "/api/events?search=" + std::to_string(search_id)},
+                          false, log, "/dev/null");
+    }
+  }
+};
 
 // Peak resident set (VmHWM) of a process, in MiB; 0 when unknown.
 inline double PeakRssMb(pid_t pid) {

@@ -33,7 +33,7 @@ Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, Coo
   nodes_.set_listener(&trials_);
   trials_.set_owner(&searches_);
   CommitOutbox::Hooks hooks;
-  hooks.has_writes = [this] { return trials_.HasProgress(); };
+  hooks.has_writes = [this] { return trials_.HasProgress() || hub_.HasPending(); };
   hooks.before_commit = [this] { trials_.WriteProgress(); };
   hooks.after_commit = [this] { hub_.Committed(); };
   hooks.on_fatal = [this](const std::string& what) { Fatal(what); };

@@ -57,13 +57,14 @@ void EventHub::Worker(const v1::WorkerInfo& worker) {
 
 void EventHub::Metrics(const v1::Trial& trial, const v1::MetricPoint& point) {
   if (watchers_.empty()) return;
-  v1::Event ev;
-  ev.set_kind(v1::Event::TRIAL_METRICS);
-  ev.mutable_trial()->set_id(trial.id());
-  ev.mutable_trial()->set_search_id(trial.search_id());
-  ev.mutable_trial()->set_number(trial.number());
+  v1::Event& ev = points_[trial.id()];
+  if (ev.kind() != v1::Event::TRIAL_METRICS) {
+    ev.set_kind(v1::Event::TRIAL_METRICS);
+    ev.mutable_trial()->set_id(trial.id());
+    ev.mutable_trial()->set_search_id(trial.search_id());
+    ev.mutable_trial()->set_number(trial.number());
+  }
   *ev.mutable_metrics() = point;
-  Emit(std::move(ev));
 }
 
 void EventHub::Record(const std::string& kind, int64_t search_id, int64_t trial_id, const std::string& detail) {
@@ -86,6 +87,17 @@ void EventHub::Committed() {
   auto committed = std::move(uncommitted_);
   uncommitted_.clear();
   for (auto& ev : committed) Emit(std::move(ev));
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = points_.begin(); it != points_.end();) {
+    auto& sent = point_sent_[it->first];
+    if (now - sent < kMetricsInterval) {
+      ++it;
+      continue;
+    }
+    sent = now;
+    Emit(std::move(it->second));
+    it = points_.erase(it);
+  }
 }
 
 }  // namespace ladder::server

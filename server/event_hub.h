@@ -12,7 +12,12 @@
 //
 // Delivery rules: an event gets the next seq only when someone listens (seq numbers what was delivered, not what
 // happened); a watcher of one search gets that search's events and every worker's; a watcher of the whole cluster
-// (search 0) gets search and worker updates but not each trial's metric points.
+// (search 0) gets search and worker updates but not each trial's metric points. Metric points are coalesced: per
+// trial only the newest one waiting goes out, once the batch that stores it is committed (with the journal), and
+// at most one per trial every kMetricsInterval — live enough for a curve on a screen, while watchers cost the
+// ingest path a map write per report instead of a copy per point and watcher. The stored curve (/curves,
+// GetTrial) has every point.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -27,6 +32,8 @@ namespace ladder::server {
 
 class EventHub {
  public:
+  static constexpr std::chrono::milliseconds kMetricsInterval{250};
+
   explicit EventHub(store::Store& store) : store_(store) {}
 
   // Sends `snapshot` (the state the watcher starts from; each event gets the current seq) to `sink` at once, then
@@ -36,6 +43,8 @@ class EventHub {
   void Clear() {
     watchers_.clear();
     uncommitted_.clear();
+    points_.clear();
+    point_sent_.clear();
   }
   bool empty() const { return watchers_.empty(); }
 
@@ -43,16 +52,22 @@ class EventHub {
   void Trial(const v1::Trial& trial);
   void Search(const v1::Search& search);  // without its spec_yaml
   void Worker(const v1::WorkerInfo& worker);
-  // One metric point of a trial (only its id, search and number go with it).
+  // A trial's newest metric point (only its id, search and number go with it); sent by Committed, the newest per
+  // trial.
   void Metrics(const v1::Trial& trial, const v1::MetricPoint& point);
   // Appends to the journal (search_id 0: about no search); watchers hear of it once it is committed.
   void Record(const std::string& kind, int64_t search_id, int64_t trial_id, const std::string& detail);
-  // The store's batch was committed: the journal entries it held go to watchers.
+  // The store's batch was committed: the journal entries it held go to watchers, and each trial's newest point
+  // when its last one went out kMetricsInterval ago or more.
   void Committed();
+  // Points wait for their interval: the commit timer keeps committing (empty batches are free) until they are out.
+  bool HasPending() const { return !points_.empty(); }
 
  private:
   store::Store& store_;
   std::vector<v1::Event> uncommitted_;  // JOURNAL events waiting for their commit
+  std::map<int64_t, v1::Event> points_;  // trial id → its newest TRIAL_METRICS event waiting for the commit
+  std::map<int64_t, std::chrono::steady_clock::time_point> point_sent_;  // trial id → when its last point went
   std::map<int64_t, std::pair<int64_t, EventSink>> watchers_;  // id → (search filter, sink)
   int64_t next_id_ = 1;
   int64_t seq_ = 0;

@@ -56,9 +56,9 @@ void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<Work
       if (better) t.best_objective = vit->second;
     }
     if (judged) owner_->OnPoint(t.proto.id(), point);  // the trial scheduler's and the hero band's judgement
-    hub_.Metrics(t.proto, point);
   }
   if (last) {
+    hub_.Metrics(t.proto, *last);  // watchers get a report's newest point (EventHub coalesces per trial)
     *t.proto.mutable_last_metrics() = *last;
     t.last_progress = Clock::now();
   }

@@ -45,11 +45,13 @@ std::vector<std::vector<std::string>> Query(const std::filesystem::path& db_path
   return rows;
 }
 
-// Follows the search's events until `n` metric points arrived (or the search ended, or the deadline passed).
+// Follows the search's events until its trials have made `n` metric points of progress (or the search ended, or
+// the deadline passed): watchers get each trial's newest point (coalesced), so progress is counted in steps.
 // A call that started on the connection to the killed server ends at once: it is made again.
 int WaitForMetricEvents(v1::Ladder::Stub& stub, int64_t sid, int n, std::chrono::seconds timeout) {
   const auto deadline = std::chrono::system_clock::now() + timeout;
   int seen = 0;
+  std::map<int64_t, int64_t> last_step;  // trial → the newest step seen
   while (seen < n && std::chrono::system_clock::now() < deadline) {
     grpc::ClientContext ctx;
     ctx.set_deadline(deadline);
@@ -60,7 +62,15 @@ int WaitForMetricEvents(v1::Ladder::Stub& stub, int64_t sid, int n, std::chrono:
     v1::Event ev;
     bool ended = false;
     while (seen < n && !ended && reader->Read(&ev)) {
-      if (ev.kind() == v1::Event::TRIAL_METRICS) ++seen;
+      if (ev.kind() == v1::Event::TRIAL_METRICS) {
+        auto [it, fresh] = last_step.emplace(ev.trial().id(), ev.metrics().step());
+        if (fresh) {
+          ++seen;
+        } else if (ev.metrics().step() > it->second) {
+          seen += static_cast<int>(ev.metrics().step() - it->second);
+          it->second = ev.metrics().step();
+        }
+      }
       ended = ev.kind() == v1::Event::SEARCH_UPDATED && ev.search().state() != v1::SEARCH_RUNNING;
     }
     ctx.TryCancel();

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
 #include <memory>
 #include <vector>
 
@@ -60,6 +61,7 @@ TEST_F(EventHubTest, ASearchWatcherGetsItsSearchAndEveryWorkerAClusterWatcherNoM
   hub.Trial(TrialOf(1, 10));
   hub.Trial(TrialOf(2, 20));
   hub.Metrics(TrialOf(1, 10), v1::MetricPoint());
+  hub.Committed();  // a point goes out once the batch that stores it is committed
   v1::WorkerInfo w;
   w.set_node_id("n1");
   hub.Worker(w);
@@ -73,6 +75,40 @@ TEST_F(EventHubTest, ASearchWatcherGetsItsSearchAndEveryWorkerAClusterWatcherNoM
   hub.Worker(w);
   EXPECT_EQ(all.size(), 3u);
   EXPECT_EQ(one.size(), 4u);
+}
+
+TEST_F(EventHubTest, MetricPointsAreSentAfterTheCommitTheNewestPerTrial) {
+  EventHub hub(*store_);
+  std::vector<v1::Event> got;
+  hub.Subscribe(1, [&](const v1::Event& e) { got.push_back(e); }, {});
+  for (int step = 1; step <= 3; ++step) {
+    v1::MetricPoint p;
+    p.set_step(step);
+    hub.Metrics(TrialOf(1, 10), p);
+  }
+  v1::MetricPoint other;
+  other.set_step(7);
+  hub.Metrics(TrialOf(1, 11), other);
+  EXPECT_TRUE(got.empty()) << "nothing before the commit";
+  hub.Committed();
+  ASSERT_EQ(got.size(), 2u) << "one event per trial";
+  EXPECT_EQ(got[0].trial().id(), 10);
+  EXPECT_EQ(got[0].metrics().step(), 3) << "the newest point";
+  EXPECT_EQ(got[1].metrics().step(), 7);
+  hub.Committed();
+  EXPECT_EQ(got.size(), 2u) << "sent once";
+  // Within the interval a newer point waits; after it, it goes out.
+  v1::MetricPoint later;
+  later.set_step(4);
+  hub.Metrics(TrialOf(1, 10), later);
+  hub.Committed();
+  EXPECT_EQ(got.size(), 2u);
+  EXPECT_TRUE(hub.HasPending());
+  std::this_thread::sleep_for(EventHub::kMetricsInterval);
+  hub.Committed();
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[2].metrics().step(), 4);
+  EXPECT_FALSE(hub.HasPending());
 }
 
 TEST_F(EventHubTest, AJournalEntryIsStoredAtOnceAndSentOnlyOnceCommitted) {
