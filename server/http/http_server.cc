@@ -17,6 +17,8 @@
 
 #include "common/log.h"
 #include "server/coordinator.h"
+#include "server/http/curves_json.h"
+#include "server/http/http_util.h"
 #include "server/http/web_assets.h"
 #include "server/store/sqlite_db.h"
 
@@ -31,99 +33,6 @@ namespace {
 
 constexpr const char* kLog = "http";
 constexpr const char* kCookie = "ladder_session";
-
-std::string Json(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions opt;
-  opt.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, opt);
-  return out;
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\', out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-http::status HttpStatusOf(const grpc::Status& st) {
-  switch (st.error_code()) {
-    case grpc::StatusCode::OK: return http::status::ok;
-    case grpc::StatusCode::NOT_FOUND: return http::status::not_found;
-    case grpc::StatusCode::INVALID_ARGUMENT: return http::status::bad_request;
-    case grpc::StatusCode::FAILED_PRECONDITION: return http::status::conflict;
-    case grpc::StatusCode::UNAUTHENTICATED: return http::status::unauthorized;
-    case grpc::StatusCode::UNAVAILABLE: return http::status::service_unavailable;
-    default: return http::status::internal_server_error;
-  }
-}
-
-std::string RandomHex(size_t bytes) {
-  std::random_device rd;
-  std::string out;
-  static const char* hex = "0123456789abcdef";
-  for (size_t i = 0; i < bytes; ++i) {
-    unsigned v = rd() & 0xff;
-    out += hex[v >> 4], out += hex[v & 15];
-  }
-  return out;
-}
-
-bool ConstantTimeEqual(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
-// The value of `name` in a query string or form body ("a=1&b=2"); percent-decoding of + and %XX.
-std::optional<std::string> Param(std::string_view query, std::string_view name) {
-  size_t pos = 0;
-  while (pos <= query.size()) {
-    size_t amp = query.find('&', pos);
-    std::string_view kv = query.substr(pos, amp == std::string_view::npos ? std::string_view::npos : amp - pos);
-    size_t eq = kv.find('=');
-    if (kv.substr(0, eq) == name) {
-      std::string out;
-      std::string_view v = eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1);
-      for (size_t i = 0; i < v.size(); ++i) {
-        if (v[i] == '+') {
-          out += ' ';
-        } else if (v[i] == '%' && i + 2 < v.size() && std::isxdigit(static_cast<unsigned char>(v[i + 1])) &&
-                   std::isxdigit(static_cast<unsigned char>(v[i + 2]))) {
-          out += static_cast<char>(std::stoi(std::string(v.substr(i + 1, 2)), nullptr, 16));
-          i += 2;
-        } else {
-          out += v[i];
-        }
-      }
-      return out;
-    }
-    if (amp == std::string_view::npos) break;
-    pos = amp + 1;
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> Id(std::string_view s) {
-  if (s.empty() || s.size() > 18) return std::nullopt;
-  int64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + (c - '0');
-  }
-  return v;
-}
 
 }  // namespace
 
@@ -414,53 +323,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     SendError(http::status::not_found, "no such API path: " + path, keep);
   }
 
-  // Every trial's points of `metric` in the search, read through the HTTP side's own connection; with per_trial
-  // > 0 at most that many per trial, evenly spaced (the first and the last always kept).
+  // Every trial's points of `metric` in the search (curves_json.h), read on this thread through its own connection.
   void Curves(int64_t search_id, const std::string& metric, int64_t per_trial, bool keep) {
     if (metric.empty()) return SendError(http::status::bad_request, "curves: ?metric=NAME is required", keep);
-    std::string body = "{\"metric\": " + JsonString(metric) + ", \"trials\": {";
     try {
       if (!impl_->reader) {
         impl_->reader = std::make_unique<store::Db>(impl_->opt.db_path, /*quick_check=*/false);
         impl_->reader->Exec("PRAGMA query_only=1");
       }
-      auto& st = impl_->reader->Prepare(
-          "SELECT m.trial_id, m.step, m.value FROM metrics m JOIN trials t ON t.id = m.trial_id "
-          "WHERE t.search_id = ? AND m.name = ? ORDER BY m.trial_id, m.step");
-      st.Bind(1, search_id).Bind(2, metric);
-      int64_t trial = -1;
-      std::vector<std::pair<int64_t, double>> pts;  // the current trial's
-      auto flush = [&] {
-        if (trial < 0) return;
-        body += (body.back() == '{' ? "\"" : ", \"") + std::to_string(trial) + "\": [";
-        const size_t n = pts.size(), keep_n = per_trial > 0 ? std::min<size_t>(n, per_trial) : n;
-        char num[64];
-        for (size_t k = 0; k < keep_n; ++k) {
-          const size_t i = keep_n < 2 ? n - 1 : k * (n - 1) / (keep_n - 1);
-          const double v = pts[i].second;  // a diverged run's NaN or inf is no JSON number: null
-          if (std::isfinite(v)) {
-            std::snprintf(num, sizeof num, "%s[%lld,%.6g]", k ? "," : "", static_cast<long long>(pts[i].first), v);
-          } else {
-            std::snprintf(num, sizeof num, "%s[%lld,null]", k ? "," : "", static_cast<long long>(pts[i].first));
-          }
-          body += num;
-        }
-        body += "]";
-        pts.clear();
-      };
-      while (st.Step()) {
-        if (st.Int(0) != trial) {
-          flush();
-          trial = st.Int(0);
-        }
-        pts.emplace_back(st.Int(1), st.Real(2));
-      }
-      st.Reset();
-      flush();
+      SendJson(CurvesJson(*impl_->reader, search_id, metric, per_trial), keep);
     } catch (const std::exception& e) {
-      return SendError(http::status::service_unavailable, std::string("cannot read the database: ") + e.what(), keep);
+      SendError(http::status::service_unavailable, std::string("cannot read the database: ") + e.what(), keep);
     }
-    SendJson(body + "}}\n", keep);
   }
 
   void Post(const std::string& path, bool keep) {

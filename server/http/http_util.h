@@ -1,0 +1,29 @@
+#pragma once
+// Small pieces of the dashboard's HTTP side: JSON of protos and strings, query parameters, ids, tokens.
+#include <boost/beast/http/status.hpp>
+#include <google/protobuf/message.h>
+#include <grpcpp/support/status.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ladder::server {
+
+// protobuf's JSON mapping with the .proto field names (as the gRPC answers' JSON reads in the CLI).
+std::string Json(const google::protobuf::Message& m);
+// A JSON string literal.
+std::string JsonString(const std::string& s);
+// The HTTP status for a gRPC status the coordinator answered.
+boost::beast::http::status HttpStatusOf(const grpc::Status& st);
+// `bytes` random bytes as hex (session ids, CSRF tokens).
+std::string RandomHex(size_t bytes);
+// Equal, in time that does not depend on where they differ (tokens).
+bool ConstantTimeEqual(std::string_view a, std::string_view b);
+// The value of `name` in a query string or form body ("a=1&b=2"), + and %XX decoded.
+std::optional<std::string> Param(std::string_view query, std::string_view name);
+// A decimal id (digits only, at most 18).
+std::optional<int64_t> Id(std::string_view s);
+
+}  // namespace ladder::server
