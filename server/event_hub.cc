@@ -98,6 +98,10 @@ void EventHub::Committed() {
     Emit(std::move(it->second));
     it = points_.erase(it);
   }
+  // A trial that sent nothing for a while needs no interval any more: the map holds the trials reporting now.
+  if (point_sent_.size() > points_.size() + 1024) {
+    std::erase_if(point_sent_, [&](const auto& e) { return now - e.second > 10 * kMetricsInterval; });
+  }
 }
 
 }  // namespace ladder::server

@@ -132,6 +132,7 @@ async function showSearch(id) {
       line.textContent = new Date(j.time_unix * 1000).toLocaleTimeString() + ' ' + j.kind +
         (j.trial_id ? ' trial ' + j.trial_id : '') + (j.detail ? ': ' + j.detail : '');
       log.prepend(line);
+      while (log.childElementCount > 500) log.lastElementChild.remove();  // a page open for days stays small
     }
   });
 }
