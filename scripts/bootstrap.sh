@@ -20,6 +20,7 @@ PKGS=(
   tmux                               # tests: ladder watch driven in a real terminal
   chromium fonts-dejavu-core         # tests: the web dashboard in a real (headless) browser
   python3-grpcio python3-protobuf    # examples/python and its test: the API from another language
+  curl                               # bench/dashboard: browsers' event streams (curl -N), and the README's API examples
 )
 
 missing=()
