@@ -24,7 +24,8 @@ void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code) {
   cmd->add_option("--http", opt->http, "host:port of the web dashboard (\"\": none)")
       ->check([](const std::string& v) { return v.empty() ? std::string() : HostPortError(v); })
       ->capture_default_str();
-  cmd->callback([opt, &exit_code] {
+  cmd->callback([opt, cmd, &exit_code] {
+    opt->http_any_port_if_taken = cmd->count("--http") == 0;  // the default port only: an explicit one is kept
     struct StopFlag {
       std::mutex mu;
       std::condition_variable cv;

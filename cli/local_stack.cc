@@ -33,7 +33,16 @@ void LocalStack::Start() {
   };
   server_ = std::make_unique<server::Server>(so);
   try {
-    server_->Start();
+    try {
+      server_->Start();
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      if (!opt_.http_any_port_if_taken || what.find("cannot serve the dashboard") == std::string::npos) throw;
+      // The default dashboard port is taken (another ladder up?): any free port will do; the URL is printed.
+      so.http_listen = opt_.http.substr(0, opt_.http.rfind(':')) + ":0";
+      server_ = std::make_unique<server::Server>(so);
+      server_->Start();
+    }
   } catch (...) {
     server_.reset();
     if (!token_existed) fs::remove(token_path, ec);  // a failed start leaves no new files (as ladder-server)

@@ -16,6 +16,7 @@ struct LocalStackOptions {
   std::string trial_dir;                // default: <db dir>/ladder-trials
   bool token = true;                    // require <db>.token for state-changing calls
   std::string http;                     // host:port of the web dashboard; empty: none
+  bool http_any_port_if_taken = false;  // when that port is taken, serve the dashboard on a free one instead
 };
 
 class LocalStack {
