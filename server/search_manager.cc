@@ -85,7 +85,8 @@ void SearchManager::Recover() {
     }
     for (int64_t tid : trials_.Of(id).ids) {
       const TrialRecord& t = trials_.Get(tid);
-      if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective()) ConsiderBest(s, t);
+      // As on the live path: the ensemble's retrain step is no configuration, so never the best trial.
+      if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective() && !t.workflow_step) ConsiderBest(s, t);
     }
     if (s.trial_sched) ReplayTrialScheduler(s);
   }

@@ -127,6 +127,8 @@ TEST_F(CoordinatorEnsembleTest, RetrainStepGetsTheMembersAndTheSearchCompletesAf
   Open();
   EXPECT_TRUE(GetTrial(step.trial_id()).workflow_step()) << "known as the step after a restart";
   EXPECT_EQ(GetSearch(id).ensemble().retrain_trial_id(), step.trial_id());
+  EXPECT_DOUBLE_EQ(GetSearch(id).best_objective(), 0.75) << "nor the best trial after a restart";
+  EXPECT_EQ(GetSearch(id).best_trial_id(), starts[0].trial_id());
 }
 
 }  // namespace
