@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     const std::string log = (dir.path / "processes.log").string();
     Child server, worker;
     const std::string db = (dir.path / "ladder.db").string();
-    const int http_port = FreeLocalPort();
+    const int http_port = ladder::testing::FreePort();
     const std::string address = StartServer(server, db, {"--http", "127.0.0.1:" + std::to_string(http_port)}, log);
     worker.Start({OwnDir() + "/ladder-worker", "--server", address, "--node-id", "bench", "--slots",
                   std::to_string(slots), "--trial-dir", (dir.path / "trials").string()},

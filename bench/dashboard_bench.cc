@@ -18,15 +18,6 @@ using namespace ladder::bench;
 
 namespace {
 
-void Exec(sqlite3* db, const std::string& sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : "?";
-    sqlite3_free(err);
-    throw std::runtime_error("SQL failed: " + msg);
-  }
-}
-
 // One completed search of `trials` trials (3 parameters, an objective) with `points` loss points each.
 void Generate(const std::string& path, int trials, int points) {
   {
@@ -72,15 +63,15 @@ void Generate(const std::string& path, int trials, int points) {
   }
   sqlite3* db = nullptr;
   if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) throw std::runtime_error("cannot open " + path);
-  Exec(db, "PRAGMA journal_mode=DELETE");
-  Exec(db, "PRAGMA synchronous=OFF");
-  Exec(db, "BEGIN");
-  Exec(db, "INSERT INTO metrics(trial_id, step, name, value, time) WITH RECURSIVE s(x) AS (SELECT 0 UNION ALL "
+  ExecSql(db, "PRAGMA journal_mode=DELETE");
+  ExecSql(db, "PRAGMA synchronous=OFF");
+  ExecSql(db, "BEGIN");
+  ExecSql(db, "INSERT INTO metrics(trial_id, step, name, value, time) WITH RECURSIVE s(x) AS (SELECT 0 UNION ALL "
            "SELECT x + 1 FROM s WHERE x < " + std::to_string(points - 1) +
            ") SELECT t.id, s.x, 'loss', t.objective + 1.0 / (s.x + 1), 1.7e9 + t.number + s.x FROM trials t "
            "CROSS JOIN s ORDER BY t.id, s.x");
-  Exec(db, "COMMIT");
-  Exec(db, "PRAGMA journal_mode=WAL");
+  ExecSql(db, "COMMIT");
+  ExecSql(db, "PRAGMA journal_mode=WAL");
   sqlite3_close(db);
 }
 
@@ -123,11 +114,11 @@ int main(int argc, char** argv) {
   Generate(db, trials, points);
   std::cerr << "generated " << trials << " trials x " << points << " points in "
             << Seconds(std::chrono::steady_clock::now() - t0) << " s\n";
-  const int http_port = FreeLocalPort();
+  const int http_port = ladder::testing::FreePort();
   Child server;
   StartServer(server, db, {"--http", "127.0.0.1:" + std::to_string(http_port)}, (dir.path / "server.log").string());
   const std::string url = "http://127.0.0.1:" + std::to_string(http_port) + "/#/search/1";
-  ladder::testing::HeadlessChromium browser(dir.path, FreeLocalPort());
+  ladder::testing::HeadlessChromium browser(dir.path, ladder::testing::FreePort());
   browser.Open("about:blank");
   const std::string drawn =
       "document.body && document.body.dataset.ready === '#/search/1' && "

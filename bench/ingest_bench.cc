@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
     const std::string db = (dir.path / "ladder.db").string();
     const std::string log = (dir.path / "server.log").string();
     Child server;
-    const int http_port = FreeLocalPort();
+    const int http_port = ladder::testing::FreePort();
     const std::string address =
         StartServer(server, db, {"--http", "127.0.0.1:" + std::to_string(http_port)}, log);
     auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());

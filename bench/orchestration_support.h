@@ -2,9 +2,7 @@
 // Shared by the coordinator benchmarks (bookkeeping, ingest, recovery): child processes of the real
 // ladder-server / ladder-worker binaries, a temp directory removed at exit, a gRPC client, process memory.
 #include <grpcpp/grpcpp.h>
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <spawn.h>
@@ -22,6 +20,8 @@
 #include <vector>
 
 #include "ladder/v1/ladder.grpc.pb.h"
+#include "tests/support/free_port.h"
+#include <sqlite3.h>
 
 extern char** environ;
 
@@ -109,19 +109,6 @@ inline std::string StartServer(Child& c, const std::string& db, const std::vecto
   return banner.substr(at + 13, banner.find(' ', at + 13) - at - 13);
 }
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
-inline int FreeLocalPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // `n` terminals and `n` browsers watching a search, reading everything they get into /dev/null: `ladder watch
 // --json SEARCH` processes and event-stream clients of the dashboard (curl -N on /api/events?search=SEARCH, what a
 // browser's EventSource does). What watchers cost the coordinator is measured with them attached.
@@ -139,6 +126,16 @@ struct Watchers {
     }
   }
 };
+
+// Runs SQL on a raw connection (the benchmarks' generators); throws with SQLite's message.
+inline void ExecSql(sqlite3* db, const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "?";
+    sqlite3_free(err);
+    throw std::runtime_error("SQL failed: " + msg + " in: " + sql.substr(0, 80));
+  }
+}
 
 // Peak resident set (VmHWM) of a process, in MiB; 0 when unknown.
 inline double PeakRssMb(pid_t pid) {

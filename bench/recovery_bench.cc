@@ -16,15 +16,6 @@ using namespace ladder::bench;
 
 namespace {
 
-void Exec(sqlite3* db, const std::string& sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : "?";
-    sqlite3_free(err);
-    throw std::runtime_error("SQL failed: " + msg + " in: " + sql.substr(0, 80));
-  }
-}
-
 constexpr int kSearches = 10;
 constexpr int kRunning = 100;
 
@@ -88,15 +79,15 @@ void Generate(const std::string& path, int trials, int64_t points) {
   // The points, in one statement, with the journal off while generating (then back to WAL).
   sqlite3* db = nullptr;
   if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) throw std::runtime_error("cannot open " + path);
-  Exec(db, "PRAGMA journal_mode=DELETE");
-  Exec(db, "PRAGMA synchronous=OFF");
-  Exec(db, "PRAGMA cache_size=-262144");
-  Exec(db, "BEGIN");
-  Exec(db, "INSERT INTO metrics(trial_id, step, name, value, time) WITH RECURSIVE s(x) AS (SELECT 0 UNION ALL "
+  ExecSql(db, "PRAGMA journal_mode=DELETE");
+  ExecSql(db, "PRAGMA synchronous=OFF");
+  ExecSql(db, "PRAGMA cache_size=-262144");
+  ExecSql(db, "BEGIN");
+  ExecSql(db, "INSERT INTO metrics(trial_id, step, name, value, time) WITH RECURSIVE s(x) AS (SELECT 0 UNION ALL "
            "SELECT x + 1 FROM s WHERE x < " + std::to_string(per_trial - 1) +
            ") SELECT t.id, s.x, 'loss', 1.0 / (s.x + 1), 1.7e9 + s.x FROM trials t CROSS JOIN s ORDER BY t.id, s.x");
-  Exec(db, "COMMIT");
-  Exec(db, "PRAGMA journal_mode=WAL");
+  ExecSql(db, "COMMIT");
+  ExecSql(db, "PRAGMA journal_mode=WAL");
   sqlite3_close(db);
 }
 

@@ -6,14 +6,11 @@
 
 #include <filesystem>
 
+#include "tests/support/process.h"
+
 namespace ladder {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("ladder-token-test-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
 
 TEST(Token, GeneratedTokensAreHexAndDistinct) {
   auto a = GenerateToken(), b = GenerateToken();
@@ -23,7 +20,8 @@ TEST(Token, GeneratedTokensAreHexAndDistinct) {
 }
 
 TEST(Token, EnsureCreatesOwnerOnlyFileAndReusesIt) {
-  auto path = TempPath("t1.token");
+  testing::TempDir dir("token");  // removed at the end of the test
+  auto path = (dir / "t1.token").string();
   std::filesystem::remove(path);
   EXPECT_FALSE(ReadTokenFile(path).has_value());
   auto t = EnsureTokenFile(path);
@@ -35,7 +33,8 @@ TEST(Token, EnsureCreatesOwnerOnlyFileAndReusesIt) {
 }
 
 TEST(Token, EmptyFileIsAnError) {
-  auto path = TempPath("empty.token");
+  testing::TempDir dir("token");
+  auto path = (dir / "empty.token").string();
   WriteFileAtomically(path, "", 0600);
   EXPECT_THROW(ReadTokenFile(path), std::runtime_error);
 }

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/free_port.h"
+
 extern char** environ;
 
 namespace ladder::testing {
@@ -67,23 +69,6 @@ inline std::string ReadListenAddress(Child& server) {
   auto at = banner.find("listening on ");
   if (at == std::string::npos) return "";
   return banner.substr(at + 13, banner.find(' ', at + 13) - at - 13);
-}
-
-// A TCP port on 127.0.0.1 that was free a moment ago (for a server that must come back on the same port).
-inline int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
 }
 
 }  // namespace ladder::testing

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,9 +18,10 @@ extern char** environ;
 
 namespace ladder::testing {
 inline std::filesystem::path FreshDir(const std::string& tag) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("ladder-" + tag + "-" + std::to_string(getpid()) + "-" +
-              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  // A parameterized test's name holds a '/' ("Name/mpi2"): as a path it would leave its parent directory behind.
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::replace(name.begin(), name.end(), '/', '_');
+  auto dir = std::filesystem::temp_directory_path() / ("ladder-" + tag + "-" + std::to_string(getpid()) + "-" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/free_port.h"
+
 namespace ladder::testing {
 
 // The ladder-train binary under test ($LADDER_BIN_DIR overrides the build tree's).
@@ -37,20 +39,6 @@ inline double RelativeError(const std::vector<float>& a, const std::vector<float
     den = std::max(den, static_cast<double>(std::fabs(b[i])));
   }
   return num / den;
-}
-
-// A TCP port on 127.0.0.1 that was free a moment ago (for MASTER_PORT).
-inline int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
 }
 
 }  // namespace ladder::testing

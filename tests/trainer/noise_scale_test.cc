@@ -93,9 +93,14 @@ TEST(MicroBatches, AccumulationGivesTheSameStepAsTheWholeBatchAndMeasuresTheNois
   a.noise_scale_every = 1;
   auto dir = std::filesystem::temp_directory_path();
   std::string out1, out4;
-  auto whole = TrainAndSave(a, (dir / ("ladder-mb1-" + std::to_string(getpid()))).string(), &out1);
+  const auto path1 = dir / ("ladder-mb1-" + std::to_string(getpid()));
+  const auto path4 = dir / ("ladder-mb4-" + std::to_string(getpid()));
+  auto whole = TrainAndSave(a, path1.string(), &out1);
   a.micro_batches = 4;
-  auto accumulated = TrainAndSave(a, (dir / ("ladder-mb4-" + std::to_string(getpid()))).string(), &out4);
+  auto accumulated = TrainAndSave(a, path4.string(), &out4);
+  std::error_code ec;  // the saved parameters were read back; nothing stays behind in $TMPDIR
+  std::filesystem::remove(path1, ec);
+  std::filesystem::remove(path4, ec);
   ASSERT_EQ(whole.size(), accumulated.size());
   double diff = 0;
   for (size_t i = 0; i < whole.size(); ++i) diff = std::max(diff, static_cast<double>(std::fabs(whole[i] - accumulated[i])));
