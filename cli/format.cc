@@ -62,6 +62,12 @@ std::string StateName(v1::WorkerState s) {
   }
 }
 
+std::string FormatNumber(double v, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
 std::string FormatDuration(double seconds) {
   if (seconds < 0) seconds = 0;
   char buf[32];

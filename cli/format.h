@@ -18,6 +18,8 @@ std::string StateName(v1::TrialState s);
 std::string StateName(v1::SearchState s);
 std::string StateName(v1::WorkerState s);
 std::string FormatDuration(double seconds);
+// A metric value in `digits` significant digits ("%.6g").
+std::string FormatNumber(double v, int digits = 6);
 // The proto3 JSON mapping with the .proto field names.
 std::string ToJson(const google::protobuf::Message& m);
 

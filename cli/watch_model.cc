@@ -20,15 +20,9 @@ std::string Where(const v1::Trial& t) {
   return out;
 }
 
-std::string Number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 std::string Values(const v1::MetricPoint& p) {
   std::string out;
-  for (const auto& [k, v] : p.values()) out += (out.empty() ? "" : " ") + k + "=" + Number(v);
+  for (const auto& [k, v] : p.values()) out += (out.empty() ? "" : " ") + k + "=" + FormatNumber(v);
   return out;
 }
 
@@ -131,7 +125,7 @@ std::string PlainLine(const WatchModel& before, const v1::Event& ev) {
                          std::to_string(s.failed()) + " failed, " + std::to_string(s.running()) + " running, " +
                          std::to_string(s.pending()) + " queued";
       if (s.best_trial_id() != 0) {
-        line += "; best " + s.objective_metric() + " " + Number(s.best_objective()) + " (trial " +
+        line += "; best " + s.objective_metric() + " " + FormatNumber(s.best_objective()) + " (trial " +
                 std::to_string(s.best_trial_number()) + ")";
       }
       if (!s.error().empty()) line += "; " + s.error();
@@ -147,7 +141,7 @@ std::string PlainLine(const WatchModel& before, const v1::Event& ev) {
                          StateName(t.state());
       if (t.state() == v1::TRIAL_RUNNING) line += " on " + Where(t);
       if (t.state() == v1::TRIAL_PENDING || t.state() == v1::TRIAL_RUNNING) line += "  " + FormatParams(t);
-      if (t.has_objective()) line += "  objective " + Number(t.objective());
+      if (t.has_objective()) line += "  objective " + FormatNumber(t.objective());
       if (!t.error().empty()) line += "  (" + t.error() + ")";
       return line;
     }

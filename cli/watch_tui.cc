@@ -24,11 +24,8 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
+// The screen has room for 4 significant digits.
+std::string Num(double v) { return FormatNumber(v, 4); }
 
 // The text cut (or padded) to exactly `w` columns.
 std::string Fit(const std::string& s, int w) {

@@ -33,6 +33,7 @@ namespace {
 
 constexpr const char* kLog = "http";
 constexpr const char* kCookie = "ladder_session";
+constexpr size_t kMaxSessions = 4096;
 
 }  // namespace
 
@@ -215,6 +216,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto token = req.method() == http::verb::post ? Param(req.body(), "token") : Param(query, "token");
     if (impl_->opt.token.empty() || (token && ConstantTimeEqual(*token, impl_->opt.token))) {
       std::string id = RandomHex(24);
+      // Sessions live as long as the server; at most kMaxSessions of them (logging in again drops an arbitrary one).
+      if (impl_->sessions.size() >= kMaxSessions) impl_->sessions.erase(impl_->sessions.begin());
       impl_->sessions[id] = RandomHex(24);
       Response res{http::status::see_other, 11};
       // next: a view of the page to land on ("#/search/3"); nothing else, so the login cannot redirect elsewhere.
