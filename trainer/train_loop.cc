@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "trainer/batch_prefetcher.h"
 #include "trainer/checkpoint.h"
@@ -112,6 +114,18 @@ class PhaseTimes {
   std::array<double, kCount> total_{};
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
+
+// Every rank's `own` value, on every rank: one allreduce-sum of a world-size float64 vector in which each rank
+// fills its own slot. A collective: every rank calls it at the same point of the loop (once per evaluation, never
+// per step). The vector lives on `device`, as the backend wants (nccl: CUDA; mpi: CPU).
+std::vector<double> GatherPerRank(comm::Communicator& comm, const torch::Device& device, double own) {
+  auto host = torch::zeros({comm.size()}, torch::kFloat64);
+  host[comm.rank()] = own;
+  auto t = host.to(device);
+  comm.AllreduceSum(t)->Wait();
+  const auto back = t.to(torch::kCPU).contiguous();
+  return std::vector<double>(back.data_ptr<double>(), back.data_ptr<double>() + back.numel());
+}
 
 TrainResult Fail(int code, const std::string& message) {
   std::fprintf(stderr, "ladder-train: %s\n", message.c_str());
@@ -221,6 +235,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   // Each rank's loss is scaled by 1/world so that the allreduced sum of gradients is their mean.
   const double rank_scale = reducer ? 1.0 / world : 1.0;
   auto epoch_t0 = std::chrono::steady_clock::now();
+  double epoch_allreduce_s0 = allreduce_s;  // allreduce_s when this epoch (or evaluation period) began
   int64_t epoch_samples = 0, epoch_steps = 0, run_steps = 0;
   PhaseTimes phases;
   net->train();
@@ -315,6 +330,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     // An epoch ended (or the run does, or --eval-every says so): evaluate on rank 0.
     if (device.is_cuda()) torch::cuda::synchronize();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_t0).count();
+    std::vector<std::pair<std::string, double>> values;  // rank 0's evaluation line
     if (leader) {
       EvalOptions eo;
       eo.device = device;
@@ -331,7 +347,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       const double epochs_done = all_epochs ? static_cast<double>(a.epochs)
                                  : epoch_end ? std::floor(epoch_pos + 1e-9)
                                              : epoch_pos;  // --eval-every: the fraction of the epochs done
-      std::vector<std::pair<std::string, double>> values = {{"epoch", epochs_done}};
+      values.emplace_back("epoch", epochs_done);
       if (!tr.empty()) values.emplace_back("train_loss", tr.at("loss"));
       values.emplace_back("val_loss", va.at("loss"));
       values.emplace_back("val_accuracy", va.at("accuracy"));
@@ -342,8 +358,21 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
       values.emplace_back("ranks", static_cast<double>(world));
       values.emplace_back("global_batch", static_cast<double>(batch->global));  // a scale resource for ASHA
       values.emplace_back("allreduce_s", allreduce_s);
+    }
+    // Each rank's seconds per step outside the gradient allreduce waits (compute and data): a straggler's is the
+    // largest. Gathered by every rank at this same point, after rank 0's evaluation, so that every rank's next
+    // period starts at this sync point and none holds the evaluation. (With nccl the waits do not block the host:
+    // allreduce_s stays near 0 and each rank's value holds its waits too.)
+    if (world > 1) {
+      const double own = secs - (allreduce_s - epoch_allreduce_s0);
+      const auto per_rank = GatherPerRank(comm, device, epoch_steps > 0 ? own / static_cast<double>(epoch_steps) : 0.0);
+      for (int r = 0; leader && r < world; ++r) {
+        values.emplace_back("step_time_s/rank" + std::to_string(r), per_rank[r]);
+      }
+    }
+    if (leader) {
       metrics.Write(step, values);
-      if (!std::isfinite(va.at("loss"))) {
+      if (!std::isfinite(result.final_val_loss)) {
         std::fprintf(stderr, "ladder-train: validation loss is not finite; training diverged\n");
         result.exit_code = 3;
         return result;
@@ -351,6 +380,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     }
     epoch_samples = 0;
     epoch_steps = 0;
+    epoch_allreduce_s0 = allreduce_s;
     epoch_t0 = std::chrono::steady_clock::now();
     phases.Mark(PhaseTimes::kEval);
   }

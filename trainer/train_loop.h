@@ -8,7 +8,8 @@
 // batch N·b (up to floating-point summation order). With several ranks the epoch's incomplete last global batch
 // is dropped. Batches are assembled ahead on a background thread (batch_prefetcher.h). Parameters start from
 // rank 0's (broadcast); gradients are averaged by the bucketed, overlapped allreduce of grad_reducer.h. Only
-// rank 0 evaluates and prints metrics.
+// rank 0 evaluates and prints metrics; after each evaluation every rank sends it its own step time (one small
+// allreduce, called by every rank at the same point) for the line's step_time_s/rankR fields.
 #include "trainer/args.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/csv_dataset.h"

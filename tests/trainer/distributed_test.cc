@@ -1,10 +1,14 @@
 // Synchronous data parallelism is exact: N ranks × local batch b end with the same parameters as 1 rank × batch
 // N·b after K steps (relative 1e-5), over MPI (mpirun) and Gloo (ranks started one by one, torchrun style).
+// Every rank's step time reaches rank 0's epoch-end metrics line (step_time_s/rankR).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <sstream>
 
+#include "common/metrics_line.h"
 #include "tests/support/process.h"
 #include "tests/support/trainer_runs.h"
 
@@ -134,6 +138,112 @@ INSTANTIATE_TEST_SUITE_P(
                      {"--model", "transformer", "--data", "markov:200:16:16", "--width", "32", "--heads", "2"}},
         WorkloadCase{"mlp_microbatches", {"--micro-batches", "2", "--width", "32"}}),
     [](const auto& info) { return info.param.name; });
+
+// Per-rank step times (train_loop.cc). Runs ladder-train as `ranks` processes over `backend` ("none": one process;
+// "mpi": mpirun; "gloo": torchrun style) in `dir`; out is rank 0's stdout (the only one with metrics), err the
+// ranks' stderr.
+testing::CommandResult RunRanks(const std::string& backend, int ranks, const std::vector<std::string>& args,
+                                const std::filesystem::path& dir) {
+  std::vector<std::string> cmd = {Train(), "--comm", backend};
+  if (backend == "mpi") {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
+    cmd.insert(cmd.begin(), {"/usr/bin/env", "mpirun", "-n", std::to_string(ranks), "--oversubscribe"});
+  }
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  if (backend != "gloo") return testing::RunCommand(cmd, dir);
+  const std::string port = std::to_string(FreePort());
+  std::string script;
+  for (int r = 0; r < ranks; ++r) {
+    script += "RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) + " WORLD_SIZE=" +
+              std::to_string(ranks) + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port;
+    for (auto& a : cmd) script += " '" + a + "'";
+    script += " > rank" + std::to_string(r) + ".out 2> rank" + std::to_string(r) + ".err & ";
+  }
+  script += "fail=0; for p in $(jobs -p); do wait $p || fail=1; done; exit $fail";
+  auto r = testing::RunCommand({"/bin/bash", "-c", script}, dir);
+  auto slurp = [&](const std::string& name) {
+    std::ifstream in(dir / name);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  r.out = slurp("rank0.out");
+  for (int rank = 0; rank < ranks; ++rank) r.err += slurp("rank" + std::to_string(rank) + ".err");
+  return r;
+}
+
+// The epoch-end lines (those with val_loss) of rank 0's stdout, read by the worker's own parser (which drops
+// null, i.e. non-finite, values: a field that is there is finite).
+std::vector<std::map<std::string, double>> EpochLines(const std::string& out) {
+  std::vector<std::map<std::string, double>> lines;
+  std::istringstream in(out);
+  for (std::string l; std::getline(in, l);) {
+    auto parsed = ParseMetricsLine(l);
+    if (parsed.metrics && parsed.metrics->values.count("val_loss")) lines.push_back(parsed.metrics->values);
+  }
+  return lines;
+}
+
+std::vector<std::string> RankTimeArgs() {
+  return {"--optimizer", "sgd", "--lr", "0.1", "--batch-size", "16", "--epochs", "2", "--width", "64",
+          "--seed", "3", "--eval-train-rows", "0"};
+}
+
+class RankStepTimes : public ::testing::TestWithParam<std::string> {};
+
+// Each rank's seconds per step outside the allreduce waits: positive, and at most the epoch's step_time_s (rank
+// 0's wall time per step, the waits included; every rank's epoch starts at the same sync point).
+TEST_P(RankStepTimes, TwoRanksEachReportTheirOwn) {
+  const std::string backend = GetParam();
+  if (backend == "mpi" && std::system("command -v mpirun > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "mpirun is not installed";
+  }
+  testing::TempDir dir("rank-times");
+  auto r = RunRanks(backend, 2, RankTimeArgs(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto lines = EpochLines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  for (const auto& m : lines) {
+    ASSERT_TRUE(m.count("step_time_s")) << r.out;
+    for (const std::string key : {"step_time_s/rank0", "step_time_s/rank1"}) {
+      ASSERT_TRUE(m.count(key)) << key << " missing (or not finite) in\n" << r.out;
+      EXPECT_GT(m.at(key), 0.0) << key << "\n" << r.out;
+      EXPECT_LE(m.at(key), m.at("step_time_s")) << key << "\n" << r.out;
+    }
+    EXPECT_FALSE(m.count("step_time_s/rank2")) << r.out;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RankStepTimes, ::testing::Values("mpi", "gloo"),
+                         [](const auto& info) { return info.param; });
+
+TEST(RankStepTimesOneProcess, HasNoPerRankFields) {
+  testing::TempDir dir("rank-times");
+  auto r = RunRanks("none", 1, RankTimeArgs(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = EpochLines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  for (const auto& m : lines) {
+    EXPECT_TRUE(m.count("step_time_s")) << r.out;
+    for (const auto& [key, value] : m) EXPECT_EQ(key.rfind("step_time_s/", 0), std::string::npos) << r.out;
+  }
+}
+
+// --curvature-every makes rank 0 alone measure the loss curvature (10 Hessian-vector products) on every step:
+// rank 0 is the straggler, and rank 1 waits for it in the allreduce.
+TEST(RankStepTimesStraggler, TheSlowRankHasTheLargest) {
+  testing::TempDir dir("rank-times");
+  auto args = RankTimeArgs();
+  args.insert(args.end(), {"--curvature-every", "1", "--curvature-rows", "256"});
+  auto r = RunRanks("gloo", 2, args, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto lines = EpochLines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  for (const auto& m : lines) {
+    ASSERT_TRUE(m.count("step_time_s/rank0") && m.count("step_time_s/rank1")) << r.out;
+    EXPECT_GT(m.at("step_time_s/rank0"), m.at("step_time_s/rank1")) << r.out;
+  }
+}
 
 }  // namespace
 }  // namespace ladder
