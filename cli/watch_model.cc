@@ -77,6 +77,7 @@ bool WatchModel::Apply(const v1::Event& ev) {
       auto& t = trials[ev.trial().id()];
       if (t.started_unix() != ev.trial().started_unix()) curves.erase(ev.trial().id());  // a new run
       t = ev.trial();
+      sent_unix[t.id()] = ev.time_unix() > 0 ? ev.time_unix() : t.started_unix();
       return true;
     }
     case v1::Event::WORKER_UPDATED: workers[ev.worker().node_id()] = ev.worker(); return true;

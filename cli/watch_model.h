@@ -21,6 +21,7 @@ struct WatchModel {
 
   std::map<int64_t, v1::Search> searches;
   std::map<int64_t, v1::Trial> trials;
+  std::map<int64_t, double> sent_unix;  // when the coordinator made each trial's latest copy (its node_seconds' time)
   std::map<std::string, v1::WorkerInfo> workers;
   // Per trial: (step, objective) of its current run, from TRIAL_METRICS (or a GetTrial fetch).
   std::map<int64_t, std::vector<std::pair<int64_t, double>>> curves;

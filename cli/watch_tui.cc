@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/format.h"
+#include "cli/watch_detail.h"
 #include "cli/watch_model.h"
 #include "cli/watch_stream.h"
 
@@ -78,6 +79,7 @@ class Tui {
   void DrawNodes(int y, int x, int h, int w);
   void DrawJournal(int y, int h);
   void DrawDetail();
+  void FetchDetail();  // GetTrial of the selected trial while its detail is open (every 2 s)
   void DrawHelp();
   std::vector<const v1::Trial*> Rows() const;
   bool HandleKey(int ch);  // false: quit
@@ -99,6 +101,9 @@ class Tui {
   SortKey sort_ = SortKey::kId;
   size_t filter_ = 0;
   bool detail_ = false, help_ = false;
+  int detail_top_ = 0;          // first line of the detail shown (it scrolls)
+  double detail_fetched_ = 0;   // when FetchDetail last asked
+  v1::Trial detail_trial_;      // its answer
   std::string message_;
   std::map<int64_t, bool> fetched_;  // trials whose stored curve was fetched
 };
@@ -137,7 +142,8 @@ int Tui::DrawHeader(int y) {
       const auto& s = it->second;
       h += "  search " + std::to_string(s.id()) + " '" + s.name() + "' " + StateName(s.state()) + "  " +
            std::to_string(s.completed()) + " done, " + std::to_string(s.running()) + " running, " +
-           std::to_string(s.pending()) + " queued, " + std::to_string(s.failed()) + " failed";
+           std::to_string(s.pending()) + " queued, " + std::to_string(s.failed()) + " failed, " +
+           FormatNodeHours(s.node_seconds()) + " node-h";
       if (s.best_trial_id() != 0) {
         h += "  best " + s.objective_metric() + " " + Num(s.best_objective()) + " (trial " +
              std::to_string(s.best_trial_number()) + ")";
@@ -183,8 +189,9 @@ void Tui::DrawTrials(int y, int h) {
   if (selected_ >= top_ + body) top_ = selected_ - body + 1;
   attron(A_BOLD);
   char head[256];
-  std::snprintf(head, sizeof head, " TRIALS %-5s %-4s %-10s %-14s %-10s %-10s %-3s %-8s %s   [sort %s, filter %s]",
-                "id", "#", "state", "nodes", "latest", "best", "att", "elapsed", "params / note", SortName(sort_),
+  std::snprintf(head, sizeof head,
+                " TRIALS %-5s %-4s %-10s %-14s %-10s %-10s %-7s %-3s %-8s %-7s %s   [sort %s, filter %s]", "id", "#",
+                "state", "nodes", "latest", "best", "rung", "att", "elapsed", "node-h", "params / note", SortName(sort_),
                 filter_ == 0 ? "all" : StateName(kFilters[filter_]).c_str());
   Put(y, 0, head, COLS);
   attroff(A_BOLD);
@@ -207,10 +214,15 @@ void Tui::DrawTrials(int y, int h) {
       }
     }
     std::string note = t.error().empty() ? FormatParams(t) : FormatParams(t) + "  | " + t.error();
+    auto search = model_.searches.find(t.search_id());
+    auto sent = model_.sent_unix.find(t.id());
+    const double node_s = NodeSecondsAt(t, sent == model_.sent_unix.end() ? t.started_unix() : sent->second, now);
     char line[512];
-    std::snprintf(line, sizeof line, "        %-5lld %-4d %-10s %-14.14s %-10s %-10s %-3d %-8s %s",
+    std::snprintf(line, sizeof line, "        %-5lld %-4d %-10s %-14.14s %-10s %-10s %-7s %-3d %-8s %-7s %s",
                   static_cast<long long>(t.id()), t.number(), StateName(t.state()).c_str(), Nodes(t).c_str(),
-                  latest.c_str(), best.c_str(), t.attempt(), FormatDuration(Elapsed(t, now)).c_str(), note.c_str());
+                  latest.c_str(), best.c_str(),
+                  RungLabel(t, search == model_.searches.end() ? nullptr : &search->second).c_str(), t.attempt(),
+                  FormatDuration(Elapsed(t, now)).c_str(), FormatNodeHours(node_s).c_str(), note.c_str());
     const bool sel = static_cast<int>(i) == selected_;
     if (sel) attron(A_REVERSE);
     Put(y + 1 + r, 0, line, COLS);
@@ -303,50 +315,40 @@ void Tui::DrawDetail() {
   auto it = model_.trials.find(selected_id_);
   erase();
   if (it == model_.trials.end()) return;
-  const v1::Trial& t = it->second;
-  int y = 0;
+  // The fetched copy (GetTrial: runs, journal, log tail) once it is there; the stream's until then.
+  const bool fetched = detail_trial_.id() == selected_id_;
+  const v1::Trial& t = fetched ? detail_trial_ : it->second;
+  auto s = model_.searches.find(t.search_id());
+  const auto lines = TrialDetailLines(t, s == model_.searches.end() ? nullptr : &s->second, Now());
   attron(A_REVERSE);
-  Put(y++, 0, " trial " + std::to_string(t.id()) + " (#" + std::to_string(t.number()) + " of search " +
-                  std::to_string(t.search_id()) + ")   enter/esc: back", COLS);
+  Put(0, 0, " trial " + std::to_string(t.id()) + " (#" + std::to_string(t.number()) + " of search " +
+                std::to_string(t.search_id()) + ")   up/down: scroll   enter/esc: back" +
+                (fetched ? "" : "   (fetching its runs and log...)"), COLS);
   attroff(A_REVERSE);
-  auto line = [&](const std::string& k, const std::string& v) { Put(y++, 0, " " + Fit(k, 14) + v, COLS); };
-  line("state", StateName(t.state()) + (t.attempt() ? "  (attempt " + std::to_string(t.attempt() + 1) + ")" : "") +
-                    (t.preemptions() ? "  preempted " + std::to_string(t.preemptions()) + "x" : ""));
-  line("parameters", FormatParams(t));
-  std::string cmd;
-  for (const auto& a : t.command()) cmd += (cmd.empty() ? "" : " ") + a;
-  line("command", cmd.empty() ? "-" : cmd);
-  std::string group;
-  for (const auto& p : t.placement()) {
-    std::string slots;
-    for (int s : p.slots()) slots += (slots.empty() ? "" : ",") + std::to_string(s);
-    group += (group.empty() ? "" : "  ") + p.node_id() + " slots " + slots + " (first rank " +
-             std::to_string(p.first_rank()) + ")";
+  const int room = std::max(1, LINES - 1);
+  detail_top_ = std::clamp(detail_top_, 0, std::max(0, static_cast<int>(lines.size()) - room));
+  for (int r = 0; r < room && detail_top_ + r < static_cast<int>(lines.size()); ++r) {
+    Put(1 + r, 0, lines[static_cast<size_t>(detail_top_ + r)], COLS);
   }
-  line("node group", group.empty() ? "-" : group);
-  line("objective", t.has_objective() ? Num(t.objective()) : "-");
-  std::string last;
-  for (const auto& [k, v] : t.last_metrics().values()) last += (last.empty() ? "" : " ") + k + "=" + Num(v);
-  line("last metrics", last.empty() ? "-" : "step " + std::to_string(t.last_metrics().step()) + "  " + last);
-  line("points", std::to_string(t.metric_count()) + " stored, " + std::to_string(t.ignored_lines()) +
-                     " lines ignored" + (t.last_ignored_line().empty() ? "" : " (last: " + t.last_ignored_line() + ")"));
-  line("note / error", t.error().empty() ? "-" : t.error());
-  line("checkpoint", t.checkpoint_dir().empty() ? "-" : t.checkpoint_dir());
-  line("log", t.placement_size() ? "stderr.log of each rank: the trial directory of ladder-worker on " +
-                                       t.placement(0).node_id()
-                                 : "-");
-  y++;
-  attron(A_BOLD);
-  Put(y++, 0, " journal of this trial", COLS);
-  attroff(A_BOLD);
-  std::vector<const v1::JournalEntry*> mine;
-  for (const auto& j : model_.journal) {
-    if (j.trial_id() == t.id()) mine.push_back(&j);
+}
+
+void Tui::FetchDetail() {
+  int64_t id = 0;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!detail_ || Now() - detail_fetched_ < 2.0) return;
+    id = selected_id_;
   }
-  const size_t room = static_cast<size_t>(std::max(0, LINES - y - 1));
-  for (size_t i = mine.size() > room ? mine.size() - room : 0; i < mine.size(); ++i) {
-    Put(y++, 0, "   " + ClockTime(mine[i]->time_unix()) + " " + mine[i]->kind() + ": " + mine[i]->detail(), COLS);
-  }
+  detail_fetched_ = Now();
+  Client client(g_);
+  v1::GetTrialRequest req;
+  req.set_trial_id(id);
+  v1::GetTrialResponse resp;
+  auto ctx = client.Context(std::chrono::seconds(2));
+  if (!client.stub().GetTrial(ctx.get(), req, &resp).ok()) return;
+  std::lock_guard<std::mutex> g(mu_);
+  detail_trial_ = resp.trial();
+  dirty_ = true;
 }
 
 void Tui::DrawHelp() {
@@ -473,6 +475,10 @@ bool Tui::HandleKey(int ch) {
   }
   if (detail_) {
     if (ch == '\n' || ch == KEY_ENTER || ch == 27 || ch == 'q') detail_ = false;
+    if (ch == KEY_UP || ch == 'k') --detail_top_;
+    if (ch == KEY_DOWN || ch == 'j') ++detail_top_;
+    if (ch == KEY_PPAGE) detail_top_ -= 10;
+    if (ch == KEY_NPAGE) detail_top_ += 10;
     return true;
   }
   message_.clear();
@@ -484,7 +490,7 @@ bool Tui::HandleKey(int ch) {
     case KEY_NPAGE: selected_ += 10, selected_id_ = 0; break;
     case 's': sort_ = static_cast<SortKey>((static_cast<int>(sort_) + 1) % 4); break;
     case 'f': filter_ = (filter_ + 1) % std::size(kFilters), selected_ = 0, selected_id_ = 0; break;
-    case '\n': case KEY_ENTER: detail_ = true; break;
+    case '\n': case KEY_ENTER: detail_ = true, detail_top_ = 0, detail_fetched_ = 0; break;
     case '?': help_ = true; break;
     case 'c': AskCancel(); break;
     default: break;
@@ -531,6 +537,7 @@ int Tui::Run() {
     }
     SeedTrials();
     FetchCurve(selected_id_);
+    FetchDetail();
     const double now = Now();
     std::lock_guard<std::mutex> g(mu_);
     if (ch != ERR || ch == KEY_RESIZE || (dirty_ && now - last_draw >= 0.1) || now - last_draw >= 1.0) {

@@ -17,6 +17,7 @@ grpc::Status Coordinator::ListSearches(const v1::ListSearchesRequest&, v1::ListS
     auto* out = resp->add_searches();
     *out = *searches_.Get(id);
     out->clear_spec_yaml();
+    out->set_node_seconds(trials_.NodeSeconds(id, WallNow()));
   }
   return grpc::Status::OK;
 }
@@ -25,6 +26,7 @@ grpc::Status Coordinator::GetSearch(const v1::GetSearchRequest& req, v1::GetSear
   const v1::Search* s = searches_.Get(req.search_id());
   if (!s) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(req.search_id()));
   *resp->mutable_search() = *s;
+  resp->mutable_search()->set_node_seconds(trials_.NodeSeconds(s->id(), WallNow()));
   return grpc::Status::OK;
 }
 
@@ -36,14 +38,16 @@ grpc::Status Coordinator::ListTrials(const v1::ListTrialsRequest& req, v1::ListT
   if (!searches_.Has(req.search_id())) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(req.search_id()));
   }
-  for (int64_t id : trials_.Of(req.search_id()).ids) *resp->add_trials() = trials_.Get(id).proto;
+  const double now = WallNow();
+  for (int64_t id : trials_.Of(req.search_id()).ids) *resp->add_trials() = trials_.View(trials_.Get(id), now);
   return grpc::Status::OK;
 }
 
 grpc::Status Coordinator::GetTrial(const v1::GetTrialRequest& req, v1::GetTrialResponse* resp) {
   const TrialRecord* t = trials_.Find(req.trial_id());
   if (!t) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no trial with id " + std::to_string(req.trial_id()));
-  *resp->mutable_trial() = t->proto;
+  *resp->mutable_trial() = trials_.View(*t, WallNow());
+  trials_.AddHistory(*t, resp->mutable_trial());
   if (req.include_metrics()) {
     for (auto& p : store_.LoadMetrics(req.trial_id())) *resp->mutable_trial()->add_metrics() = std::move(p);
   }
@@ -91,11 +95,14 @@ int64_t Coordinator::AddWatcher(const v1::WatchRequest& req, EventSink sink) {
     ev.set_time_unix(WallNow());
     ev.set_kind(v1::Event::SEARCH_UPDATED);
     *ev.mutable_search() = *searches_.Get(sid);
+    ev.mutable_search()->clear_spec_yaml();
+    ev.mutable_search()->set_node_seconds(trials_.NodeSeconds(sid, WallNow()));
     if (search_id == 0) continue;
     for (int64_t tid : trials_.Of(sid).ids) {
       v1::Event& tev = snapshot.emplace_back();
       tev.set_kind(v1::Event::TRIAL_UPDATED);
-      *tev.mutable_trial() = trials_.Get(tid).proto;
+      tev.set_time_unix(WallNow());  // the time of its node_seconds
+      *tev.mutable_trial() = trials_.View(trials_.Get(tid), tev.time_unix());
     }
   }
   // Then the journal: after the entry a watcher saw last (a reconnect), or the latest few (an event log).

@@ -3,6 +3,7 @@
 // run's band.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "common/log.h"
 #include "server/search_manager.h"
@@ -19,6 +20,14 @@ std::string FormatValue(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
+}
+
+// The trial scheduler's resource in a point: a metric, or the point's own step (`resource: step`, which the
+// metrics line carries as "step", not among its values).
+std::optional<double> ResourceOf(const std::string& resource, const v1::MetricPoint& point) {
+  if (resource == "step") return static_cast<double>(point.step());
+  auto it = point.values().find(resource);
+  return it == point.values().end() ? std::nullopt : std::optional<double>(it->second);
 }
 
 }  // namespace
@@ -42,10 +51,11 @@ void SearchManager::OnRunSucceeded(int64_t trial_id) {
 void SearchManager::ConsultTrialScheduler(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point) {
   const TrialRecord& t = trials_.Get(trial_id);
   if (t.proto.state() != v1::TRIAL_RUNNING || t.preempting || t.exploit || !t.early_stop.empty()) return;
-  auto r = point.values().find(s.spec.scheduler.resource);
+  const std::optional<double> r = ResourceOf(s.spec.scheduler.resource, point);
   auto v = point.values().find(s.proto.objective_metric());
-  if (r == point.values().end() || v == point.values().end()) return;
-  search::TrialDecision d = s.trial_sched->Report(t.proto.number(), r->second, v->second);
+  if (!r || v == point.values().end()) return;
+  if (!s.levels.empty()) trials_.SetRung(trial_id, std::max(t.proto.rung(), RungOf(s, t.proto.number(), *r)));
+  search::TrialDecision d = s.trial_sched->Report(t.proto.number(), *r, v->second);
   if (d.kind == search::TrialDecision::Kind::kContinue) return;
   if (d.exploit()) {
     if (!trials_.ByNumber(s.proto.id(), d.source_trial)) {
@@ -104,11 +114,11 @@ void SearchManager::ReplayTrialScheduler(SearchRecord& s) {
   const std::string& objective = s.proto.objective_metric();
   size_t replayed = 0;
   for (const auto& sp : store_.LoadSearchMetrics(s.proto.id(), {resource, objective})) {
-    auto r = sp.point.values().find(resource);
+    const std::optional<double> r = ResourceOf(resource, sp.point);
     auto v = sp.point.values().find(objective);
     auto t = by_id.find(sp.trial_id);
-    if (r == sp.point.values().end() || v == sp.point.values().end() || t == by_id.end()) continue;
-    search::TrialDecision d = s.trial_sched->Report(t->second->proto.number(), r->second, v->second);
+    if (!r || v == sp.point.values().end() || t == by_id.end()) continue;
+    search::TrialDecision d = s.trial_sched->Report(t->second->proto.number(), *r, v->second);
     ++replayed;
     // A stop or exploit decided for a trial that still runs: the previous coordinator may have sent the cancel
     // (the run's exit is on its way) or crashed before. Either way the decision holds again, and the cancel goes
@@ -153,6 +163,38 @@ void SearchManager::WatchBand(SearchRecord& s, int64_t trial_id, const v1::Metri
   }
   LogWarning(kLog, "trial " + std::to_string(trial_id) + ": " + verdict->message);
   if (verdict->stop) trials_.StopToFail(trial_id, verdict->message + ": stopped (ladder promote --stop-outside-band)");
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Rungs, as the dashboards show them
+// ------------------------------------------------------------------------------------------------------------
+
+void SearchManager::SetRungs(SearchRecord& s) {
+  const search::TrialSchedulerOptions& o = s.spec.scheduler;
+  s.proto.clear_rungs();
+  s.levels.clear();
+  s.bracket_cycle.clear();
+  if (o.type != search::TrialSchedulerType::kAsha && o.type != search::TrialSchedulerType::kHyperband) return;
+  for (double r : search::AshaRungs(o, 0)) s.proto.add_rungs(r);
+  s.proto.set_rung_metric(o.resource);
+  const int brackets = o.type == search::TrialSchedulerType::kHyperband ? search::MaxBrackets(o) : 1;
+  for (int b = 0; b < brackets; ++b) {
+    s.levels.push_back(search::AshaRungs(o, b));
+    s.levels.back().push_back(o.max_resource);
+  }
+  if (brackets > 1) s.bracket_cycle = search::HyperbandCycle(o, brackets);
+}
+
+int SearchManager::RungOf(const SearchRecord& s, int64_t number, double resource) {
+  if (s.levels.empty()) return 0;
+  size_t bracket = 0;
+  if (!s.bracket_cycle.empty()) {
+    bracket = static_cast<size_t>(s.bracket_cycle[static_cast<size_t>(number) % s.bracket_cycle.size()]);
+  }
+  const auto& levels = s.levels[std::min(bracket, s.levels.size() - 1)];
+  // The same tolerance as the schedulers': a resource computed in floating point still lands on its rung.
+  const double eps = 1e-9 * std::max(1.0, std::abs(resource));
+  return static_cast<int>(std::count_if(levels.begin(), levels.end(), [&](double l) { return l <= resource + eps; }));
 }
 
 }  // namespace ladder::server

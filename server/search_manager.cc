@@ -38,6 +38,7 @@ SearchManager::SearchManager(store::Store& store, TrialManager& trials, CommitOu
 std::string SearchManager::Prepare(SearchRecord& s) {
   s.sampler = search::MakeSampler(s.spec);
   s.trial_sched = search::MakeTrialScheduler(s.spec);
+  SetRungs(s);
   s.proto.mutable_group()->set_launcher(s.spec.group.launcher == search::Launcher::kMpirun ? v1::LAUNCHER_MPIRUN
                                                                                           : v1::LAUNCHER_PER_NODE);
   return s.band.Load(s.proto.plan_json());
@@ -64,6 +65,9 @@ void SearchManager::Load() {
           LogWarning(kLog, "search " + std::to_string(s.proto.id()) + ": " + err);
         }
       }
+    } else if (auto parsed = search::ParseSpec(s.proto.spec_yaml(), s.proto.name()); parsed.ok()) {
+      s.spec = std::move(*parsed.spec);  // an ended search: only what the dashboards show of it
+      SetRungs(s);
     }
     int64_t id = s.proto.id();
     searches_.emplace(id, std::move(s));
@@ -179,6 +183,7 @@ void SearchManager::RefreshCounts(SearchRecord& s) {
   s.proto.set_completed(idx.completed);
   s.proto.set_failed(idx.failed);
   s.proto.set_cancelled(idx.cancelled);
+  s.proto.set_node_seconds(trials_.NodeSeconds(s.proto.id(), WallNow()));
 }
 
 void SearchManager::Publish(SearchRecord& s) {

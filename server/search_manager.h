@@ -76,7 +76,15 @@ class SearchManager : public TrialManager::Owner {
     int next_number = 0;     // trials created so far
     bool exhausted = false;  // the sampler has no more configurations
     HeroBand band;           // a hero run's predicted loss band (empty for other searches)
+    // asha, hyperband: each bracket's levels (its rungs, then max_resource) and hyperband's bracket cycle.
+    std::vector<std::vector<double>> levels;
+    std::vector<int> bracket_cycle;
   };
+
+  // The spec's rungs on the proto (Search.rungs) and the levels a trial's rung is counted against.
+  static void SetRungs(SearchRecord& s);
+  // v1::Trial.rung of trial `number` that reported `resource`: the levels of its bracket it has reached.
+  static int RungOf(const SearchRecord& s, int64_t number, double resource);
 
   // The spec's sampler, trial scheduler, launcher and plan (a plan error is returned, naming the problem).
   static std::string Prepare(SearchRecord& s);

@@ -89,6 +89,10 @@ struct TrialRecord {
   Clock::time_point reattach_deadline{};  // after a restart: unclaimed RUNNING trials are requeued then
   Clock::time_point last_progress{};      // launch, re-attach or last metric point (the watchdog's clock)
   std::string watchdog_error;             // set when the run was stopped to fail: it FAILS with this
+  // The open run's share of node-seconds (proto.node_seconds holds the ended runs'): since when, on how many nodes.
+  double run_since = 0;
+  int run_nodes = 0;
+  std::string log_tail;  // the end of rank 0's stderr while it runs (heartbeats; stored once it exited)
 
   bool AnyLive() const;
   // The run's objective so far: its best value (objective.scope: best) or its last.
@@ -100,6 +104,7 @@ struct SearchTrials {
   std::vector<int64_t> ids;            // in creation order
   std::set<int64_t> pending, running;  // by trial id (pending in requeue order = id order)
   int completed = 0, failed = 0, cancelled = 0;
+  double ended_node_seconds = 0;       // of its trials' ended runs
 };
 
 class TrialManager : public NodeManager::Listener {
@@ -148,6 +153,8 @@ class TrialManager : public NodeManager::Listener {
   void OnStarted(const std::string& node, const v1::TrialStarted& m);
   void OnMetrics(const std::string& node, const std::shared_ptr<WorkerLink>& link, const v1::MetricReport& m);
   void OnExited(const std::string& node, const std::shared_ptr<WorkerLink>& link, const v1::TrialExited& m);
+  // A heartbeat: rank 0's log tail of the runs it lists.
+  void OnHeartbeat(const std::string& node, const v1::Heartbeat& m);
   // NodeManager::Listener
   bool Reattach(const std::string& node, const std::shared_ptr<WorkerLink>& link,
                 const v1::RunningTrial& run) override;
@@ -187,6 +194,16 @@ class TrialManager : public NodeManager::Listener {
   std::map<std::string, std::string> Builtins(const TrialRecord& t) const;
   // The trial's node count: its own (node count as the fidelity: its stage's), else the search's.
   int Nodes(const TrialRecord& t) const;
+  // The trial as the API shows it: node_seconds with the open run's share up to `now`.
+  v1::Trial View(const TrialRecord& t, double now) const;
+  // Node-seconds of the search's trials (ended runs, and the running ones' up to `now`).
+  double NodeSeconds(int64_t search_id, double now) const;
+  // GetTrial's extras: the log tail, every run, the trial's journal entries.
+  void AddHistory(const TrialRecord& t, v1::Trial* out);
+
+  // --- what searches decide (continued) -------------------------------------------------------------------
+  // How far the trial scheduler let it go (v1::Trial.rung); stored with the next commit.
+  void SetRung(int64_t trial_id, int rung);
 
   // --- the commit's hook: metric counts changed since the last commit ----------------------------------------
   bool HasProgress() const { return !progress_dirty_.empty(); }

@@ -33,6 +33,7 @@ void RestoreMembers(TrialRecord& t, v1::Launcher launcher) {
 void TrialManager::Load(Clock::time_point reattach_deadline) {
   std::vector<int64_t> epochs;
   auto loaded = store_.LoadTrials(&epochs);
+  const std::map<int64_t, double> ended_node_seconds = store_.LoadEndedNodeSeconds();
   int64_t max_epoch = store_.MaxAssignmentEpoch();
   for (size_t i = 0; i < loaded.size(); ++i) {
     TrialRecord t;
@@ -54,12 +55,18 @@ void TrialManager::Load(Clock::time_point reattach_deadline) {
     }
     SearchTrials& index = by_search_[sid];
     index.ids.push_back(t.proto.id());
+    if (auto ns = ended_node_seconds.find(t.proto.id()); ns != ended_node_seconds.end()) {
+      t.proto.set_node_seconds(ns->second);
+      index.ended_node_seconds += ns->second;
+    }
     if (t.proto.has_objective()) t.last_objective = t.best_objective = t.proto.objective();
     switch (t.proto.state()) {
       case v1::TRIAL_PENDING: index.pending.insert(t.proto.id()); break;
       case v1::TRIAL_RUNNING:
         index.running.insert(t.proto.id());
         RestoreMembers(t, s.group().launcher());
+        t.run_since = t.proto.started_unix();  // its open run counts on from its start
+        t.run_nodes = static_cast<int>(t.members.size());
         t.reattach_deadline = reattach_deadline;
         t.last_progress = Clock::now();
         // Rebuild the objective seen so far from the stored points.

@@ -81,6 +81,10 @@ void TrialManager::OnExited(const std::string& node, const std::shared_ptr<Worke
   TrialRecord& t = it->second;
   const bool current = mem->epoch == t.epoch;
   const bool metrics_member = mem->first_rank == 0;
+  if (current && metrics_member && m.has_log_tail()) {
+    t.log_tail.clear();  // from now on read from the store
+    store_.SetLogTail(t.proto.id(), m.log_tail());
+  }
   outbox_.OweAck(link, t.proto.id(), mem->epoch, current && metrics_member ? t.proto.metric_count() : 0, true);
   mem->live = false;
   nodes_.RemoveRun(node, t.proto.id());
@@ -93,6 +97,16 @@ void TrialManager::OnExited(const std::string& node, const std::shared_ptr<Worke
   }
   if (current && !any_live && t.proto.state() == v1::TRIAL_CANCELLED) CloseAllocation(t, "cancelled");
   MaybeReleaseGroup(t);  // updates the nodes' busy slots once the group is given back
+}
+
+void TrialManager::OnHeartbeat(const std::string& node, const v1::Heartbeat& m) {
+  for (const auto& run : m.running()) {
+    if (!run.has_log_tail()) continue;
+    auto it = trials_.find(run.trial_id());
+    if (it == trials_.end() || it->second.epoch != run.assignment_epoch()) continue;
+    const TrialRecord::Member* mem = MemberOn(it->second, node, run.assignment_epoch());
+    if (mem && mem->first_rank == 0) it->second.log_tail = run.log_tail();
+  }
 }
 
 void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::TrialExited& m, bool any_live) {

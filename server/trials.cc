@@ -122,7 +122,44 @@ void TrialManager::Save(TrialRecord& t) {
 }
 
 void TrialManager::CloseAllocation(TrialRecord& t, const std::string& outcome) {
-  if (t.epoch != 0) store_.CloseAllocation(t.proto.id(), t.epoch, outcome, WallNow());
+  const double now = WallNow();
+  if (t.epoch != 0) store_.CloseAllocation(t.proto.id(), t.epoch, outcome, now);
+  if (t.run_since > 0) {
+    const double used = std::max(0.0, now - t.run_since) * t.run_nodes;
+    t.proto.set_node_seconds(t.proto.node_seconds() + used);
+    by_search_[t.proto.search_id()].ended_node_seconds += used;
+    t.run_since = 0;
+    t.run_nodes = 0;
+  }
+}
+
+v1::Trial TrialManager::View(const TrialRecord& t, double now) const {
+  v1::Trial out = t.proto;
+  if (t.run_since > 0) out.set_node_seconds(out.node_seconds() + std::max(0.0, now - t.run_since) * t.run_nodes);
+  return out;
+}
+
+double TrialManager::NodeSeconds(int64_t search_id, double now) const {
+  const SearchTrials& idx = Of(search_id);
+  double total = idx.ended_node_seconds;
+  for (int64_t id : idx.running) {
+    const TrialRecord& t = trials_.at(id);
+    if (t.run_since > 0) total += std::max(0.0, now - t.run_since) * t.run_nodes;
+  }
+  return total;
+}
+
+void TrialManager::AddHistory(const TrialRecord& t, v1::Trial* out) {
+  out->set_log_tail(t.log_tail.empty() ? store_.LoadLogTail(t.proto.id()) : t.log_tail);
+  for (auto& a : store_.LoadAttempts(t.proto.id())) *out->add_attempts() = std::move(a);
+  for (auto& j : store_.LoadTrialJournal(t.proto.id(), 200)) *out->add_history() = std::move(j);
+}
+
+void TrialManager::SetRung(int64_t trial_id, int rung) {
+  TrialRecord& t = At(trial_id);
+  if (t.proto.rung() == rung) return;
+  t.proto.set_rung(rung);
+  progress_dirty_.insert(trial_id);
 }
 
 TrialRecord::Member* TrialManager::MemberOn(TrialRecord& t, const std::string& node, int64_t epoch) {

@@ -26,7 +26,7 @@ void Coordinator::OnWorkerMessage(const std::shared_ptr<WorkerLink>& link, const
     }
     nodes_.Renew(*node);
     switch (msg.body_case()) {
-      case v1::WorkerMessage::kHeartbeat: break;
+      case v1::WorkerMessage::kHeartbeat: trials_.OnHeartbeat(*node, msg.heartbeat()); break;
       case v1::WorkerMessage::kStarted: trials_.OnStarted(*node, msg.started()); break;
       case v1::WorkerMessage::kMetrics: trials_.OnMetrics(*node, link, msg.metrics()); break;
       case v1::WorkerMessage::kExited: trials_.OnExited(*node, link, msg.exited()); break;

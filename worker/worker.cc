@@ -15,6 +15,7 @@
 #include "common/executable.h"
 #include "common/log.h"
 #include "common/metrics_line.h"
+#include "worker/log_tail.h"
 
 namespace ladder::worker {
 
@@ -270,6 +271,7 @@ void Worker::Handle(const v1::CoordinatorMessage& m) {
       for (auto& [id, r] : trials_) {
         r.sent = 0;
         r.ignored_dirty = true;
+        r.tail_size_sent = -1;  // a restarted coordinator has no log tail
         FlushMetrics(r);
         if (r.exited) SendExit(r);
       }
@@ -429,24 +431,6 @@ void Worker::OnLine(int64_t trial_id, const std::string& line, bool truncated) {
   ArmFlush();
 }
 
-// The last non-blank line of a file, at most 200 characters ("" when there is none or it cannot be read).
-static std::string LastLine(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  const std::streamoff from = std::max<std::streamoff>(0, size - 4096);
-  in.seekg(from);
-  std::string tail(static_cast<size_t>(size - from), '\0');
-  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-  size_t end = tail.find_last_not_of(" \t\r\n");
-  if (end == std::string::npos) return "";
-  size_t start = tail.find_last_of('\n', end);
-  start = start == std::string::npos ? 0 : start + 1;
-  std::string line = tail.substr(start, end - start + 1);
-  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
-}
-
 void Worker::OnRankExit(int64_t trial_id, int local_rank, int exit_code, const std::string& description) {
   auto it = trials_.find(trial_id);
   if (it == trials_.end() || it->second.exited) return;
@@ -489,6 +473,7 @@ void Worker::OnExit(int64_t trial_id, int exit_code, const std::string& descript
   ex->set_cancelled(r.cancelled);
   ex->set_worker_stopping(r.worker_stopping);
   if (exit_code != 0) ex->set_error(description);
+  if (r.first_rank == 0 && !r.stderr_paths.empty()) ex->set_log_tail(LogTail(r.stderr_paths[0]));
   LogInfo(kLog, "trial " + std::to_string(trial_id) + " ended" + (description.empty() ? "" : ": " + description));
   // The last points go first; both stay kept until acknowledged.
   FlushMetrics(r);
@@ -555,11 +540,19 @@ void Worker::ArmHeartbeat() {
     if (ec || !registered_) return;
     v1::WorkerMessage m;
     auto* hb = m.mutable_heartbeat();
-    for (const auto& [id, r] : trials_) {
+    for (auto& [id, r] : trials_) {
       auto* rt = hb->add_running();
       rt->set_trial_id(id);
       rt->set_assignment_epoch(r.epoch);
       rt->set_exited(r.exited);
+      // Global rank 0's log, when it grew: the dashboards show its end.
+      if (!r.exited && r.first_rank == 0 && !r.stderr_paths.empty()) {
+        const int64_t size = FileSize(r.stderr_paths[0]);
+        if (size != r.tail_size_sent) {
+          rt->set_log_tail(LogTail(r.stderr_paths[0]));
+          r.tail_size_sent = size;
+        }
+      }
     }
     Send(m);
     ArmHeartbeat();

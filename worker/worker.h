@@ -98,6 +98,7 @@ class Worker {
     int64_t base_seq = 0;                // sequence number of points.front()
     size_t sent = 0;                     // points[0, sent) went out on the current session
     bool ignored_dirty = false;
+    int64_t tail_size_sent = -1;         // rank 0's stderr size when its tail last went out (-1: never)
     bool cancelled = false;
     bool worker_stopping = false;        // stopped because this worker is stopping (Stop), not as asked
     bool exited = false;                 // ended; `exit` is kept until the coordinator acknowledges it

@@ -313,8 +313,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
       }, keep);
     }
     if (parts.size() == 3 && parts[0] == "searches" && id && parts[2] == "curves") {
+      RungMarks marks;
+      marks.metric = Param(query, "rung_metric").value_or("");
+      if (!ParseRungs(Param(query, "rungs").value_or(""), &marks.rungs)) {
+        return SendError(http::status::bad_request, "curves: ?rungs= must be at most 64 ascending numbers with commas",
+                         keep);
+      }
       return Curves(*id, Param(query, "metric").value_or(""), Id(Param(query, "per_trial").value_or("")).value_or(0),
-                    keep);
+                    marks, keep);
     }
     if (parts.size() == 2 && parts[0] == "trials" && id) {
       v1::GetTrialRequest req;
@@ -327,14 +333,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // Every trial's points of `metric` in the search (curves_json.h), read on this thread through its own connection.
-  void Curves(int64_t search_id, const std::string& metric, int64_t per_trial, bool keep) {
+  void Curves(int64_t search_id, const std::string& metric, int64_t per_trial, const RungMarks& marks, bool keep) {
     if (metric.empty()) return SendError(http::status::bad_request, "curves: ?metric=NAME is required", keep);
     try {
       if (!impl_->reader) {
         impl_->reader = std::make_unique<store::Db>(impl_->opt.db_path, /*quick_check=*/false);
         impl_->reader->Exec("PRAGMA query_only=1");
       }
-      SendJson(CurvesJson(*impl_->reader, search_id, metric, per_trial), keep);
+      SendJson(CurvesJson(*impl_->reader, search_id, metric, per_trial, marks), keep);
     } catch (const std::exception& e) {
       SendError(http::status::service_unavailable, std::string("cannot read the database: ") + e.what(), keep);
     }

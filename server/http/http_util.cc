@@ -3,6 +3,8 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <random>
 
@@ -101,6 +103,24 @@ std::optional<int64_t> Id(std::string_view s) {
     v = v * 10 + (c - '0');
   }
   return v;
+}
+
+bool ParseRungs(std::string_view s, std::vector<double>* out) {
+  out->clear();
+  if (s.empty()) return true;
+  size_t from = 0;
+  while (from <= s.size()) {
+    size_t comma = s.find(',', from);
+    if (comma == std::string_view::npos) comma = s.size();
+    const std::string item(s.substr(from, comma - from));
+    char* end = nullptr;
+    const double v = item.empty() ? NAN : std::strtod(item.c_str(), &end);
+    if (!std::isfinite(v) || end != item.c_str() + item.size() || out->size() >= 64) return false;
+    if (!out->empty() && v <= out->back()) return false;
+    out->push_back(v);
+    from = comma + 1;
+  }
+  return true;
 }
 
 }  // namespace ladder::server

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ladder::server {
 
@@ -25,5 +26,7 @@ bool ConstantTimeEqual(std::string_view a, std::string_view b);
 std::optional<std::string> Param(std::string_view query, std::string_view name);
 // A decimal id (digits only, at most 18).
 std::optional<int64_t> Id(std::string_view s);
+// "1,3,9" into ascending finite numbers (at most 64); "" is none. False for anything else.
+bool ParseRungs(std::string_view s, std::vector<double>* out);
 
 }  // namespace ladder::server

@@ -105,6 +105,14 @@ ALTER TABLE searches ADD COLUMN plan TEXT NOT NULL DEFAULT '';
       R"sql(
 ALTER TABLE trials ADD COLUMN group_nodes INTEGER NOT NULL DEFAULT 0;
 )sql",
+      // 5: what the dashboards show of a trial: its rung (or PBT generation), the end of rank 0's stderr once it
+      // exited, and its runs and journal entries looked up by trial.
+      R"sql(
+ALTER TABLE trials ADD COLUMN rung INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN log_tail TEXT NOT NULL DEFAULT '';
+CREATE INDEX allocations_by_trial ON allocations(trial_id);
+CREATE INDEX events_by_trial ON events(trial_id) WHERE trial_id IS NOT NULL;
+)sql",
   };
   return kMigrations;
 }

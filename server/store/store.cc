@@ -211,7 +211,7 @@ void Store::UpdateTrial(const v1::Trial& t, int64_t assignment_epoch) {
   auto& st = db_.Prepare(
       "UPDATE trials SET state=?, attempt=?, exit_code=?, error=?, ignored_lines=?, last_ignored_line=?, "
       "objective=?, metric_count=?, command=?, placement=?, assignment_epoch=?, started_at=?, finished_at=?, "
-      "preemptions=?, group_nodes=? WHERE id=?");
+      "preemptions=?, group_nodes=?, rung=? WHERE id=?");
   st.Bind(1, t.state()).Bind(2, t.attempt());
   if (t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_FAILED || t.state() == v1::TRIAL_CANCELLED) {
     st.Bind(3, t.exit_code());
@@ -235,7 +235,7 @@ void Store::UpdateTrial(const v1::Trial& t, int64_t assignment_epoch) {
   } else {
     st.BindNull(13);
   }
-  st.Bind(14, t.preemptions()).Bind(15, t.group().nodes()).Bind(16, t.id());
+  st.Bind(14, t.preemptions()).Bind(15, t.group().nodes()).Bind(16, t.rung()).Bind(17, t.id());
   st.Run();
 }
 
@@ -250,8 +250,10 @@ void Store::AppendMetrics(int64_t trial_id, const v1::MetricPoint& p) {
 
 void Store::UpdateTrialProgress(const v1::Trial& t) {
   BeginIfNeeded();
-  auto& st = db_.Prepare("UPDATE trials SET metric_count=?, ignored_lines=?, last_ignored_line=? WHERE id=?");
-  st.Bind(1, t.metric_count()).Bind(2, t.ignored_lines()).Bind(3, t.last_ignored_line()).Bind(4, t.id());
+  auto& st =
+      db_.Prepare("UPDATE trials SET metric_count=?, ignored_lines=?, last_ignored_line=?, rung=? WHERE id=?");
+  st.Bind(1, t.metric_count()).Bind(2, t.ignored_lines()).Bind(3, t.last_ignored_line()).Bind(4, t.rung());
+  st.Bind(5, t.id());
   st.Run();
 }
 
@@ -395,7 +397,8 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs) {
   std::vector<v1::Trial> out;
   auto& st = db_.Prepare(
       "SELECT id,search_id,number,state,attempt,exit_code,error,ignored_lines,last_ignored_line,objective,"
-      "metric_count,command,placement,assignment_epoch,created_at,started_at,finished_at,preemptions,group_nodes FROM trials "
+      "metric_count,command,placement,assignment_epoch,created_at,started_at,finished_at,preemptions,group_nodes,rung "
+      "FROM trials "
       "ORDER BY id");
   while (st.Step()) {
     v1::Trial t;
@@ -424,6 +427,7 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs) {
     if (!st.IsNull(16)) t.set_finished_unix(st.Real(16));
     t.set_preemptions(static_cast<int>(st.Int(17)));
     t.mutable_group()->set_nodes(static_cast<int>(st.Int(18)));  // 0 (older rows): the search's
+    t.set_rung(static_cast<int>(st.Int(19)));
     out.push_back(std::move(t));
   }
   st.Reset();

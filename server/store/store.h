@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -82,6 +83,14 @@ class Store {
   std::vector<SearchPoint> LoadSearchMetrics(int64_t search_id, const std::vector<std::string>& names);
   // Replaces a trial's parameters (PBT gives a trial new ones when it exploits another).
   void ReplaceParams(const v1::Trial& trial);
+
+  // A trial's history, for the dashboards (store_history.cc).
+  void SetLogTail(int64_t trial_id, const std::string& tail);  // rank 0's stderr end, once it exited
+  std::string LoadLogTail(int64_t trial_id);
+  std::vector<v1::Attempt> LoadAttempts(int64_t trial_id);  // its runs (allocations), oldest first
+  std::vector<v1::JournalEntry> LoadTrialJournal(int64_t trial_id, int limit);  // the newest `limit`, oldest first
+  // Node-seconds of every trial's ended runs (each run: its nodes x its duration).
+  std::map<int64_t, double> LoadEndedNodeSeconds();
 
  private:
   void BeginIfNeeded();

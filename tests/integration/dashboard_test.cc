@@ -35,6 +35,17 @@ space:
   x: {type: float, low: 0, high: 1}
 )";
 
+// An ASHA search (rungs at steps 1, 3 and 9; the trials end at 9, before max_resource) whose trials talk on stderr
+// and print each rank's step time, rank 2 the slow one.
+constexpr const char* kRanks = R"(name: ranks
+objective: {metric: score, mode: max}
+budget: {max_trials: 2, parallelism: 1}
+scheduler: {type: asha, resource: step, min_resource: 1, max_resource: 27, reduction_factor: 3}
+command: [/bin/sh, -c, 'echo "loading the data" >&2; for i in 1 2 3 4 5 6 7 8 9; do echo "{{\"step\": $i, \"score\": 0.$i, \"step_time_s/rank0\": 0.10, \"step_time_s/rank1\": 0.11, \"step_time_s/rank2\": 0.19, \"step_time_s/rank3\": 0.10}}"; sleep 0.05; done; echo "finished well" >&2']
+space:
+  x: {type: float, low: 0, high: 1}
+)";
+
 // One raw HTTP exchange: what the server answered (status line first), or "" when it closed without answering.
 std::string RawHttp(int port, const std::string& request) {
   boost::asio::io_context ioc;
@@ -195,6 +206,55 @@ TEST_F(DashboardTest, TheJsonApiMirrorsTheGrpcReadCalls) {
   auto server = get("/api/server");
   EXPECT_EQ(server["workers"].size(), 1u);
   EXPECT_EQ(get("/api/searches")["searches"].size(), 1u);
+}
+
+// Beyond the status: the trial page shows its runs, the end of its stderr, each rank's step time with the straggler
+// marked; the search page its node-hours, the best against them, and the rungs on the curves.
+TEST_F(DashboardTest, ATrialShowsItsRunsLogTailRankStepTimesAndTheSearchItsCost) {
+  std::ofstream(dir_ / "ranks.yaml") << kRanks;
+  auto run = Ladder({"search", "start", "ranks.yaml", "--wait"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto listed = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out)["trials"];
+  ASSERT_EQ(listed.size(), 2u);
+  const std::string id = listed[0]["id"];
+  testing::HeadlessChromium browser(dir_, testing::FreePort());
+  browser.Open(Url("/"));
+  browser.Navigate(Url("/login?token=" + token_ + "&next=%23/trial/" + id));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/trial/" + id + "'")) << browser.Eval("document.body.innerHTML");
+  EXPECT_EQ(browser.Eval("document.querySelector('#log-tail').innerText").get<std::string>(),
+            "loading the data\nfinished well");
+  EXPECT_EQ(browser.Eval("[...document.querySelectorAll('#attempts tbody tr')].map(r => r.cells[4].innerText)"),
+            nlohmann::json::parse(R"(["exited"])"));
+  EXPECT_EQ(browser.Eval("[...document.querySelectorAll('#rank-table tbody tr')].map(r => r.className)"),
+            nlohmann::json::parse(R"(["", "", "straggler", ""])"))
+      << "rank 2 (0.19 s against a median of 0.105 s) is the straggler, rank 1 (0.11) is not";
+  EXPECT_TRUE(browser.WaitFor("document.querySelectorAll('#ranks-chart canvas').length === 1"));
+  EXPECT_EQ(browser.Eval("document.querySelectorAll('#metrics canvas').length"), 1) << "score; the ranks have their own chart";
+  const std::string kv = browser.Eval("document.querySelector('.kv').innerText");
+  EXPECT_NE(kv.find("rung 3"), std::string::npos) << kv;  // reached steps 1, 3 and 9
+  browser.Screenshot(shots_ / "trial-ranks.png");
+
+  browser.Navigate(Url("/#/search/1"));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/search/1'"));
+  const std::string painted =
+      "(c => { if (!c) return 0; const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0; "
+      "for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })(document.querySelector('#cost canvas'))";
+  EXPECT_TRUE(browser.WaitFor(painted + " > 100")) << "best against node-hours draws";
+  // Each trial's node-hours in the table: its wall time on its one node, as the coordinator counted it.
+  auto node_h = browser.Eval("[...document.querySelectorAll('#trials tbody tr')].map(r => +r.cells[8].innerText)");
+  ASSERT_EQ(node_h.size(), 2u);
+  for (const auto& t : listed) {
+    const double want = t["node_seconds"].get<double>() / 3600;
+    EXPECT_GT(want, 0.4 / 3600) << "nine points 0.05 s apart";
+    EXPECT_TRUE(std::abs(node_h[0].get<double>() - want) < 0.01 || std::abs(node_h[1].get<double>() - want) < 0.01);
+  }
+  // The curves carry where each trial reached a rung: steps 1 and 3.
+  auto rungs = browser.Eval("fetch('/api/searches/1/curves?metric=score&rung_metric=step&rungs=1,3').then(r => r.json())"
+                            ".then(j => j.rung_steps['" + id + "'])");
+  EXPECT_EQ(rungs, nlohmann::json::parse("[1, 3]"));
+  EXPECT_NE(browser.Eval("document.querySelector('#curves .legend').innerText").get<std::string>().find("rung"),
+            std::string::npos);
+  browser.Screenshot(shots_ / "search-cost.png");
 }
 
 TEST_F(DashboardTest, BadRequestsGetAClearStatusAndLeaveTheCoordinatorServing) {

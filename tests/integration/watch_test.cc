@@ -10,15 +10,17 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/local_cluster.h"
+#include "tests/support/ansi_html.h"
+#include "tests/support/headless_chromium.h"
 
 namespace ladder {
 namespace {
 
-// Three trials that print a few metrics lines each; two at a time.
+// Three trials that print a few metrics lines each (and a line on stderr); two at a time.
 constexpr const char* kSpec = R"(name: watched
 objective: {metric: score, mode: max}
 budget: {max_trials: 3, parallelism: 2}
-command: [/bin/sh, -c, 'for i in 1 2 3 4; do echo "{{\"step\": $i, \"score\": 0.$i}}"; sleep 0.05; done']
+command: [/bin/sh, -c, 'echo "warming up" >&2; for i in 1 2 3 4; do echo "{{\"step\": $i, \"score\": 0.$i}}"; sleep 0.05; done']
 space:
   x: {type: float, low: 0, high: 1}
 )";
@@ -35,6 +37,22 @@ class WatchTest : public ::testing::Test {
   void StartAndWait() {
     auto r = testing::RunCommand(Ladder({"search", "start", "spec.yaml", "--wait"}), dir_);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+
+  // The terminal as it looks, as a PNG in the test's output directory (when Chromium is there to draw it).
+  template <class T>
+  void Shoot(T& tmux, const std::string& name) {
+    if (!testing::HeadlessChromium::Available()) return;
+    const char* out = std::getenv("LADDER_TEST_OUTPUT_DIR");
+    const auto shots = std::filesystem::path(out ? out : LADDER_TEST_BIN_DIR "/../tests/output") / "watch";
+    std::filesystem::create_directories(shots);
+    const auto html = dir_ / (name + ".html");
+    std::ofstream(html) << testing::AnsiScreenToHtml(tmux.ScreenWithEscapes(), "ladder watch");
+    std::filesystem::create_directories(dir_ / name);  // a profile of its own: two shots, two browsers
+    testing::HeadlessChromium browser(dir_ / name, testing::FreePort(), "1290,830");  // 150 x 45 at 14 px
+    browser.Open("file://" + html.string());
+    browser.WaitFor("document.querySelector('pre') !== null");
+    browser.Screenshot(shots / (name + ".png"));
   }
 
   testing::TempDir dir_{"watch"};
@@ -85,6 +103,8 @@ class Tmux {
     return testing::RunCommand(all, std::filesystem::path(socket_).parent_path());
   }
   std::string Screen() { return Run({"capture-pane", "-p", "-t", "w"}).out; }
+  // With the terminal's attributes (bold, reverse video) as escapes, for a screenshot.
+  std::string ScreenWithEscapes() { return Run({"capture-pane", "-p", "-e", "-t", "w"}).out; }
   // Waits (up to 20 s) until the screen satisfies `ok`; returns the last screen.
   std::string WaitFor(const std::function<bool(const std::string&)>& ok) {
     std::string screen;
@@ -135,6 +155,7 @@ TEST_F(WatchTest, TheFullScreenViewShowsTheCoordinatorsTrialsAndAnswersKeys) {
   };
   std::string screen = tmux.WaitFor([&](const std::string& s) { return all_rows(s) && Has(s, "trial_completed"); });
   ASSERT_TRUE(all_rows(screen)) << screen;
+  EXPECT_TRUE(Has(screen, "node-h")) << screen;
   EXPECT_TRUE(Has(screen, "search 1 'watched' completed")) << screen;
   EXPECT_TRUE(Has(screen, "rack r7")) << "the node map groups nodes by rack\n" << screen;
   EXPECT_TRUE(Has(screen, "n1")) << screen;
@@ -144,6 +165,7 @@ TEST_F(WatchTest, TheFullScreenViewShowsTheCoordinatorsTrialsAndAnswersKeys) {
   screen = tmux.WaitFor([](const std::string& s) { return Has(s, "(4 points)"); });
   EXPECT_TRUE(Has(screen, "(4 points)")) << screen;
   EXPECT_TRUE(Has(screen, "0.4 |*") || Has(screen, "0.4 |")) << screen;
+  Shoot(tmux, "tui");
 
   tmux.Run({"send-keys", "-t", "w", "?"});
   screen = tmux.WaitFor([](const std::string& s) { return Has(s, "ladder watch: keys"); });
@@ -160,6 +182,12 @@ TEST_F(WatchTest, TheFullScreenViewShowsTheCoordinatorsTrialsAndAnswersKeys) {
   EXPECT_TRUE(Has(screen, "command")) << screen;
   EXPECT_TRUE(Has(screen, "/bin/sh -c")) << screen;
   EXPECT_TRUE(Has(screen, "trial_completed")) << "its journal\n" << screen;
+  // Fetched from the coordinator (GetTrial): its run with the outcome, and the end of its stderr.
+  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "   warming up"); });
+  EXPECT_TRUE(Has(screen, "log tail (rank 0's stderr)")) << screen;
+  EXPECT_TRUE(Has(screen, "   warming up")) << screen;
+  EXPECT_TRUE(std::regex_search(screen, std::regex("attempt 1 .* on n1  exited"))) << screen;
+  Shoot(tmux, "tui-detail");
   tmux.Run({"send-keys", "-t", "w", "Escape"});
   tmux.Run({"send-keys", "-t", "w", "q"});
   for (int i = 0; i < 100 && tmux.Alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));

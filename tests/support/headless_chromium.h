@@ -34,10 +34,11 @@ class HeadlessChromium {
   static bool Available() { return std::filesystem::exists(kBinary); }
 
   // Starts chromium on `port` (free) with its profile under `dir`.
-  HeadlessChromium(const std::filesystem::path& dir, int port) : port_(port) {
+  // `window`: the page's size in CSS pixels, "width,height" (what a screenshot holds).
+  HeadlessChromium(const std::filesystem::path& dir, int port, const std::string& window = "1400,1000") : port_(port) {
     const std::string profile = (dir / "chromium-profile").string();
     std::vector<std::string> args = {kBinary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                                     "--disable-extensions", "--window-size=1400,1000",
+                                     "--disable-extensions", "--window-size=" + window,
                                      "--remote-debugging-address=127.0.0.1",
                                      "--remote-debugging-port=" + std::to_string(port), "--user-data-dir=" + profile,
                                      "about:blank"};

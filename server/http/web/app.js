@@ -12,6 +12,17 @@ function esc(s) {
   return String(s ?? '').replace(/[&<>"']/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]));
 }
 function num(v) { return v === undefined || v === null ? '-' : (+v).toPrecision(4).replace(/\.?0+$/, ''); }
+function nodeHours(x) { const h = (+x || 0) / 3600; return h < 10 ? h.toFixed(2) : h < 1000 ? h.toFixed(1) : h.toFixed(0); }
+// A trial's node-seconds now: what the coordinator counted when it sent it, and the open run's since then.
+function nodeSeconds(t) {
+  const live = t.state === 'TRIAL_RUNNING' && t.started_unix ? (Date.now() / 1000 - (t.sent_unix || t.started_unix)) : 0;
+  return (+t.node_seconds || 0) + Math.max(0, live) * (t.placement || []).length;
+}
+// asha/hyperband: the rung; pbt: the generation.
+function rungLabel(s, t) {
+  if (!t.rung) return '-';
+  return (s && (s.rungs || []).length ? 'rung ' : 'gen ') + t.rung;
+}
 function word(state) { return String(state || '').replace(/^(TRIAL|SEARCH|WORKER)_/, ''); }
 function since(t0, t1) {
   if (!t0) return '-';
@@ -72,9 +83,9 @@ async function showSearches() {
   const rows = (r.searches || []).slice().reverse().map(s => `<tr class="${word(s.state)}">
     <td><a href="#/search/${s.id}">${esc(s.id)}</a></td><td>${esc(s.name)}</td><td>${word(s.state)}</td>
     <td>${s.completed || 0}/${s.max_trials}</td><td>${s.running || 0}</td><td>${s.pending || 0}</td><td>${s.failed || 0}</td>
-    <td>${s.best_trial_id ? esc(s.objective_metric) + ' ' + num(s.best_objective) : '-'}</td></tr>`).join('');
+    <td>${s.best_trial_id ? esc(s.objective_metric) + ' ' + num(s.best_objective) : '-'}</td><td>${nodeHours(s.node_seconds)}</td></tr>`).join('');
   view.innerHTML = `<h1>Searches</h1><table id="searches"><thead><tr><th>id</th><th>name</th><th>state</th><th>done</th>
-    <th>running</th><th>queued</th><th>failed</th><th>best</th></tr></thead><tbody>${rows}</tbody></table>`;
+    <th>running</th><th>queued</th><th>failed</th><th>best</th><th>node-hours</th></tr></thead><tbody>${rows}</tbody></table>`;
   follow(0, ev => { if (ev.kind === 'SEARCH_UPDATED') debounce(showSearchesAgain); });
 }
 let pending = null;
@@ -87,11 +98,17 @@ async function showSearch(id) {
   const [{search}, {trials}] = await Promise.all([api('searches/' + id), api('searches/' + id + '/trials?view=table')]);
   // The curves' request goes out now; the other charts are drawn while the server reads them.
   const perTrial = Math.max(10, Math.min(1000, Math.floor(150000 / Math.max(1, (trials || []).length))));
+  const rungs = (search.rungs || []).length && search.rung_metric !== 'nodes' ?
+    '&rung_metric=' + encodeURIComponent(search.rung_metric) + '&rungs=' + search.rungs.join(',') : '';
   const curvesAnswer = api('searches/' + id + '/curves?metric=' + encodeURIComponent(search.objective_metric) +
-    '&per_trial=' + perTrial);
+    '&per_trial=' + perTrial + rungs);
+  // The table's answer is as old as its request: a running trial's node-seconds go on from then.
+  const asked = Date.now() / 1000;
+  (trials || []).forEach(t => { t.sent_unix = asked; });
   const state = {search, trials: new Map((trials || []).map(t => [t.id, t])), sort: 'number', filter: '', page: 0};
   view.innerHTML = `<h1 id="title"></h1>
-    <div class="cards"><div class="card"><div id="history"></div></div><div class="card"><div id="curves"></div></div></div>
+    <div class="cards"><div class="card"><div id="history"></div></div><div class="card"><div id="curves"></div></div>
+      <div class="card"><div id="cost"></div></div></div>
     <div id="workflow"></div>
     <h2>Parameters</h2><div class="cards"><div class="card" id="parallel"></div><div class="card" id="importance"></div></div>
     <div class="cards" id="slices"></div>
@@ -99,7 +116,7 @@ async function showSearch(id) {
     ${['RUNNING', 'PENDING', 'COMPLETED', 'FAILED', 'CANCELLED'].map(s => `<option>${s}</option>`).join('')}</select>
     <button id="cancel">cancel the search</button><span id="msg"></span>
     <button id="prev">&lt;</button><span id="trial-count"></span><button id="next">&gt;</button></div>
-    <table id="trials"><thead><tr>${['id', 'number', 'state', 'nodes', 'objective', 'attempt', 'elapsed', 'params', 'note']
+    <table id="trials"><thead><tr>${['id', 'number', 'state', 'nodes', 'objective', 'rung', 'attempt', 'elapsed', 'node-h', 'params', 'note']
       .map(h => `<th data-k="${h}">${h}</th>`).join('')}</tr></thead><tbody></tbody></table>
     <h2>Events</h2><div class="log" id="log"></div>`;
   document.getElementById('filter').onchange = e => { state.filter = e.target.value; state.page = 0; drawTable(state); };
@@ -114,6 +131,7 @@ async function showSearch(id) {
     } catch (e) { document.getElementById('msg').textContent = e.message; }
   };
   const history = drawHistory(state);
+  const cost = drawCost(state);
   drawParameters(state);
   await drawWorkflow(state);
   const curves = await drawCurves(state, curvesAnswer);
@@ -123,8 +141,9 @@ async function showSearch(id) {
   follow(id, ev => {
     if (ev.kind === 'SEARCH_UPDATED') { state.search = ev.search; drawTitle(state); }
     if (ev.kind === 'TRIAL_UPDATED') {
+      ev.trial.sent_unix = ev.time_unix;
       state.trials.set(ev.trial.id, ev.trial);
-      debounce(() => { drawTable(state); history.redraw(); curves.redraw(); drawParameters(state); });
+      debounce(() => { drawTable(state); history.redraw(); cost.redraw(); curves.redraw(); drawParameters(state); });
     }
     if (ev.kind === 'TRIAL_METRICS') curves.add(ev.trial.id, ev.metrics);
     if (ev.kind === 'JOURNAL') {
@@ -141,6 +160,7 @@ function drawTitle(st) {
   const s = st.search;
   document.getElementById('title').innerHTML = `search ${esc(s.id)} '${esc(s.name)}' — ${word(s.state)}: ` +
     `${s.completed || 0} completed, ${s.running || 0} running, ${s.pending || 0} queued, ${s.failed || 0} failed` +
+    `, ${nodeHours(s.node_seconds)} node-hours` +
     (s.best_trial_id ? `; best ${esc(s.objective_metric)} ${num(s.best_objective)} (trial ${s.best_trial_number || 0})` : '') +
     (s.error ? ` <span class="error">${esc(s.error)}</span>` : '');
 }
@@ -150,8 +170,9 @@ const PAGE = 200;
 function drawTable(st) {
   const key = st.sort, now = Date.now() / 1000;
   const val = t => ({id: +t.id, number: t.number || 0, state: t.state, nodes: (t.placement || []).length,
-    objective: t.has_objective ? t.objective : -Infinity, attempt: t.attempt || 0,
-    elapsed: t.started_unix ? (t.finished_unix || now) - t.started_unix : 0, params: params(t), note: t.error || ''})[key];
+    objective: t.has_objective ? t.objective : -Infinity, attempt: t.attempt || 0, rung: t.rung || 0,
+    elapsed: t.started_unix ? (t.finished_unix || now) - t.started_unix : 0, 'node-h': nodeSeconds(t),
+    params: params(t), note: t.error || ''})[key];
   const all = [...st.trials.values()].filter(t => !st.filter || word(t.state) === st.filter)
     .map(t => [val(t), t]).sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0).map(p => p[1]);
   // A page of rows at a time: a 10,000-trial search stays quick to draw and to sort.
@@ -164,7 +185,8 @@ function drawTable(st) {
   document.querySelector('#trials tbody').innerHTML = rows.map(t => `<tr class="${word(t.state)}" data-id="${esc(t.id)}">
     <td><a href="#/trial/${esc(t.id)}">${esc(t.id)}</a></td><td>${t.number || 0}</td><td>${word(t.state)}</td>
     <td>${esc((t.placement || []).map(p => p.node_id).join(',') || '-')}</td><td>${t.has_objective ? num(t.objective) : '-'}</td>
-    <td>${t.attempt || 0}</td><td>${since(t.started_unix, t.finished_unix)}</td><td>${esc(params(t))}</td>
+    <td>${rungLabel(st.search, t)}</td><td>${t.attempt || 0}</td><td>${since(t.started_unix, t.finished_unix)}</td>
+    <td>${nodeHours(nodeSeconds(t))}</td><td>${esc(params(t))}</td>
     <td class="note">${esc(t.error)}</td></tr>`).join('');
 }
 
@@ -188,6 +210,30 @@ function drawHistory(st) {
   return {redraw: () => p.setData(data())};
 }
 
+// The best objective against the node-hours spent: each ended trial adds its node-hours when it ends (a multi-node
+// trial costs its nodes times its time; what Optuna's history cannot show).
+function drawCost(st) {
+  const el = document.getElementById('cost');
+  const data = () => {
+    const ended = [...st.trials.values()].filter(t => t.finished_unix).sort((a, b) => a.finished_unix - b.finished_unix);
+    const max = st.search.direction === 'MAXIMIZE';
+    let spent = 0, best = null;
+    const xs = [], bs = [];
+    for (const t of ended) {
+      spent += (+t.node_seconds || 0) / 3600;
+      if (t.has_objective && !t.workflow_step) {
+        best = best === null ? t.objective : max ? Math.max(best, t.objective) : Math.min(best, t.objective);
+      }
+      if (best !== null) { xs.push(spent); bs.push(best); }
+    }
+    return [xs, bs];
+  };
+  const p = plot(el, 'best ' + st.search.objective_metric + ' against node-hours spent',
+    [{label: 'best so far', stroke: '#6b3fa0', width: 2, points: {show: true, size: 4}}], data(),
+    {xlabel: 'node-hours', axes: [{values: (u, ticks) => ticks.map(v => num(v))}, {}]});
+  return {redraw: () => p.setData(data())};
+}
+
 // Every trial's learning curve of the objective — one request for all of them (/curves), drawn on one canvas as
 // polylines (fast at 10,000 trials and a million points); live points are added as they come. Colours: running
 // blue, completed green, stopped early grey, failed red.
@@ -195,14 +241,21 @@ function drawHistory(st) {
 // few trials, fewer for thousands).
 async function drawCurves(st, answer) {
   const metric = st.search.objective_metric;
-  const {trials: curves} = await answer;
+  const {trials: curves, rung_steps: rungSteps} = await answer;
   const byTrial = new Map(Object.entries(curves || {}));
+  const marks = new Map(Object.entries(rungSteps || {}));
   const el = document.getElementById('curves');
   el.innerHTML = `<div class="title">learning curves: ${esc(metric)} (${byTrial.size} trials)</div>`;
   const canvas = document.createElement('canvas');
   const width = Math.max(320, Math.min(el.clientWidth || 640, 900)), height = 260;
   canvas.width = width; canvas.height = height; canvas.id = 'curves-canvas';
   el.append(canvas);
+  const legend = document.createElement('div');
+  legend.className = 'legend';
+  legend.innerHTML = '<span style="color:#0b6bcb">running</span> <span style="color:#18794e">completed</span> ' +
+    '<span style="color:#888">stopped early</span> <span style="color:#c4320a">failed</span>' +
+    (marks.size || (st.search.rungs || []).length ? ` · <b>●</b> where a trial reached a rung (${(st.search.rungs || []).map(num).join(', ')} ${esc(st.search.rung_metric)})` : '');
+  el.append(legend);
   const colour = id => {
     const t = st.trials.get(id) || {};
     if (/stopped early/.test(t.error || '')) return 'rgba(120,120,120,.55)';
@@ -234,6 +287,16 @@ async function drawCurves(st, answer) {
         pen = true;
       }
       ctx.stroke();
+    }
+    // Rungs: a dot on each curve where the trial reached one (the point it was judged at).
+    for (const [id, steps] of marks) {
+      const pts = byTrial.get(id) || [];
+      ctx.fillStyle = colour(id);
+      for (const s of steps) {
+        const p = pts.find(q => q[0] >= s && q[1] !== null);
+        if (!p) continue;
+        ctx.beginPath(); ctx.arc(X(p[0]), Y(p[1]), 2.5, 0, 6.3); ctx.fill();
+      }
     }
   };
   draw();
@@ -426,22 +489,71 @@ function forestImportance(features, y) {
 // #/trial/ID
 async function showTrial(id) {
   const {trial: t} = await api('trials/' + id + '?metrics=1');
+  t.sent_unix = Date.now() / 1000;
+  const {search: s} = await api('searches/' + t.search_id);
   const rows = [['search', `<a href="#/search/${esc(t.search_id)}">${esc(t.search_id)}</a>`], ['number', t.number || 0],
     ['state', word(t.state)], ['parameters', esc(params(t))], ['command', esc((t.command || []).join(' '))],
     ['node group', esc((t.placement || []).map(p => p.node_id + ' slots ' + (p.slots || []).join(',')).join('; ') || '-')],
     ['attempt', (t.attempt || 0) + 1], ['preemptions', t.preemptions || 0], ['objective', t.has_objective ? num(t.objective) : '-'],
+    ['rung', rungLabel(s, t)], ['node-hours', nodeHours(nodeSeconds(t))],
     ['note / error', esc(t.error || '-')], ['checkpoint', esc(t.checkpoint_dir || '-')],
     ['log', 'stderr.log of each rank in the trial directory of ladder-worker on ' + esc((t.placement || [])[0]?.node_id || '-')]];
+  const attempts = (t.attempts || []).map(a => `<tr><td>${(a.attempt || 0) + 1}</td><td>${esc((a.nodes || []).join(','))}</td>
+    <td>${new Date(a.started_unix * 1000).toLocaleString()}</td><td>${since(a.started_unix, a.ended_unix)}</td>
+    <td>${esc(a.outcome || (a.ended_unix ? '' : 'running'))}</td></tr>`).join('');
+  const history = (t.history || []).map(j => `<div>${new Date(j.time_unix * 1000).toLocaleTimeString()} ${esc(j.kind)}` +
+    `${j.detail ? ': ' + esc(j.detail) : ''}</div>`).join('');
   view.innerHTML = `<h1>trial ${esc(t.id)}</h1><table class="kv">${rows.map(([k, v]) => `<tr><td>${k}</td><td>${v}</td></tr>`).join('')}</table>
-    <h2>Metrics</h2><div class="cards" id="metrics"></div>`;
+    <h2>Runs</h2><table id="attempts"><thead><tr><th>attempt</th><th>nodes</th><th>started</th><th>took</th><th>outcome</th></tr></thead>
+    <tbody>${attempts || '<tr><td colspan=5>not started yet</td></tr>'}</tbody></table>
+    <h2>Journal</h2><div class="log" id="history">${history || 'nothing yet'}</div>
+    <h2>Step time per rank</h2><div id="ranks"></div>
+    <h2>Metrics</h2><div class="cards" id="metrics"></div>
+    <h2>Log tail (rank 0's stderr)</h2><pre class="log" id="log-tail">${esc(t.log_tail || '(empty)')}</pre>`;
   const names = [...new Set([].concat(...(t.metrics || []).map(p => Object.keys(p.values || {}))))].sort();
-  for (const name of names) {
+  drawRanks(t, names.filter(n => /^step_time_s\/rank\d+$/.test(n)));
+  for (const name of names.filter(n => !/\/rank\d+$/.test(n))) {
     const pts = (t.metrics || []).filter(p => p.values && name in p.values);
     const card = document.createElement('div');
     card.className = 'card';
     document.getElementById('metrics').append(card);
     plot(card, name, [{label: name, stroke: '#0b6bcb'}], [pts.map(p => +p.step || 0), pts.map(p => p.values[name])]);
   }
+}
+
+// A straggler: a rank whose step time is more than 10% above the median of the ranks' (the others wait for it in
+// every allreduce). The ranks' step times come from the metrics lines (`step_time_s/rankN`, ladder-train prints them).
+const STRAGGLER = 1.10;
+function stragglers(values) {
+  const sorted = values.filter(isFinite).slice().sort((a, b) => a - b);
+  if (sorted.length < 2) return values.map(() => false);
+  const median = sorted.length % 2 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+  return values.map(v => isFinite(v) && v > STRAGGLER * median);
+}
+
+function drawRanks(t, names) {
+  const el = document.getElementById('ranks');
+  if (!names.length) {
+    el.innerHTML = '<p>No per-rank step times: the trial prints none (ladder-train does with more than one rank: ' +
+      '<code>step_time_s/rank0</code>, <code>step_time_s/rank1</code>, …).</p>';
+    return;
+  }
+  names.sort((a, b) => +a.split('rank')[1] - +b.split('rank')[1]);
+  const pts = (t.metrics || []).filter(p => p.values && names.some(n => n in p.values));
+  const last = pts[pts.length - 1].values;
+  const latest = names.map(n => last[n]);
+  const slow = stragglers(latest);
+  const sorted = latest.filter(isFinite).slice().sort((a, b) => a - b);
+  el.innerHTML = `<div class="cards"><div class="card" id="ranks-chart"></div><div class="card"><div class="title">latest (step ${esc(pts[pts.length - 1].step)})</div>
+    <table id="rank-table"><thead><tr><th>rank</th><th>s / step</th><th></th></tr></thead><tbody>` +
+    names.map((n, i) => `<tr class="${slow[i] ? 'straggler' : ''}"><td>${esc(n.split('/')[1])}</td><td>${num(latest[i])}</td>
+      <td>${slow[i] ? 'straggler: ' + num(latest[i] / sorted[Math.floor((sorted.length - 1) / 2)]) + '× the median' : ''}</td></tr>`).join('') +
+    `</tbody></table><p class="hint">straggler: more than ${Math.round((STRAGGLER - 1) * 100)}% above the ranks' median</p></div></div>`;
+  const palette = ['#0b6bcb', '#18794e', '#c4320a', '#6b3fa0', '#b7791f', '#0f766e', '#9d174d', '#4b5563'];
+  plot(document.getElementById('ranks-chart'), 'step time per rank (s, outside allreduce waits)',
+    names.map((n, i) => ({label: n.split('/')[1] + (slow[i] ? ' (straggler)' : ''), stroke: palette[i % palette.length],
+      width: slow[i] ? 2.5 : 1, dash: slow[i] ? [6, 3] : undefined})),
+    [pts.map(p => +p.step || 0)].concat(names.map(n => pts.map(p => n in p.values ? p.values[n] : null))));
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,56 @@
+// The end of a trial's stderr as the worker sends it to the dashboards: whole lines only, within the byte limit.
+#include "worker/log_tail.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace ladder::worker {
+namespace {
+
+class LogTailTest : public ::testing::Test {
+ protected:
+  void SetUp() override { std::filesystem::create_directories(dir_); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& text) {
+    const auto path = (dir_ / "stderr.log").string();
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+    return path;
+  }
+  std::filesystem::path dir_ =
+      std::filesystem::temp_directory_path() / ("ladder-log-tail-" + std::to_string(getpid()));
+};
+
+TEST_F(LogTailTest, ASmallLogIsWholeWithoutItsTrailingBlankSpace) {
+  int64_t size = 0;
+  EXPECT_EQ(LogTail(Write("loading\nepoch 1\n\n"), kLogTailBytes, &size), "loading\nepoch 1");
+  EXPECT_EQ(size, 17);
+}
+
+TEST_F(LogTailTest, ALongLogKeepsItsLastWholeLinesWithinTheLimit) {
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += "line " + std::to_string(i) + "\n";
+  const std::string tail = LogTail(Write(text), 64);
+  EXPECT_LE(tail.size(), 64u);
+  EXPECT_EQ(tail.rfind("line 999"), tail.size() - 8) << tail;
+  EXPECT_EQ(tail.rfind("line ", 0), 0u) << "begins with a whole line: " << tail;
+}
+
+TEST_F(LogTailTest, AMissingOrEmptyLogIsEmpty) {
+  int64_t size = 0;
+  EXPECT_EQ(LogTail((dir_ / "nope.log").string(), kLogTailBytes, &size), "");
+  EXPECT_EQ(size, -1);
+  EXPECT_EQ(FileSize((dir_ / "nope.log").string()), -1);
+  EXPECT_EQ(LogTail(Write("")), "");
+  EXPECT_EQ(LastLine(Write("\n\n")), "");
+}
+
+TEST_F(LogTailTest, TheLastLineIsTheLastNonBlankOneCutAt200Characters) {
+  EXPECT_EQ(LastLine(Write("first\nunknown option '--bogus'\n\n")), "unknown option '--bogus'");
+  EXPECT_EQ(LastLine(Write(std::string(300, 'x') + "\n")), std::string(200, 'x') + "...");
+}
+
+}  // namespace
+}  // namespace ladder::worker
