@@ -155,17 +155,23 @@ int main(int argc, char** argv) {
   // terminals (ladder watch --json) and as many browsers' event streams attached, side by side.
   std::string ingest_ratio = "null", overhead = "null";
   if (watchers > 0) {
-    const std::vector<std::string> ingest = {"--seconds", quick ? "6" : "15"};
-    const std::vector<std::string> book = {"--trials", quick ? "160" : "480"};
+    const std::vector<std::string> ingest = {"--seconds", quick ? "5" : "15"};
+    const std::vector<std::string> book = {"--trials", quick ? "320" : "960"};
     auto with = [&](std::vector<std::string> a) {
       a.insert(a.end(), {"--watchers", std::to_string(watchers)});
       return a;
     };
-    auto i0 = RunBench("ladder-ingest-bench", ingest), i1 = RunBench("ladder-ingest-bench", with(ingest));
+    // Ingest runs alone, with, with, alone (ABBA): a drift of the machine's speed during the run cancels out of
+    // the ratio of the sums (a single pair of short runs varies by about 5% here).
+    double alone = 0, watched = 0;
+    for (bool w : {false, true, true, false}) {
+      const double r = RunBench("ladder-ingest-bench", w ? with(ingest) : ingest)["results_per_s"].get<double>();
+      (w ? watched : alone) += r / 2;
+    }
     auto b1 = RunBench("ladder-bookkeeping-bench", with(book)), b0 = RunBench("ladder-bookkeeping-bench", book);
-    const double ratio = i1["results_per_s"].get<double>() / i0["results_per_s"].get<double>();
-    std::cerr << "ingest: " << i0["results_per_s"] << " results/s alone, " << i1["results_per_s"] << " with "
-              << watchers << " + " << watchers << " watchers (ratio " << ratio << "); bookkeeping overhead "
+    const double ratio = watched / alone;
+    std::cerr << "ingest: " << alone << " results/s alone, " << watched << " with " << watchers << " + " << watchers
+              << " watchers (means of 2 runs each, ABBA; ratio " << ratio << "); bookkeeping overhead "
               << b0["overhead"] << " alone, " << b1["overhead"] << " with them\n";
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.4f", ratio);

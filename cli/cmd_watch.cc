@@ -30,7 +30,7 @@ int FollowLines(const GlobalOptions& g, const WatchOptions& opt) {
   cb.on_event = [&](const v1::Event& ev) {
     if (ev.kind() == v1::Event::SNAPSHOT_DONE) snapshot_done = true;
     if (g.json) {
-      std::cout << ToJson(ev) << "\n";
+      std::cout << EventJson(ev) << "\n";
     } else if (std::string line = PlainLine(model, ev); !line.empty()) {
       std::cout << line << "\n";
     }
@@ -71,8 +71,9 @@ void SetupWatch(CLI::App& app, GlobalOptions& g, int& exit_code) {
   cmd->footer(
       "Full screen: arrows select a trial, s sorts, f filters by state, enter shows a trial, c cancels the search\n"
       "(asks first), ? lists the keys, q quits. It says when the coordinator is unreachable and picks up where it\n"
-      "was once it is back. --json prints each event as one JSON object (NDJSON). With SEARCH_ID, --plain and\n"
-      "--json end when the search has ended.");
+      "was once it is back. --json prints each event as one JSON object (NDJSON), as the web dashboard's\n"
+      "/api/events sends it (protobuf's JSON mapping; fields at their default value are left out). With\n"
+      "SEARCH_ID, --plain and --json end when the search has ended.");
   cmd->callback([opt, &g, &exit_code] {
     if (opt->search_id != 0) {  // a search that does not exist is an error, not an empty view
       Client client(g);

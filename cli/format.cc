@@ -90,6 +90,14 @@ std::string ToJson(const google::protobuf::Message& m) {
   return out;
 }
 
+std::string EventJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opt;
+  opt.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opt);
+  return out;
+}
+
 std::vector<v1::Trial> RankTrials(const v1::Search& s, std::vector<v1::Trial> trials) {
   auto group = [](const v1::Trial& t) {
     switch (t.state()) {

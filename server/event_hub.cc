@@ -44,7 +44,7 @@ void EventHub::Search(const v1::Search& search) {
   ev.set_kind(v1::Event::SEARCH_UPDATED);
   *ev.mutable_search() = search;
   ev.mutable_search()->clear_spec_yaml();
-  Emit(std::move(ev));
+  Coalesce("s" + std::to_string(search.id()), search.state(), std::move(ev));
 }
 
 void EventHub::Worker(const v1::WorkerInfo& worker) {
@@ -52,7 +52,18 @@ void EventHub::Worker(const v1::WorkerInfo& worker) {
   v1::Event ev;
   ev.set_kind(v1::Event::WORKER_UPDATED);
   *ev.mutable_worker() = worker;
-  Emit(std::move(ev));
+  Coalesce("w" + worker.node_id(), worker.state(), std::move(ev));
+}
+
+void EventHub::Coalesce(const std::string& key, int state, v1::Event ev) {
+  auto [sent, first] = sent_state_.try_emplace(key, state);
+  if (first || sent->second != state) {
+    sent->second = state;
+    waiting_.erase(key);
+    Emit(std::move(ev));
+    return;
+  }
+  waiting_[key] = std::move(ev);  // the state is as sent: Committed sends the newest
 }
 
 void EventHub::Metrics(const v1::Trial& trial, const v1::MetricPoint& point) {
@@ -97,6 +108,12 @@ void EventHub::Committed() {
     sent = now;
     Emit(std::move(it->second));
     it = points_.erase(it);
+  }
+  if (!waiting_.empty() && now - waiting_sent_ >= kMetricsInterval) {
+    waiting_sent_ = now;
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& [key, ev] : waiting) Emit(std::move(ev));
   }
   // A trial that sent nothing for a while needs no interval any more: the map holds the trials reporting now.
   if (point_sent_.size() > points_.size() + 1024) {

@@ -16,7 +16,9 @@
 // trial only the newest one waiting goes out, once the batch that stores it is committed (with the journal), and
 // at most one per trial every kMetricsInterval — live enough for a curve on a screen, while watchers cost the
 // ingest path a map write per report instead of a copy per point and watcher. The stored curve (/curves,
-// GetTrial) has every point.
+// GetTrial) has every point. A search's update that changes only its counts (a trial started or ended), and a
+// worker's that changes only its busy slots, are coalesced the same way (the newest per search or node, at most
+// every kMetricsInterval); one that changes the state goes out at once and replaces what waited.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -45,6 +47,8 @@ class EventHub {
     uncommitted_.clear();
     points_.clear();
     point_sent_.clear();
+    waiting_.clear();
+    sent_state_.clear();
   }
   bool empty() const { return watchers_.empty(); }
 
@@ -61,13 +65,19 @@ class EventHub {
   // when its last one went out kMetricsInterval ago or more.
   void Committed();
   // Points wait for their interval: the commit timer keeps committing (empty batches are free) until they are out.
-  bool HasPending() const { return !points_.empty(); }
+  bool HasPending() const { return !points_.empty() || !waiting_.empty(); }
 
  private:
   store::Store& store_;
   std::vector<v1::Event> uncommitted_;  // JOURNAL events waiting for their commit
   std::map<int64_t, v1::Event> points_;  // trial id → its newest TRIAL_METRICS event waiting for the commit
   std::map<int64_t, std::chrono::steady_clock::time_point> point_sent_;  // trial id → when its last point went
+  // Searches' and workers' updates by key ("s1", "wnode-a"): the state each last sent, and the newest update that
+  // changes no state, waiting.
+  void Coalesce(const std::string& key, int state, v1::Event ev);
+  std::map<std::string, int> sent_state_;
+  std::map<std::string, v1::Event> waiting_;
+  std::chrono::steady_clock::time_point waiting_sent_{};
   std::map<int64_t, std::pair<int64_t, EventSink>> watchers_;  // id → (search filter, sink)
   int64_t next_id_ = 1;
   int64_t seq_ = 0;

@@ -428,8 +428,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void WriteNext() {
     if (writing_ || out_.empty() || closed_) return;
     writing_ = true;
+    // Everything queued goes in one write: a client that keeps up gets each event at once, and under a burst
+    // the coordinator's process makes one send per client instead of one per event.
     auto msg = std::make_shared<std::string>(std::move(out_.front()));
     out_.pop_front();
+    while (!out_.empty() && msg->size() < 256 * 1024) {
+      *msg += out_.front();
+      out_.pop_front();
+    }
     asio::async_write(stream_, asio::buffer(*msg), [self = shared_from_this(), msg](beast::error_code ec, size_t) {
       self->writing_ = false;
       self->queued_bytes_ -= std::min(self->queued_bytes_, msg->size());

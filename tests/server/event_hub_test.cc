@@ -72,6 +72,7 @@ TEST_F(EventHubTest, ASearchWatcherGetsItsSearchAndEveryWorkerAClusterWatcherNoM
   ASSERT_EQ(all.size(), 3u);  // both trials and the worker, not the metric point
   for (const auto& e : all) EXPECT_NE(e.kind(), v1::Event::TRIAL_METRICS);
   hub.Unsubscribe(all_id);
+  w.set_state(v1::WORKER_DOWN);  // a change of state goes out at once (busy slots alone are coalesced)
   hub.Worker(w);
   EXPECT_EQ(all.size(), 3u);
   EXPECT_EQ(one.size(), 4u);
@@ -130,6 +131,40 @@ TEST_F(EventHubTest, AJournalEntryIsStoredAtOnceAndSentOnlyOnceCommitted) {
   hub.Clear();  // a database failure: the batch is dropped, its entries never reach anyone
   hub.Committed();
   EXPECT_EQ(got.size(), 2u);
+}
+
+// A search's counts change with every trial that starts or ends: such updates are coalesced like metric points,
+// while a change of its state (the search ended) goes out at once and replaces what waited.
+TEST_F(EventHubTest, ASearchsCountsAreCoalescedItsStateIsNot) {
+  EventHub hub(*store_);
+  std::vector<v1::Event> got;
+  hub.Subscribe(0, [&](const v1::Event& e) { got.push_back(e); }, {});
+  v1::Search s;
+  s.set_id(1);
+  s.set_state(v1::SEARCH_RUNNING);
+  hub.Search(s);
+  ASSERT_EQ(got.size(), 1u) << "the first update of a search goes out at once";
+  for (int running = 1; running <= 3; ++running) {
+    s.set_running(running);
+    hub.Search(s);
+  }
+  EXPECT_EQ(got.size(), 1u) << "counts only: they wait";
+  EXPECT_TRUE(hub.HasPending()) << "the commit timer keeps going until they are out";
+  std::this_thread::sleep_for(EventHub::kMetricsInterval);
+  hub.Committed();
+  ASSERT_EQ(got.size(), 2u) << "the newest of the three";
+  EXPECT_EQ(got[1].search().running(), 3);
+  EXPECT_FALSE(hub.HasPending());
+  s.set_running(2);
+  hub.Search(s);  // waits
+  s.set_state(v1::SEARCH_COMPLETED);
+  s.set_running(0);
+  hub.Search(s);
+  ASSERT_EQ(got.size(), 3u) << "a state change goes out at once";
+  EXPECT_EQ(got[2].search().state(), v1::SEARCH_COMPLETED);
+  std::this_thread::sleep_for(EventHub::kMetricsInterval);
+  hub.Committed();
+  EXPECT_EQ(got.size(), 3u) << "the older counts it replaced never follow it";
 }
 
 }  // namespace

@@ -229,7 +229,7 @@ function drawCost(st) {
     return [xs, bs];
   };
   const p = plot(el, 'best ' + st.search.objective_metric + ' against node-hours spent',
-    [{label: 'best so far', stroke: '#6b3fa0', width: 2, points: {show: true, size: 4}}], data(),
+    [{label: 'best so far', stroke: '#6b3fa0', width: 2}], data(),
     {xlabel: 'node-hours', axes: [{values: (u, ticks) => ticks.map(v => num(v))}, {}]});
   return {redraw: () => p.setData(data())};
 }
