@@ -7,6 +7,7 @@ const statusEl = document.getElementById('status');
 let csrf = '';
 let events = null;   // the EventSource of the current view
 let plots = [];      // uPlot instances of the current view
+let timers = [];     // intervals of the current view
 
 function esc(s) {
   return String(s ?? '').replace(/[&<>"']/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]));
@@ -51,6 +52,8 @@ function clearView() {
   events = null;
   plots.forEach(p => p.destroy());
   plots = [];
+  timers.forEach(clearInterval);
+  timers = [];
 }
 
 // What the live stream brought last, per trial the latest step (for people debugging, and for the tests).
@@ -512,6 +515,15 @@ async function showTrial(id) {
     <h2>Log tail (rank 0's stderr)</h2><pre class="log" id="log-tail">${esc(t.log_tail || '(empty)')}</pre>`;
   const names = [...new Set([].concat(...(t.metrics || []).map(p => Object.keys(p.values || {}))))].sort();
   drawRanks(t, names.filter(n => /^step_time_s\/rank\d+$/.test(n)));
+  // While it runs, its log tail follows (every 3 s), and a change of state redraws the page.
+  if (t.state === 'TRIAL_RUNNING' || t.state === 'TRIAL_PENDING') {
+    timers.push(setInterval(async () => {
+      const {trial: now} = await api('trials/' + id).catch(() => ({}));
+      if (!now) return;
+      if (now.state !== t.state) return route();
+      document.getElementById('log-tail').textContent = now.log_tail || '(empty)';
+    }, 3000));
+  }
   for (const name of names.filter(n => !/\/rank\d+$/.test(n))) {
     const pts = (t.metrics || []).filter(p => p.values && name in p.values);
     const card = document.createElement('div');
