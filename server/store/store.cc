@@ -311,6 +311,17 @@ int64_t Store::AppendEvent(const std::string& kind, int64_t search_id, int64_t t
   return db_.LastInsertId();
 }
 
+v1::JournalEntry Store::JournalRow(const Statement& st) {
+  v1::JournalEntry e;
+  e.set_seq(st.Int(0));
+  e.set_time_unix(st.Real(1));
+  e.set_kind(st.Text(2));
+  e.set_search_id(st.IsNull(3) ? 0 : st.Int(3));
+  e.set_trial_id(st.IsNull(4) ? 0 : st.Int(4));
+  e.set_detail(st.Text(5));
+  return e;
+}
+
 std::vector<v1::JournalEntry> Store::LoadJournal(int64_t search_id, int64_t after_seq, int limit) {
   std::vector<v1::JournalEntry> out;
   if (limit <= 0) return out;
@@ -319,15 +330,7 @@ std::vector<v1::JournalEntry> Store::LoadJournal(int64_t search_id, int64_t afte
       "SELECT seq,time,kind,search_id,trial_id,detail FROM events WHERE seq > ? AND (? = 0 OR search_id IS NULL OR "
       "search_id = ?) ORDER BY seq DESC LIMIT ?");
   st.Bind(1, after_seq).Bind(2, search_id).Bind(3, search_id).Bind(4, limit);
-  while (st.Step()) {
-    v1::JournalEntry& e = out.emplace_back();
-    e.set_seq(st.Int(0));
-    e.set_time_unix(st.Real(1));
-    e.set_kind(st.Text(2));
-    e.set_search_id(st.IsNull(3) ? 0 : st.Int(3));
-    e.set_trial_id(st.IsNull(4) ? 0 : st.Int(4));
-    e.set_detail(st.Text(5));
-  }
+  while (st.Step()) out.push_back(JournalRow(st));
   st.Reset();
   std::reverse(out.begin(), out.end());
   return out;

@@ -98,6 +98,8 @@ class Store {
   void InsertParams(const v1::Trial& trial);
 
   void CheckIntegrity();
+  // A journal entry from a row of (seq, time, kind, search_id, trial_id, detail).
+  static v1::JournalEntry JournalRow(const Statement& st);
 
   std::string path_;
   Db db_;

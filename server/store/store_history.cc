@@ -47,17 +47,9 @@ std::vector<v1::Attempt> Store::LoadAttempts(int64_t trial_id) {
 std::vector<v1::JournalEntry> Store::LoadTrialJournal(int64_t trial_id, int limit) {
   std::vector<v1::JournalEntry> out;
   auto& st = db_.Prepare(
-      "SELECT seq,time,kind,search_id,detail FROM events WHERE trial_id=? ORDER BY seq DESC LIMIT ?");
+      "SELECT seq,time,kind,search_id,trial_id,detail FROM events WHERE trial_id=? ORDER BY seq DESC LIMIT ?");
   st.Bind(1, trial_id).Bind(2, limit);
-  while (st.Step()) {
-    v1::JournalEntry& e = out.emplace_back();
-    e.set_seq(st.Int(0));
-    e.set_time_unix(st.Real(1));
-    e.set_kind(st.Text(2));
-    e.set_search_id(st.IsNull(3) ? 0 : st.Int(3));
-    e.set_trial_id(trial_id);
-    e.set_detail(st.Text(4));
-  }
+  while (st.Step()) out.push_back(JournalRow(st));
   st.Reset();
   std::reverse(out.begin(), out.end());
   return out;

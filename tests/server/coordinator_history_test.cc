@@ -20,6 +20,13 @@ space:
   x: {type: float, low: 0.0, high: 1.0}
 )";
 
+// Two trials at once under ASHA with rungs at 1 and 3 (max_resource 9) of `resource`.
+std::string AshaSpec(const std::string& resource) {
+  return "name: asha\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 2, parallelism: 2}\n"
+         "scheduler: {type: asha, resource: " + resource + ", min_resource: 1, max_resource: 9, reduction_factor: 3}\n"
+         "command: [run]\nspace:\n  x: {type: float, low: 0.0, high: 1.0}\n";
+}
+
 // Time passes with the workers heartbeating (the fixture's lease is 200 ms).
 void Idle(Coordinator& c, boost::asio::io_context& loop, int ms, std::vector<std::shared_ptr<FakeLink>> links) {
   for (int slept = 0; slept < ms; slept += 40) {
@@ -118,15 +125,7 @@ TEST_F(CoordinatorHistoryTest, TheLogTailComesWithHeartbeatsAndIsStoredAtTheExit
 
 TEST_F(CoordinatorHistoryTest, AnAshaTrialsRungIsTheHighestRungItReached) {
   auto a = Connect("a", 2);
-  const int64_t sid = CreateSearch(R"(
-name: asha
-objective: {metric: score, mode: max}
-budget: {max_trials: 2, parallelism: 2}
-scheduler: {type: asha, resource: epoch, min_resource: 1, max_resource: 9, reduction_factor: 3}
-command: [run]
-space:
-  x: {type: float, low: 0.0, high: 1.0}
-)");
+  const int64_t sid = CreateSearch(AshaSpec("epoch"));
   const v1::Search search = GetSearch(sid);
   ASSERT_EQ(search.rungs_size(), 2);
   EXPECT_EQ(search.rungs(0), 1);
@@ -151,15 +150,7 @@ space:
 // "step" and not among its values: the scheduler used to never hear of such a trial.
 TEST_F(CoordinatorHistoryTest, AshaOnTheStepJudgesAtThePointsStep) {
   auto a = Connect("a", 2);
-  CreateSearch(R"(
-name: asha-step
-objective: {metric: score, mode: max}
-budget: {max_trials: 2, parallelism: 2}
-scheduler: {type: asha, resource: step, min_resource: 1, max_resource: 9, reduction_factor: 3}
-command: [run]
-space:
-  x: {type: float, low: 0.0, high: 1.0}
-)");
+  CreateSearch(AshaSpec("step"));
   ASSERT_EQ(a->Starts().size(), 2u);
   const v1::StartTrial good = a->Starts().at(0), bad = a->Starts().at(1);
   Point(a, good, 1, {{"score", 0.9}});
