@@ -48,6 +48,7 @@ void LocalStack::Start() {
     if (!token_existed) fs::remove(token_path, ec);  // a failed start leaves no new files (as ladder-server)
     throw;
   }
+  if (!opt_.local_worker) return;
   worker::WorkerOptions wo;
   wo.server = server_->address();
   wo.token = token_;

@@ -17,6 +17,7 @@ struct LocalStackOptions {
   bool token = true;                    // require <db>.token for state-changing calls
   std::string http;                     // host:port of the web dashboard; empty: none
   bool http_any_port_if_taken = false;  // when that port is taken, serve the dashboard on a free one instead
+  bool local_worker = true;             // false: the coordinator alone (ladder up --slurm: workers are Slurm steps)
 };
 
 class LocalStack {

@@ -21,6 +21,7 @@ PKGS=(
   chromium fonts-dejavu-core         # tests: the web dashboard in a real (headless) browser
   python3-grpcio python3-protobuf    # examples/python and its test: the API from another language
   curl                               # bench/dashboard: browsers' event streams (curl -N), and the README's API examples
+  slurmctld slurmd slurm-client      # tests: a real 4-node Slurm cluster on this machine (tests/support/local_slurm.h)
 )
 
 missing=()

@@ -8,6 +8,7 @@
 #include "common/address.h"
 #include "common/log.h"
 #include "common/token.h"
+#include "worker/slurm_topology.h"
 #include "worker/worker.h"
 
 int main(int argc, char** argv) {
@@ -30,6 +31,11 @@ int main(int argc, char** argv) {
                  "default: hostname");
   app.add_option("--label", labels, "topology label KEY=VALUE (repeatable), e.g. rack=r12");
   app.add_option("--trial-dir", opt.trial_dir, "directory for per-trial logs and outputs")->capture_default_str();
+  bool slurm_topology = false;
+  app.add_flag("--slurm-topology", slurm_topology,
+               "label this node rack=<its leaf switch> switch=<the switch above> from `scontrol show topology` "
+               "(ladder up --slurm starts workers with it)");
+  app.footer("Under Slurm (SLURMD_NODENAME set) the node id defaults to Slurm's node name.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -42,6 +48,21 @@ int main(int argc, char** argv) {
       return 2;
     }
     opt.labels[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  if (const char* slurm_node = std::getenv("SLURMD_NODENAME"); opt.node_id.empty() && slurm_node && *slurm_node) {
+    opt.node_id = slurm_node;  // Slurm's name for this node: what --nodelist and scontrol call it
+  }
+  if (slurm_topology) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    std::string note;
+    const std::string err = ladder::worker::AddSlurmTopologyLabels(opt.node_id.empty() ? host : opt.node_id,
+                                                                   &opt.labels, &note);
+    if (!err.empty()) {
+      std::cerr << "ladder-worker: --slurm-topology: " << err << "\n";
+      return 1;
+    }
+    ladder::LogInfo("worker", note);
   }
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

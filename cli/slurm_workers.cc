@@ -1,0 +1,89 @@
+#include "cli/slurm_workers.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "common/executable.h"
+
+extern char** environ;
+
+namespace ladder::cli {
+
+SlurmAllocation CurrentAllocation() {
+  SlurmAllocation a;
+  const char* job = std::getenv("SLURM_JOB_ID");
+  const char* list = std::getenv("SLURM_JOB_NODELIST");
+  if (!list) list = std::getenv("SLURM_NODELIST");
+  if (!job || !*job || !list || !*list) {
+    throw std::runtime_error("--slurm: not inside a Slurm allocation (SLURM_JOB_ID and SLURM_JOB_NODELIST are not "
+                             "set); run it in an sbatch script or under salloc");
+  }
+  a.job_id = job;
+  // The node list is compressed ("n[1-4]"); scontrol expands it as Slurm does. Names are Slurm's (no quoting
+  // needed: [A-Za-z0-9._-] and brackets).
+  FILE* p = ::popen(("scontrol show hostnames '" + std::string(list) + "' 2>&1").c_str(), "r");
+  if (!p) throw std::runtime_error("--slurm: cannot run scontrol");
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
+  if (::pclose(p) != 0) throw std::runtime_error("--slurm: scontrol show hostnames failed: " + text.substr(0, 300));
+  std::istringstream in(text);
+  for (std::string node; in >> node;) a.nodes.push_back(node);
+  if (a.nodes.empty()) throw std::runtime_error("--slurm: the allocation '" + a.job_id + "' lists no nodes");
+  return a;
+}
+
+void SlurmWorkers::Start(const SlurmAllocation& alloc, const std::string& server, const std::string& token_file,
+                         const std::string& trial_dir, const std::string& log) {
+  const std::string n = std::to_string(alloc.nodes.size());
+  std::vector<std::string> args = {
+      "srun", "--overlap", "--nodes=" + n, "--ntasks=" + n, "--ntasks-per-node=1", "--kill-on-bad-exit=0",
+      "--job-name=ladder-workers", "--mpi=none", OwnBinDir() + "/ladder-worker", "--server", server, "--token-file",
+      token_file, "--trial-dir", trial_dir, "--slurm-topology"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  const int rc = posix_spawnp(&srun_, "srun", &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    srun_ = -1;
+    throw std::runtime_error("--slurm: cannot start srun (is Slurm's client installed?)");
+  }
+}
+
+bool SlurmWorkers::Running() {
+  if (srun_ <= 0) return false;
+  if (::waitpid(srun_, nullptr, WNOHANG) == srun_) srun_ = -1;
+  return srun_ > 0;
+}
+
+void SlurmWorkers::Stop() {
+  if (!Running()) return;
+  ::kill(srun_, SIGTERM);  // srun passes it to every worker; each stops its trials and exits
+  for (int i = 0; i < 300; ++i) {
+    if (::waitpid(srun_, nullptr, WNOHANG) == srun_) {
+      srun_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(srun_, SIGKILL);
+  ::waitpid(srun_, nullptr, 0);
+  srun_ = -1;
+}
+
+}  // namespace ladder::cli

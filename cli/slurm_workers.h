@@ -1,0 +1,38 @@
+#pragma once
+// ladder up --slurm: inside a Slurm allocation, one ladder-worker per node of the allocation, started as one
+// Slurm step (`srun --overlap --ntasks-per-node=1`), each named by Slurm's node name and labelled with its leaf
+// switch (rack) and the switch above it from `scontrol show topology` (ladder-worker --slurm-topology).
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace ladder::cli {
+
+struct SlurmAllocation {
+  std::string job_id;
+  std::vector<std::string> nodes;  // `scontrol show hostnames $SLURM_JOB_NODELIST`
+};
+
+// The allocation this process runs in; throws std::runtime_error saying what is missing (not inside one, or
+// scontrol failed).
+SlurmAllocation CurrentAllocation();
+
+class SlurmWorkers {
+ public:
+  ~SlurmWorkers() { Stop(); }
+  // Starts the step: workers connect to `server` with the token in `token_file`; their trials' directories are
+  // under `trial_dir` (on every node: a shared path is fine, each trial has its own). Output goes to `log`.
+  void Start(const SlurmAllocation& alloc, const std::string& server, const std::string& token_file,
+             const std::string& trial_dir, const std::string& log);
+  // True while the step runs.
+  bool Running();
+  // Stops the step (SIGTERM to srun, which passes it to the workers; they stop their trials), waits for it.
+  void Stop();
+
+ private:
+  pid_t srun_ = -1;
+};
+
+}  // namespace ladder::cli

@@ -1,0 +1,121 @@
+// ladder on a real Slurm cluster (Debian's Slurm 22.05; tests/support/local_slurm.h starts four nodes on this
+// machine, each slurmd with its own hostname, two leaf switches under one top switch): `ladder up --slurm` inside
+// an allocation starts one worker per node as a Slurm step, named and labelled by Slurm, and a search runs on them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/system_support.h"
+#include "tests/support/local_slurm.h"
+#include "tests/support/process.h"
+
+namespace ladder {
+namespace {
+
+class SlurmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::LocalSlurm::Available()) {
+      GTEST_SKIP() << "Slurm is not installed (slurmctld, slurmd, slurm-client: scripts/bootstrap.sh), or not root";
+    }
+    ASSERT_NO_FATAL_FAILURE(slurm_.Start(dir_, 4, 2));
+  }
+  testing::TempDir dir_{"slurm"};
+  testing::LocalSlurm slurm_;
+};
+
+TEST_F(SlurmTest, TheLocalClusterRunsAStepOnEveryNodeAndKnowsItsSwitches) {
+  auto r = slurm_.Run({"srun", "--nodes=4", "--ntasks-per-node=1", "hostname"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> hosts;
+  std::istringstream in(r.out);
+  for (std::string h; in >> h;) hosts.push_back(h);
+  std::sort(hosts.begin(), hosts.end());
+  EXPECT_EQ(hosts, (std::vector<std::string>{"n1", "n2", "n3", "n4"})) << "each node has its own hostname";
+  auto topo = slurm_.Run({"scontrol", "show", "topology"});
+  ASSERT_EQ(topo.exit_code, 0) << topo.err;
+  EXPECT_NE(topo.out.find("SwitchName=leaf1"), std::string::npos) << topo.out;
+  EXPECT_NE(topo.out.find("SwitchName=top"), std::string::npos) << topo.out;
+}
+
+// Polls `ladder nodes --json` until `n` nodes are up (up to 60 s); returns the last answer's nodes.
+nlohmann::json WaitForNodes(const std::vector<std::string>& ladder, const std::filesystem::path& dir, size_t n) {
+  nlohmann::json nodes;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(250))) {
+    std::vector<std::string> args = ladder;
+    args.insert(args.end(), {"--json", "nodes"});
+    auto r = testing::RunCommand(args, dir);
+    if (r.exit_code != 0) continue;
+    auto doc = nlohmann::json::parse(r.out, nullptr, false);
+    nodes = doc.is_object() && doc.contains("workers") ? doc["workers"] : doc;
+    size_t up = 0;
+    for (const auto& w : nodes) up += w.value("state", "") == "WORKER_UP";
+    if (up >= n) break;
+  }
+  return nodes;
+}
+
+TEST_F(SlurmTest, LadderUpInAnAllocationStartsAWorkerOnEachNodeLabelledBySlurm) {
+  const int port = testing::FreePort();
+  const std::string ladder = testing::BinDir() + "/ladder";
+  {
+    std::ofstream job(dir_ / "job.sh");
+    job << "#!/bin/sh\nexec " << ladder << " up --slurm --advertise 127.0.0.1 --listen 127.0.0.1:" << port
+        << " --http '' --db " << (dir_ / "ladder.db").string() << "\n";
+  }
+  auto submitted = slurm_.Run({"sbatch", "--parsable", "--nodes=4", "--output=" + (dir_ / "job.out").string(),
+                               (dir_ / "job.sh").string()});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const std::string job_id = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+  const std::vector<std::string> cli = {ladder, "--server", "127.0.0.1:" + std::to_string(port)};
+  auto nodes = WaitForNodes(cli, dir_, 4);
+  std::map<std::string, std::pair<std::string, std::string>> labels;  // node → (rack, switch)
+  for (const auto& w : nodes) {
+    const auto& l = w["resources"].value("labels", nlohmann::json::object());
+    labels[w["node_id"]] = {l.value("rack", ""), l.value("switch", "")};
+  }
+  std::map<std::string, std::pair<std::string, std::string>> want = {
+      {"n1", {"leaf1", "top"}}, {"n2", {"leaf1", "top"}}, {"n3", {"leaf2", "top"}}, {"n4", {"leaf2", "top"}}};
+  EXPECT_EQ(labels, want) << "Slurm's node names, racks from the leaf switches; job output:\n"
+                          << slurm_.Run({"cat", (dir_ / "job.out").string()}).out;
+
+  // A search runs on them: eight one-node trials, four at a time.
+  std::ofstream(dir_ / "spec.yaml") << "name: on-slurm\nobjective: {metric: score, mode: max}\n"
+                                       "budget: {max_trials: 8, parallelism: 4}\n"
+                                       "command: [/bin/sh, -c, 'echo \"{{\\\"step\\\": 1, \\\"score\\\": {x}}}\"']\n"
+                                       "space:\n  x: {type: float, low: 0, high: 1}\n";
+  std::vector<std::string> start = cli;
+  start.insert(start.end(), {"search", "start", "spec.yaml", "--wait"});
+  auto run = testing::RunCommand(start, dir_);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  std::vector<std::string> list = cli;
+  list.insert(list.end(), {"--json", "trials", "1"});
+  auto trials = nlohmann::json::parse(testing::RunCommand(list, dir_).out, nullptr, false);
+  std::set<std::string> used;
+  for (const auto& t : trials["trials"]) {
+    EXPECT_EQ(t["state"], "TRIAL_COMPLETED");
+    for (const auto& p : t["placement"]) used.insert(p["node_id"].get<std::string>());
+  }
+  EXPECT_GE(used.size(), 2u) << "the trials ran on the allocation's nodes";
+
+  // scancel ends the job: ladder up stops its workers' step and itself.
+  ASSERT_EQ(slurm_.Run({"scancel", job_id}).exit_code, 0);
+  bool gone = false;
+  for (int i = 0; i < 150 && !gone; ++i) {
+    auto q = slurm_.Run({"squeue", "-h", "-j", job_id});
+    gone = q.exit_code != 0 || q.out.find_first_not_of(" \n") == std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(gone) << "the job is still in the queue";
+}
+
+}  // namespace
+}  // namespace ladder
