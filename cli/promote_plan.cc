@@ -181,7 +181,9 @@ std::string HeroSpecYaml(const v1::Search& search, const std::vector<std::string
   yaml += "budget: {max_trials: 1, parallelism: 1, max_retries: 3, max_failed_trials: 1}\n";
   yaml += "resources: {nodes: " + std::to_string(shape.nodes) + ", ranks_per_node: " +
           std::to_string(shape.ranks_per_node) + ", gpus_per_rank: " + std::to_string(search.group().gpus_per_rank()) +
-          (search.group().launcher() == v1::LAUNCHER_MPIRUN ? ", launcher: mpirun" : "") + "}\n";
+          (search.group().launcher() == v1::LAUNCHER_MPIRUN  ? ", launcher: mpirun"
+           : search.group().launcher() == v1::LAUNCHER_SRUN ? ", launcher: srun"
+                                                           : "") + "}\n";
   yaml += "command: " + words.dump() + "\n";  // JSON is YAML: the words stay exact
   yaml += "space:\n  plan: {type: categorical, values: [hero]}\n";
   return yaml;

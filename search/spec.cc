@@ -273,8 +273,8 @@ class SpecReader {
     read("ranks_per_node", 1, &spec_.group.ranks_per_node);
     read("gpus_per_rank", 0, &spec_.group.gpus_per_rank);
     if (const MapEntry* e = Find(*m, "launcher")) {
-      if (auto v = internal::ReadEnum(sink_, e->value, "resources.launcher", {"per_node", "mpirun"})) {
-        spec_.group.launcher = *v == "mpirun" ? Launcher::kMpirun : Launcher::kPerNode;
+      if (auto v = internal::ReadEnum(sink_, e->value, "resources.launcher", {"per_node", "mpirun", "srun"})) {
+        spec_.group.launcher = *v == "mpirun" ? Launcher::kMpirun : *v == "srun" ? Launcher::kSrun : Launcher::kPerNode;
       }
     }
   }

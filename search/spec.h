@@ -25,7 +25,8 @@
 //     nodes: 1
 //     ranks_per_node: 1
 //     gpus_per_rank: 0
-//     launcher: per_node             # per_node (torchrun variables; Gloo/NCCL) | mpirun (MPI); see Launcher
+//     launcher: per_node             # per_node (torchrun variables; Gloo/NCCL) | mpirun (MPI) | srun (a Slurm
+//                                    # step); see Launcher
 //   command: [ladder-train, --lr, "{lr}"]   # a list, or one string split into words like a shell would
 //                                           # (quotes, backslashes); no shell runs. {name} is replaced by
 //                                           # the parameter's value; also {trial_id} {trial_number}
@@ -106,7 +107,9 @@ struct Objective {
 //   per_node  every node's worker starts its local ranks with torchrun's variables (RANK, WORLD_SIZE,
 //             LOCAL_RANK, MASTER_ADDR, MASTER_PORT): Gloo and NCCL rendezvous
 //   mpirun    the group's first worker runs `mpirun -np WORLD --host h1:r,h2:r ... COMMAND`: MPI
-enum class Launcher { kPerNode, kMpirun };
+//   srun      the group's first worker runs one Slurm step over the group's nodes (`srun --nodelist=...`): under
+//             Slurm, MPI through PMIx or Gloo/NCCL with Slurm's rank variables
+enum class Launcher { kPerNode, kMpirun, kSrun };
 
 struct GroupRequest {
   int nodes = 1, ranks_per_node = 1, gpus_per_rank = 0;

@@ -34,6 +34,8 @@ struct CoordinatorOptions {
   // The words that start an MPI launch (resources.launcher: mpirun): the group's first worker runs
   // MPIRUN... -np WORLD --host a:R,b:R -x NAME... COMMAND (e.g. {"mpirun", "--allow-run-as-root"}).
   std::vector<std::string> mpirun = {"mpirun"};
+  // The words that start a Slurm step (resources.launcher: srun): SRUN... --nodes=N --ntasks=W ... COMMAND.
+  std::vector<std::string> srun = {"srun"};
   scheduler::SchedulerOptions scheduling;
   std::string version = "0.1.0";
   // Called once when the database fails (a write or a commit throws): the coordinator has stopped — its memory

@@ -39,8 +39,11 @@ std::string SearchManager::Prepare(SearchRecord& s) {
   s.sampler = search::MakeSampler(s.spec);
   s.trial_sched = search::MakeTrialScheduler(s.spec);
   SetRungs(s);
-  s.proto.mutable_group()->set_launcher(s.spec.group.launcher == search::Launcher::kMpirun ? v1::LAUNCHER_MPIRUN
-                                                                                          : v1::LAUNCHER_PER_NODE);
+  switch (s.spec.group.launcher) {
+    case search::Launcher::kMpirun: s.proto.mutable_group()->set_launcher(v1::LAUNCHER_MPIRUN); break;
+    case search::Launcher::kSrun: s.proto.mutable_group()->set_launcher(v1::LAUNCHER_SRUN); break;
+    default: s.proto.mutable_group()->set_launcher(v1::LAUNCHER_PER_NODE); break;
+  }
   return s.band.Load(s.proto.plan_json());
 }
 

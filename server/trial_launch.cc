@@ -105,15 +105,39 @@ void TrialManager::Launch(TrialRecord& t, const scheduler::NodeGroup& group) {
   owner_->OnCountsChanged(p.search_id());
 }
 
+std::vector<std::string> TrialManager::SrunLine(const TrialRecord& t, int ranks_per_node, int world,
+                                                const std::vector<std::string>& command) const {
+  // The workers' node ids are Slurm's node names (ladder up --slurm): the step runs on exactly the group's nodes,
+  // and in ladder's rank order (rank 0 on the first member, whose address is MASTER_ADDR): with the arbitrary
+  // distribution the node list is the task layout, one entry per rank (Slurm would otherwise number the ranks in
+  // its own node order).
+  std::string nodelist;
+  for (const auto& m : t.members) {
+    for (int r = 0; r < ranks_per_node; ++r) nodelist += (nodelist.empty() ? "" : ",") + m.node_id;
+  }
+  std::vector<std::string> words = opt_.srun;
+  words.insert(words.end(),
+               {"--nodes=" + std::to_string(t.members.size()), "--ntasks=" + std::to_string(world),
+                "--ntasks-per-node=" + std::to_string(ranks_per_node), "--distribution=arbitrary",
+                "--nodelist=" + nodelist,
+                // ladder holds the slots: the step shares the allocation with the workers' step and the others
+                "--overlap", "--kill-on-bad-exit=1", "--mpi=pmix", "--export=ALL",
+                "--job-name=ladder-trial-" + std::to_string(t.proto.id())});
+  words.insert(words.end(), command.begin(), command.end());
+  return words;
+}
+
 void TrialManager::SendStarts(TrialRecord& t, const std::vector<std::string>& command,
                               std::map<std::string, std::string> env) {
   const search::SearchSpec& spec = owner_->Spec(t.proto.search_id());
   const auto& p = t.proto;
   const int world = Nodes(t) * spec.group.ranks_per_node;
-  const bool mpirun = spec.group.launcher == search::Launcher::kMpirun;
+  // mpirun and srun: one process on the first node starts every rank; the other nodes' slots are only held.
+  const bool one_launch = spec.group.launcher != search::Launcher::kPerNode;
   std::vector<std::string> argv = command;
-  if (mpirun) {
-    // The first node's worker starts mpirun over the group's hosts; mpirun starts every rank.
+  std::string master = opt_.master_addr;
+  if (t.members.size() > 1) master = nodes_.Address(t.members.front().node_id).value_or(master);
+  if (spec.group.launcher == search::Launcher::kMpirun) {
     std::vector<std::string> words = opt_.mpirun;
     std::string hosts;
     for (const auto& m : t.members) {
@@ -125,15 +149,14 @@ void TrialManager::SendStarts(TrialRecord& t, const std::vector<std::string>& co
     words.insert(words.end(), argv.begin(), argv.end());
     argv = std::move(words);
   } else {
-    std::string master = opt_.master_addr;
-    if (t.members.size() > 1) master = nodes_.Address(t.members.front().node_id).value_or(master);
     env["WORLD_SIZE"] = std::to_string(world);
     env["LOCAL_WORLD_SIZE"] = std::to_string(spec.group.ranks_per_node);
     env["MASTER_ADDR"] = master;
     env["MASTER_PORT"] = std::to_string(opt_.rendezvous_port_base + p.id() % std::max(1, opt_.rendezvous_port_span));
   }
+  if (spec.group.launcher == search::Launcher::kSrun) argv = SrunLine(t, spec.group.ranks_per_node, world, argv);
   for (auto& m : t.members) {
-    if (mpirun && m.first_rank != 0) continue;  // mpirun's ranks run there; the worker only holds the slots
+    if (one_launch && m.first_rank != 0) continue;  // the launch's ranks run there; the worker only holds slots
     auto link = nodes_.Link(m.node_id);
     if (!link) {
       // The scheduler only places on UP nodes, which have a stream: this is a bug, not a user error.
@@ -148,7 +171,7 @@ void TrialManager::SendStarts(TrialRecord& t, const std::vector<std::string>& co
     for (const auto& a : argv) st->add_argv(a);
     auto& menv = *st->mutable_env();
     for (const auto& [k, v] : env) menv[k] = v;
-    if (!mpirun) {
+    if (!one_launch) {
       menv["RANK"] = std::to_string(m.first_rank);
       menv["LOCAL_RANK"] = "0";
     }
@@ -156,7 +179,7 @@ void TrialManager::SendStarts(TrialRecord& t, const std::vector<std::string>& co
     st->set_checkpoint_dir(p.checkpoint_dir());
     // The node's worker starts its local ranks (RANK = first_rank + k, LOCAL_RANK = k) and stops them all when
     // one fails.
-    st->set_local_ranks(mpirun ? 1 : spec.group.ranks_per_node);
+    st->set_local_ranks(one_launch ? 1 : spec.group.ranks_per_node);
     st->set_first_rank(m.first_rank);
     for (int sl : m.slots) st->add_slots(sl);
     m.live = true;

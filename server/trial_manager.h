@@ -230,6 +230,9 @@ class TrialManager : public NodeManager::Listener {
   void Launch(TrialRecord& t, const scheduler::NodeGroup& group);
   void AssignMembers(TrialRecord& t, const scheduler::NodeGroup& group);
   void SendStarts(TrialRecord& t, const std::vector<std::string>& command, std::map<std::string, std::string> env);
+  // resources.launcher: srun — one Slurm step over the group's nodes running `command`.
+  std::vector<std::string> SrunLine(const TrialRecord& t, int ranks_per_node, int world,
+                                    const std::vector<std::string>& command) const;
 
   // Exits (trial_reports.cc): what a run's end means, by why it was stopped.
   void EndRun(TrialRecord& t, const std::string& node, const v1::TrialExited& m, bool any_live);

@@ -22,7 +22,7 @@ void RestoreMembers(TrialRecord& t, v1::Launcher launcher) {
     m.gpus.assign(p.gpus().begin(), p.gpus().end());
     m.first_rank = p.first_rank();
     // mpirun launches: only the first node runs a process the workers know of.
-    m.live = launcher != v1::LAUNCHER_MPIRUN || p.first_rank() == 0;
+    m.live = (launcher != v1::LAUNCHER_MPIRUN && launcher != v1::LAUNCHER_SRUN) || p.first_rank() == 0;
     m.attached = !m.live;
     t.members.push_back(std::move(m));
   }

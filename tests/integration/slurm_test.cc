@@ -27,8 +27,32 @@ class SlurmTest : public ::testing::Test {
     }
     ASSERT_NO_FATAL_FAILURE(slurm_.Start(dir_, 4, 2));
   }
+  // Submits a 4-node job that runs `ladder up --slurm` (coordinator on 127.0.0.1:<free port>, database in the
+  // test's directory); cli_ is the ladder command line that talks to it.
+  void SubmitLadderUp() {
+    const int port = testing::FreePort();
+    const std::string ladder = testing::BinDir() + "/ladder";
+    {
+      std::ofstream job(dir_ / "job.sh");
+      job << "#!/bin/sh\nexec " << ladder << " up --slurm --advertise 127.0.0.1 --listen 127.0.0.1:" << port
+          << " --http '' --db " << (dir_ / "ladder.db").string() << "\n";
+    }
+    auto submitted = slurm_.Run({"sbatch", "--parsable", "--nodes=4", "--exclusive", "--output=" + (dir_ / "job.out").string(),
+                                 (dir_ / "job.sh").string()});
+    ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+    job_id_ = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+    cli_ = {ladder, "--server", "127.0.0.1:" + std::to_string(port)};
+  }
+  testing::CommandResult Ladder(std::vector<std::string> args) {
+    std::vector<std::string> all = cli_;
+    all.insert(all.end(), args.begin(), args.end());
+    return testing::RunCommand(all, dir_);
+  }
+
   testing::TempDir dir_{"slurm"};
   testing::LocalSlurm slurm_;
+  std::string job_id_;
+  std::vector<std::string> cli_;
 };
 
 TEST_F(SlurmTest, TheLocalClusterRunsAStepOnEveryNodeAndKnowsItsSwitches) {
@@ -64,18 +88,10 @@ nlohmann::json WaitForNodes(const std::vector<std::string>& ladder, const std::f
 }
 
 TEST_F(SlurmTest, LadderUpInAnAllocationStartsAWorkerOnEachNodeLabelledBySlurm) {
-  const int port = testing::FreePort();
+  ASSERT_NO_FATAL_FAILURE(SubmitLadderUp());
   const std::string ladder = testing::BinDir() + "/ladder";
-  {
-    std::ofstream job(dir_ / "job.sh");
-    job << "#!/bin/sh\nexec " << ladder << " up --slurm --advertise 127.0.0.1 --listen 127.0.0.1:" << port
-        << " --http '' --db " << (dir_ / "ladder.db").string() << "\n";
-  }
-  auto submitted = slurm_.Run({"sbatch", "--parsable", "--nodes=4", "--output=" + (dir_ / "job.out").string(),
-                               (dir_ / "job.sh").string()});
-  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
-  const std::string job_id = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
-  const std::vector<std::string> cli = {ladder, "--server", "127.0.0.1:" + std::to_string(port)};
+  const std::vector<std::string>& cli = cli_;
+  const std::string& job_id = job_id_;
   auto nodes = WaitForNodes(cli, dir_, 4);
   std::map<std::string, std::pair<std::string, std::string>> labels;  // node → (rack, switch)
   for (const auto& w : nodes) {
@@ -115,6 +131,39 @@ TEST_F(SlurmTest, LadderUpInAnAllocationStartsAWorkerOnEachNodeLabelledBySlurm) 
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_TRUE(gone) << "the job is still in the queue";
+}
+
+
+// resources.launcher: srun — a 2-node trial is one Slurm step on exactly the two nodes it was given, its ranks in
+// ladder's order (whatever Slurm's node order).
+TEST_F(SlurmTest, ATwoNodeTrialIsOneSrunStepOnItsOwnNodes) {
+  ASSERT_NO_FATAL_FAILURE(SubmitLadderUp());
+  ASSERT_EQ(WaitForNodes(cli_, dir_, 4).size(), 4u);
+  std::ofstream(dir_ / "pairs.yaml")
+      << "name: pairs\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 2, parallelism: 2}\n"
+         "resources: {nodes: 2, ranks_per_node: 2, launcher: srun}\n"
+         "command: [/bin/sh, -c, 'echo \"rank $SLURM_PROCID of $SLURM_NTASKS on $(hostname)\" >&2; "
+         "if [ \"$SLURM_PROCID\" = 0 ]; then echo \"{{\\\"step\\\": 1, \\\"score\\\": $SLURM_NTASKS}}\"; fi']\n"
+         "space:\n  x: {type: float, low: 0, high: 1}\n";
+  auto run = Ladder({"search", "start", "pairs.yaml", "--wait"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto trials = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out, nullptr, false);
+  ASSERT_EQ(trials["trials"].size(), 2u) << trials.dump();
+  for (const auto& t : trials["trials"]) {
+    EXPECT_EQ(t["state"], "TRIAL_COMPLETED") << t.dump();
+    EXPECT_EQ(t.value("objective", 0.0), 4.0) << "SLURM_NTASKS: 2 nodes x 2 ranks in the step";
+    ASSERT_EQ(t["placement"].size(), 2u);
+    const std::string a = t["placement"][0]["node_id"], b = t["placement"][1]["node_id"];
+    // srun gathers every rank's stderr into its own: the trial's stderr.log on the first node's worker.
+    std::ifstream log(dir_ / "ladder-trials" / ("trial-" + t["id"].get<std::string>()) / "stderr.log");
+    const std::string tail((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    // Ranks in ladder's order: 0 and 1 on the first node of the placement (MASTER_ADDR's), 2 and 3 on the second.
+    for (const auto& [rank, node] : std::vector<std::pair<int, std::string>>{{0, a}, {1, a}, {2, b}, {3, b}}) {
+      EXPECT_NE(tail.find("rank " + std::to_string(rank) + " of 4 on " + node), std::string::npos)
+          << "rank " << rank << " on " << node << "?\n" << tail;
+    }
+  }
+  slurm_.Run({"scancel", job_id_});
 }
 
 }  // namespace

@@ -83,10 +83,20 @@ class LocalSlurm {
   }
 
   void Stop() {
-    // The slurmd daemons first (they report to slurmctld as they stop), then slurmctld.
+    if (ctld_ > 0) {
+      // Every job ends first (its steps' processes with it), then the slurmd daemons (they report to slurmctld as
+      // they stop), then slurmctld.
+      Run({"scancel", "--full", "--user=root"});
+      for (int i = 0; i < 100; ++i) {
+        auto q = Run({"squeue", "-h", "-o", "%i"});
+        if (q.exit_code != 0 || q.out.find_first_not_of(" \n") == std::string::npos) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
     for (pid_t& p : slurmd_) Terminate(p);
     slurmd_.clear();
     Terminate(ctld_);
+    if (!conf_.empty()) KillStragglers();
     std::error_code ec;
     if (!short_.empty()) std::filesystem::remove_all(short_, ec);
   }
@@ -148,6 +158,26 @@ class LocalSlurm {
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     return pid;
+  }
+
+  // Any process left of this cluster (a slurmstepd whose slurmd died, a job's task): they all carry this
+  // cluster's SLURM_CONF in their environment.
+  void KillStragglers() const {
+    const std::string mark = "SLURM_CONF=" + conf_;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(name));
+      if (pid == ::getpid()) continue;
+      std::ifstream env(e.path() / "environ", std::ios::binary);
+      std::string var;
+      while (std::getline(env, var, '\0')) {
+        if (var == mark) {
+          ::kill(pid, SIGKILL);
+          break;
+        }
+      }
+    }
   }
 
   static void Terminate(pid_t& pid) {

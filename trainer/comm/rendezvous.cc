@@ -8,12 +8,20 @@ namespace ladder::trainer::comm {
 
 namespace {
 
+// Slurm's name for the same value, for ranks started by srun (ladder's launcher: srun): SLURM_PROCID for RANK,
+// SLURM_NTASKS for WORLD_SIZE, SLURM_LOCALID for LOCAL_RANK.
+const char* SlurmFallback(const char* name) {
+  const std::string n = name;
+  return n == "RANK" ? "SLURM_PROCID" : n == "WORLD_SIZE" ? "SLURM_NTASKS" : n == "LOCAL_RANK" ? "SLURM_LOCALID" : nullptr;
+}
+
 bool Env(const std::string& backend, const char* name, std::string* out, std::string* error) {
   const char* v = std::getenv(name);
+  if ((!v || !*v) && SlurmFallback(name)) v = std::getenv(SlurmFallback(name));
   if (!v || !*v) {
     *error = backend + " backend: environment variable " + name +
              " is not set (start ranks with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, as torchrun "
-             "does)";
+             "does; under srun RANK, WORLD_SIZE and LOCAL_RANK default to SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID)";
     return false;
   }
   *out = v;
@@ -36,8 +44,8 @@ bool JoinRendezvous(const std::string& backend, std::chrono::milliseconds timeou
     *error = backend + " backend: bad RANK/WORLD_SIZE/MASTER_PORT (" + rank_s + "/" + size_s + "/" + out->port + ")";
     return false;
   }
-  const char* lr = std::getenv("LOCAL_RANK");
-  out->local_rank = lr && *lr ? std::atoi(lr) : out->rank;
+  std::string lr, ignored;
+  out->local_rank = Env(backend, "LOCAL_RANK", &lr, &ignored) ? std::atoi(lr.c_str()) : out->rank;
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<uint16_t>(port);
