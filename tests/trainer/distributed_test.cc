@@ -208,7 +208,9 @@ TEST_P(RankStepTimes, TwoRanksEachReportTheirOwn) {
     for (const std::string key : {"step_time_s/rank0", "step_time_s/rank1"}) {
       ASSERT_TRUE(m.count(key)) << key << " missing (or not finite) in\n" << r.out;
       EXPECT_GT(m.at(key), 0.0) << key << "\n" << r.out;
-      EXPECT_LE(m.at(key), m.at("step_time_s")) << key << "\n" << r.out;
+      // At most the epoch's whole time per step, as rank 0 measured it: each rank's own clock starts at the same
+      // sync point but stops at its own moment, so a loaded machine shifts it a little (13% was seen under ctest -j2).
+      EXPECT_LE(m.at(key), 1.5 * m.at("step_time_s")) << key << "\n" << r.out;
     }
     EXPECT_FALSE(m.count("step_time_s/rank2")) << r.out;
   }
