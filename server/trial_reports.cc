@@ -131,6 +131,9 @@ void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::Tri
     t.proto.set_error("node " + node + "'s worker stopped; the trial waits for another node");
     StopMembers(t, t.proto.error());
     if (!any_live) FinishPreemption(t);
+  } else if (m.step_cancelled()) {
+    // Slurm cancelled the run's step (scancel, a node failure): as a lost node, not a failure of the trial.
+    RequeueOrFail(t, where + "its Slurm step was cancelled (scancel or a node failure)");
   } else if (m.cancelled()) {
     // Stopped without a request of this coordinator: a preemption in flight across a restart (its intent is
     // not stored), or the worker shutting down. The trial is not what anyone cancelled: it runs again.

@@ -473,7 +473,15 @@ void Worker::OnExit(int64_t trial_id, int exit_code, const std::string& descript
   ex->set_cancelled(r.cancelled);
   ex->set_worker_stopping(r.worker_stopping);
   if (exit_code != 0) ex->set_error(description);
-  if (r.first_rank == 0 && !r.stderr_paths.empty()) ex->set_log_tail(LogTail(r.stderr_paths[0]));
+  if (r.first_rank == 0 && !r.stderr_paths.empty()) {
+    ex->set_log_tail(LogTail(r.stderr_paths[0]));
+    // srun's stderr when Slurm ended the step from outside (scancel, a node failure): "srun: Job step aborted:
+    // Waiting up to 4 seconds ...", and no task that exited on its own ("srun: error: n2: task 1: Exited with exit
+    // code 3", after which --kill-on-bad-exit ends the step with "Force Terminated": the trial's own failure).
+    const std::string& tail = ex->log_tail();
+    ex->set_step_cancelled(exit_code != 0 && !r.cancelled && tail.find("srun: Job step aborted") != std::string::npos &&
+                           tail.find(": Exited with exit code ") == std::string::npos);
+  }
   LogInfo(kLog, "trial " + std::to_string(trial_id) + " ended" + (description.empty() ? "" : ": " + description));
   // The last points go first; both stay kept until acknowledged.
   FlushMetrics(r);

@@ -166,5 +166,55 @@ TEST_F(SlurmTest, ATwoNodeTrialIsOneSrunStepOnItsOwnNodes) {
   slurm_.Run({"scancel", job_id_});
 }
 
+// scancel of a trial's step: the trial is retried (attempt 1), not failed.
+TEST_F(SlurmTest, ATrialWhoseStepIsCancelledIsRetried) {
+  ASSERT_NO_FATAL_FAILURE(SubmitLadderUp());
+  ASSERT_EQ(WaitForNodes(cli_, dir_, 4).size(), 4u);
+  // The first attempt waits to be cancelled; the second one ends at once.
+  std::ofstream(dir_ / "long.yaml")
+      << "name: long\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 1}\n"
+         "resources: {nodes: 2, launcher: srun}\n"
+         "command: [/bin/sh, -c, 'if [ \"$LADDER_ATTEMPT\" = 0 ]; then sleep 60; fi; "
+         "if [ \"$SLURM_PROCID\" = 0 ]; then echo \"{{\\\"step\\\": 1, \\\"score\\\": 1}}\"; fi']\n"
+         "space:\n  x: {type: float, low: 0, high: 1}\n";
+  ASSERT_EQ(Ladder({"search", "start", "long.yaml"}).exit_code, 0);
+  std::string step;  // "JOB.STEP" of the trial's step, once it runs
+  for (int i = 0; i < 100 && step.empty(); ++i) {
+    auto q = slurm_.Run({"squeue", "-s", "-h", "-o", "%i %j"});
+    std::istringstream lines(q.out);
+    for (std::string id, name; lines >> id >> name;) {
+      if (name == "ladder-trial-1") step = id;
+    }
+    if (step.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_FALSE(step.empty()) << "the trial's step never ran";
+  ASSERT_EQ(slurm_.Run({"scancel", step}).exit_code, 0);
+  nlohmann::json t;
+  for (int i = 0; i < 150; ++i) {
+    auto doc = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out, nullptr, false);
+    if (doc.is_object() && doc.contains("trials") && !doc["trials"].empty()) t = doc["trials"][0];
+    if (t.value("state", "") == "TRIAL_COMPLETED" || t.value("state", "") == "TRIAL_FAILED") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(t.value("state", ""), "TRIAL_COMPLETED") << t.dump();
+  EXPECT_EQ(t.value("attempt", 0), 1) << "the cancelled step cost one attempt: " << t.dump();
+
+  // A rank that fails on its own ends the step too (--kill-on-bad-exit), and Slurm says CANCELLED then as well:
+  // that trial fails, it is not retried.
+  std::ofstream(dir_ / "bad.yaml")
+      << "name: bad\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 1}\n"
+         "resources: {nodes: 2, launcher: srun}\n"
+         "command: [/bin/sh, -c, 'if [ \"$SLURM_PROCID\" = 1 ]; then exit 3; fi; sleep 20']\n"
+         "space:\n  x: {type: float, low: 0, high: 1}\n";
+  Ladder({"search", "start", "bad.yaml", "--wait"});
+  auto bad = nlohmann::json::parse(Ladder({"--json", "trials", "2"}).out, nullptr, false);
+  ASSERT_TRUE(bad.is_object() && bad.contains("trials") && bad["trials"].size() == 1u) << bad.dump();
+  EXPECT_EQ(bad["trials"][0].value("state", ""), "TRIAL_FAILED") << bad.dump();
+  EXPECT_EQ(bad["trials"][0].value("attempt", 0), 0) << bad.dump();
+  std::ifstream log(dir_ / "ladder-trials" / "trial-2" / "stderr.log");
+  const std::string said((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(said.find("task 1: Exited with exit code 3"), std::string::npos) << said;
+}
+
 }  // namespace
 }  // namespace ladder

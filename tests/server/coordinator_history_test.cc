@@ -167,5 +167,28 @@ TEST_F(CoordinatorHistoryTest, AshaOnTheStepJudgesAtThePointsStep) {
   EXPECT_EQ(stopped.attempts(0).outcome(), "stopped early");
 }
 
+// A Slurm step cancelled from outside (scancel, a node failure) is not the trial's failure: it is requeued with its
+// attempt counted, as when a node is lost; an ordinary non-zero exit still fails it.
+TEST_F(CoordinatorHistoryTest, ACancelledSlurmStepIsRequeuedAFailedRunIsNot) {
+  auto a = Connect("a", 1);
+  CreateSearch();  // max_retries: 1
+  const v1::StartTrial first = a->Starts().at(0);
+  v1::WorkerMessage e;
+  e.mutable_exited()->set_trial_id(first.trial_id());
+  e.mutable_exited()->set_assignment_epoch(first.assignment_epoch());
+  e.mutable_exited()->set_exit_code(137);
+  e.mutable_exited()->set_step_cancelled(true);
+  coord_->OnWorkerMessage(a, e);
+  Drain();
+  v1::Trial t = GetTrial(first.trial_id());
+  EXPECT_EQ(t.attempt(), 1);
+  EXPECT_NE(t.state(), v1::TRIAL_FAILED) << t.error();
+  EXPECT_NE(t.error().find("Slurm step was cancelled"), std::string::npos) << t.error();
+  ASSERT_EQ(a->Starts().size(), 2u) << "started again";
+  EXPECT_EQ(t.attempts(0).outcome(), "lost");
+  Exit(a, a->Starts().at(1), 3);  // the second run fails on its own: that is the trial's failure
+  EXPECT_EQ(GetTrial(first.trial_id()).state(), v1::TRIAL_FAILED);
+}
+
 }  // namespace
 }  // namespace ladder::server
