@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "bench/orchestration_support.h"
+#include "common/executable.h"
 #include "server/store/store.h"
 #include "tests/support/headless_chromium.h"
 
@@ -79,14 +80,11 @@ void Generate(const std::string& path, int trials, int points) {
 nlohmann::json RunBench(const std::string& name, std::vector<std::string> args) {
   std::string cmd = OwnDir() + "/" + name;
   for (const auto& a : args) cmd += " " + a;
-  cmd += " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("cannot run " + name);
-  std::string last;
-  char line[4096];
-  while (fgets(line, sizeof line, p)) last = line;
-  if (pclose(p) != 0) throw std::runtime_error(name + " failed");
-  return nlohmann::json::parse(last);
+  std::string out;
+  if (ladder::ShellOutput(cmd + " 2>/dev/null", &out) != 0) throw std::runtime_error(name + " failed");
+  const size_t end = out.find_last_not_of('\n');
+  const size_t start = end == std::string::npos ? 0 : out.rfind('\n', end);
+  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
 }
 
 }  // namespace

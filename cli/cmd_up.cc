@@ -6,8 +6,6 @@
 #include <optional>
 #include <thread>
 
-#include <unistd.h>
-
 #include "cli/commands.h"
 #include "cli/local_stack.h"
 #include "cli/slurm_workers.h"
@@ -81,11 +79,7 @@ void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code) {
       }
       opt->local_worker = false;
       if (cmd->count("--listen") == 0) opt->listen = "0.0.0.0:50051";  // the other nodes' workers connect to it
-      if (advertise->empty()) {
-        char host[256] = {};
-        ::gethostname(host, sizeof host - 1);
-        *advertise = host;
-      }
+      if (advertise->empty()) *advertise = ThisHostname();
     }
     struct StopFlag {
       std::mutex mu;

@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
@@ -30,12 +29,10 @@ SlurmAllocation CurrentAllocation() {
   a.job_id = job;
   // The node list is compressed ("n[1-4]"); scontrol expands it as Slurm does. Names are Slurm's (no quoting
   // needed: [A-Za-z0-9._-] and brackets).
-  FILE* p = ::popen(("scontrol show hostnames '" + std::string(list) + "' 2>&1").c_str(), "r");
-  if (!p) throw std::runtime_error("--slurm: cannot run scontrol");
   std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
-  if (::pclose(p) != 0) throw std::runtime_error("--slurm: scontrol show hostnames failed: " + text.substr(0, 300));
+  const int status = ShellOutput("scontrol show hostnames '" + std::string(list) + "' 2>&1", &text);
+  if (status == -1) throw std::runtime_error("--slurm: cannot run scontrol");
+  if (status != 0) throw std::runtime_error("--slurm: scontrol show hostnames failed: " + text.substr(0, 300));
   std::istringstream in(text);
   for (std::string node; in >> node;) a.nodes.push_back(node);
   if (a.nodes.empty()) throw std::runtime_error("--slurm: the allocation '" + a.job_id + "' lists no nodes");

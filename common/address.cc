@@ -1,5 +1,7 @@
 #include "common/address.h"
 
+#include <unistd.h>
+
 #include <cctype>
 
 namespace ladder {
@@ -19,6 +21,12 @@ std::string HostPortError(const std::string& address) {
   }
   if (std::stoi(port) > 65535) return what + " (the port must be a number from 0 to 65535)";
   return "";
+}
+
+std::string ThisHostname() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) return "";
+  return host;
 }
 
 }  // namespace ladder

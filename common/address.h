@@ -8,4 +8,7 @@ namespace ladder {
 // decimal port in 0..65535; else what is wrong with it, naming the value.
 std::string HostPortError(const std::string& address);
 
+// This machine's host name (gethostname), "" when it cannot be read.
+std::string ThisHostname();
+
 }  // namespace ladder

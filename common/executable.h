@@ -9,4 +9,7 @@ namespace ladder {
 std::string ResolveExecutable(const std::string& cmd, const std::vector<std::string>& dirs, std::string* error);
 // The directory of the running executable.
 std::string OwnBinDir();
+// Runs `command` through /bin/sh and collects its standard output in `output`. Returns its exit status (128 + the
+// signal when a signal ended it), or -1 when it could not be started.
+int ShellOutput(const std::string& command, std::string* output);
 }  // namespace ladder

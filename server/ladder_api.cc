@@ -84,6 +84,7 @@ int64_t Coordinator::AddWatcher(const v1::WatchRequest& req, EventSink sink) {
   }
   // The snapshot: every worker, the watched search (or all), and the watched search's trials.
   std::vector<v1::Event> snapshot;
+  const double now = WallNow();  // the time of the snapshot's node-seconds
   for (auto& info : nodes_.Infos()) {
     v1::Event& ev = snapshot.emplace_back();
     ev.set_kind(v1::Event::WORKER_UPDATED);
@@ -92,17 +93,17 @@ int64_t Coordinator::AddWatcher(const v1::WatchRequest& req, EventSink sink) {
   for (int64_t sid : searches_.Ids()) {
     if (search_id != 0 && sid != search_id) continue;
     v1::Event& ev = snapshot.emplace_back();
-    ev.set_time_unix(WallNow());
+    ev.set_time_unix(now);
     ev.set_kind(v1::Event::SEARCH_UPDATED);
     *ev.mutable_search() = *searches_.Get(sid);
     ev.mutable_search()->clear_spec_yaml();
-    ev.mutable_search()->set_node_seconds(trials_.NodeSeconds(sid, WallNow()));
+    ev.mutable_search()->set_node_seconds(trials_.NodeSeconds(sid, now));
     if (search_id == 0) continue;
     for (int64_t tid : trials_.Of(sid).ids) {
       v1::Event& tev = snapshot.emplace_back();
       tev.set_kind(v1::Event::TRIAL_UPDATED);
-      tev.set_time_unix(WallNow());  // the time of its node_seconds
-      *tev.mutable_trial() = trials_.View(trials_.Get(tid), tev.time_unix());
+      tev.set_time_unix(now);
+      *tev.mutable_trial() = trials_.View(trials_.Get(tid), now);
     }
   }
   // Then the journal: after the entry a watcher saw last (a reconnect), or the latest few (an event log).

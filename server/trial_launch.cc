@@ -135,8 +135,6 @@ void TrialManager::SendStarts(TrialRecord& t, const std::vector<std::string>& co
   // mpirun and srun: one process on the first node starts every rank; the other nodes' slots are only held.
   const bool one_launch = spec.group.launcher != search::Launcher::kPerNode;
   std::vector<std::string> argv = command;
-  std::string master = opt_.master_addr;
-  if (t.members.size() > 1) master = nodes_.Address(t.members.front().node_id).value_or(master);
   if (spec.group.launcher == search::Launcher::kMpirun) {
     std::vector<std::string> words = opt_.mpirun;
     std::string hosts;
@@ -149,6 +147,8 @@ void TrialManager::SendStarts(TrialRecord& t, const std::vector<std::string>& co
     words.insert(words.end(), argv.begin(), argv.end());
     argv = std::move(words);
   } else {
+    std::string master = opt_.master_addr;
+    if (t.members.size() > 1) master = nodes_.Address(t.members.front().node_id).value_or(master);
     env["WORLD_SIZE"] = std::to_string(world);
     env["LOCAL_WORLD_SIZE"] = std::to_string(spec.group.ranks_per_node);
     env["MASTER_ADDR"] = master;

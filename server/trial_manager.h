@@ -39,6 +39,7 @@
 //
 // Watchdog: a running trial whose search sets trial.progress_timeout and that reports no metric point for that
 // long is stopped and FAILED with an error naming the field.
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -95,6 +96,8 @@ struct TrialRecord {
   std::string log_tail;  // the end of rank 0's stderr while it runs (heartbeats; stored once it exited)
 
   bool AnyLive() const;
+  // The open run's node-seconds up to `now` (0 without one).
+  double OpenNodeSeconds(double now) const { return run_since > 0 ? std::max(0.0, now - run_since) * run_nodes : 0; }
   // The run's objective so far: its best value (objective.scope: best) or its last.
   std::optional<double> Objective(bool best) const { return best ? best_objective : last_objective; }
 };

@@ -125,7 +125,7 @@ void TrialManager::CloseAllocation(TrialRecord& t, const std::string& outcome) {
   const double now = WallNow();
   if (t.epoch != 0) store_.CloseAllocation(t.proto.id(), t.epoch, outcome, now);
   if (t.run_since > 0) {
-    const double used = std::max(0.0, now - t.run_since) * t.run_nodes;
+    const double used = t.OpenNodeSeconds(now);
     t.proto.set_node_seconds(t.proto.node_seconds() + used);
     by_search_[t.proto.search_id()].ended_node_seconds += used;
     t.run_since = 0;
@@ -135,17 +135,14 @@ void TrialManager::CloseAllocation(TrialRecord& t, const std::string& outcome) {
 
 v1::Trial TrialManager::View(const TrialRecord& t, double now) const {
   v1::Trial out = t.proto;
-  if (t.run_since > 0) out.set_node_seconds(out.node_seconds() + std::max(0.0, now - t.run_since) * t.run_nodes);
+  out.set_node_seconds(out.node_seconds() + t.OpenNodeSeconds(now));
   return out;
 }
 
 double TrialManager::NodeSeconds(int64_t search_id, double now) const {
   const SearchTrials& idx = Of(search_id);
   double total = idx.ended_node_seconds;
-  for (int64_t id : idx.running) {
-    const TrialRecord& t = trials_.at(id);
-    if (t.run_since > 0) total += std::max(0.0, now - t.run_since) * t.run_nodes;
-  }
+  for (int64_t id : idx.running) total += trials_.at(id).OpenNodeSeconds(now);
   return total;
 }
 

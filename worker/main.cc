@@ -49,15 +49,14 @@ int main(int argc, char** argv) {
     }
     opt.labels[l.substr(0, eq)] = l.substr(eq + 1);
   }
-  if (const char* slurm_node = std::getenv("SLURMD_NODENAME"); opt.node_id.empty() && slurm_node && *slurm_node) {
-    opt.node_id = slurm_node;  // Slurm's name for this node: what --nodelist and scontrol call it
+  if (opt.node_id.empty()) {
+    // Slurm's name for this node (what --nodelist and scontrol call it) under Slurm, else the host name.
+    const char* slurm_node = std::getenv("SLURMD_NODENAME");
+    opt.node_id = slurm_node && *slurm_node ? slurm_node : ladder::ThisHostname();
   }
   if (slurm_topology) {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
     std::string note;
-    const std::string err = ladder::worker::AddSlurmTopologyLabels(opt.node_id.empty() ? host : opt.node_id,
-                                                                   &opt.labels, &note);
+    const std::string err = ladder::worker::AddSlurmTopologyLabels(opt.node_id, &opt.labels, &note);
     if (!err.empty()) {
       std::cerr << "ladder-worker: --slurm-topology: " << err << "\n";
       return 1;

@@ -1,10 +1,10 @@
 #include "worker/slurm_topology.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <vector>
 
+#include "common/executable.h"
 #include "server/scheduler/inventory.h"
 
 namespace ladder::worker {
@@ -75,12 +75,9 @@ std::map<std::string, SlurmLabels> ParseSlurmTopology(const std::string& text, s
 
 std::string AddSlurmTopologyLabels(const std::string& node, std::map<std::string, std::string>* labels,
                                    std::string* note) {
-  FILE* p = ::popen("scontrol show topology 2>&1", "r");
-  if (!p) return "cannot run scontrol";
   std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
-  const int status = ::pclose(p);
+  const int status = ShellOutput("scontrol show topology 2>&1", &text);
+  if (status == -1) return "cannot run scontrol";
   if (status != 0) {
     if (text.find("No topology information") != std::string::npos) {
       *note = "the Slurm cluster has no topology plugin: no rack or switch labels";

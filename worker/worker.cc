@@ -12,6 +12,7 @@
 #include <future>
 #include <regex>
 
+#include "common/address.h"
 #include "common/executable.h"
 #include "common/log.h"
 #include "common/metrics_line.h"
@@ -29,9 +30,7 @@ double WallNow() {
 
 v1::WorkerResources DetectResources(const WorkerOptions& opt) {
   v1::WorkerResources r;
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  r.set_hostname(host);
+  r.set_hostname(ThisHostname());
   r.set_address(opt.address.empty() ? r.hostname() : opt.address);
   int cores = static_cast<int>(std::thread::hardware_concurrency());
   r.set_cores(cores > 0 ? cores : 1);

@@ -19,6 +19,19 @@
 namespace ladder {
 namespace {
 
+// A search spec of one-rank-per-task shell trials run as Slurm steps (resources.launcher: srun): `budget` and
+// `resources` are YAML flow mappings, `script` the trial's shell text ('{{'/'}}' for literal braces).
+std::string SrunSpec(const std::string& name, const std::string& budget, const std::string& resources,
+                     const std::string& script) {
+  return "name: " + name + "\nobjective: {metric: score, mode: max}\nbudget: " + budget + "\nresources: " + resources +
+         "\ncommand: [/bin/sh, -c, '" + script + "']\nspace:\n  x: {type: float, low: 0, high: 1}\n";
+}
+
+// A trial script line: rank 0 prints a metrics line with `score` (a shell expression).
+std::string Rank0Scores(const std::string& score) {
+  return "if [ \"$SLURM_PROCID\" = 0 ]; then echo \"{{\\\"step\\\": 1, \\\"score\\\": " + score + "}}\"; fi";
+}
+
 class SlurmTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -139,12 +152,9 @@ TEST_F(SlurmTest, LadderUpInAnAllocationStartsAWorkerOnEachNodeLabelledBySlurm) 
 TEST_F(SlurmTest, ATwoNodeTrialIsOneSrunStepOnItsOwnNodes) {
   ASSERT_NO_FATAL_FAILURE(SubmitLadderUp());
   ASSERT_EQ(WaitForNodes(cli_, dir_, 4).size(), 4u);
-  std::ofstream(dir_ / "pairs.yaml")
-      << "name: pairs\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 2, parallelism: 2}\n"
-         "resources: {nodes: 2, ranks_per_node: 2, launcher: srun}\n"
-         "command: [/bin/sh, -c, 'echo \"rank $SLURM_PROCID of $SLURM_NTASKS on $(hostname)\" >&2; "
-         "if [ \"$SLURM_PROCID\" = 0 ]; then echo \"{{\\\"step\\\": 1, \\\"score\\\": $SLURM_NTASKS}}\"; fi']\n"
-         "space:\n  x: {type: float, low: 0, high: 1}\n";
+  std::ofstream(dir_ / "pairs.yaml") << SrunSpec(
+      "pairs", "{max_trials: 2, parallelism: 2}", "{nodes: 2, ranks_per_node: 2, launcher: srun}",
+      "echo \"rank $SLURM_PROCID of $SLURM_NTASKS on $(hostname)\" >&2; " + Rank0Scores("$SLURM_NTASKS"));
   auto run = Ladder({"search", "start", "pairs.yaml", "--wait"});
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   auto trials = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out, nullptr, false);
@@ -171,12 +181,8 @@ TEST_F(SlurmTest, ATrialWhoseStepIsCancelledIsRetried) {
   ASSERT_NO_FATAL_FAILURE(SubmitLadderUp());
   ASSERT_EQ(WaitForNodes(cli_, dir_, 4).size(), 4u);
   // The first attempt waits to be cancelled; the second one ends at once.
-  std::ofstream(dir_ / "long.yaml")
-      << "name: long\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 1}\n"
-         "resources: {nodes: 2, launcher: srun}\n"
-         "command: [/bin/sh, -c, 'if [ \"$LADDER_ATTEMPT\" = 0 ]; then sleep 60; fi; "
-         "if [ \"$SLURM_PROCID\" = 0 ]; then echo \"{{\\\"step\\\": 1, \\\"score\\\": 1}}\"; fi']\n"
-         "space:\n  x: {type: float, low: 0, high: 1}\n";
+  std::ofstream(dir_ / "long.yaml") << SrunSpec("long", "{max_trials: 1}", "{nodes: 2, launcher: srun}",
+                                                 "if [ \"$LADDER_ATTEMPT\" = 0 ]; then sleep 60; fi; " + Rank0Scores("1"));
   ASSERT_EQ(Ladder({"search", "start", "long.yaml"}).exit_code, 0);
   std::string step;  // "JOB.STEP" of the trial's step, once it runs
   for (int i = 0; i < 100 && step.empty(); ++i) {
@@ -189,23 +195,19 @@ TEST_F(SlurmTest, ATrialWhoseStepIsCancelledIsRetried) {
   }
   ASSERT_FALSE(step.empty()) << "the trial's step never ran";
   ASSERT_EQ(slurm_.Run({"scancel", step}).exit_code, 0);
+  // `ladder watch 1 --plain` follows the search's events and ends when the search has ended.
+  auto watched = Ladder({"watch", "1", "--plain"});
+  ASSERT_EQ(watched.exit_code, 0) << watched.err;
   nlohmann::json t;
-  for (int i = 0; i < 150; ++i) {
-    auto doc = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out, nullptr, false);
-    if (doc.is_object() && doc.contains("trials") && !doc["trials"].empty()) t = doc["trials"][0];
-    if (t.value("state", "") == "TRIAL_COMPLETED" || t.value("state", "") == "TRIAL_FAILED") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  auto doc = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out, nullptr, false);
+  if (doc.is_object() && doc.contains("trials") && !doc["trials"].empty()) t = doc["trials"][0];
   EXPECT_EQ(t.value("state", ""), "TRIAL_COMPLETED") << t.dump();
   EXPECT_EQ(t.value("attempt", 0), 1) << "the cancelled step cost one attempt: " << t.dump();
 
   // A rank that fails on its own ends the step too (--kill-on-bad-exit), and Slurm says CANCELLED then as well:
   // that trial fails, it is not retried.
-  std::ofstream(dir_ / "bad.yaml")
-      << "name: bad\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 1}\n"
-         "resources: {nodes: 2, launcher: srun}\n"
-         "command: [/bin/sh, -c, 'if [ \"$SLURM_PROCID\" = 1 ]; then exit 3; fi; sleep 20']\n"
-         "space:\n  x: {type: float, low: 0, high: 1}\n";
+  std::ofstream(dir_ / "bad.yaml") << SrunSpec("bad", "{max_trials: 1}", "{nodes: 2, launcher: srun}",
+                                                "if [ \"$SLURM_PROCID\" = 1 ]; then exit 3; fi; sleep 20");
   Ladder({"search", "start", "bad.yaml", "--wait"});
   auto bad = nlohmann::json::parse(Ladder({"--json", "trials", "2"}).out, nullptr, false);
   ASSERT_TRUE(bad.is_object() && bad.contains("trials") && bad["trials"].size() == 1u) << bad.dump();

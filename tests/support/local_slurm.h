@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/address.h"
 #include "tests/support/free_port.h"
 #include "tests/support/process.h"
 
@@ -104,9 +105,8 @@ class LocalSlurm {
  private:
   void WriteConfig(int cpus, bool topology) {
     std::ofstream c(conf_);
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);  // slurmctld serves only where SlurmctldHost names its own host
-    c << "ClusterName=ladder-test\nSlurmctldHost=" << host << "(127.0.0.1)\nSlurmctldPort=" << FreePort()
+    // slurmctld serves only where SlurmctldHost names its own host.
+    c << "ClusterName=ladder-test\nSlurmctldHost=" << ThisHostname() << "(127.0.0.1)\nSlurmctldPort=" << FreePort()
       << "\nSlurmUser=root\nSlurmdUser=root\nAuthType=auth/none\nCredType=cred/none\n"
       << "StateSaveLocation=" << (base_ / "state").string() << "\nSlurmdSpoolDir=" << (short_ / "spool").string()
       << "/%n\nTmpFS=" << (short_ / "tmp").string() << "/%n\nSlurmctldPidFile=" << (base_ / "pid").string()
