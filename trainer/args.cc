@@ -126,6 +126,9 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
   --checkpoint PATH    rank 0 writes a checkpoint there (atomically) every --checkpoint-every steps and
                        at the end: parameters, optimizer, step, data position, RNG
   --checkpoint-every N (default 0: only at the end)
+                       With --checkpoint, SIGTERM or SIGUSR1 (preemption, a Slurm time limit) stops the run
+                       cleanly: the ranks agree on a step (every 8 steps), rank 0 saves the checkpoint, and
+                       every rank exits with 128 + the signal; a second signal ends it at once
   --resume             continue from --checkpoint if it exists (every rank reads it)
   --help               this text
   --version            the ladder version

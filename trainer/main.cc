@@ -14,6 +14,7 @@
 #include "trainer/data_sources.h"
 #include "trainer/metrics_writer.h"
 #include "trainer/serve.h"
+#include "trainer/stop_request.h"
 #include "trainer/train_loop.h"
 
 namespace {
@@ -70,6 +71,9 @@ int RunTrainer(const std::vector<std::string>& argv) {
       return 2;
     }
   }
+  // With a checkpoint to save, SIGTERM/SIGUSR1 stop the run cleanly at a step the ranks agree on (installed before
+  // the data loads and the ranks meet, so a stop asked for during start-up is kept too).
+  if (!args.checkpoint.empty()) StopRequest::Install();
   Dataset all, train, val;
   std::string error;
   DataOptions data_options;

@@ -21,6 +21,7 @@
 #include "trainer/optim.h"
 #include "trainer/sample_stream.h"
 #include "trainer/schedule.h"
+#include "trainer/stop_request.h"
 #include "trainer/task.h"
 
 namespace ladder::trainer {
@@ -239,7 +240,22 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   int64_t epoch_samples = 0, epoch_steps = 0, run_steps = 0;
   PhaseTimes phases;
   net->train();
-  while (auto batch = batches.Next()) {
+  StopRequest stop(comm, device);
+  for (;;) {
+    // A SIGTERM/SIGUSR1 (preemption, a stopping worker, a Slurm time limit): the ranks agree on this step, rank 0
+    // saves the checkpoint, and the run ends with 128 + the signal; --resume goes on from here.
+    if (!a.checkpoint.empty() && stop.Due(step)) {
+      if (!checkpoint()) return Fail(1, "stopped by a signal at step " + std::to_string(step) + " without a checkpoint");
+      if (leader) {
+        std::fprintf(stderr, "ladder-train: stopped by signal %d at step %lld; checkpoint saved to %s\n",
+                     StopRequest::Signal(), static_cast<long long>(step), a.checkpoint.c_str());
+      }
+      if (a.phase_times) phases.Print(rank, run_steps);
+      result.exit_code = stop.ExitCode();
+      return result;
+    }
+    auto batch = batches.Next();
+    if (!batch) break;
     phases.Mark(PhaseTimes::kData);
     ++run_steps;
     const int64_t global = batch->global;

@@ -18,7 +18,8 @@
 namespace ladder::trainer {
 
 struct TrainResult {
-  int exit_code = 0;  // 0 done, 1 runtime failure (checkpoint), 2 bad arguments for this data, 3 diverged
+  int exit_code = 0;  // 0 done, 1 runtime failure (checkpoint), 2 bad arguments for this data, 3 diverged,
+                      // 128 + signal: stopped by SIGTERM/SIGUSR1 after saving the checkpoint (stop_request.h)
   double final_val_loss = 0, final_val_accuracy = 0;
   std::vector<double> train_losses;  // one per logged step, for tests
 };
