@@ -1,22 +1,35 @@
 #include "cli/client.h"
 
+#include <fstream>
 #include <iostream>
 
+#include "common/address.h"
 #include "common/token.h"
 
 namespace ladder::cli {
 
-std::string ResolveToken(const std::string& explicit_token) {
+std::string ResolveToken(const std::string& explicit_token, const std::string& db) {
   if (!explicit_token.empty()) return explicit_token;
   if (const char* t = std::getenv("LADDER_TOKEN"); t && *t) return t;
   try {
+    if (!db.empty()) {
+      if (auto t = ReadTokenFile(db + ".token")) return *t;
+    }
     if (auto t = ReadTokenFile("ladder.db.token")) return *t;
   } catch (const std::exception&) {
   }
   return "";
 }
 
-Client::Client(const GlobalOptions& g) : server_(g.server), token_(ResolveToken(g.token)) {
+std::string ResolveServer(const GlobalOptions& g) {
+  if (g.server_given || g.db.empty()) return g.server;
+  std::ifstream in(g.db + ".server");
+  std::string address;
+  if (in >> address && HostPortError(address).empty()) return address;
+  return g.server;
+}
+
+Client::Client(const GlobalOptions& g) : server_(ResolveServer(g)), token_(ResolveToken(g.token, g.db)) {
   channel_ = grpc::CreateChannel(server_, grpc::InsecureChannelCredentials());
   stub_ = v1::Ladder::NewStub(channel_);
 }

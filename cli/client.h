@@ -19,7 +19,11 @@ enum ExitCode { kOk = 0, kFailed = 1, kBadInput = 2, kUnreachable = 3, kNotFound
 
 struct GlobalOptions {
   std::string server = "127.0.0.1:50051";
-  std::string token;       // --token, else LADDER_TOKEN, else ./ladder.db.token if present
+  bool server_given = false;  // --server or LADDER_SERVER named it (else --db may)
+  std::string token;       // --token, else LADDER_TOKEN, else <--db>.token, else ./ladder.db.token if present
+  // --db: the database whose coordinator to talk to: its address from <db>.server (what `ladder up` writes while
+  // it serves it, e.g. in a Slurm job), its token from <db>.token.
+  std::string db;
   bool json = false;
 };
 
@@ -61,6 +65,8 @@ bool FetchSearchAndTrials(Client& client, int64_t search_id, const std::string& 
                           std::vector<v1::Trial>* trials, int* exit_code);
 
 // The token for talking to `server` per the rules above ("" if none found).
-std::string ResolveToken(const std::string& explicit_token);
+std::string ResolveToken(const std::string& explicit_token, const std::string& db = "");
+// The coordinator's address per the rules above: --server/LADDER_SERVER, else <db>.server, else the default.
+std::string ResolveServer(const GlobalOptions& g);
 
 }  // namespace ladder::cli

@@ -30,11 +30,12 @@ struct SearchOptions {
 
 }  // namespace
 
-void HandleStopSignals(std::function<void(int)> on_signal) {
+void HandleStopSignals(std::function<void(int)> on_signal, const std::vector<int>& more) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  for (int sig : more) sigaddset(&set, sig);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::thread([set, on_signal] {
     int sig = 0;
@@ -174,12 +175,42 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
     exit_code = PrintResultTable(client, *final_search, g, 10);
   });
 
-  auto* list = search->add_subcommand("list", "List searches");
+  SetupSearchSubmit(search, g, exit_code);
+
+  auto* list = search->add_subcommand(
+      "list", "List searches (and the Slurm jobs submitted for the database: ladder --db DB search list)");
   list->callback([&g, &exit_code] {
+    // The Slurm jobs of the database (ladder search submit, promote --submit), whether or not a coordinator runs.
+    const auto jobs = SlurmJobsJson(g.db.empty() ? "ladder.db" : g.db);
     Client client(g);
     v1::ListSearchesRequest req;
     v1::ListSearchesResponse resp;
-    if (!client.Call(&v1::Ladder::Stub::ListSearches, req, &resp, "search list", &exit_code)) return;
+    if (!jobs.empty()) {
+      auto ctx = client.Context();
+      const grpc::Status st = client.stub().ListSearches(ctx.get(), req, &resp);
+      const bool down = ExitCodeOf(st) == kUnreachable;
+      if (!st.ok() && !down) {
+        exit_code = ReportRpcError(st, "search list", client.server());
+        return;
+      }
+      if (g.json) {
+        auto j = nlohmann::json::parse(ToJson(resp));
+        j["slurm_jobs"] = jobs;
+        if (down) j["coordinator"] = "unreachable at " + client.server();
+        std::cout << j.dump() << "\n";
+        exit_code = kOk;
+        return;
+      }
+      PrintSlurmJobs(jobs, std::cout);
+      if (down) {
+        std::cout << "no coordinator answers at " << client.server() << " (a search's job runs it while it runs)\n";
+        exit_code = kOk;
+        return;
+      }
+      std::cout << "\n";
+    } else if (!client.Call(&v1::Ladder::Stub::ListSearches, req, &resp, "search list", &exit_code)) {
+      return;
+    }
     if (g.json) {
       std::cout << ToJson(resp) << "\n";
     } else if (resp.searches().empty()) {

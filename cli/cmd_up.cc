@@ -1,19 +1,39 @@
-// ladder up: a coordinator and one local worker in the foreground (the embedded default).
+// ladder up: a coordinator and one local worker in the foreground (the embedded default); with --slurm, the
+// coordinator of a Slurm job whose nodes each run a worker, which checkpoints and resubmits itself at the job's
+// time limit (cli/slurm_job.h).
+#include <signal.h>
+
 #include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/format.h"
 #include "cli/local_stack.h"
+#include "cli/slurm_job.h"
 #include "cli/slurm_workers.h"
 #include "common/address.h"
+#include "common/token.h"
 
 namespace ladder::cli {
 
 namespace {
+
+struct UpOptions {
+  bool slurm = false;
+  std::string advertise;
+  std::string run_spec;   // --run: the search to run (created once, resumed by later runs) until it ends
+  std::string resubmit;   // --resubmit: the batch script to resubmit at the time limit
+  bool requeue = false;   // --requeue: scontrol requeue this job at the time limit
+};
+
+// Why `ladder up` stops.
+enum class StopCause { kSignal, kTimeLimit, kStepEnded, kSearchEnded };
 
 // ladder up --slurm: the workers are one Slurm step over the allocation's nodes; waits until every node's worker
 // is UP (or the step ended, or 120 s passed). Returns "" or what went wrong.
@@ -42,10 +62,214 @@ std::string StartSlurmWorkers(const GlobalOptions& g, const LocalStack& stack, c
   return "not every node's worker registered within 120 s (see " + log + ")";
 }
 
+// --run SPEC: the search this database already holds for exactly this spec text (a resubmitted job resumes it),
+// else a new one. Returns its id; throws std::runtime_error on failure.
+int64_t StartOrResumeSearch(Client& client, const std::string& spec_path) {
+  std::string yaml;
+  if (!LoadAndValidateSpec(spec_path, /*check_command=*/false, &yaml, /*quiet=*/true)) {
+    throw std::runtime_error("--run " + spec_path + ": the spec is not valid");
+  }
+  int code = 0;
+  v1::ListSearchesResponse listed;
+  if (!client.Call(&v1::Ladder::Stub::ListSearches, v1::ListSearchesRequest(), &listed, "up --run", &code)) {
+    throw std::runtime_error("--run: the coordinator did not list its searches");
+  }
+  for (auto it = listed.searches().rbegin(); it != listed.searches().rend(); ++it) {
+    v1::GetSearchRequest req;
+    req.set_search_id(it->id());
+    v1::GetSearchResponse got;
+    if (!client.Call(&v1::Ladder::Stub::GetSearch, req, &got, "up --run", &code)) continue;
+    if (got.search().spec_yaml() != yaml) continue;
+    std::cout << "ladder up: --run " << spec_path << ": resuming search " << it->id() << " '" << it->name() << "' ("
+              << StateName(got.search().state()) << ", " << got.search().completed() << " trials done)\n";
+    return it->id();
+  }
+  v1::CreateSearchRequest req;
+  req.set_spec_yaml(yaml);
+  req.set_spec_path(spec_path);
+  v1::CreateSearchResponse created;
+  if (!client.Call(&v1::Ladder::Stub::CreateSearch, req, &created, "up --run", &code)) {
+    throw std::runtime_error("--run " + spec_path + ": the coordinator refused the search");
+  }
+  std::cout << "ladder up: --run " << spec_path << ": started search " << created.search().id() << " '"
+            << created.search().name() << "'\n";
+  return created.search().id();
+}
+
+// The search's state (SEARCH_STATE_UNSPECIFIED when the coordinator does not answer).
+v1::SearchState SearchStateOf(Client& client, int64_t id) {
+  v1::GetSearchRequest req;
+  req.set_search_id(id);
+  v1::GetSearchResponse got;
+  int code = 0;
+  return client.Call(&v1::Ladder::Stub::GetSearch, req, &got, "up", &code, /*quiet=*/true) ? got.search().state()
+                                                                                            : v1::SEARCH_STATE_UNSPECIFIED;
+}
+
+// At the time limit, after the checkpoints are committed: the job continues as a new job that starts when this one
+// ends (--resubmit), or as this job requeued (--requeue). Prints what it did.
+void ContinueJob(const UpOptions& up, const LocalStackOptions& opt, const SlurmAllocation& alloc,
+                 const std::string& search_name) {
+  if (!up.resubmit.empty()) {
+    std::string error;
+    auto id = SubmitBatch(up.resubmit, {"--dependency=afterany:" + alloc.job_id}, &error);
+    if (!id) {
+      std::cerr << "ladder up: cannot resubmit " << up.resubmit << ": " << error << "\n";
+      return;
+    }
+    JobRecord r;
+    r.job_id = *id;
+    r.kind = "search";
+    r.name = search_name;
+    r.script = up.resubmit;
+    r.spec = up.run_spec;
+    r.submitted_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    r.previous_job_id = alloc.job_id;
+    try {
+      AppendJobRecord(opt.db_path, r);
+    } catch (const std::exception& e) {
+      std::cerr << "ladder up: " << e.what() << "\n";
+    }
+    std::cout << "ladder up: resubmitted as Slurm job " << *id << " (it starts when job " << alloc.job_id
+              << " ends and resumes the search from " << opt.db_path << ")\n";
+  } else if (up.requeue) {
+    std::cout << "ladder up: requeueing Slurm job " << alloc.job_id << "\n" << std::flush;
+    std::string out;
+    if (RunSlurm({"scontrol", "requeue", alloc.job_id}, &out) != 0) {
+      std::cerr << "ladder up: scontrol requeue " << alloc.job_id << " failed: " << out << "\n";
+    }
+  } else {
+    std::cout << "ladder up: the job ends here; the next `ladder up --db " << opt.db_path
+              << "` resumes the search (--resubmit SCRIPT or --requeue continue it by themselves)\n";
+  }
+}
+
+// Everything `ladder up` does once its options are read; returns the exit code.
+int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::App* cmd) {
+  std::optional<SlurmAllocation> alloc;
+  if (up.slurm) {
+    try {
+      alloc = CurrentAllocation();
+    } catch (const std::exception& e) {
+      std::cerr << "ladder up: " << e.what() << "\n";
+      return kBadInput;
+    }
+    opt.local_worker = false;
+    if (cmd->count("--listen") == 0) opt.listen = "0.0.0.0:50051";  // the other nodes' workers connect to it
+    if (up.advertise.empty()) up.advertise = SlurmNodeAddress();
+    if (up.advertise.empty()) up.advertise = ThisHostname();
+  }
+  struct StopFlag {
+    std::mutex mu;
+    std::condition_variable cv;
+    int signal = 0;
+  };
+  auto flag = std::make_shared<StopFlag>();
+  // Under Slurm, SIGUSR1 is the time-limit warning (--signal=B:USR1@SECONDS): checkpoint and continue the job.
+  HandleStopSignals(
+      [flag](int sig) {
+        std::lock_guard<std::mutex> l(flag->mu);
+        flag->signal = sig;
+        flag->cv.notify_all();
+      },
+      up.slurm ? std::vector<int>{SIGUSR1} : std::vector<int>{});
+  const std::string server_file = ServerFile(opt.db_path);
+  try {
+    LocalStack stack(opt);
+    stack.Start();
+    SlurmWorkers workers;
+    if (alloc) {
+      if (std::string err = StartSlurmWorkers(g, stack, opt, *alloc, up.advertise, workers); !err.empty()) {
+        throw std::runtime_error(err);
+      }
+      std::cout << "ladder up: Slurm job " << alloc->job_id << ": a worker on each of its " << alloc->nodes.size()
+                << " nodes\n";
+    }
+    const std::string port = stack.address().substr(stack.address().rfind(':') + 1);
+    WriteFileAtomically(server_file, (alloc ? up.advertise + ":" + port : stack.address()) + "\n", 0644);
+    std::error_code ec;
+    // The CLI finds the token by itself only as ./ladder.db.token (ResolveToken), or through --db.
+    const bool found = std::filesystem::equivalent(opt.db_path + ".token", "ladder.db.token", ec);
+    std::cout << "ladder up: coordinator on " << stack.address() << ", database " << opt.db_path
+              << (alloc ? "" : ", local worker registered") << "\n"
+              << (found ? "  token in " + opt.db_path + ".token (the CLI in this directory reads it)\n"
+                        : "  token in " + opt.db_path + ".token: ladder --db " + opt.db_path +
+                              " ... finds this coordinator and its token\n")
+              << "  try: ladder" << (stack.address() == "127.0.0.1:50051" ? "" : " --db " + opt.db_path)
+              << " search start data/demo.yaml --wait      Ctrl-C stops\n";
+    if (!stack.dashboard_url().empty()) {
+      std::cout << "  web dashboard: " << stack.dashboard_url() << "login?token=" << stack.token()
+                << "   (from a laptop: ssh -L PORT:127.0.0.1:PORT this host)\n";
+    }
+    GlobalOptions local = g;
+    local.server = stack.address();
+    local.token = stack.token();
+    Client client(local);
+    int64_t run_id = 0;
+    std::string run_name;
+    if (!up.run_spec.empty()) {
+      run_id = StartOrResumeSearch(client, up.run_spec);
+      v1::GetSearchRequest req;
+      req.set_search_id(run_id);
+      v1::GetSearchResponse got;
+      int code = 0;
+      if (client.Call(&v1::Ladder::Stub::GetSearch, req, &got, "up", &code, true)) run_name = got.search().name();
+    }
+    std::cout.flush();
+    StopCause cause = StopCause::kSignal;
+    v1::SearchState run_state = v1::SEARCH_RUNNING;
+    {
+      std::unique_lock<std::mutex> l(flag->mu);
+      while (!flag->cv.wait_for(l, std::chrono::seconds(1), [&] { return flag->signal != 0; })) {
+        if (alloc && !workers.Running()) {  // the allocation is ending, or the step was cancelled
+          cause = StopCause::kStepEnded;
+          break;
+        }
+        if (run_id != 0) {
+          run_state = SearchStateOf(client, run_id);
+          if (run_state != v1::SEARCH_RUNNING && run_state != v1::SEARCH_STATE_UNSPECIFIED) {
+            cause = StopCause::kSearchEnded;
+            break;
+          }
+        }
+      }
+      if (flag->signal == SIGUSR1) cause = StopCause::kTimeLimit;
+    }
+    switch (cause) {
+      case StopCause::kTimeLimit:
+        std::cout << "ladder up: Slurm's time-limit warning (SIGUSR1): the running trials checkpoint and stop, "
+                     "then the job continues\n";
+        break;
+      case StopCause::kStepEnded:
+        std::cerr << "ladder up: the workers' Slurm step ended; stopping\n";
+        break;
+      case StopCause::kSearchEnded:
+        std::cout << "ladder up: search " << run_id << " ended (" << StateName(run_state) << ")\n";
+        break;
+      case StopCause::kSignal:
+        std::cout << "ladder up: stopping (running trials checkpoint if they can, and stop)\n";
+        break;
+    }
+    std::cout.flush();
+    workers.Stop();  // every worker stops its trials; their exits are committed before the workers leave
+    stack.Stop();
+    std::filesystem::remove(server_file, ec);
+    if (cause == StopCause::kTimeLimit && alloc) ContinueJob(up, opt, *alloc, run_name);
+    if (cause == StopCause::kSearchEnded) return run_state == v1::SEARCH_COMPLETED ? kOk : kFailed;
+    return cause == StopCause::kStepEnded ? kFailed : kOk;
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    std::filesystem::remove(server_file, ec);
+    std::cerr << "ladder up: " << e.what() << "\n";
+    return kFailed;
+  }
+}
+
 }  // namespace
 
 void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code) {
   auto opt = std::make_shared<LocalStackOptions>();
+  auto up = std::make_shared<UpOptions>();
   auto* cmd = app.add_subcommand("up", "Run a coordinator and a local worker on 127.0.0.1 until Ctrl-C");
   cmd->add_option("--listen", opt->listen, "host:port to listen on")
       ->check([](const std::string& v) { return HostPortError(v); })
@@ -58,84 +282,38 @@ void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code) {
   cmd->add_option("--http", opt->http, "host:port of the web dashboard (\"\": none)")
       ->check([](const std::string& v) { return v.empty() ? std::string() : HostPortError(v); })
       ->capture_default_str();
-  auto slurm = std::make_shared<bool>(false);
-  auto advertise = std::make_shared<std::string>();
-  cmd->add_flag("--slurm", *slurm,
+  cmd->add_flag("--slurm", up->slurm,
                 "inside a Slurm allocation (sbatch, salloc): no local worker; one ladder-worker per node of the "
                 "allocation as a Slurm step, named and labelled (rack, switch) by Slurm; listens on 0.0.0.0 unless "
-                "--listen says otherwise");
-  cmd->add_option("--advertise", *advertise,
-                  "--slurm: the host the workers reach this coordinator at (default: this host's name)");
-  cmd->callback([opt, cmd, slurm, advertise, &g, &exit_code] {
+                "--listen says otherwise. SIGUSR1 (sbatch --signal=B:USR1@SECONDS) is the time-limit warning: the "
+                "running trials checkpoint and stop, the database is committed, and the job continues "
+                "(--resubmit, --requeue)");
+  cmd->add_option("--advertise", up->advertise,
+                  "--slurm: the host the workers reach this coordinator at (default: this node's NodeAddr in "
+                  "Slurm, else its host name)");
+  cmd->add_option("--run", up->run_spec,
+                  "run this search spec until it ends, then stop: created the first time, resumed from the "
+                  "database by later runs (a resubmitted job); exit 0 when it completed")
+      ->check(CLI::ExistingFile);
+  auto* resubmit = cmd->add_option("--resubmit", up->resubmit,
+                                   "--slurm: at the time-limit warning, submit this batch script again as a job "
+                                   "that starts when this one ends (sbatch --dependency=afterany:JOB)")
+                       ->check(CLI::ExistingFile);
+  cmd->add_flag("--requeue", up->requeue,
+                "--slurm: at the time-limit warning, requeue this job (scontrol requeue; Slurm holds a requeued "
+                "job for its CredExpire, 120 s by default, before it starts again)")
+      ->excludes(resubmit);
+  cmd->callback([opt, up, cmd, &g, &exit_code] {
     opt->http_any_port_if_taken = cmd->count("--http") == 0;  // the default port only: an explicit one is kept
-    std::optional<SlurmAllocation> alloc;
-    if (*slurm) {
-      try {
-        alloc = CurrentAllocation();
-      } catch (const std::exception& e) {
-        std::cerr << "ladder up: " << e.what() << "\n";
-        exit_code = kBadInput;
-        return;
-      }
-      opt->local_worker = false;
-      if (cmd->count("--listen") == 0) opt->listen = "0.0.0.0:50051";  // the other nodes' workers connect to it
-      if (advertise->empty()) *advertise = ThisHostname();
+    if (cmd->count("--db") == 0 && !g.db.empty()) opt->db_path = g.db;  // `ladder --db DB up`
+    if (!up->slurm && (!up->resubmit.empty() || up->requeue)) {
+      std::cerr << "ladder up: --resubmit and --requeue continue a Slurm job: they need --slurm\n";
+      exit_code = kBadInput;
+      return;
     }
-    struct StopFlag {
-      std::mutex mu;
-      std::condition_variable cv;
-      bool stop = false;
-    };
-    auto flag = std::make_shared<StopFlag>();
-    HandleStopSignals([flag](int) {
-      std::lock_guard<std::mutex> l(flag->mu);
-      flag->stop = true;
-      flag->cv.notify_all();
-    });
-    try {
-      LocalStack stack(*opt);
-      stack.Start();
-      SlurmWorkers workers;
-      if (alloc) {
-        if (std::string err = StartSlurmWorkers(g, stack, *opt, *alloc, *advertise, workers); !err.empty()) {
-          throw std::runtime_error(err);
-        }
-        std::cout << "ladder up: Slurm job " << alloc->job_id << ": a worker on each of its " << alloc->nodes.size()
-                  << " nodes\n";
-      }
-      std::error_code ec;
-      // The CLI finds the token by itself only as ./ladder.db.token (ResolveToken).
-      const bool found = std::filesystem::equivalent(opt->db_path + ".token", "ladder.db.token", ec);
-      std::cout << "ladder up: coordinator on " << stack.address() << ", database " << opt->db_path
-                << (alloc ? "" : ", local worker registered") << "\n"
-                << (found ? "  token in " + opt->db_path + ".token (the CLI in this directory reads it)\n"
-                          : "  token in " + opt->db_path + ".token: export LADDER_TOKEN=$(cat " + opt->db_path +
-                                ".token) for the CLI\n")
-                << "  try: ladder" << (stack.address() == "127.0.0.1:50051" ? "" : " --server " + stack.address())
-                << " search start data/demo.yaml --wait      Ctrl-C stops\n";
-      if (!stack.dashboard_url().empty()) {
-        std::cout << "  web dashboard: " << stack.dashboard_url() << "login?token=" << stack.token()
-                  << "   (from a laptop: ssh -L PORT:127.0.0.1:PORT this host)\n";
-      }
-      std::cout.flush();
-      std::unique_lock<std::mutex> l(flag->mu);
-      bool step_ended = false;
-      while (!flag->cv.wait_for(l, std::chrono::seconds(1), [&] { return flag->stop; })) {
-        if (alloc && !workers.Running()) {  // the allocation is ending, or the step was cancelled
-          step_ended = true;
-          break;
-        }
-      }
-      if (step_ended) std::cerr << "ladder up: the workers' Slurm step ended; stopping\n";
-      std::cout << "ladder up: stopping (running trials are terminated)\n";
-      l.unlock();
-      workers.Stop();
-      stack.Stop();
-      exit_code = step_ended ? kFailed : kOk;
-    } catch (const std::exception& e) {
-      std::cerr << "ladder up: " << e.what() << "\n";
-      exit_code = kFailed;
-    }
+    std::error_code ec;
+    if (!up->resubmit.empty()) up->resubmit = std::filesystem::absolute(up->resubmit, ec).string();
+    exit_code = RunUp(g, *opt, *up, cmd);
   });
 }
 

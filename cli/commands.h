@@ -3,6 +3,10 @@
 // (one file each). Run returns the process exit code (client.h).
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
 
 #include "cli/client.h"
 
@@ -15,6 +19,13 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupNodes(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupWatch(CLI::App& app, GlobalOptions& g, int& exit_code);
+// ladder search submit (cmd_search_submit.cc), added to `search`.
+void SetupSearchSubmit(CLI::App* search, GlobalOptions& g, int& exit_code);
+
+// The Slurm jobs submitted for database `db` (<db>.jobs), each chain of resubmissions once, by its newest job, with
+// its state from squeue/sacct: [{job_id, kind, name, state, first_job_id, jobs, submitted_unix, script}].
+nlohmann::json SlurmJobsJson(const std::string& db);
+void PrintSlurmJobs(const nlohmann::json& jobs, std::ostream& out);
 
 // Reads a spec file and validates it locally (the same parser the coordinator uses), also checking that the
 // trial command can be found on this machine. Prints the errors and returns false when invalid.
@@ -24,7 +35,8 @@ bool LoadAndValidateSpec(const std::string& path, bool check_command, std::strin
 // Returns kOk when the search completed, kFailed otherwise.
 int PrintResultTable(Client& client, const v1::Search& s, const GlobalOptions& g, size_t top);
 
-// Blocks SIGINT/SIGTERM in every thread and starts a thread that runs `on_signal` on the first one.
-void HandleStopSignals(std::function<void(int)> on_signal);
+// Blocks SIGINT/SIGTERM (and the `more` signals) in every thread and starts a thread that runs `on_signal` on the
+// first one.
+void HandleStopSignals(std::function<void(int)> on_signal, const std::vector<int>& more = {});
 
 }  // namespace ladder::cli

@@ -14,11 +14,15 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // the global options work after a subcommand too: `ladder nodes --json`
   ladder::cli::GlobalOptions g;
-  if (const char* s = std::getenv("LADDER_SERVER"); s && *s) g.server = s;
+  if (const char* s = std::getenv("LADDER_SERVER"); s && *s) g.server = s, g.server_given = true;
   app.add_option("--server", g.server, "coordinator address host:port (or LADDER_SERVER)")
       ->check([](const std::string& v) { return ladder::HostPortError(v); })
+      ->each([&g](const std::string&) { g.server_given = true; })
       ->capture_default_str();
-  app.add_option("--token", g.token, "access token (or LADDER_TOKEN; default: ./ladder.db.token)");
+  app.add_option("--token", g.token, "access token (or LADDER_TOKEN; default: <--db>.token, ./ladder.db.token)");
+  app.add_option("--db", g.db,
+                 "talk to the coordinator serving this database: its address from DB.server (written by ladder up, "
+                 "e.g. inside a Slurm job), its token from DB.token; `search list` also shows DB's Slurm jobs");
   app.add_flag("--json", g.json, "machine-readable output");
   int exit_code = 0;
   ladder::cli::SetupUp(app, g, exit_code);
@@ -31,7 +35,7 @@ int main(int argc, char** argv) {
   // The first word that is not an option (nor an option's value) must name a command.
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--server" || a == "--token") {
+    if (a == "--server" || a == "--token" || a == "--db") {
       ++i;
       continue;
     }

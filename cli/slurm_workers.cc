@@ -39,12 +39,25 @@ SlurmAllocation CurrentAllocation() {
   return a;
 }
 
+std::string SlurmNodeAddress() {
+  const char* node = std::getenv("SLURMD_NODENAME");
+  if (!node || !*node || std::string(node).find_first_of("'\\") != std::string::npos) return "";
+  std::string text;
+  if (ShellOutput("scontrol show node '" + std::string(node) + "' 2>/dev/null", &text) != 0) return "";
+  std::istringstream in(text);
+  for (std::string word; in >> word;) {
+    if (word.rfind("NodeAddr=", 0) == 0) return word.substr(9);
+  }
+  return "";
+}
+
 void SlurmWorkers::Start(const SlurmAllocation& alloc, const std::string& server, const std::string& token_file,
                          const std::string& trial_dir, const std::string& log) {
+  job_id_ = alloc.job_id;
   const std::string n = std::to_string(alloc.nodes.size());
   std::vector<std::string> args = {
       "srun", "--overlap", "--nodes=" + n, "--ntasks=" + n, "--ntasks-per-node=1", "--kill-on-bad-exit=0",
-      "--job-name=ladder-workers", "--mpi=none", OwnBinDir() + "/ladder-worker", "--server", server, "--token-file",
+      std::string("--job-name=") + kStepName, "--mpi=none", OwnBinDir() + "/ladder-worker", "--server", server, "--token-file",
       token_file, "--trial-dir", trial_dir, "--slurm-topology"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -70,7 +83,19 @@ bool SlurmWorkers::Running() {
 
 void SlurmWorkers::Stop() {
   if (!Running()) return;
-  ::kill(srun_, SIGTERM);  // srun passes it to every worker; each stops its trials and exits
+  // SIGTERM to the workers themselves (scancel --signal signals the step's tasks and leaves the step alone): each
+  // stops its trials — they checkpoint —, waits for their exits to be committed, and exits. A SIGTERM to srun would
+  // cancel the step instead, and Slurm would SIGKILL the workers KillWait seconds later, their trials with them.
+  std::string step, out;
+  if (ShellOutput("squeue -h -s -j '" + job_id_ + "' -o '%i %j' 2>/dev/null", &out) == 0) {
+    std::istringstream lines(out);
+    for (std::string id, name; lines >> id >> name;) {
+      if (name == kStepName) step = id;
+    }
+  }
+  if (step.empty() || ShellOutput("scancel --signal=TERM '" + step + "' 2>&1", &out) != 0) {
+    ::kill(srun_, SIGTERM);  // the step is not found: srun ends it (Slurm signals the workers)
+  }
   for (int i = 0; i < 300; ++i) {
     if (::waitpid(srun_, nullptr, WNOHANG) == srun_) {
       srun_ = -1;

@@ -19,6 +19,10 @@ struct SlurmAllocation {
 // scontrol failed).
 SlurmAllocation CurrentAllocation();
 
+// The address Slurm reaches this node at (NodeAddr of `scontrol show node $SLURMD_NODENAME`): what the other nodes
+// of the allocation can reach too. "" outside Slurm or when scontrol does not say.
+std::string SlurmNodeAddress();
+
 class SlurmWorkers {
  public:
   ~SlurmWorkers() { Stop(); }
@@ -28,11 +32,13 @@ class SlurmWorkers {
              const std::string& trial_dir, const std::string& log);
   // True while the step runs.
   bool Running();
-  // Stops the step (SIGTERM to srun, which passes it to the workers; they stop their trials), waits for it.
+  // Stops the step: SIGTERM to every worker (they stop their trials, which checkpoint), then waits for it to end.
   void Stop();
 
  private:
+  static constexpr const char* kStepName = "ladder-workers";
   pid_t srun_ = -1;
+  std::string job_id_;
 };
 
 }  // namespace ladder::cli

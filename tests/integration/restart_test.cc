@@ -20,30 +20,10 @@ namespace {
 
 using testing::BinDir;
 using testing::Child;
+using testing::Query;
 using testing::Spawn;
 
 constexpr int kSteps = 50;  // points per trial, 0.1 s apart
-
-// Rows of one query, opened read-write so a crashed server's WAL is recovered.
-std::vector<std::vector<std::string>> Query(const std::filesystem::path& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  std::vector<std::vector<std::string>> rows;
-  EXPECT_EQ(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
-  sqlite3_busy_timeout(db, 5000);
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  while (st && sqlite3_step(st) == SQLITE_ROW) {
-    std::vector<std::string> row;
-    for (int i = 0; i < sqlite3_column_count(st); ++i) {
-      auto* t = sqlite3_column_text(st, i);
-      row.push_back(t ? reinterpret_cast<const char*>(t) : "NULL");
-    }
-    rows.push_back(row);
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return rows;
-}
 
 // Follows the search's events until its trials have made `n` metric points of progress (or the search ended, or
 // the deadline passed): watchers get each trial's newest point (coalesced), so progress is counted in steps.

@@ -12,61 +12,10 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
-#include "tests/integration/system_support.h"
-#include "tests/support/local_slurm.h"
-#include "tests/support/process.h"
+#include "tests/integration/slurm_fixture.h"
 
 namespace ladder {
 namespace {
-
-// A search spec of one-rank-per-task shell trials run as Slurm steps (resources.launcher: srun): `budget` and
-// `resources` are YAML flow mappings, `script` the trial's shell text ('{{'/'}}' for literal braces).
-std::string SrunSpec(const std::string& name, const std::string& budget, const std::string& resources,
-                     const std::string& script) {
-  return "name: " + name + "\nobjective: {metric: score, mode: max}\nbudget: " + budget + "\nresources: " + resources +
-         "\ncommand: [/bin/sh, -c, '" + script + "']\nspace:\n  x: {type: float, low: 0, high: 1}\n";
-}
-
-// A trial script line: rank 0 prints a metrics line with `score` (a shell expression).
-std::string Rank0Scores(const std::string& score) {
-  return "if [ \"$SLURM_PROCID\" = 0 ]; then echo \"{{\\\"step\\\": 1, \\\"score\\\": " + score + "}}\"; fi";
-}
-
-class SlurmTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!testing::LocalSlurm::Available()) {
-      GTEST_SKIP() << "Slurm is not installed (slurmctld, slurmd, slurm-client: scripts/bootstrap.sh), or not root";
-    }
-    ASSERT_NO_FATAL_FAILURE(slurm_.Start(dir_, 4, 2));
-  }
-  // Submits a 4-node job that runs `ladder up --slurm` (coordinator on 127.0.0.1:<free port>, database in the
-  // test's directory); cli_ is the ladder command line that talks to it.
-  void SubmitLadderUp() {
-    const int port = testing::FreePort();
-    const std::string ladder = testing::BinDir() + "/ladder";
-    {
-      std::ofstream job(dir_ / "job.sh");
-      job << "#!/bin/sh\nexec " << ladder << " up --slurm --advertise 127.0.0.1 --listen 127.0.0.1:" << port
-          << " --http '' --db " << (dir_ / "ladder.db").string() << "\n";
-    }
-    auto submitted = slurm_.Run({"sbatch", "--parsable", "--nodes=4", "--exclusive", "--output=" + (dir_ / "job.out").string(),
-                                 (dir_ / "job.sh").string()});
-    ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
-    job_id_ = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
-    cli_ = {ladder, "--server", "127.0.0.1:" + std::to_string(port)};
-  }
-  testing::CommandResult Ladder(std::vector<std::string> args) {
-    std::vector<std::string> all = cli_;
-    all.insert(all.end(), args.begin(), args.end());
-    return testing::RunCommand(all, dir_);
-  }
-
-  testing::TempDir dir_{"slurm"};
-  testing::LocalSlurm slurm_;
-  std::string job_id_;
-  std::vector<std::string> cli_;
-};
 
 TEST_F(SlurmTest, TheLocalClusterRunsAStepOnEveryNodeAndKnowsItsSwitches) {
   auto r = slurm_.Run({"srun", "--nodes=4", "--ntasks-per-node=1", "hostname"});
@@ -80,24 +29,6 @@ TEST_F(SlurmTest, TheLocalClusterRunsAStepOnEveryNodeAndKnowsItsSwitches) {
   ASSERT_EQ(topo.exit_code, 0) << topo.err;
   EXPECT_NE(topo.out.find("SwitchName=leaf1"), std::string::npos) << topo.out;
   EXPECT_NE(topo.out.find("SwitchName=top"), std::string::npos) << topo.out;
-}
-
-// Polls `ladder nodes --json` until `n` nodes are up (up to 60 s); returns the last answer's nodes.
-nlohmann::json WaitForNodes(const std::vector<std::string>& ladder, const std::filesystem::path& dir, size_t n) {
-  nlohmann::json nodes;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(250))) {
-    std::vector<std::string> args = ladder;
-    args.insert(args.end(), {"--json", "nodes"});
-    auto r = testing::RunCommand(args, dir);
-    if (r.exit_code != 0) continue;
-    auto doc = nlohmann::json::parse(r.out, nullptr, false);
-    nodes = doc.is_object() && doc.contains("workers") ? doc["workers"] : doc;
-    size_t up = 0;
-    for (const auto& w : nodes) up += w.value("state", "") == "WORKER_UP";
-    if (up >= n) break;
-  }
-  return nodes;
 }
 
 TEST_F(SlurmTest, LadderUpInAnAllocationStartsAWorkerOnEachNodeLabelledBySlurm) {

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers for the system tests that run the real ladder-server / ladder-worker binaries as child processes.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -10,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,27 @@ namespace ladder::testing {
 inline std::string BinDir() {
   const char* d = std::getenv("LADDER_BIN_DIR");
   return d ? d : LADDER_TEST_BIN_DIR;
+}
+
+// Rows of one query, opened read-write so a crashed server's WAL is recovered.
+inline std::vector<std::vector<std::string>> Query(const std::filesystem::path& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::vector<std::vector<std::string>> rows;
+  EXPECT_EQ(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  while (st && sqlite3_step(st) == SQLITE_ROW) {
+    std::vector<std::string> row;
+    for (int i = 0; i < sqlite3_column_count(st); ++i) {
+      auto* t = sqlite3_column_text(st, i);
+      row.push_back(t ? reinterpret_cast<const char*>(t) : "NULL");
+    }
+    rows.push_back(row);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return rows;
 }
 
 // A child process; killed (SIGKILL) on destruction if still running.
