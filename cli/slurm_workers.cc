@@ -57,6 +57,7 @@ void SlurmWorkers::Start(const SlurmAllocation& alloc, const std::string& server
   const std::string n = std::to_string(alloc.nodes.size());
   std::vector<std::string> args = {
       "srun", "--overlap", "--nodes=" + n, "--ntasks=" + n, "--ntasks-per-node=1", "--kill-on-bad-exit=0",
+      "--no-kill",  // a node that fails takes its worker with it, not the step: the others keep serving
       std::string("--job-name=") + kStepName, "--mpi=none", OwnBinDir() + "/ladder-worker", "--server", server, "--token-file",
       token_file, "--trial-dir", trial_dir, "--slurm-topology"};
   std::vector<char*> argv;

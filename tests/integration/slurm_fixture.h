@@ -47,7 +47,7 @@ class SlurmTest : public ::testing::Test {
       job << "#!/bin/sh\nexec " << ladder << " up --slurm --advertise 127.0.0.1 --listen 127.0.0.1:" << port
           << " --http '' --db " << (dir_ / "ladder.db").string() << "\n";
     }
-    auto submitted = slurm_.Run({"sbatch", "--parsable", "--nodes=4", "--exclusive", "--output=" + (dir_ / "job.out").string(),
+    auto submitted = slurm_.Run({"sbatch", "--parsable", "--nodes=4", "--exclusive", "--no-kill", "--output=" + (dir_ / "job.out").string(),
                                  (dir_ / "job.sh").string()});
     ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
     job_id_ = submitted.out.substr(0, submitted.out.find_first_of(";\n"));

@@ -149,5 +149,76 @@ TEST_F(SlurmTest, ATrialWhoseStepIsCancelledIsRetried) {
   EXPECT_NE(said.find("task 1: Exited with exit code 3"), std::string::npos) << said;
 }
 
+// A node of the allocation crashes mid-trial (its slurmd and everything on it die; the job was submitted with
+// --no-kill, as the README says): the trial that ran there is requeued on another node of the allocation and
+// completes on its second attempt, while the other nodes' workers and trials go on.
+TEST_F(SlurmTest, ATrialOnANodeThatCrashesIsRequeuedOnAnotherNode) {
+  ASSERT_NO_FATAL_FAILURE(SubmitLadderUp());
+  ASSERT_EQ(WaitForNodes(cli_, dir_, 4).size(), 4u);
+  // Three trials, each a whole node (2 ranks on 2 cores); a first attempt waits for the test's `release` file.
+  const std::string release = (dir_ / "release").string();
+  std::ofstream(dir_ / "three.yaml") << SrunSpec(
+      "three", "{max_trials: 3, parallelism: 3}", "{nodes: 1, ranks_per_node: 2}",
+      "if [ \"$LADDER_ATTEMPT\" = 0 ]; then while [ ! -e " + release + " ]; do sleep 0.1; done; fi; "
+      "echo \"{{\\\"step\\\": 1, \\\"score\\\": 1}}\"");
+  ASSERT_EQ(Ladder({"search", "start", "three.yaml"}).exit_code, 0);
+  // The node to crash: one that runs a trial and is not the batch host (where ladder up, the coordinator, runs).
+  const std::string batch_host = [&] {
+    std::istringstream in(slurm_.Run({"squeue", "-h", "-j", job_id_, "-o", "%B"}).out);
+    std::string h;
+    in >> h;
+    return h;
+  }();
+  std::string victim;
+  int64_t victim_trial = 0;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       victim.empty() && std::chrono::steady_clock::now() < until;) {
+    auto doc = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out, nullptr, false);
+    for (const auto& t : doc.is_object() ? doc.value("trials", nlohmann::json::array()) : nlohmann::json::array()) {
+      if (t.value("state", "") != "TRIAL_RUNNING" || t["placement"].empty()) continue;
+      const std::string node = t["placement"][0]["node_id"];
+      if (node != batch_host) victim = node, victim_trial = std::stoll(t["id"].get<std::string>());
+    }
+    if (victim.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_FALSE(victim.empty()) << "no trial ran on a node other than the batch host " << batch_host;
+  slurm_.KillNode(std::stoi(victim.substr(1)));
+  // The crashed node's trial runs again elsewhere and completes, and Slurm marks the node down (SlurmdTimeout):
+  // the job and the other nodes' workers go on.
+  std::string slurm_state;
+  bool requeued_done = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    auto doc = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out, nullptr, false);
+    for (const auto& t : doc.is_object() ? doc.value("trials", nlohmann::json::array()) : nlohmann::json::array()) {
+      requeued_done |= std::stoll(t["id"].get<std::string>()) == victim_trial && t.value("state", "") == "TRIAL_COMPLETED";
+    }
+    slurm_state = slurm_.Run({"sinfo", "-h", "-n", victim, "-o", "%T"}).out;
+    if (requeued_done && slurm_state.find("down") != std::string::npos) break;
+  }
+  EXPECT_TRUE(requeued_done) << "trial " << victim_trial << " did not complete after its node crashed";
+  EXPECT_NE(slurm_state.find("down"), std::string::npos) << "Slurm did not mark " << victim << " down: " << slurm_state;
+  EXPECT_NE(slurm_.Run({"squeue", "-h", "-j", job_id_, "-o", "%T"}).out.find("RUNNING"), std::string::npos)
+      << "the job outlives its crashed node (sbatch --no-kill), and the workers' step too (srun --no-kill)";
+  std::ofstream(release) << "go\n";
+  // Bounded: were the job or its workers' step gone with the node, nobody would end the search.
+  std::vector<std::string> watch = {"/usr/bin/timeout", "60"};
+  watch.insert(watch.end(), cli_.begin(), cli_.end());
+  watch.insert(watch.end(), {"watch", "1", "--plain"});
+  auto watched = testing::RunCommand(watch, dir_);
+  ASSERT_EQ(watched.exit_code, 0) << watched.err;
+  auto doc = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out, nullptr, false);
+  ASSERT_TRUE(doc.is_object() && doc["trials"].size() == 3u) << doc.dump();
+  for (const auto& t : doc["trials"]) {
+    EXPECT_EQ(t.value("state", ""), "TRIAL_COMPLETED") << t.dump();
+    const bool moved = std::stoll(t["id"].get<std::string>()) == victim_trial;
+    EXPECT_EQ(t.value("attempt", 0), moved ? 1 : 0) << t.dump();
+    if (moved) {
+      EXPECT_NE(t["placement"][0]["node_id"], victim) << "requeued on another node: " << t.dump();
+    }
+  }
+  slurm_.Run({"scancel", job_id_});
+}
+
 }  // namespace
 }  // namespace ladder

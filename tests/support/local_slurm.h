@@ -77,10 +77,26 @@ class LocalSlurm {
 
   const std::string& conf() const { return conf_; }
 
-  // The slurmd of node i (1-based) dies at once, as when a node crashes.
+  // Node i (1-based) crashes: its slurmd and everything running on it (the slurmstepd daemons and their tasks,
+  // which live in the node's UTS namespace) die at once. Killing slurmd alone would leave its steps running.
   void KillNode(int i) {
     pid_t& p = slurmd_.at(static_cast<size_t>(i - 1));
-    if (p > 0) ::kill(p, SIGKILL), ::waitpid(p, nullptr, 0), p = -1;
+    if (p <= 0) return;
+    std::error_code ec;
+    const auto node_ns = std::filesystem::read_symlink("/proc/" + std::to_string(p) + "/ns/uts", ec);
+    if (!ec) {
+      for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos || std::stol(name) == p) continue;
+        std::error_code ns_ec;
+        if (std::filesystem::read_symlink(e.path() / "ns" / "uts", ns_ec) == node_ns && !ns_ec) {
+          ::kill(static_cast<pid_t>(std::stol(name)), SIGKILL);
+        }
+      }
+    }
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+    p = -1;
   }
 
   void Stop() {
@@ -115,7 +131,7 @@ class LocalSlurm {
       << "/slurmd.%n.log\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nSelectType=select/cons_tres\n"
       << "SelectTypeParameters=CR_Core\nSlurmdParameters=config_overrides\nReturnToService=2\nMpiDefault=pmix\n"
       << "JobAcctGatherType=jobacct_gather/none\nAccountingStorageType=accounting_storage/none\n"
-      << "JobCompType=jobcomp/none\nSwitchType=switch/none\nMailProg=/bin/true\nSlurmdTimeout=30\nKillWait=2\n"
+      << "JobCompType=jobcomp/none\nSwitchType=switch/none\nMailProg=/bin/true\nSlurmdTimeout=10\nKillWait=2\n"
       << "MinJobAge=60\n" << (topology ? "TopologyPlugin=topology/tree\n" : "");
     for (int i = 1; i <= nodes_; ++i) {
       c << "NodeName=n" << i << " NodeHostname=n" << i << " NodeAddr=127.0.0.1 Port=" << FreePort()
