@@ -174,7 +174,7 @@ std::vector<ls::NodeSpec> MakeCluster(const Options& o) {
       char id[32];
       std::snprintf(id, sizeof id, "r%03dn%02d", r, i);
       n.id = id;
-      n.resources = {.cores = 42, .slots = o.gpus, .gpus = o.gpus, .memory_bytes = int64_t{512} << 30};
+      n.resources = {.cores = 42, .slots = o.gpus, .gpus = o.gpus, .memory_bytes = int64_t{512} << 30, .pool = ""};
       n.labels = {{"rack", "r" + std::to_string(r)}, {"switch", "s" + std::to_string(r / o.racks_per_switch)}};
       nodes.push_back(std::move(n));
     }

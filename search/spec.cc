@@ -101,6 +101,13 @@ class SpecReader {
   }
 
  private:
+  // [A-Za-z0-9._-]+, at most kMaxNameLength characters.
+  static bool IsNameLike(const std::string& s) {
+    return !s.empty() && s.size() <= kMaxNameLength && std::all_of(s.begin(), s.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    });
+  }
+
   void ReadName(const YAML::Node& n) {
     auto s = internal::ReadString(sink_, n, "name");
     if (!s) return;
@@ -260,7 +267,8 @@ class SpecReader {
   }
 
   void ReadResources(const YAML::Node& n) {
-    auto m = internal::ReadMapping(sink_, n, "resources", {"nodes", "ranks_per_node", "gpus_per_rank", "launcher"});
+    auto m = internal::ReadMapping(sink_, n, "resources",
+                                   {"nodes", "ranks_per_node", "gpus_per_rank", "launcher", "pool"});
     if (!m) return;
     auto read = [&](std::string_view key, int64_t min, int* out) {
       if (const MapEntry* e = Find(*m, key)) {
@@ -275,6 +283,16 @@ class SpecReader {
     if (const MapEntry* e = Find(*m, "launcher")) {
       if (auto v = internal::ReadEnum(sink_, e->value, "resources.launcher", {"per_node", "mpirun", "srun"})) {
         spec_.group.launcher = *v == "mpirun" ? Launcher::kMpirun : *v == "srun" ? Launcher::kSrun : Launcher::kPerNode;
+      }
+    }
+    if (const MapEntry* e = Find(*m, "pool")) {
+      if (auto v = internal::ReadString(sink_, e->value, "resources.pool")) {
+        if (!IsNameLike(*v)) {
+          sink_.At(e->value, "resources.pool", "must match [A-Za-z0-9._-]+ (at most " +
+                                                   std::to_string(kMaxNameLength) + " characters), got '" + *v + "'");
+        } else {
+          spec_.group.pool = *v;
+        }
       }
     }
   }

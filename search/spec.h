@@ -27,6 +27,8 @@
 //     gpus_per_rank: 0
 //     launcher: per_node             # per_node (torchrun variables; Gloo/NCCL) | mpirun (MPI) | srun (a Slurm
 //                                    # step); see Launcher
+//     pool: hero-7                   # only nodes whose worker has the label pool=hero-7 (default: the shared
+//                                    # nodes, those without one); ladder promote --submit sets it
 //   command: [ladder-train, --lr, "{lr}"]   # a list, or one string split into words like a shell would
 //                                           # (quotes, backslashes); no shell runs. {name} is replaced by
 //                                           # the parameter's value; also {trial_id} {trial_number}
@@ -114,6 +116,7 @@ enum class Launcher { kPerNode, kMpirun, kSrun };
 struct GroupRequest {
   int nodes = 1, ranks_per_node = 1, gpus_per_rank = 0;
   Launcher launcher = Launcher::kPerNode;
+  std::string pool;  // [A-Za-z0-9._-]+; "": the shared nodes
 };
 
 // Options of the `sampler:` mapping; 0 means the sampler's own default. Each applies only to the samplers its

@@ -32,6 +32,14 @@ Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, Coo
   if (!ec) opt_.checkpoint_root = abs.lexically_normal().string();
   nodes_.set_listener(&trials_);
   trials_.set_owner(&searches_);
+  // A hero run's own Slurm job (its workers in the search's pool) ends with the search: its workers are released.
+  nodes_.set_pool_in_use([this](const std::string& pool) { return searches_.PoolInUse(pool); });
+  searches_.set_on_ended([this](const v1::Search& s) {
+    const std::string& pool = s.group().pool();
+    if (!pool.empty() && !searches_.PoolInUse(pool)) {
+      nodes_.ReleasePool(pool, "search " + std::to_string(s.id()) + " has ended");
+    }
+  });
   CommitOutbox::Hooks hooks;
   hooks.has_writes = [this] { return trials_.HasProgress() || hub_.HasPending(); };
   hooks.before_commit = [this] { trials_.WriteProgress(); };

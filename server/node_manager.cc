@@ -20,6 +20,7 @@ scheduler::NodeSpec NodeSpecOf(const v1::WorkerInfo& info, scheduler::NodeState 
   spec.resources.gpus = std::max(0, r.gpus());
   spec.resources.memory_bytes = std::max<int64_t>(0, r.memory_bytes());
   spec.labels.insert(r.labels().begin(), r.labels().end());
+  if (auto pool = r.labels().find("pool"); pool != r.labels().end()) spec.resources.pool = pool->second;
   spec.state = state;
   return spec;
 }
@@ -112,6 +113,22 @@ void NodeManager::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   UpdateBusy(node);
   hub_.Worker(n.info);
   request_schedule_();
+  const auto pool = reg.resources().labels().find("pool");
+  if (pool != reg.resources().labels().end() && pool_in_use_ && !pool_in_use_(pool->second)) {
+    ReleasePool(pool->second, "no running search needs pool '" + pool->second + "'");
+  }
+}
+
+void NodeManager::ReleasePool(const std::string& pool, const std::string& reason) {
+  v1::CoordinatorMessage m;
+  m.mutable_release()->set_reason(reason);
+  for (auto& [id, n] : nodes_) {
+    const auto& labels = n.info.resources().labels();
+    const auto it = labels.find("pool");
+    if (!n.link || it == labels.end() || it->second != pool) continue;
+    LogInfo(kLog, "worker " + id + " released: " + reason);
+    n.link->Send(m);
+  }
 }
 
 std::optional<std::string> NodeManager::NodeOf(const std::shared_ptr<WorkerLink>& link) const {

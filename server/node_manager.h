@@ -76,6 +76,13 @@ class NodeManager {
   // ladder nodes release: lifts a quarantine.
   grpc::Status Release(const std::string& node, v1::WorkerInfo* out);
 
+  // --- pools (a hero run's own Slurm job: its workers carry the label pool=NAME) ------------------------------
+  // Whether a running search still needs the nodes of a pool; a pool worker that registers when none does is
+  // released at once (its search ended before its job started).
+  void set_pool_in_use(std::function<bool(const std::string& pool)> in_use) { pool_in_use_ = std::move(in_use); }
+  // Tells every connected worker of `pool` to stop (v1::Release): nothing will run there any more.
+  void ReleasePool(const std::string& pool, const std::string& reason);
+
   // --- what the trials ask -----------------------------------------------------------------------------------
   void AddRun(const std::string& node, int64_t trial_id);
   void RemoveRun(const std::string& node, int64_t trial_id);
@@ -114,6 +121,7 @@ class NodeManager {
   const CoordinatorOptions& opt_;
   std::function<void()> request_schedule_;
   Listener* listener_ = nullptr;
+  std::function<bool(const std::string&)> pool_in_use_;
   std::map<std::string, Node> nodes_;                     // by node id
   std::map<const WorkerLink*, std::string> link_nodes_;  // registered streams → node id
   int64_t next_worker_epoch_ = 1;

@@ -44,6 +44,7 @@ std::string SearchManager::Prepare(SearchRecord& s) {
     case search::Launcher::kSrun: s.proto.mutable_group()->set_launcher(v1::LAUNCHER_SRUN); break;
     default: s.proto.mutable_group()->set_launcher(v1::LAUNCHER_PER_NODE); break;
   }
+  s.proto.mutable_group()->set_pool(s.spec.group.pool);
   return s.band.Load(s.proto.plan_json());
 }
 
@@ -130,6 +131,7 @@ grpc::Status SearchManager::Create(const v1::CreateSearchRequest& req, v1::Searc
   p.mutable_group()->set_gpus_per_rank(s.spec.group.gpus_per_rank);
   p.set_priority(req.priority() == v1::PRIORITY_UNSPECIFIED ? v1::PRIORITY_SEARCH : req.priority());
   p.set_plan_json(req.plan_json());
+  p.set_slurm_job_id(req.slurm_job_id());
   if (std::string err = Prepare(s); !err.empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "plan_json: " + err);
   }
@@ -307,6 +309,14 @@ void SearchManager::SetState(SearchRecord& s, v1::SearchState state, const std::
   // A search's end is durable before anyone hears of it.
   outbox_.Commit();
   Publish(s);
+  if (state != v1::SEARCH_RUNNING && on_ended_) on_ended_(s.proto);
+}
+
+bool SearchManager::PoolInUse(const std::string& pool) const {
+  for (const auto& [id, s] : searches_) {
+    if (s.proto.state() == v1::SEARCH_RUNNING && s.spec.group.pool == pool) return true;
+  }
+  return false;
 }
 
 }  // namespace ladder::server

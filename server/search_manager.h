@@ -50,6 +50,10 @@ class SearchManager : public TrialManager::Owner {
   // The search's record with its current trial counts; nullptr for no such search.
   const v1::Search* Get(int64_t search_id);
   std::vector<int64_t> Ids() const;
+  // Whether a running search runs on the pool's nodes (resources.pool).
+  bool PoolInUse(const std::string& pool) const;
+  // Called once a search's end is committed (and watchers were told).
+  void set_on_ended(std::function<void(const v1::Search&)> on_ended) { on_ended_ = std::move(on_ended); }
 
   // --- the scheduling pass ----------------------------------------------------------------------------------
   // Every running search keeps `parallelism` trials submitted (queued or running).
@@ -121,6 +125,7 @@ class SearchManager : public TrialManager::Owner {
   CommitOutbox& outbox_;
   EventHub& hub_;
   std::function<void()> request_schedule_;
+  std::function<void(const v1::Search&)> on_ended_;
   std::map<int64_t, SearchRecord> searches_;
 };
 

@@ -223,6 +223,7 @@ scheduler::GroupRequest TrialManager::GroupRequestFor(const TrialRecord& t) cons
   r.nodes = Nodes(t);
   r.ranks_per_node = spec.group.ranks_per_node;
   r.gpus_per_rank = spec.group.gpus_per_rank;
+  r.pool = spec.group.pool;
   r.priority = SchedPriority(owner_->Search(t.proto.search_id()).priority());
   // Node count as the fidelity: a trial past its first stage was promoted by the trial scheduler.
   if (search::ScalesNodes(spec.scheduler) && !t.workflow_step &&

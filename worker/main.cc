@@ -29,13 +29,17 @@ int main(int argc, char** argv) {
   app.add_option("--address", opt.address,
                  "where the other nodes of a multi-node trial reach this one (MASTER_ADDR, mpirun --host); "
                  "default: hostname");
-  app.add_option("--label", labels, "topology label KEY=VALUE (repeatable), e.g. rack=r12");
+  app.add_option("--label", labels,
+                 "label KEY=VALUE (repeatable): topology (rack=r12, switch=s1), or pool=NAME: this node serves only "
+                 "searches with resources.pool NAME, and the worker exits 0 when none is left running (a hero run's "
+                 "own Slurm job)");
   app.add_option("--trial-dir", opt.trial_dir, "directory for per-trial logs and outputs")->capture_default_str();
   bool slurm_topology = false;
   app.add_flag("--slurm-topology", slurm_topology,
                "label this node rack=<its leaf switch> switch=<the switch above> from `scontrol show topology` "
                "(ladder up --slurm starts workers with it)");
-  app.footer("Under Slurm (SLURMD_NODENAME set) the node id defaults to Slurm's node name.");
+  app.footer("Under Slurm (SLURMD_NODENAME set) the node id defaults to Slurm's node name. SIGTERM and SIGUSR1 stop "
+             "the worker: its trials get SIGTERM (ladder-train saves its checkpoint) and go back to the queue.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -67,9 +71,14 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGUSR1);  // the worker's own: the coordinator refused its token
+  sigaddset(&stop_signals, SIGUSR1);  // Slurm's warning before a time limit (--signal=USR1@T): stop as on SIGTERM
+  // The worker's own, raised by its threads: the coordinator refused its token; the coordinator released it.
+  const int kRefused = SIGRTMIN, kReleased = SIGRTMIN + 1;
+  sigaddset(&stop_signals, kRefused);
+  sigaddset(&stop_signals, kReleased);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  opt.on_refused = [](const std::string&) { ::kill(::getpid(), SIGUSR1); };
+  opt.on_refused = [kRefused](const std::string&) { ::kill(::getpid(), kRefused); };
+  opt.on_released = [kReleased](const std::string&) { ::kill(::getpid(), kReleased); };
   try {
     if (const char* t = std::getenv("LADDER_TOKEN")) opt.token = t;
     if (!token_file.empty()) {
@@ -81,7 +90,12 @@ int main(int argc, char** argv) {
     worker.Start();
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    if (sig == SIGUSR1) {
+    if (sig == kReleased) {
+      ladder::LogInfo("worker", "released: the search this worker's pool served has ended; exiting");
+      worker.Stop();
+      return 0;
+    }
+    if (sig == kRefused) {
       worker.Stop();
       std::cerr << "ladder-worker: the coordinator at " << opt.server
                 << " refused this worker's token (pass the server's with --token-file <db>.token or LADDER_TOKEN)\n";

@@ -287,6 +287,10 @@ void Worker::Handle(const v1::CoordinatorMessage& m) {
       CancelTrial(m.cancel().trial_id(), m.cancel().assignment_epoch(), m.cancel().reason());
       break;
     case v1::CoordinatorMessage::kAck: OnAck(m.ack()); break;
+    case v1::CoordinatorMessage::kRelease:
+      LogInfo(kLog, "released by the coordinator: " + m.release().reason());
+      if (opt_.on_released) opt_.on_released(m.release().reason());
+      break;
     default: break;
   }
 }

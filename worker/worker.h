@@ -57,6 +57,9 @@ struct WorkerOptions {
   // Called (from the session thread) when the coordinator refuses the worker's token; the worker then stops
   // reconnecting — a wrong token does not fix itself. Unset: it keeps retrying.
   std::function<void(const std::string&)> on_refused;
+  // Called (from the loop) when the coordinator releases the worker (v1::Release: its pool's search has ended);
+  // ladder-worker then stops and exits 0. Unset: the worker only logs it.
+  std::function<void(const std::string& reason)> on_released;
   // How long the worker tries to reach the coordinator before it says so (then again every minute).
   std::chrono::milliseconds unreachable_warning = std::chrono::milliseconds(5000);
 };

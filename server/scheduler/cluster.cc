@@ -240,7 +240,7 @@ void Cluster::EligibleClasses(const NodeNeed& need, std::vector<int>* out) const
   for (size_t c = 0; c < classes_.size(); ++c) {
     const auto& r = classes_[c].res;
     if (r.slots >= need.slots && r.gpus >= need.gpus && r.cores >= need.cores &&
-        r.memory_bytes >= need.memory_bytes) {
+        r.memory_bytes >= need.memory_bytes && r.pool == need.pool) {
       out->push_back(static_cast<int>(c));
     }
   }
@@ -295,7 +295,7 @@ bool Cluster::AnyFree() const {
 bool Cluster::FitsNow(int node, const NodeNeed& need) const {
   const Node& n = nodes_[node];
   if (!n.present || n.spec.state != NodeState::kUp || n.exclusive) return false;
-  if (need.exclusive && !n.trials.empty()) return false;
+  if ((need.exclusive && !n.trials.empty()) || n.spec.resources.pool != need.pool) return false;
   return n.free_slots >= need.slots && n.free_gpus >= need.gpus && n.free_cores >= need.cores &&
          n.free_memory >= need.memory_bytes;
 }

@@ -45,6 +45,9 @@ struct NodeResources {
   int slots = 1;               // ranks the node runs at once
   int gpus = 0;
   int64_t memory_bytes = 0;    // 0: unknown (only requests that ask for no memory fit)
+  // The node's pool ("" the shared one): a node takes only requests of its pool, a request only nodes of its
+  // pool — e.g. the nodes of a hero run's own Slurm job serve that hero run alone (the worker label `pool`).
+  std::string pool;
   auto operator<=>(const NodeResources&) const = default;
 };
 
@@ -63,6 +66,7 @@ struct NodeNeed {
   int cores = 0;
   int64_t memory_bytes = 0;
   bool exclusive = false;
+  std::string pool;  // only nodes of this pool (NodeResources::pool)
 };
 
 class Cluster {

@@ -20,12 +20,13 @@ NodeNeed GroupRequest::need() const {
   n.cores = cores_per_node;
   n.memory_bytes = memory_per_node;
   n.exclusive = nodes >= 2;
+  n.pool = pool;
   return n;
 }
 
 bool NodeGroupScheduler::Shape::Dominates(int r_nodes, const NodeNeed& n) const {
   return r_nodes >= nodes && n.slots >= need.slots && n.gpus >= need.gpus && n.cores >= need.cores &&
-         n.memory_bytes >= need.memory_bytes && (n.exclusive || !need.exclusive);
+         n.memory_bytes >= need.memory_bytes && (n.exclusive || !need.exclusive) && n.pool == need.pool;
 }
 
 NodeGroupScheduler::NodeGroupScheduler(SchedulerOptions options) : opt_(options) {}
@@ -64,13 +65,14 @@ Status NodeGroupScheduler::Feasible(const GroupRequest& r) const {
   if (up >= r.nodes) return Status::Ok();
   return Status::FailedPrecondition("trial " + std::to_string(r.trial_id) + " needs " + std::to_string(r.nodes) +
                                     " node(s) with " + std::to_string(need.slots) + " slot(s) and " +
-                                    std::to_string(need.gpus) + " GPU(s) each; the cluster has " +
+                                    std::to_string(need.gpus) + " GPU(s) each" +
+                                    (need.pool.empty() ? "" : " in pool '" + need.pool + "'") + "; the cluster has " +
                                     std::to_string(up) + " such node(s) up");
 }
 
 int NodeGroupScheduler::BucketFor(const GroupRequest& r) {
   NodeNeed n = r.need();
-  auto key = std::make_tuple(r.nodes, n.slots, n.gpus, n.cores, n.memory_bytes);
+  auto key = std::make_tuple(r.nodes, n.slots, n.gpus, n.cores, n.memory_bytes, n.pool);
   auto it = bucket_by_shape_.find(key);
   if (it != bucket_by_shape_.end()) return it->second;
   int b = static_cast<int>(buckets_.size());

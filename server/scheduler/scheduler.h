@@ -70,6 +70,7 @@ struct GroupRequest {
   Priority priority = Priority::kSearch;
   std::optional<double> estimated_duration_s;  // an upper bound; none: SchedulerOptions::default_duration_s
   bool preemptible = true;      // can be stopped through a checkpoint and resumed
+  std::string pool;             // runs only on nodes of this pool ("": the shared nodes)
 
   NodeNeed need() const;  // per node; exclusive when nodes >= 2
 };
@@ -231,7 +232,7 @@ class NodeGroupScheduler {
   std::map<QueueKey, Queued> queue_;             // in scheduling order
   std::unordered_map<int64_t, QueueKey> queued_;  // trial -> its key
   std::vector<Bucket> buckets_;
-  std::map<std::tuple<int, int, int, int, int64_t>, int> bucket_by_shape_;
+  std::map<std::tuple<int, int, int, int, int64_t, std::string>, int> bucket_by_shape_;
   std::unordered_map<int64_t, Running> running_;
   std::set<std::pair<double, int64_t>> by_end_;  // (expected end, trial) of running groups
   std::set<int64_t> preempting_;                 // running groups in PREEMPTING

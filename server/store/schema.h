@@ -113,6 +113,10 @@ ALTER TABLE trials ADD COLUMN log_tail TEXT NOT NULL DEFAULT '';
 CREATE INDEX allocations_by_trial ON allocations(trial_id);
 CREATE INDEX events_by_trial ON events(trial_id) WHERE trial_id IS NOT NULL;
 )sql",
+      // 6: the Slurm job a search runs in (a hero run submitted with ladder promote --submit).
+      R"sql(
+ALTER TABLE searches ADD COLUMN slurm_job_id TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return kMigrations;
 }

@@ -163,13 +163,15 @@ void Store::InsertSearch(v1::Search* s) {
   BeginIfNeeded();
   auto& st = db_.Prepare(
       "INSERT INTO searches(name,state,spec_yaml,objective_metric,direction,max_trials,parallelism,nodes,"
-      "ranks_per_node,gpus_per_rank,created_at,error,priority,plan) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      "ranks_per_node,gpus_per_rank,created_at,error,priority,plan,slurm_job_id) "
+      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st.Bind(1, s->name()).Bind(2, s->state()).Bind(3, s->spec_yaml()).Bind(4, s->objective_metric());
   st.Bind(5, s->direction()).Bind(6, s->max_trials()).Bind(7, s->parallelism());
   st.Bind(8, s->group().nodes()).Bind(9, s->group().ranks_per_node()).Bind(10, s->group().gpus_per_rank());
   st.Bind(11, s->created_unix()).Bind(12, s->error());
   st.Bind(13, s->priority() == v1::PRIORITY_UNSPECIFIED ? v1::PRIORITY_SEARCH : s->priority());
   st.Bind(14, s->plan_json());
+  st.Bind(15, s->slurm_job_id());
   st.Run();
   s->set_id(db_.LastInsertId());
 }
@@ -340,7 +342,7 @@ std::vector<v1::Search> Store::LoadSearches() {
   std::vector<v1::Search> out;
   auto& st = db_.Prepare(
       "SELECT id,name,state,spec_yaml,objective_metric,direction,max_trials,parallelism,nodes,ranks_per_node,"
-      "gpus_per_rank,created_at,finished_at,error,priority,ensemble,plan FROM searches ORDER BY id");
+      "gpus_per_rank,created_at,finished_at,error,priority,ensemble,plan,slurm_job_id FROM searches ORDER BY id");
   while (st.Step()) {
     v1::Search s;
     s.set_id(st.Int(0));
@@ -360,6 +362,7 @@ std::vector<v1::Search> Store::LoadSearches() {
     s.set_priority(static_cast<v1::Priority>(st.Int(14)));
     if (!st.IsNull(15)) (void)google::protobuf::util::JsonStringToMessage(st.Text(15), s.mutable_ensemble());
     s.set_plan_json(st.Text(16));
+    s.set_slurm_job_id(st.Text(17));
     out.push_back(std::move(s));
   }
   st.Reset();

@@ -25,7 +25,7 @@ void AddRacks(NodeGroupScheduler& s, const std::vector<RackDef>& racks, int gpus
     for (int i = 0; i < r.nodes; ++i) {
       NodeSpec spec;
       spec.id = "n" + std::to_string(next++);
-      spec.resources = {.cores = 42, .slots = 6, .gpus = gpus, .memory_bytes = int64_t{512} << 30};
+      spec.resources = {.cores = 42, .slots = 6, .gpus = gpus, .memory_bytes = int64_t{512} << 30, .pool = ""};
       spec.labels = {{"rack", r.rack}, {"switch", r.sw}};
       ASSERT_TRUE(s.AddNode(spec).ok());
     }
@@ -297,7 +297,7 @@ TEST(SchedulerTest, BackfillSkipsShapesDominatedByAFailure) {
   EXPECT_TRUE(Started(ds).empty());
   EXPECT_LE(s.counters().examined - examined_before, 5);
   // With room outside the reservation, the small one starts and the big ones are still skipped.
-  ASSERT_TRUE(s.AddNode({.id = "extra", .resources = {.cores = 42, .slots = 6, .gpus = 6, .memory_bytes = 0},
+  ASSERT_TRUE(s.AddNode({.id = "extra", .resources = {.cores = 42, .slots = 6, .gpus = 6, .memory_bytes = 0, .pool = ""},
                          .labels = {{"rack", "r2"}}}).ok());
   examined_before = s.counters().examined;
   ds = s.Schedule(6);
@@ -505,7 +505,7 @@ TEST(SchedulerTest, HeterogeneousNodesOnlyEligibleOnesAreUsed) {
   AddRacks(s, {{"gpu", "s0", 2}}, 6);
   NodeSpec cpu;
   cpu.id = "cpu0";
-  cpu.resources = {.cores = 64, .slots = 64, .gpus = 0, .memory_bytes = 0};
+  cpu.resources = {.cores = 64, .slots = 64, .gpus = 0, .memory_bytes = 0, .pool = ""};
   cpu.labels = {{"rack", "cpu"}};
   ASSERT_TRUE(s.AddNode(cpu).ok());
   ASSERT_TRUE(s.Submit(Req(1, 3), 0).ok());  // GPUs on 3 nodes: only 2 GPU nodes
@@ -569,6 +569,53 @@ TEST(NodeGroupTest, FormatsLikeRLite) {
   EXPECT_EQ(NodeGroup{}.ToString(), "");
   EXPECT_EQ(BracketIdSet({5}), "5");
   EXPECT_EQ(BracketIdSet({1, 2, 4}), "[1-2,4]");
+}
+
+// Pools (NodeResources::pool): a hero run's own Slurm job serves only the hero run, and the hero run only takes
+// its job's nodes — even at hero priority it preempts nothing on the shared nodes.
+TEST(SchedulerPoolTest, APoolsNodesServeOnlyItsRequestsAndItsRequestsOnlyItsNodes) {
+  NodeGroupScheduler s;
+  AddRacks(s, {{"r0", "s0", 2}});  // n0, n1: shared
+  for (int i = 0; i < 2; ++i) {
+    NodeSpec spec;
+    spec.id = "hero" + std::to_string(i);
+    spec.resources = {.cores = 42, .slots = 6, .gpus = 6, .memory_bytes = int64_t{512} << 30, .pool = "job-7"};
+    spec.labels = {{"rack", "r9"}, {"switch", "s0"}, {"pool", "job-7"}};
+    ASSERT_TRUE(s.AddNode(spec).ok());
+  }
+  // Three one-node search requests: two fit on the shared nodes, the third waits beside two idle pool nodes.
+  for (int64_t id : {1, 2, 3}) ASSERT_TRUE(s.Submit(Req(id, 1), 0).ok());
+  auto first = s.Schedule(0);
+  ASSERT_EQ(Started(first), (std::vector<int64_t>{1, 2}));
+  for (const auto& d : first) {
+    for (int n : d.group.nodes()) EXPECT_EQ(s.cluster().spec(n).resources.pool, "") << d.trial_id;
+  }
+  EXPECT_TRUE(s.IsQueued(3));
+  // The hero run (2 nodes, hero priority, pool job-7) starts on the pool's nodes and preempts nobody.
+  GroupRequest hero = Req(10, 2, std::nullopt, Priority::kHero);
+  hero.pool = "job-7";
+  ASSERT_TRUE(s.Feasible(hero).ok());
+  ASSERT_TRUE(s.Submit(hero, 1).ok());
+  auto second = s.Schedule(1);
+  EXPECT_EQ(Started(second), (std::vector<int64_t>{10}));
+  EXPECT_TRUE(Preempted(second).empty());
+  for (const auto& d : second) {
+    for (int n : d.group.nodes()) EXPECT_EQ(s.cluster().spec(n).id.rfind("hero", 0), 0u) << "node " << n;
+  }
+  EXPECT_TRUE(s.IsQueued(3)) << "the search request still waits for a shared node";
+  // A second hero run of the same pool waits for the pool (its hero priority takes nothing shared); one of another
+  // pool no node has is infeasible, and says which pool.
+  GroupRequest again = Req(11, 1, std::nullopt, Priority::kHero);
+  again.pool = "job-7";
+  ASSERT_TRUE(s.Submit(again, 2).ok());
+  auto third = s.Schedule(2);
+  EXPECT_TRUE(Started(third).empty());
+  EXPECT_TRUE(Preempted(third).empty());
+  GroupRequest other = Req(12, 1);
+  other.pool = "job-8";
+  const Status f = s.Feasible(other);
+  EXPECT_EQ(f.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(f.message().find("pool 'job-8'"), std::string::npos) << f.message();
 }
 
 }  // namespace

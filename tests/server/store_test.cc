@@ -41,7 +41,7 @@ v1::Search MakeSearch() {
 
 TEST_F(StoreTest, MigratesToCurrentSchemaInWalMode) {
   Store st(path_);
-  EXPECT_EQ(st.SchemaVersion(), 5);
+  EXPECT_EQ(st.SchemaVersion(), 6);
   Db raw(path_);
   auto& q = raw.Prepare("PRAGMA journal_mode");
   ASSERT_TRUE(q.Step());
