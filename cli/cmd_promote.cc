@@ -7,7 +7,9 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/hero_job.h"
 #include "cli/promote_plan.h"
+#include "common/address.h"
 #include "search/extrapolation.h"
 #include "search/scale_plan.h"
 
@@ -67,6 +69,8 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     bool dry_run = false;
     bool stop_outside_band = false;
     std::string lr_rule = "fit";
+    bool submit = false;
+    HeroJobOptions job;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -97,10 +101,31 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
                   "docs/BENCHMARKS.md), or one of the other fits and baselines")
       ->check(CLI::IsMember(search::LrRuleNames()));
   cmd->add_flag("--dry-run", opt->dry_run, "print the plan and stop");
+  cmd->add_flag("--submit", opt->submit,
+                "submit the hero run as its own Slurm batch job on --nodes nodes: one ladder-worker per node in a "
+                "pool of the job's own (the run goes only there, nothing else does), reporting to this "
+                "coordinator; the job ends with the hero search (with --dry-run: print the script)");
+  cmd->add_option("--time", opt->job.batch.time, "--submit: the job's time limit (Slurm's --time)");
+  cmd->add_option("--partition", opt->job.batch.partition, "--submit: Slurm partition");
+  cmd->add_option("--account", opt->job.batch.account, "--submit: Slurm account to charge");
+  cmd->add_option("--signal-lead", opt->job.batch.signal_lead_s,
+                  "--submit: seconds before the time limit at which the hero run checkpoints and stops")
+      ->check(CLI::Range(10, 86400))
+      ->capture_default_str();
+  cmd->add_option("--advertise", opt->job.advertise,
+                  "--submit: the coordinator's host:port as the job's nodes reach it (default: --server's)")
+      ->check([](const std::string& v) { return HostPortError(v); });
   cmd->add_flag("--stop-outside-band", opt->stop_outside_band,
                 "the coordinator stops the hero run when its validation loss rises above the predicted band "
                 "(default: it warns when the loss leaves the band either way; below it only warns)");
-  cmd->callback([opt, &g, &exit_code] {
+  cmd->callback([opt, cmd, &g, &exit_code] {
+    for (const char* o : {"--time", "--partition", "--account", "--signal-lead", "--advertise"}) {
+      if (cmd->count(o) > 0 && !opt->submit) {
+        std::cerr << "ladder promote: " << o << " is an option of --submit\n";
+        exit_code = kBadInput;
+        return;
+      }
+    }
     Client client(g);
     v1::Search s;
     std::vector<v1::Trial> listed;
@@ -198,7 +223,7 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
         exit_code = kFailed;
         return;
       }
-      if (opt->dry_run) {
+      if (opt->dry_run && !opt->submit) {
         exit_code = kOk;
         return;
       }
@@ -208,6 +233,16 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     creq.set_spec_path("ladder promote " + std::to_string(s.id()));
     creq.set_priority(v1::PRIORITY_HERO);
     creq.set_plan_json(plan_json.dump());
+    if (opt->submit) {
+      opt->job.batch.nodes = shape.nodes;
+      opt->job.dry_run = opt->dry_run;
+      exit_code = SubmitHeroJob(client, g, opt->job, s.id(), [&](const std::string& pool) {
+        HeroShape in_pool = shape;
+        in_pool.pool = pool;
+        return HeroSpecYaml(s, command, in_pool);
+      }, creq);
+      return;
+    }
     v1::CreateSearchResponse cresp;
     if (!client.Call(&v1::Ladder::Stub::CreateSearch, creq, &cresp, "promote", &exit_code)) return;
     if (g.json) {

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/search_progress.h"
+#include "cli/slurm_job.h"
 #include "common/executable.h"
 #include "search/spec.h"
 
@@ -236,10 +237,16 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
     req.set_search_id(opt->id);
     v1::GetSearchResponse resp;
     if (!client.Call(&v1::Ladder::Stub::GetSearch, req, &resp, "search show", &exit_code)) return;
+    // A search on a Slurm job of its own (ladder promote --submit): where the job stands, in Slurm's words.
+    const std::string& job = resp.search().slurm_job_id();
+    const std::string job_state = job.empty() ? "" : SlurmJobState(job);
     if (g.json) {
-      std::cout << ToJson(resp.search()) << "\n";
+      auto j = nlohmann::json::parse(ToJson(resp.search()));
+      if (!job.empty()) j["slurm_job_state"] = job_state;
+      std::cout << j.dump() << "\n";
     } else {
       PrintSearchSummary(resp.search(), std::cout);
+      if (!job.empty()) std::cout << "  slurm job: " << job << " (" << job_state << ")\n";
     }
     exit_code = kOk;
   });

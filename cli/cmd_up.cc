@@ -19,6 +19,7 @@
 #include "cli/slurm_workers.h"
 #include "common/address.h"
 #include "common/token.h"
+#include "worker/slurm_topology.h"
 
 namespace ladder::cli {
 
@@ -156,7 +157,7 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     }
     opt.local_worker = false;
     if (cmd->count("--listen") == 0) opt.listen = "0.0.0.0:50051";  // the other nodes' workers connect to it
-    if (up.advertise.empty()) up.advertise = SlurmNodeAddress();
+    if (up.advertise.empty()) up.advertise = worker::SlurmNodeAddress();
     if (up.advertise.empty()) up.advertise = ThisHostname();
   }
   struct StopFlag {

@@ -183,7 +183,8 @@ std::string HeroSpecYaml(const v1::Search& search, const std::vector<std::string
           std::to_string(shape.ranks_per_node) + ", gpus_per_rank: " + std::to_string(search.group().gpus_per_rank()) +
           (search.group().launcher() == v1::LAUNCHER_MPIRUN  ? ", launcher: mpirun"
            : search.group().launcher() == v1::LAUNCHER_SRUN ? ", launcher: srun"
-                                                           : "") + "}\n";
+                                                           : "") +
+          (shape.pool.empty() ? "" : ", pool: " + shape.pool) + "}\n";
   yaml += "command: " + words.dump() + "\n";  // JSON is YAML: the words stay exact
   yaml += "space:\n  plan: {type: categorical, values: [hero]}\n";
   return yaml;

@@ -32,6 +32,7 @@ std::vector<search::ScaleTrial> ScaleTrialsFrom(const v1::Search& search, const 
 struct HeroShape {
   int nodes = 1;
   int ranks_per_node = 1;
+  std::string pool;  // resources.pool: the nodes of the hero run's own Slurm job (promote --submit); "": shared
 };
 
 // Errors (empty vector, *error set): the best trial has no command, the batch does not split over the ranks.

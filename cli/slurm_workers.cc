@@ -39,18 +39,6 @@ SlurmAllocation CurrentAllocation() {
   return a;
 }
 
-std::string SlurmNodeAddress() {
-  const char* node = std::getenv("SLURMD_NODENAME");
-  if (!node || !*node || std::string(node).find_first_of("'\\") != std::string::npos) return "";
-  std::string text;
-  if (ShellOutput("scontrol show node '" + std::string(node) + "' 2>/dev/null", &text) != 0) return "";
-  std::istringstream in(text);
-  for (std::string word; in >> word;) {
-    if (word.rfind("NodeAddr=", 0) == 0) return word.substr(9);
-  }
-  return "";
-}
-
 void SlurmWorkers::Start(const SlurmAllocation& alloc, const std::string& server, const std::string& token_file,
                          const std::string& trial_dir, const std::string& log) {
   job_id_ = alloc.job_id;

@@ -19,10 +19,6 @@ struct SlurmAllocation {
 // scontrol failed).
 SlurmAllocation CurrentAllocation();
 
-// The address Slurm reaches this node at (NodeAddr of `scontrol show node $SLURMD_NODENAME`): what the other nodes
-// of the allocation can reach too. "" outside Slurm or when scontrol does not say.
-std::string SlurmNodeAddress();
-
 class SlurmWorkers {
  public:
   ~SlurmWorkers() { Stop(); }

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("--gpus", opt.gpus, "GPUs on this node (default: count /dev/nvidiaN)")->check(CLI::Range(0, 1024));
   app.add_option("--address", opt.address,
                  "where the other nodes of a multi-node trial reach this one (MASTER_ADDR, mpirun --host); "
-                 "default: hostname");
+                 "default: under Slurm the node's NodeAddr, else the hostname");
   app.add_option("--label", labels,
                  "label KEY=VALUE (repeatable): topology (rack=r12, switch=s1), or pool=NAME: this node serves only "
                  "searches with resources.pool NAME, and the worker exits 0 when none is left running (a hero run's "
@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
     const char* slurm_node = std::getenv("SLURMD_NODENAME");
     opt.node_id = slurm_node && *slurm_node ? slurm_node : ladder::ThisHostname();
   }
+  // Under Slurm, peers reach this node where Slurm does (its NodeAddr), which need not be what its name resolves to.
+  if (opt.address.empty() && std::getenv("SLURMD_NODENAME")) opt.address = ladder::worker::SlurmNodeAddress();
   if (slurm_topology) {
     std::string note;
     const std::string err = ladder::worker::AddSlurmTopologyLabels(opt.node_id, &opt.labels, &note);

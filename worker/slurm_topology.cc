@@ -96,4 +96,16 @@ std::string AddSlurmTopologyLabels(const std::string& node, std::map<std::string
   return "";
 }
 
+std::string SlurmNodeAddress() {
+  const char* node = std::getenv("SLURMD_NODENAME");
+  if (!node || !*node || std::string(node).find_first_of("'\\") != std::string::npos) return "";
+  std::string text;
+  if (ShellOutput("scontrol show node '" + std::string(node) + "' 2>/dev/null", &text) != 0) return "";
+  std::istringstream in(text);
+  for (std::string word; in >> word;) {
+    if (word.rfind("NodeAddr=", 0) == 0) return word.substr(9);
+  }
+  return "";
+}
+
 }  // namespace ladder::worker

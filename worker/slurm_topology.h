@@ -24,4 +24,9 @@ std::map<std::string, SlurmLabels> ParseSlurmTopology(const std::string& scontro
 std::string AddSlurmTopologyLabels(const std::string& node, std::map<std::string, std::string>* labels,
                                    std::string* note);
 
+// The address Slurm reaches this node at (NodeAddr of `scontrol show node $SLURMD_NODENAME`): what the other nodes
+// of the allocation reach it at too (a worker's MASTER_ADDR, ladder up --slurm's coordinator). "" outside Slurm or
+// when scontrol does not say.
+std::string SlurmNodeAddress();
+
 }  // namespace ladder::worker

@@ -96,7 +96,7 @@ TEST(PromotePlan, HeroCommandPutsThePlansScheduleIntoTheBestTrialsCommand) {
   plan.optimizer = "lars";
   plan.steps = 1000;
   std::string error;
-  auto argv = HeroCommand(best, scale[0], plan, {4, 2}, &error);
+  auto argv = HeroCommand(best, scale[0], plan, {4, 2, ""}, &error);
   ASSERT_EQ(error, "");
   auto value = [&](const std::string& flag) {
     for (size_t i = 0; i + 1 < argv.size(); ++i) {
@@ -121,7 +121,7 @@ TEST(PromotePlan, HeroCommandPutsThePlansScheduleIntoTheBestTrialsCommand) {
   }
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "20"), 0) << "nor its value";
   plan.ramp = {{0, 100}};
-  HeroCommand(best, scale[0], plan, {4, 2}, &error);
+  HeroCommand(best, scale[0], plan, {4, 2, ""}, &error);
   EXPECT_NE(error.find("does not split over 8 ranks"), std::string::npos) << error;
 }
 

@@ -139,5 +139,90 @@ TEST_F(SlurmTest, ASubmittedSearchCheckpointsAtItsTimeLimitAndResumesInItsResubm
   EXPECT_TRUE(doc.contains("coordinator")) << "no coordinator runs after the last job: " << list.out;
 }
 
+// ladder promote --submit: the hero run as a Slurm job of its own on 2 nodes, its workers in the job's pool,
+// reporting to the coordinator the CLI talks to (here a ladder-server outside Slurm, as on a login node). The hero
+// trial runs on the job's two nodes only, its metrics reach the coordinator, and when the hero search completes its
+// workers are released and the job ends; `ladder search show` reports the job's state.
+TEST_F(SlurmTest, AHeroRunSubmittedAsItsOwnJobRunsOnItsNodesAndEndsWithItsSearch) {
+  const std::string ladder = testing::BinDir() + "/ladder";
+  std::ofstream(dir_ / "sweep.yaml")
+      << "name: sweep\nobjective: {metric: val_loss, mode: min}\nbudget: {parallelism: 2}\n"
+         "scales:\n  global_batch: [16, 32]\n  lr: {low: 0.02, high: 0.16}\n  per_octave: 1\n  follow: sqrt\n"
+         "command: [ladder-train, --optimizer, sgd, --momentum, '0.9', --lr, '{lr}', --batch-size, "
+         "'{global_batch}', --epochs, '2', --warmup-steps, '5', --decay, cosine, --seed, '1', --threads, '1']\n";
+  auto sweep = testing::RunCommand({ladder, "--server", "127.0.0.1:0", "demo", "--spec", "sweep.yaml", "--db",
+                                    "ladder.db"},
+                                   dir_);
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
+  const std::string db = (dir_ / "ladder.db").string();
+  testing::Child server;
+  testing::Spawn(&server, {testing::BinDir() + "/ladder-server", "--listen", address, "--db", db}, true);
+  ASSERT_EQ(testing::ReadListenAddress(server), address);
+  // 2 nodes x 32 samples: global batch 64, for 6,400 examples (100 steps).
+  const std::vector<std::string> promote = {ladder,   "--server",         address, "--db",     db,     "promote",
+                                            "1",      "--nodes",          "2",     "--per-node-batch", "32",
+                                            "--budget", "6400",           "--submit", "--time", "5"};
+
+  auto dry = promote;
+  dry.push_back("--dry-run");
+  auto shown = slurm_.Run(dry);
+  ASSERT_EQ(shown.exit_code, 0) << shown.out << shown.err;
+  for (const std::string& want : {std::string("#SBATCH --nodes=2\n"), std::string("--label 'pool=hero-1-"),
+                                  std::string("ladder-worker' --server '" + address + "'")}) {
+    EXPECT_NE(shown.out.find(want), std::string::npos) << want << "\n" << shown.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "ladder-jobs")) << "--dry-run writes and submits nothing";
+
+  auto sub = slurm_.Run(promote);
+  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
+  const auto at = sub.out.find("hero run submitted as Slurm job ");
+  ASSERT_NE(at, std::string::npos) << sub.out;
+  std::istringstream words(sub.out.substr(at + 32));
+  std::string job;
+  words >> job;
+  // The job ends by itself once the hero search completes (its workers are released).
+  bool gone = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+       !gone && std::chrono::steady_clock::now() < until;) {
+    auto q = slurm_.Run({"squeue", "-h", "-j", job, "-o", "%T"});
+    gone = q.out.find_first_not_of(" \n") == std::string::npos || q.out.find("COMPLETED") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  std::string outputs;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ / "ladder-jobs")) {
+    if (e.path().extension() == ".out") outputs += Slurp(e.path());
+  }
+  ASSERT_TRUE(gone) << "the hero job is still in the queue:\n" << outputs;
+
+  auto show = slurm_.Run({ladder, "--server", address, "--json", "search", "show", "2"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  auto s = nlohmann::json::parse(show.out, nullptr, false);
+  EXPECT_EQ(s.value("state", ""), "SEARCH_COMPLETED") << show.out << outputs;
+  EXPECT_EQ(s.value("slurm_job_id", ""), job);
+  EXPECT_EQ(s.value("slurm_job_state", ""), "COMPLETED") << show.out;
+  EXPECT_EQ(s.value("priority", ""), "PRIORITY_HERO");
+  auto text = slurm_.Run({ladder, "--server", address, "search", "show", "2"});
+  EXPECT_NE(text.out.find("slurm job: " + job + " (COMPLETED)"), std::string::npos) << text.out;
+
+  auto trials = nlohmann::json::parse(slurm_.Run({ladder, "--server", address, "--json", "trials", "2"}).out, nullptr, false);
+  ASSERT_TRUE(trials.is_object() && trials["trials"].size() == 1u) << trials.dump();
+  const auto& t = trials["trials"][0];
+  EXPECT_EQ(t.value("state", ""), "TRIAL_COMPLETED") << t.dump() << outputs;
+  ASSERT_EQ(t["placement"].size(), 2u) << t.dump();
+  std::set<std::string> nodes;
+  for (const auto& p : t["placement"]) nodes.insert(p["node_id"].get<std::string>());
+  EXPECT_EQ(nodes.size(), 2u);
+  for (const auto& n : nodes) EXPECT_EQ(n.rfind("n", 0), 0u) << "a node of the job, not the sweep's local worker: " << n;
+  EXPECT_GT(std::stoi(t.value("metric_count", "0")), 0) << "its metrics reached the coordinator";
+  EXPECT_NE(outputs.find("released"), std::string::npos) << outputs;
+
+  auto list = slurm_.Run({ladder, "--server", address, "--db", db, "--json", "search", "list"});
+  auto l = nlohmann::json::parse(list.out, nullptr, false);
+  ASSERT_TRUE(l.is_object() && l.contains("slurm_jobs")) << list.out;
+  EXPECT_EQ(l["slurm_jobs"][0].value("kind", ""), "hero") << list.out;
+  server.Kill(SIGTERM);
+}
+
 }  // namespace
 }  // namespace ladder

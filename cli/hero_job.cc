@@ -1,0 +1,122 @@
+#include "cli/hero_job.h"
+
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/format.h"
+#include "common/executable.h"
+#include "common/token.h"
+
+namespace ladder::cli {
+
+namespace {
+
+bool IsLoopback(const std::string& address) {
+  const std::string host = address.substr(0, address.rfind(':'));
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]";
+}
+
+// The job's script: the workers as one step with the pool label; at the time limit's warning they stop (the hero
+// run checkpoints and waits, PENDING, for its pool's nodes: `sbatch SCRIPT` brings them back).
+std::string HeroScriptBody(const std::string& server, const std::string& token_file, const std::string& trial_dir,
+                           const std::string& pool, const std::string& script, int64_t source) {
+  const std::string worker = ShellQuote(OwnBinDir() + "/ladder-worker");
+  return "# ladder promote --submit: the hero run planned from search " + std::to_string(source) +
+         ". Its trial runs on this job's nodes\n# only (pool " + pool + ") and reports to the coordinator at " +
+         server + "; the job ends when the hero run's search does.\n"
+         "# At the time limit's warning the run checkpoints and waits: `sbatch " + script + "` continues it.\n"
+         "trap 'echo \"ladder: time-limit warning: the hero run checkpoints and stops; sbatch " + script +
+         " continues it\"; scancel --signal=TERM \"$SLURM_JOB_ID.0\"' USR1\n"
+         "srun --overlap --ntasks-per-node=1 --no-kill --kill-on-bad-exit=0 --mpi=none --job-name=ladder-workers " +
+         worker + " --server " + ShellQuote(server) + " --token-file " + ShellQuote(token_file) + " --trial-dir " +
+         ShellQuote(trial_dir) + " --slurm-topology --label " + ShellQuote("pool=" + pool) +
+         " &\npid=$!\n# wait returns early when the trap runs: wait again until the workers are gone.\n"
+         "while kill -0 $pid 2>/dev/null; do wait $pid; done\nwait $pid\n";
+}
+
+}  // namespace
+
+int SubmitHeroJob(Client& client, const GlobalOptions& g, const HeroJobOptions& o, int64_t source_search, const std::function<std::string(const std::string& pool)>& spec_for_pool,
+                  v1::CreateSearchRequest request) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string server = o.advertise.empty() ? client.server() : o.advertise;
+  if (IsLoopback(server)) {
+    std::cerr << "ladder promote: note: the hero job's workers will connect to " << server
+              << ", a loopback address: right only when the job's nodes are this host (pass --advertise HOST:PORT, "
+                 "the coordinator's address as the compute nodes reach it)\n";
+  }
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  const std::string pool = "hero-" + std::to_string(source_search) + "-" + stamp;
+  const fs::path dir = fs::absolute(g.db.empty() ? fs::path("ladder-jobs") : fs::path(g.db).parent_path() / "ladder-jobs", ec);
+  const fs::path script = dir / (pool + ".sbatch"), token_file = dir / (pool + ".token");
+  BatchOptions b = o.batch;
+  b.job_name = "ladder-" + pool;
+  b.output = (dir / (pool + "-%j.out")).string();
+  b.workdir = dir.string();
+  const std::string text = BatchScript(b, HeroScriptBody(server, token_file.string(), (dir / "ladder-trials").string(),
+                                                         pool, script.string(), source_search));
+  if (o.dry_run) {
+    std::cout << "# " << script.string() << " (not written: --dry-run)\n" << text;
+    return kOk;
+  }
+  try {
+    fs::create_directories(dir);
+    WriteFileAtomically(token_file.string(), ResolveToken(g.token, g.db) + "\n", 0600);
+    WriteFileAtomically(script.string(), text, 0755);
+  } catch (const std::exception& e) {
+    std::cerr << "ladder promote: " << e.what() << "\n";
+    return kFailed;
+  }
+  std::string error;
+  auto job = SubmitBatch(script.string(), {"--hold"}, &error);
+  if (!job) {
+    std::cerr << "ladder promote: " << error << "\n";
+    return kFailed;
+  }
+  request.set_spec_yaml(spec_for_pool(pool));
+  request.set_slurm_job_id(*job);
+  v1::CreateSearchResponse created;
+  int code = kOk;
+  if (!client.Call(&v1::Ladder::Stub::CreateSearch, request, &created, "promote", &code)) {
+    std::string out;
+    RunSlurm({"scancel", *job}, &out);
+    std::cerr << "ladder promote: Slurm job " << *job << " cancelled: its hero search could not be created\n";
+    return code;
+  }
+  std::string out;
+  if (RunSlurm({"scontrol", "release", *job}, &out) != 0) {
+    std::cerr << "ladder promote: scontrol release " << *job << " failed (" << out << "); release it by hand\n";
+  }
+  if (!g.db.empty()) {
+    JobRecord r{*job, "hero", created.search().name(), script.string(), "",
+                std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(), ""};
+    try {
+      AppendJobRecord(g.db, r);
+    } catch (const std::exception& e) {
+      std::cerr << "ladder promote: " << e.what() << "\n";
+    }
+  }
+  if (g.json) {
+    std::cout << nlohmann::json{{"search_id", source_search},
+                                {"hero_search_id", created.search().id()},
+                                {"slurm_job_id", *job},
+                                {"pool", pool},
+                                {"script", script.string()}}
+                     .dump()
+              << "\n";
+  } else {
+    std::cout << "hero run submitted as Slurm job " << *job << " (" << b.nodes << " node(s)): search "
+              << created.search().id() << " '" << created.search().name() << "', on the job's nodes only (pool " << pool
+              << ")\n  script " << script.string() << "\n  follow it: ladder search show " << created.search().id()
+              << "\n";
+  }
+  return kOk;
+}
+
+}  // namespace ladder::cli
