@@ -16,6 +16,8 @@
 #include "cli/format.h"
 #include "cli/local_stack.h"
 #include "cli/slurm_job.h"
+#include "cli/slurm_stage.h"
+#include "search/spec.h"
 #include "cli/slurm_workers.h"
 #include "common/address.h"
 #include "common/token.h"
@@ -179,6 +181,13 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     LocalStack stack(opt);
     stack.Start();
     SlurmWorkers workers;
+    if (alloc && !up.run_spec.empty()) {
+      // The search's data goes to every node before any worker (and so any trial) starts there.
+      std::string yaml;
+      if (LoadAndValidateSpec(up.run_spec, /*check_command=*/false, &yaml, /*quiet=*/true)) {
+        SbcastStage(search::ParseSpec(yaml, up.run_spec).spec->stage, *alloc);
+      }
+    }
     if (alloc) {
       if (std::string err = StartSlurmWorkers(g, stack, opt, *alloc, up.advertise, workers); !err.empty()) {
         throw std::runtime_error(err);

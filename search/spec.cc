@@ -6,6 +6,7 @@
 
 #include "search/command_template.h"
 #include "search/spec_scales.h"
+#include "search/spec_stage.h"
 #include "search/spec_scheduler.h"
 #include "search/yaml_reader.h"
 
@@ -48,7 +49,8 @@ class SpecReader {
     }
     auto top = internal::ReadMapping(sink_, root, "",
                                      {"name", "description", "objective", "budget", "sampler", "resources",
-                                      "command", "env", "trial", "space", "scheduler", "ensemble", "scales"});
+                                      "command", "env", "trial", "space", "scheduler", "ensemble", "scales",
+                                      "stage"});
     if (!top) return;
     const MapEntries& t = *top;
     auto required = [&](std::string_view key) -> const MapEntry* {
@@ -75,6 +77,7 @@ class SpecReader {
     if (const MapEntry* e = required("command")) ReadCommand(e->value);
     if (const MapEntry* e = Find(t, "env")) ReadEnv(e->value);
     if (const MapEntry* e = Find(t, "trial")) ReadTrial(e->value);
+    if (const MapEntry* e = Find(t, "stage")) internal::ReadStageSection(sink_, e->value, &spec_.stage);
     const MapEntry* space = nullptr;
     if (scales != nullptr) {
       if (const MapEntry* e = Find(t, "space")) {

@@ -35,6 +35,11 @@
 //                                           # {search_id} {checkpoint_dir} {nodes} (the trial's node
 //                                           # count); {{ and }} are literal braces.
 //   env: {OMP_NUM_THREADS: "1"}      # extra environment for the trial; values may hold placeholders
+//   stage:                           # files copied to node-local storage before a trial runs (default none)
+//     - {from: /lustre/me/data.tar, to: /tmp/ladder-stage}   # absolute paths; the trial reads
+//                                    # /tmp/ladder-stage/data.tar. Once per node, checked by size and CRC-32,
+//                                    # reused by that node's later trials (ladder-stage; under ladder up --slurm
+//                                    # --run, sbcast delivers it to every node of the job first)
 //   trial:
 //     progress_timeout: 10m          # the watchdog fails a trial that prints no metrics line for this long
 //                                    # (seconds, or a number with s/m/h; default: no watchdog)
@@ -113,6 +118,13 @@ struct Objective {
 //             Slurm, MPI through PMIx or Gloo/NCCL with Slurm's rank variables
 enum class Launcher { kPerNode, kMpirun, kSrun };
 
+// One `stage:` entry: the file `from` (on storage every node sees) copied into the node-local directory `to`.
+struct StageFile {
+  std::string from, to;
+};
+// The staged copy's file name: from's last component.
+inline std::string StagedName(const StageFile& f) { return f.from.substr(f.from.rfind('/') + 1); }
+
 struct GroupRequest {
   int nodes = 1, ranks_per_node = 1, gpus_per_rank = 0;
   Launcher launcher = Launcher::kPerNode;
@@ -144,6 +156,7 @@ struct SearchSpec {
   GroupRequest group;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
+  std::vector<StageFile> stage;   // `stage:`: copied to node-local storage before a trial's ranks start
   double progress_timeout_s = 0;  // trial.progress_timeout; 0: no watchdog
   TrialSchedulerOptions scheduler;  // `scheduler:` (type none when absent)
   EnsembleOptions ensemble;         // `ensemble:` (enabled false when absent)

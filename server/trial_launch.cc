@@ -25,6 +25,18 @@ search::Substituted CommandOf(const search::SearchSpec& spec, const TrialRecord&
   return sub;
 }
 
+// `stage:`: every rank runs `ladder-stage --from F --to DIR ... -- COMMAND` (worker/stage.h), which stages the
+// files onto its node (once per node; the ranks of a node take turns) and then runs the command in its place. The
+// worker finds ladder-stage beside itself and puts that directory first on the ranks' PATH, which srun passes on.
+std::vector<std::string> WithStaging(const search::SearchSpec& spec, const std::vector<std::string>& command) {
+  if (spec.stage.empty()) return command;
+  std::vector<std::string> argv = {"ladder-stage"};
+  for (const auto& f : spec.stage) argv.insert(argv.end(), {"--from", f.from, "--to", f.to});
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
 }  // namespace
 
 void TrialManager::AssignMembers(TrialRecord& t, const scheduler::NodeGroup& group) {
@@ -134,7 +146,7 @@ void TrialManager::SendStarts(TrialRecord& t, const std::vector<std::string>& co
   const int world = Nodes(t) * spec.group.ranks_per_node;
   // mpirun and srun: one process on the first node starts every rank; the other nodes' slots are only held.
   const bool one_launch = spec.group.launcher != search::Launcher::kPerNode;
-  std::vector<std::string> argv = command;
+  std::vector<std::string> argv = WithStaging(spec, command);
   if (spec.group.launcher == search::Launcher::kMpirun) {
     std::vector<std::string> words = opt_.mpirun;
     std::string hosts;

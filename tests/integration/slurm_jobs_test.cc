@@ -224,5 +224,93 @@ TEST_F(SlurmTest, AHeroRunSubmittedAsItsOwnJobRunsOnItsNodesAndEndsWithItsSearch
   server.Kill(SIGTERM);
 }
 
+// A spec whose trials check that `stage:` put SRC into LOCAL on their node, byte for byte, before they ran.
+std::string StagedSpec(const std::string& src, const std::string& local, int trials, int parallelism) {
+  return "name: staged\nobjective: {metric: score, mode: max}\nbudget: {max_trials: " + std::to_string(trials) +
+         ", parallelism: " + std::to_string(parallelism) + "}\nstage:\n  - {from: " + src + ", to: " + local +
+         "}\ncommand: [/bin/sh, -c, 'cmp " + src + " " + local +
+         "/data.bin && echo \"{{\\\"step\\\": 1, \\\"score\\\": 1}}\"']\nspace:\n  x: {type: float, low: 0, high: 1}\n";
+}
+
+// Where a trial's ladder-stage said what it did (its stderr.log).
+std::string StageNotes(const std::filesystem::path& trial_dirs) {
+  std::string out;
+  for (const auto& e : std::filesystem::directory_iterator(trial_dirs)) {
+    std::istringstream log(Slurp(e.path() / "stderr.log"));
+    for (std::string line; std::getline(log, line);) {
+      if (line.rfind("ladder-stage:", 0) == 0) out += line + "\n";
+    }
+  }
+  return out;
+}
+
+// Without Slurm: the local worker's first trial copies the file, the later ones reuse the copy.
+TEST(Staging, TheFirstTrialOnANodeCopiesTheFileAndTheOthersReuseIt) {
+  testing::TempDir dir("stage-local");
+  std::filesystem::create_directories(dir / "shared");
+  std::ofstream(dir / "shared" / "data.bin") << std::string(1 << 20, 'd');
+  const std::string local = (dir / "node-local").string();
+  std::ofstream(dir / "spec.yaml") << StagedSpec((dir / "shared" / "data.bin").string(), local, 3, 1);
+  auto run = testing::RunCommand({testing::BinDir() + "/ladder", "--server", "127.0.0.1:0", "demo", "--spec",
+                                  "spec.yaml", "--db", "ladder.db"},
+                                 dir);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const std::string notes = StageNotes(dir / "ladder-trials");
+  size_t copied = 0, reused = 0;
+  for (size_t at = notes.find("copied from"); at != std::string::npos; at = notes.find("copied from", at + 1)) ++copied;
+  for (size_t at = notes.find(": reused"); at != std::string::npos; at = notes.find(": reused", at + 1)) ++reused;
+  EXPECT_EQ(copied, 1u) << notes;
+  EXPECT_EQ(reused, 2u) << notes;
+  EXPECT_TRUE(std::filesystem::exists(local + "/.data.bin.ladder-stage"));
+}
+
+// Under Slurm: a submitted search's ladder up broadcasts the file with sbcast to its job's nodes before any trial;
+// each node's first trial checks the delivery and takes it, the later ones reuse it; nodes outside the job get
+// nothing. Every node has storage of its own here (LocalSlurm::NodeLocalDir).
+TEST_F(SlurmTest, AStagedSearchGetsItsDataBySbcastOnEveryNodeOfItsJob) {
+  std::filesystem::create_directories(dir_ / "shared");
+  std::string data(3 << 20, 0);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>((i * 2654435761u) >> 13);
+  std::ofstream(dir_ / "shared" / "data.bin", std::ios::binary) << data;
+  std::ofstream(dir_ / "spec.yaml") << StagedSpec((dir_ / "shared" / "data.bin").string(),
+                                                  slurm_.NodeLocalDir().string(), 8, 4);
+  const std::filesystem::path db = dir_ / "ladder.db";
+  auto sub = slurm_.Run({testing::BinDir() + "/ladder", "--db", db.string(), "search", "submit", "spec.yaml",
+                         "--nodes", "2", "--time", "5"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
+  bool gone = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+       !gone && std::chrono::steady_clock::now() < until;) {
+    auto q = slurm_.Run({"squeue", "-h", "-o", "%i"});
+    gone = q.exit_code == 0 && q.out.find_first_not_of(" \n") == std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  std::string outputs;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ / "ladder-jobs")) {
+    if (e.path().extension() == ".out") outputs += Slurp(e.path());
+  }
+  ASSERT_TRUE(gone) << outputs;
+  EXPECT_NE(outputs.find("search 1 ended (completed)"), std::string::npos) << outputs;
+  EXPECT_NE(outputs.find("(3.0 MiB) sent to the 2 nodes' " + slurm_.NodeLocalDir().string() + " with sbcast"),
+            std::string::npos)
+      << outputs;
+  const std::string notes = StageNotes(dir_ / "ladder-trials");
+  int staged_nodes = 0;
+  for (int i = 1; i <= 4; ++i) {
+    const auto copy = slurm_.NodeLocalDir(i) / "data.bin";
+    if (!std::filesystem::exists(copy)) continue;
+    ++staged_nodes;
+    EXPECT_EQ(Slurp(copy), data) << "node n" << i;
+    EXPECT_TRUE(std::filesystem::exists(slurm_.NodeLocalDir(i) / ".data.bin.ladder-stage")) << "node n" << i;
+    EXPECT_NE(notes.find("node n" + std::to_string(i) + ": " + slurm_.NodeLocalDir().string() +
+                         "/data.bin: taken from sbcast"),
+              std::string::npos)
+        << "n" << i << "\n" << notes;
+  }
+  EXPECT_EQ(staged_nodes, 2) << "the job's two nodes, and only them";
+  EXPECT_EQ(notes.find("copied from"), std::string::npos) << "no node read the shared file itself:\n" << notes;
+  EXPECT_NE(notes.find(": reused"), std::string::npos) << notes;
+}
+
 }  // namespace
 }  // namespace ladder

@@ -340,5 +340,32 @@ TEST(SpecTest, NeverThrowsOnGarbage) {
   }
 }
 
+// stage: a list of {from: FILE, to: DIR}, absolute paths; each wrong entry names its field.
+TEST(SpecTest, StageListsFilesForNodeLocalStorage) {
+  auto ok = ParseSpec(Minimal() + "stage:\n  - {from: /lustre/me/data.tar, to: /tmp/stage/}\n"
+                                  "  - {from: /lustre/me/labels.csv, to: /tmp/stage}\n", "s.yaml");
+  ASSERT_TRUE(ok.ok()) << AllErrors(ok);
+  ASSERT_EQ(ok.spec->stage.size(), 2u);
+  EXPECT_EQ(ok.spec->stage[0].from, "/lustre/me/data.tar");
+  EXPECT_EQ(ok.spec->stage[0].to, "/tmp/stage") << "a trailing slash is dropped";
+  EXPECT_EQ(StagedName(ok.spec->stage[1]), "labels.csv");
+  auto bad = ParseSpec(Minimal() + "stage:\n  - {from: data.tar, to: /tmp/s}\n  - {from: /d/, to: /tmp/s}\n"
+                                   "  - {to: /tmp/s}\n  - {from: /a/x.tar, to: /tmp/s, mode: fast}\n"
+                                   "  - {from: /b/x.tar, to: /tmp/s/}\n  - {from: /c/y.tar, to: /tmp/s}\n",
+                       "s.yaml");
+  const std::string errors = AllErrors(bad);
+  for (const char* want : {"stage[0].from: must be an absolute path, got 'data.tar'", "stage[1].from: must name a file",
+                           "stage[2].from: missing required field 'from'", "stage[3].mode: unknown field 'mode'"}) {
+    EXPECT_NE(errors.find(want), std::string::npos) << want << "\n" << errors;
+  }
+  auto twice = ParseSpec(Minimal() + "stage:\n  - {from: /a/x.tar, to: /tmp/s}\n  - {from: /b/x.tar, to: /tmp/s/}\n",
+                         "s.yaml");
+  EXPECT_NE(AllErrors(twice).find("stage[1]: stages onto /tmp/s/x.tar like an earlier entry"), std::string::npos)
+      << AllErrors(twice);
+  auto scalar = ParseSpec(Minimal() + "stage: /a/x.tar\n", "s.yaml");
+  EXPECT_NE(AllErrors(scalar).find("stage: expected a list of {from: FILE, to: DIR}"), std::string::npos)
+      << AllErrors(scalar);
+}
+
 }  // namespace
 }  // namespace ladder::search

@@ -1,8 +1,10 @@
 #pragma once
 // A real multi-node Slurm cluster on this machine for tests (the recipe of ../shared/slurm-local, measured on these
 // machines): one slurmctld and N slurmd daemons named n1..nN, each in a UTS namespace of its own so its hostname is
-// its node name, all on 127.0.0.1 with free ports, no authentication, MPI through PMIx, optionally a two-level
-// switch topology (topology/tree: leaf switches of two nodes under one top switch). Everything lives under the
+// its node name, and a mount namespace of its own in which NodeLocalDir() is that node's own directory (node-local
+// storage: what a process on node i writes there lands in NodeLocalDir(i)), all on 127.0.0.1 with free ports, no
+// authentication, MPI through PMIx, optionally a two-level switch topology (topology/tree: leaf switches of two
+// nodes under one top switch). Everything lives under the
 // test's directory; Stop (or the destructor) stops the slurmd daemons first, then slurmctld.
 #include <signal.h>
 #include <spawn.h>
@@ -52,11 +54,15 @@ class LocalSlurm {
     conf_ = (base_ / "etc" / "slurm.conf").string();
     WriteConfig(cpus, topology);
     ctld_ = Spawn({"/usr/sbin/slurmctld", "-D"}, base_ / "log" / "slurmctld.out");
+    std::filesystem::create_directories(NodeLocalDir());
     for (int i = 1; i <= nodes; ++i) {
       const std::string n = "n" + std::to_string(i);
       std::filesystem::create_directories(short_ / "spool" / n);
       std::filesystem::create_directories(short_ / "tmp" / n);
-      slurmd_.push_back(Spawn({"/usr/bin/unshare", "--uts", "/bin/sh", "-c", "hostname " + n + " && exec slurmd -D -N " + n},
+      std::filesystem::create_directories(NodeLocalDir(i));
+      slurmd_.push_back(Spawn({"/usr/bin/unshare", "--uts", "--mount", "/bin/sh", "-c",
+                               "mount --bind " + NodeLocalDir(i).string() + " " + NodeLocalDir().string() +
+                                   " && hostname " + n + " && exec slurmd -D -N " + n},
                               base_ / "log" / ("slurmd." + n + ".out")));
     }
     for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -76,6 +82,11 @@ class LocalSlurm {
   }
 
   const std::string& conf() const { return conf_; }
+
+  // The path of node-local storage as every node's processes see it (each its own directory; outside the nodes it
+  // is empty), and node i's directory behind it as this process sees it.
+  std::filesystem::path NodeLocalDir() const { return short_ / "local"; }
+  std::filesystem::path NodeLocalDir(int i) const { return base_ / "node-local" / ("n" + std::to_string(i)); }
 
   // Node i (1-based) crashes: its slurmd and everything running on it (the slurmstepd daemons and their tasks,
   // which live in the node's UTS namespace) die at once. Killing slurmd alone would leave its steps running.
