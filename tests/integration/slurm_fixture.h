@@ -35,7 +35,7 @@ class SlurmTest : public ::testing::Test {
     if (!testing::LocalSlurm::Available()) {
       GTEST_SKIP() << "Slurm is not installed (slurmctld, slurmd, slurm-client: scripts/bootstrap.sh), or not root";
     }
-    ASSERT_NO_FATAL_FAILURE(slurm_.Start(dir_, 4, 2));
+    ASSERT_EQ(slurm_.Start(dir_, 4, 2), "");
   }
   // Submits a 4-node job that runs `ladder up --slurm` (coordinator on 127.0.0.1:<free port>, database in the
   // test's directory); cli_ is the ladder command line that talks to it.

@@ -40,8 +40,9 @@ class LocalSlurm {
   LocalSlurm& operator=(const LocalSlurm&) = delete;
   ~LocalSlurm() { Stop(); }
 
-  // Starts the cluster under `dir` and waits (up to 30 s) until its `nodes` nodes are idle. Gtest-fatal on failure.
-  void Start(const std::filesystem::path& dir, int nodes, int cpus, bool topology = true) {
+  // Starts the cluster under `dir` and waits (up to 30 s) until its `nodes` nodes are idle. Returns "" or what went
+  // wrong (tests: ASSERT_EQ(slurm.Start(...), "")); bench/slurm uses it too.
+  std::string Start(const std::filesystem::path& dir, int nodes, int cpus, bool topology = true) {
     base_ = dir / "slurm";
     // Sockets live in the spool and tmp directories: a UNIX socket's path has at most 107 bytes, so those two
     // get a short directory of their own (removed by Stop).
@@ -68,9 +69,9 @@ class LocalSlurm {
     for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
          std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
       auto r = Run({"sinfo", "-h", "-t", "idle", "-o", "%D"});
-      if (r.exit_code == 0 && r.out.find(std::to_string(nodes)) == 0) return;
+      if (r.exit_code == 0 && r.out.find(std::to_string(nodes)) == 0) return "";
     }
-    FAIL() << "the local Slurm cluster did not come up (logs in " << (base_ / "log").string() << ")";
+    return "the local Slurm cluster did not come up (logs in " + (base_ / "log").string() + ")";
   }
 
   // Runs a Slurm client command (sinfo, srun, sbatch, scontrol, ...) or any program with this cluster's

@@ -1,0 +1,236 @@
+// bench/slurm (issue 20): ladder on a real Slurm cluster on this machine (tests/support/local_slurm.h: slurmctld and
+// 4 slurmd, 2 CPUs each, every node its own hostname and node-local directory). Three figures, each through the
+// real commands a user runs:
+//   submit_to_first_trial_s  `ladder search submit` until the first trial's first metrics line is read (the job
+//                            is scheduled, ladder up starts, its workers register, the search starts, a trial runs)
+//   srun_launch_overhead_s   a trial started as an srun step (resources.launcher: srun) against the worker starting
+//                            it directly: the median of (first metrics line - start decision) per trial, srun minus
+//                            direct, both in one job, the two kinds of search alternating
+//   requeue_resume_s         the time-limit warning (SIGUSR1 to the batch shell, as --signal=B:USR1 sends it; sent
+//                            with scancel --batch so the bench does not wait for slurmctld's 30 s check) until the
+//                            resubmitted job serves again (its coordinator up and every worker registered: it
+//                            writes <db>.server then), the trials checkpointed and resumed
+// Last line: {"submit_to_first_trial_s", "srun_launch_overhead_s", "requeue_resume_s", ...}.
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/orchestration_support.h"
+#include "tests/support/local_slurm.h"
+
+namespace ladder::bench {
+namespace {
+
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::vector<double> QueryDoubles(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  std::vector<double> out;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return out;
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK) {
+    while (sqlite3_step(st) == SQLITE_ROW) out.push_back(sqlite3_column_double(st, 0));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+std::string Slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Waits until `done()` (polled every 20 ms) or `seconds` pass; false on the deadline.
+template <class F>
+bool WaitFor(double seconds, F done) {
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    if (done()) return true;
+  }
+  return done();
+}
+
+class SlurmBench {
+ public:
+  SlurmBench(testing::LocalSlurm& slurm, const std::filesystem::path& dir) : slurm_(slurm), dir_(dir) {}
+
+  bool QueueEmpty() {
+    auto q = slurm_.Run({"squeue", "-h", "-o", "%i"});
+    return q.exit_code == 0 && q.out.find_first_not_of(" \n") == std::string::npos;
+  }
+  testing::CommandResult Ladder(std::vector<std::string> args) {
+    args.insert(args.begin(), OwnDir() + "/ladder");
+    return slurm_.Run(args);
+  }
+  void Spec(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+
+  // `ladder search submit` of `trials` one-line trials on 2 nodes; seconds to the first metrics line.
+  double SubmitToFirstTrial(int trials) {
+    Spec("first.yaml", "name: first\nobjective: {metric: score, mode: max}\nbudget: {max_trials: " +
+                           std::to_string(trials) + ", parallelism: 4}\n"
+                           "command: [/bin/sh, -c, 'echo \"{{\\\"step\\\": 1, \\\"score\\\": {x}}}\"']\n"
+                           "space:\n  x: {type: float, low: 0, high: 1}\n");
+    const std::string db = (dir_ / "first.db").string();
+    const double t0 = WallNow();
+    auto sub = Ladder({"--db", db, "search", "submit", "first.yaml", "--nodes", "2", "--time", "10"});
+    if (sub.exit_code != 0) throw std::runtime_error("search submit failed: " + sub.err);
+    if (!WaitFor(120, [&] { return QueueEmpty(); })) throw std::runtime_error("the first job did not end");
+    const auto first = QueryDoubles(db, "SELECT MIN(time) FROM metrics");
+    if (first.empty() || first[0] <= 0) throw std::runtime_error("the first job ran no trial");
+    return first[0] - t0;
+  }
+
+  // One `ladder up --slurm` job on 2 nodes; `rounds` x (a direct search, an srun search) of `trials` trials each.
+  // Per trial: first metrics line - start decision. Returns {direct median, srun median}.
+  std::pair<double, double> LaunchOverhead(int rounds, int trials) {
+    const std::string db = (dir_ / "launch.db").string();
+    std::ofstream(dir_ / "up.sh") << "#!/bin/sh\nexec " << OwnDir() << "/ladder up --slurm --listen 0.0.0.0:0 --http '' "
+                                  << "--db " << db << "\n";
+    auto job = slurm_.Run({"sbatch", "--parsable", "--nodes=2", "--exclusive", "--no-kill",
+                           "--output=" + (dir_ / "up.out").string(), (dir_ / "up.sh").string()});
+    if (job.exit_code != 0) throw std::runtime_error("sbatch failed: " + job.err);
+    if (!WaitFor(60, [&] { return std::filesystem::exists(db + ".server"); })) {
+      throw std::runtime_error("ladder up --slurm did not serve: " + Slurp(dir_ / "up.out"));
+    }
+    const std::string body = "objective: {metric: score, mode: max}\nbudget: {max_trials: " + std::to_string(trials) +
+                             ", parallelism: 1}\ncommand: [/bin/sh, -c, 'echo \"{{\\\"step\\\": 1, \\\"score\\\": "
+                             "{x}}}\"']\nspace:\n  x: {type: float, low: 0, high: 1}\n";
+    Spec("direct.yaml", "name: direct\n" + body);
+    Spec("srun.yaml", "name: srun\nresources: {nodes: 1, launcher: srun}\n" + body);
+    std::vector<double> direct, srun;
+    for (int r = 0; r < rounds; ++r) {
+      for (const std::string kind : {"direct", "srun"}) {
+        auto run = Ladder({"--db", db, "search", "start", kind + ".yaml", "--wait"});
+        if (run.exit_code != 0) throw std::runtime_error(kind + " search failed: " + run.out + run.err);
+      }
+    }
+    const std::string per_trial =
+        "SELECT (SELECT MIN(m.time) FROM metrics m WHERE m.trial_id = t.id) - t.started_at FROM trials t "
+        "JOIN searches s ON s.id = t.search_id WHERE s.name = '";
+    direct = QueryDoubles(db, per_trial + "direct'");
+    srun = QueryDoubles(db, per_trial + "srun'");
+    const std::string id = job.out.substr(0, job.out.find_first_of(";\n"));
+    slurm_.Run({"scancel", id});
+    WaitFor(60, [&] { return QueueEmpty(); });
+    std::fprintf(stderr, "bench/slurm: launch to first metrics line, median of %zu trials: direct %.3f s, srun %.3f s\n",
+                 direct.size(), Median(direct), Median(srun));
+    return {Median(direct), Median(srun)};
+  }
+
+  // A submitted search whose trials run until stopped; the warning signal; until the next job serves.
+  double RequeueResume() {
+    const std::string script =
+        "ck=$LADDER_CHECKPOINT_DIR/step; s=0; r=0; if [ -f $ck ]; then s=$(cat $ck); r=1; fi; "
+        "trap \"echo \\$s > $ck.tmp && mv $ck.tmp $ck; exit 143\" TERM; e=$((s + 20)); "
+        "while [ $r = 0 ] || [ $s -lt $e ]; do s=$((s + 1)); echo \"{{\\\"step\\\": $s, \\\"score\\\": $s}}\"; "
+        "sleep 0.1; done";
+    Spec("resume.yaml", "name: resume\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 2, parallelism: 2}\n"
+                        "command: [/bin/sh, -c, '" + script + "']\nspace:\n  x: {type: float, low: 0, high: 1}\n");
+    const std::string db = (dir_ / "resume.db").string();
+    auto sub = Ladder({"--db", db, "--json", "search", "submit", "resume.yaml", "--nodes", "2", "--time", "10"});
+    if (sub.exit_code != 0) throw std::runtime_error("search submit failed: " + sub.err);
+    const std::string job = nlohmann::json::parse(sub.out).at("job_id");
+    // Until both trials print (the running trials are what the warning stops).
+    if (!WaitFor(60, [&] {
+          auto c = QueryDoubles(db, "SELECT COUNT(DISTINCT trial_id) FROM metrics");
+          return !c.empty() && c[0] >= 2;
+        })) {
+      throw std::runtime_error("the trials did not start");
+    }
+    const std::string first_server = Slurp(db + ".server");
+    const double t_signal = WallNow();
+    slurm_.Run({"scancel", "--batch", "--signal=USR1", job});
+    if (!WaitFor(120, [&] {
+          const std::string now = Slurp(db + ".server");
+          return !now.empty() && now != first_server;
+        })) {
+      throw std::runtime_error("the resubmitted job did not serve");
+    }
+    const double resumed = WallNow() - t_signal;
+    WaitFor(120, [&] { return QueueEmpty(); });
+    auto done = QueryDoubles(db, "SELECT COUNT(*) FROM trials WHERE state = 3 AND attempt = 0");
+    if (done.empty() || done[0] != 2) throw std::runtime_error("the resumed search did not complete both trials");
+    return resumed;
+  }
+
+ private:
+  testing::LocalSlurm& slurm_;
+  std::filesystem::path dir_;
+};
+
+}  // namespace
+}  // namespace ladder::bench
+
+int main(int argc, char** argv) {
+  using namespace ladder::bench;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") {
+      quick = true;
+    } else {
+      std::fprintf(stderr, "usage: bench/slurm [--quick]\n");
+      return 2;
+    }
+  }
+  if (!ladder::testing::LocalSlurm::Available()) {
+    std::fprintf(stderr, "bench/slurm: needs root and Debian's slurmctld, slurmd and slurm-client "
+                         "(scripts/bootstrap.sh installs them)\n");
+    return 1;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  TempDir dir("slurm");
+  nlohmann::json out;
+  try {
+    ladder::testing::LocalSlurm slurm;
+    if (std::string err = slurm.Start(dir.path, 4, 2); !err.empty()) throw std::runtime_error(err);
+    SlurmBench b(slurm, dir.path);
+    const int rounds = quick ? 2 : 4, trials = quick ? 5 : 10;
+    std::vector<double> submit;
+    for (int i = 0; i < (quick ? 1 : 3); ++i) {
+      submit.push_back(b.SubmitToFirstTrial(8));
+      std::filesystem::remove(dir.path / "first.db");
+      std::fprintf(stderr, "bench/slurm: submit to first trial %.3f s\n", submit.back());
+    }
+    const auto [direct, srun] = b.LaunchOverhead(rounds, trials);
+    std::vector<double> resume;
+    for (int i = 0; i < (quick ? 1 : 3); ++i) {
+      resume.push_back(b.RequeueResume());
+      std::filesystem::remove(dir.path / "resume.db");
+      std::fprintf(stderr, "bench/slurm: warning signal to the next job serving %.3f s\n", resume.back());
+    }
+    out = {{"submit_to_first_trial_s", Median(submit)},
+           {"srun_launch_overhead_s", srun - direct},
+           {"requeue_resume_s", Median(resume)},
+           {"direct_launch_s", direct},
+           {"srun_launch_s", srun},
+           {"launch_trials_per_kind", rounds * trials},
+           {"repeats", submit.size()},
+           {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench/slurm: %s\n", e.what());
+    return 1;
+  }
+  std::cout << out.dump() << std::endl;
+  return 0;
+}
