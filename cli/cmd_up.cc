@@ -261,6 +261,15 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
         break;
     }
     std::cout.flush();
+    if (alloc) {
+      // The coordinator stops the trials (they checkpoint) and starts none before the workers go: the workers'
+      // step is signalled only then, so no trial hears of the job's end from Slurm first (it would read as a
+      // failure), and each one's stop is committed as a preemption.
+      const int left = stack.PauseAndWait(cause == StopCause::kTimeLimit ? "the Slurm job reaches its time limit"
+                                                                         : "the Slurm job is stopping",
+                                          std::chrono::seconds(60));
+      if (left > 0) std::cerr << "ladder up: " << left << " trial(s) did not stop within 60 s; their workers stop them\n";
+    }
     workers.Stop();  // every worker stops its trials; their exits are committed before the workers leave
     stack.Stop();
     std::filesystem::remove(server_file, ec);

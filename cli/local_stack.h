@@ -27,6 +27,11 @@ class LocalStack {
   // Starts both and waits until the worker has registered; throws std::runtime_error on failure.
   void Start();
   void Stop();
+  // Before a Slurm job ends: no trial starts any more and the running ones stop through their checkpoints (back to
+  // the queue, same attempt); waits up to `timeout`; returns how many still run.
+  int PauseAndWait(const std::string& reason, std::chrono::milliseconds timeout) {
+    return server_ ? server_->PauseAndWait(reason, timeout) : 0;
+  }
   std::string address() const { return server_ ? server_->address() : ""; }
   const std::string& token() const { return token_; }
   std::string dashboard_url() const { return server_ ? server_->dashboard_url() : ""; }

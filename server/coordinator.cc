@@ -120,9 +120,20 @@ void Coordinator::RequestSchedule() {
   boost::asio::post(loop_, [this] { Schedule(); });
 }
 
+int Coordinator::Pause(const std::string& reason) {
+  if (!paused_) LogInfo(kLog, "paused: " + reason + "; running trials stop through their checkpoints");
+  paused_ = true;
+  try {
+    trials_.PreemptAll(reason);
+  } catch (const store::SqliteError& e) {
+    Fatal(e.what());
+  }
+  return trials_.Running();
+}
+
 void Coordinator::Schedule() {
   schedule_posted_ = false;
-  if (stopped_) return;
+  if (stopped_ || paused_) return;
   try {
     searches_.CreateTrials();
     trials_.RunScheduler();

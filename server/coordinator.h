@@ -64,6 +64,13 @@ class Coordinator {
   grpc::Status ServerInfo(const v1::ServerInfoRequest& req, v1::ServerInfoResponse* resp);
   grpc::Status ReleaseNode(const v1::ReleaseNodeRequest& req, v1::ReleaseNodeResponse* resp);
 
+  // --- pause (ladder up --slurm before its job ends) ------------------------------------------------------------
+  // No trial starts any more, and every running trial is asked to stop through its checkpoint, as a preemption: it
+  // goes back to the queue with its attempt and resumes where the database is served next. Idempotent; the
+  // coordinator stays paused until it stops. Returns the trials still running (RunningTrials follows them).
+  int Pause(const std::string& reason);
+  int RunningTrials() const { return trials_.Running(); }
+
   // Watch: sends the snapshot to `sink` at once (every worker; the watched search, or all; the watched search's
   // trials), then the journal entries the request asks for, then every later event. Returns an id for
   // RemoveWatcher.
@@ -93,6 +100,7 @@ class Coordinator {
   SearchManager searches_;
   boost::asio::steady_timer tick_timer_;
   bool stopped_ = false;
+  bool paused_ = false;
   bool schedule_posted_ = false;
   double started_unix_ = 0;
 };

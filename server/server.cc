@@ -130,6 +130,22 @@ void Server::Start() {
 
 std::string Server::dashboard_url() const { return http_ ? http_->url() : ""; }
 
+int Server::PauseAndWait(const std::string& reason, std::chrono::milliseconds timeout) {
+  // On the loop: a running trial's stop is its exits, which arrive there; this thread only asks how many are left.
+  auto ask = [this](std::function<int()> f) {
+    std::promise<int> p;
+    auto fut = p.get_future();
+    boost::asio::post(loop_, [&p, &f] { p.set_value(f()); });
+    return fut.get();
+  };
+  int running = ask([&] { return coord_->Pause(reason); });
+  for (auto until = std::chrono::steady_clock::now() + timeout; running > 0 && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    running = ask([this] { return coord_->RunningTrials(); });
+  }
+  return running;
+}
+
 void Server::Stop() {
   if (stopped_) return;
   stopped_ = true;

@@ -67,6 +67,8 @@ class Server {
   std::string dashboard_url() const;  // http://host:port/ of the web dashboard; empty without one
   boost::asio::io_context& loop() { return loop_; }
   Coordinator& coordinator() { return *coord_; }
+  // Coordinator::Pause on the loop, then waits (up to `timeout`) until no trial runs; returns how many still do.
+  int PauseAndWait(const std::string& reason, std::chrono::milliseconds timeout);
   HttpServer* http() { return http_.get(); }
 
  private:

@@ -185,6 +185,11 @@ class TrialManager : public NodeManager::Listener {
   void FailBeforeStart(int64_t trial_id, const std::string& error);
   // The search ended (cancelled, failed): its pending trials are CANCELLED, its running ones stopped.
   void CancelAll(int64_t search_id, const std::string& error);
+  // Every running trial stops through its checkpoint as if preempted (back to PENDING, same attempt), unless it is
+  // already stopping for a decision of its own (early stop, exploit, failure). The coordinator's pause.
+  void PreemptAll(const std::string& reason);
+  // Trials with a live run.
+  int Running() const;
 
   // --- reads ----------------------------------------------------------------------------------------------
   size_t count() const { return trials_.size(); }

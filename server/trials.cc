@@ -356,6 +356,26 @@ void TrialManager::Preempt(TrialRecord& t, int64_t for_trial) {
   if (!t.AnyLive()) FinishPreemption(t);
 }
 
+void TrialManager::PreemptAll(const std::string& reason) {
+  std::vector<int64_t> running;
+  for (const auto& [sid, st] : by_search_) running.insert(running.end(), st.running.begin(), st.running.end());
+  for (int64_t id : running) {
+    TrialRecord& t = At(id);
+    if (t.preempting || !t.early_stop.empty() || t.exploit || !t.watchdog_error.empty()) continue;
+    t.preempting = true;
+    hub_.Record("trial_preempted", t.proto.search_id(), t.proto.id(), reason);
+    t.proto.set_error(reason);
+    StopMembers(t, reason + "; it resumes from its checkpoint later");
+    if (!t.AnyLive()) FinishPreemption(t);
+  }
+}
+
+int TrialManager::Running() const {
+  int n = 0;
+  for (const auto& [id, t] : trials_) n += t.AnyLive() ? 1 : 0;
+  return n;
+}
+
 void TrialManager::FinishPreemption(TrialRecord& t) {
   if (t.proto.state() != v1::TRIAL_RUNNING) return;
   t.proto.set_preemptions(t.proto.preemptions() + 1);

@@ -15,8 +15,8 @@ int64_t FileSize(const std::string& path) {
 
 namespace {
 
-// The file's last `max_bytes` bytes and whether that is the whole file.
-std::string ReadEnd(const std::string& path, size_t max_bytes, bool* whole, int64_t* size) {
+// The file's last `max_bytes` bytes from byte `since` on, and whether that is all of it from `since`.
+std::string ReadEnd(const std::string& path, size_t max_bytes, bool* whole, int64_t* size, int64_t since = 0) {
   std::ifstream in(path, std::ios::binary);
   if (size) *size = -1;
   if (!in) return "";
@@ -24,8 +24,9 @@ std::string ReadEnd(const std::string& path, size_t max_bytes, bool* whole, int6
   const std::streamoff end = in.tellg();
   if (end < 0) return "";
   if (size) *size = static_cast<int64_t>(end);
-  const std::streamoff from = std::max<std::streamoff>(0, end - static_cast<std::streamoff>(max_bytes));
-  *whole = from == 0;
+  const std::streamoff first = std::min<std::streamoff>(std::max<int64_t>(0, since), end);
+  const std::streamoff from = std::max<std::streamoff>(first, end - static_cast<std::streamoff>(max_bytes));
+  *whole = from == first;
   in.seekg(from);
   std::string text(static_cast<size_t>(end - from), '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
@@ -35,9 +36,9 @@ std::string ReadEnd(const std::string& path, size_t max_bytes, bool* whole, int6
 
 }  // namespace
 
-std::string LogTail(const std::string& path, size_t max_bytes, int64_t* size) {
+std::string LogTail(const std::string& path, size_t max_bytes, int64_t* size, int64_t since) {
   bool whole = true;
-  std::string text = ReadEnd(path, max_bytes, &whole, size);
+  std::string text = ReadEnd(path, max_bytes, &whole, size, since);
   if (!whole) {  // the first line was cut by the byte limit: drop it
     const size_t nl = text.find('\n');
     text = nl == std::string::npos ? "" : text.substr(nl + 1);

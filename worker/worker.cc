@@ -365,6 +365,7 @@ void Worker::StartTrial(const v1::StartTrial& m) {
     if (k == 0 && m.first_rank() == 0) {
       on_line = [this, id](const std::string& line, bool truncated) { OnLine(id, line, truncated); };
     }
+    if (k == 0) r.stderr_start = std::max<int64_t>(0, FileSize(spec.stderr_path));
     auto p = TrialProcess::Launch(
         loop_, spec, std::move(on_line),
         [this, id, k](int code, const std::string& desc) { OnRankExit(id, k, code, desc); }, &error);
@@ -478,12 +479,14 @@ void Worker::OnExit(int64_t trial_id, int exit_code, const std::string& descript
   if (exit_code != 0) ex->set_error(description);
   if (r.first_rank == 0 && !r.stderr_paths.empty()) {
     ex->set_log_tail(LogTail(r.stderr_paths[0]));
-    // srun's stderr when Slurm ended the step from outside (scancel, a node failure): "srun: Job step aborted:
-    // Waiting up to 4 seconds ...", and no task that exited on its own ("srun: error: n2: task 1: Exited with exit
-    // code 3", after which --kill-on-bad-exit ends the step with "Force Terminated": the trial's own failure).
-    const std::string& tail = ex->log_tail();
-    ex->set_step_cancelled(exit_code != 0 && !r.cancelled && tail.find("srun: Job step aborted") != std::string::npos &&
-                           tail.find(": Exited with exit code ") == std::string::npos);
+    // srun's stderr in this run when Slurm ended the step from outside (scancel, a node failure): "srun: Job step
+    // aborted: Waiting up to 4 seconds ...", and no task that exited on its own ("srun: error: n2: task 1: Exited
+    // with exit code 3", after which --kill-on-bad-exit ends the step with "Force Terminated": the trial's own
+    // failure). srun may exit 0 then (a step cancelled while it launched: "aborted before step completely
+    // launched"). Only this run's lines count: an earlier attempt's abort is in the same file.
+    const std::string run = LogTail(r.stderr_paths[0], kLogTailBytes, nullptr, r.stderr_start);
+    ex->set_step_cancelled(!r.cancelled && run.find("srun: Job step aborted") != std::string::npos &&
+                           run.find(": Exited with exit code ") == std::string::npos);
   }
   LogInfo(kLog, "trial " + std::to_string(trial_id) + " ended" + (description.empty() ? "" : ": " + description));
   // The last points go first; both stay kept until acknowledged.

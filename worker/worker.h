@@ -88,6 +88,7 @@ class Worker {
     int64_t trial_id = 0, search_id = 0, epoch = 0;
     std::vector<std::shared_ptr<TrialProcess>> ranks;  // local ranks; [0] is the one whose stdout is read
     std::vector<std::string> stderr_paths;              // of each local rank (absolute)
+    int64_t stderr_start = 0;                           // rank 0's stderr size at launch: this run wrote the rest
     int first_rank = 0;
     int live_ranks = 0;
     std::string checkpoint_dir;  // created at launch; removed at exit when the trial left nothing in it

@@ -107,6 +107,35 @@ TEST_F(SlurmTest, ATwoNodeTrialIsOneSrunStepOnItsOwnNodes) {
   slurm_.Run({"scancel", job_id_});
 }
 
+// An MPI trial as one step: ladder-train over MPI (PMIx from srun --mpi=pmix) on the two nodes the scheduler gave
+// it, rank 0 on the first, rank 1 on the second; it trains (an allreduce per step) and completes.
+TEST_F(SlurmTest, AnMpiTrialRunsAsOneStepOnItsTwoNodes) {
+  ASSERT_NO_FATAL_FAILURE(SubmitLadderUp());
+  ASSERT_EQ(WaitForNodes(cli_, dir_, 4).size(), 4u);
+  std::ofstream(dir_ / "mpi.yaml")
+      << "name: mpi\nobjective: {metric: val_loss, mode: min}\nbudget: {max_trials: 1}\n"
+         "resources: {nodes: 2, ranks_per_node: 1, launcher: srun}\n"
+         "command: [/bin/sh, -c, 'echo \"mpi rank $SLURM_PROCID on $(hostname)\" >&2; exec ladder-train --comm mpi "
+         "--epochs 1 --max-steps 20 --batch-size 32 --width 32 --threads 1 --lr {lr}']\n"
+         "space:\n  lr: {type: float, low: 0.05, high: 0.1}\n";
+  auto run = Ladder({"search", "start", "mpi.yaml", "--wait"});
+  std::ifstream log(dir_ / "ladder-trials" / "trial-1" / "stderr.log");
+  const std::string said((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err << said;
+  auto trials = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out, nullptr, false);
+  ASSERT_EQ(trials["trials"].size(), 1u) << trials.dump();
+  const auto& t = trials["trials"][0];
+  EXPECT_EQ(t["state"], "TRIAL_COMPLETED") << t.dump();
+  ASSERT_EQ(t["placement"].size(), 2u);
+  EXPECT_NE(said.find("2 rank(s) over mpi"), std::string::npos) << said;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string node = t["placement"][rank]["node_id"];
+    EXPECT_NE(said.find("mpi rank " + std::to_string(rank) + " on " + node), std::string::npos)
+        << "rank " << rank << " on " << node << "?\n" << said;
+  }
+  slurm_.Run({"scancel", job_id_});
+}
+
 // scancel of a trial's step: the trial is retried (attempt 1), not failed.
 TEST_F(SlurmTest, ATrialWhoseStepIsCancelledIsRetried) {
   ASSERT_NO_FATAL_FAILURE(SubmitLadderUp());

@@ -611,5 +611,37 @@ TEST_F(CoordinatorTest, ReleasingAQuarantinedNodeLetsItTakeTrialsAgainAndOutlive
   EXPECT_EQ(seen, 1);
 }
 
+// Pause (ladder up --slurm before its job ends): every running trial is told to stop and, once stopped, waits in the
+// queue with its attempt; nothing starts any more, even on a free slot.
+TEST_F(CoordinatorTest, APauseStopsTheRunningTrialsAsPreemptionsAndStartsNothing) {
+  auto a = Connect("a", 2);
+  auto id = CreateSearch();  // 2 at a time
+  ASSERT_EQ(a->Starts().size(), 2u);
+  const size_t sent_before = a->sent.size();
+  EXPECT_EQ(coord_->Pause("the Slurm job reaches its time limit"), 2);
+  Drain();
+  int cancels = 0;
+  for (size_t i = sent_before; i < a->sent.size(); ++i) cancels += a->sent[i].has_cancel();
+  EXPECT_EQ(cancels, 2);
+  const auto starts = a->Starts();
+  Exit(a, starts[0], 143, /*cancelled=*/true);
+  EXPECT_EQ(coord_->RunningTrials(), 1);
+  Exit(a, starts[1], 143, /*cancelled=*/true);
+  EXPECT_EQ(coord_->RunningTrials(), 0);
+  for (const auto& s : starts) {
+    auto t = GetTrial(s.trial_id());
+    EXPECT_EQ(t.state(), v1::TRIAL_PENDING);
+    EXPECT_EQ(t.attempt(), 0) << "a pause costs no attempt";
+    EXPECT_EQ(t.preemptions(), 1);
+  }
+  EXPECT_EQ(a->Starts().size(), 2u) << "paused: nothing starts on the free slots";
+  EXPECT_EQ(GetSearch(id).failed(), 0);
+  // The next coordinator on this database runs them again.
+  Close();
+  Open();
+  auto b = Connect("b", 2);
+  EXPECT_EQ(b->Starts().size(), 2u);
+}
+
 }  // namespace
 }  // namespace ladder::server

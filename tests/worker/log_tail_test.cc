@@ -52,5 +52,14 @@ TEST_F(LogTailTest, TheLastLineIsTheLastNonBlankOneCutAt200Characters) {
   EXPECT_EQ(LastLine(Write(std::string(300, 'x') + "\n")), std::string(200, 'x') + "...");
 }
 
+// One run's part of a log that several attempts append to: from the byte it started at, whole lines.
+TEST_F(LogTailTest, SinceAnOffsetOnlyThatRunsLinesCount) {
+  const std::string first = "srun: Job step aborted: Waiting up to 4 seconds for job step to finish.\n";
+  const auto path = Write(first + "attempt 1 ran\nand ended\n");
+  EXPECT_EQ(LogTail(path, kLogTailBytes, nullptr, static_cast<int64_t>(first.size())), "attempt 1 ran\nand ended");
+  EXPECT_EQ(LogTail(path, 12, nullptr, static_cast<int64_t>(first.size())), "and ended") << "the byte limit still holds";
+  EXPECT_EQ(LogTail(path, kLogTailBytes, nullptr, 1 << 20), "") << "an offset past the end reads nothing";
+}
+
 }  // namespace
 }  // namespace ladder::worker
