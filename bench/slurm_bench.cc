@@ -10,6 +10,7 @@
 //                            with scancel --batch so the bench does not wait for slurmctld's 30 s check) until the
 //                            resubmitted job serves again (its coordinator up and every worker registered: it
 //                            writes <db>.server then), the trials checkpointed and resumed
+//   scontrol_requeue_resume_s (full run) the same, the job continued by `scontrol requeue` (ladder up --requeue)
 // Last line: {"submit_to_first_trial_s", "srun_launch_overhead_s", "requeue_resume_s", ...}.
 #include <sqlite3.h>
 #include <unistd.h>
@@ -137,8 +138,10 @@ class SlurmBench {
     return {Median(direct), Median(srun)};
   }
 
-  // A submitted search whose trials run until stopped; the warning signal; until the next job serves.
-  double RequeueResume() {
+  // A submitted search whose trials run until stopped; the warning signal; until the next job serves. With
+  // `scontrol_requeue` the job script says --requeue instead of --resubmit: the same job is requeued by Slurm,
+  // which holds it back for its CredExpire (120 s by default) before it may start again.
+  double RequeueResume(bool scontrol_requeue = false) {
     const std::string script =
         "ck=$LADDER_CHECKPOINT_DIR/step; s=0; r=0; if [ -f $ck ]; then s=$(cat $ck); r=1; fi; "
         "trap \"echo \\$s > $ck.tmp && mv $ck.tmp $ck; exit 143\" TERM; e=$((s + 20)); "
@@ -147,9 +150,27 @@ class SlurmBench {
     Spec("resume.yaml", "name: resume\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 2, parallelism: 2}\n"
                         "command: [/bin/sh, -c, '" + script + "']\nspace:\n  x: {type: float, low: 0, high: 1}\n");
     const std::string db = (dir_ / "resume.db").string();
-    auto sub = Ladder({"--db", db, "--json", "search", "submit", "resume.yaml", "--nodes", "2", "--time", "10"});
-    if (sub.exit_code != 0) throw std::runtime_error("search submit failed: " + sub.err);
-    const std::string job = nlohmann::json::parse(sub.out).at("job_id");
+    std::string job;
+    if (!scontrol_requeue) {
+      auto sub = Ladder({"--db", db, "--json", "search", "submit", "resume.yaml", "--nodes", "2", "--time", "10"});
+      if (sub.exit_code != 0) throw std::runtime_error("search submit failed: " + sub.err);
+      job = nlohmann::json::parse(sub.out).at("job_id");
+    } else {
+      auto dry = Ladder({"--db", db, "--json", "search", "submit", "resume.yaml", "--nodes", "2", "--time", "10",
+                         "--dry-run"});
+      if (dry.exit_code != 0) throw std::runtime_error("search submit --dry-run failed: " + dry.err);
+      const auto plan = nlohmann::json::parse(dry.out);
+      std::string text = plan.at("text");
+      const auto at = text.find(" --resubmit ");
+      if (at == std::string::npos) throw std::runtime_error("no --resubmit in the script");
+      text = text.substr(0, at) + " --requeue\n";
+      std::filesystem::create_directories(std::filesystem::path(plan.at("spec").get<std::string>()).parent_path());
+      std::filesystem::copy_file(dir_ / "resume.yaml", plan.at("spec").get<std::string>());
+      std::ofstream(dir_ / "requeue.sbatch") << text;
+      auto sub = slurm_.Run({"sbatch", "--parsable", "--requeue", (dir_ / "requeue.sbatch").string()});
+      if (sub.exit_code != 0) throw std::runtime_error("sbatch failed: " + sub.err);
+      job = sub.out.substr(0, sub.out.find_first_of(";\n"));
+    }
     // Until both trials print (the running trials are what the warning stops).
     if (!WaitFor(60, [&] {
           auto c = QueryDoubles(db, "SELECT COUNT(DISTINCT trial_id) FROM metrics");
@@ -160,7 +181,7 @@ class SlurmBench {
     const std::string first_server = Slurp(db + ".server");
     const double t_signal = WallNow();
     slurm_.Run({"scancel", "--batch", "--signal=USR1", job});
-    if (!WaitFor(120, [&] {
+    if (!WaitFor(scontrol_requeue ? 400 : 120, [&] {
           const std::string now = Slurp(db + ".server");
           return !now.empty() && now != first_server;
         })) {
@@ -219,9 +240,17 @@ int main(int argc, char** argv) {
       std::filesystem::remove(dir.path / "resume.db");
       std::fprintf(stderr, "bench/slurm: warning signal to the next job serving %.3f s\n", resume.back());
     }
+    // The other way to continue a job, once (full run only: Slurm holds a requeued job back for about two minutes).
+    double by_scontrol = -1;
+    if (!quick) {
+      by_scontrol = b.RequeueResume(/*scontrol_requeue=*/true);
+      std::fprintf(stderr, "bench/slurm: warning signal to the same job requeued (scontrol requeue) serving %.3f s\n",
+                   by_scontrol);
+    }
     out = {{"submit_to_first_trial_s", Median(submit)},
            {"srun_launch_overhead_s", srun - direct},
            {"requeue_resume_s", Median(resume)},
+           {"scontrol_requeue_resume_s", quick ? nlohmann::json(nullptr) : nlohmann::json(by_scontrol)},
            {"direct_launch_s", direct},
            {"srun_launch_s", srun},
            {"launch_trials_per_kind", rounds * trials},
