@@ -147,6 +147,72 @@ void ContinueJob(const UpOptions& up, const LocalStackOptions& opt, const SlurmA
   }
 }
 
+// A stop signal, as the signal thread hands it to the main thread.
+struct StopFlag {
+  std::mutex mu;
+  std::condition_variable cv;
+  int signal = 0;
+};
+
+// What `ladder up` prints once it serves.
+void PrintServing(const LocalStack& stack, const LocalStackOptions& opt, bool slurm) {
+  std::error_code ec;
+  // The CLI finds the token by itself only as ./ladder.db.token (ResolveToken), or through --db.
+  const bool found = std::filesystem::equivalent(opt.db_path + ".token", "ladder.db.token", ec);
+  std::cout << "ladder up: coordinator on " << stack.address() << ", database " << opt.db_path
+            << (slurm ? "" : ", local worker registered") << "\n"
+            << (found ? "  token in " + opt.db_path + ".token (the CLI in this directory reads it)\n"
+                      : "  token in " + opt.db_path + ".token: ladder --db " + opt.db_path +
+                            " ... finds this coordinator and its token\n")
+            << "  try: ladder" << (stack.address() == "127.0.0.1:50051" ? "" : " --db " + opt.db_path)
+            << " search start data/demo.yaml --wait      Ctrl-C stops\n";
+  if (!stack.dashboard_url().empty()) {
+    std::cout << "  web dashboard: " << stack.dashboard_url() << "login?token=" << stack.token()
+              << "   (from a laptop: ssh -L PORT:127.0.0.1:PORT this host)\n";
+  }
+  std::cout.flush();
+}
+
+// Until a stop signal, the workers' step ending (under Slurm) or the --run search ending (run_id != 0).
+StopCause WaitForStop(StopFlag& flag, SlurmWorkers* workers, Client& client, int64_t run_id,
+                      v1::SearchState* run_state) {
+  std::unique_lock<std::mutex> l(flag.mu);
+  while (!flag.cv.wait_for(l, std::chrono::seconds(1), [&] { return flag.signal != 0; })) {
+    if (workers && !workers->Running()) return StopCause::kStepEnded;  // the allocation is ending, or a scancel
+    if (run_id != 0) {
+      *run_state = SearchStateOf(client, run_id);
+      if (*run_state != v1::SEARCH_RUNNING && *run_state != v1::SEARCH_STATE_UNSPECIFIED) return StopCause::kSearchEnded;
+    }
+  }
+  return flag.signal == SIGUSR1 ? StopCause::kTimeLimit : StopCause::kSignal;
+}
+
+void SayWhy(StopCause cause, int64_t run_id, v1::SearchState run_state) {
+  switch (cause) {
+    case StopCause::kTimeLimit:
+      std::cout << "ladder up: Slurm's time-limit warning (SIGUSR1): the running trials checkpoint and stop, "
+                   "then the job continues\n";
+      break;
+    case StopCause::kStepEnded: std::cerr << "ladder up: the workers' Slurm step ended; stopping\n"; break;
+    case StopCause::kSearchEnded:
+      std::cout << "ladder up: search " << run_id << " ended (" << StateName(run_state) << ")\n";
+      break;
+    case StopCause::kSignal: std::cout << "ladder up: stopping (running trials checkpoint if they can, and stop)\n"; break;
+  }
+  std::cout.flush();
+}
+
+// --run SPEC: the search (created or resumed) and its name.
+int64_t RunSearch(Client& client, const std::string& spec, std::string* name) {
+  const int64_t id = StartOrResumeSearch(client, spec);
+  v1::GetSearchRequest req;
+  req.set_search_id(id);
+  v1::GetSearchResponse got;
+  int code = 0;
+  if (client.Call(&v1::Ladder::Stub::GetSearch, req, &got, "up", &code, true)) *name = got.search().name();
+  return id;
+}
+
 // Everything `ladder up` does once its options are read; returns the exit code.
 int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::App* cmd) {
   std::optional<SlurmAllocation> alloc;
@@ -162,11 +228,6 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     if (up.advertise.empty()) up.advertise = worker::SlurmNodeAddress();
     if (up.advertise.empty()) up.advertise = ThisHostname();
   }
-  struct StopFlag {
-    std::mutex mu;
-    std::condition_variable cv;
-    int signal = 0;
-  };
   auto flag = std::make_shared<StopFlag>();
   // Under Slurm, SIGUSR1 is the time-limit warning (--signal=B:USR1@SECONDS): checkpoint and continue the job.
   HandleStopSignals(
@@ -177,6 +238,7 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
       },
       up.slurm ? std::vector<int>{SIGUSR1} : std::vector<int>{});
   const std::string server_file = ServerFile(opt.db_path);
+  std::error_code ec;
   try {
     LocalStack stack(opt);
     stack.Start();
@@ -197,71 +259,17 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     }
     const std::string port = stack.address().substr(stack.address().rfind(':') + 1);
     WriteFileAtomically(server_file, (alloc ? up.advertise + ":" + port : stack.address()) + "\n", 0644);
-    std::error_code ec;
-    // The CLI finds the token by itself only as ./ladder.db.token (ResolveToken), or through --db.
-    const bool found = std::filesystem::equivalent(opt.db_path + ".token", "ladder.db.token", ec);
-    std::cout << "ladder up: coordinator on " << stack.address() << ", database " << opt.db_path
-              << (alloc ? "" : ", local worker registered") << "\n"
-              << (found ? "  token in " + opt.db_path + ".token (the CLI in this directory reads it)\n"
-                        : "  token in " + opt.db_path + ".token: ladder --db " + opt.db_path +
-                              " ... finds this coordinator and its token\n")
-              << "  try: ladder" << (stack.address() == "127.0.0.1:50051" ? "" : " --db " + opt.db_path)
-              << " search start data/demo.yaml --wait      Ctrl-C stops\n";
-    if (!stack.dashboard_url().empty()) {
-      std::cout << "  web dashboard: " << stack.dashboard_url() << "login?token=" << stack.token()
-                << "   (from a laptop: ssh -L PORT:127.0.0.1:PORT this host)\n";
-    }
+    PrintServing(stack, opt, alloc.has_value());
     GlobalOptions local = g;
     local.server = stack.address();
     local.token = stack.token();
     Client client(local);
-    int64_t run_id = 0;
     std::string run_name;
-    if (!up.run_spec.empty()) {
-      run_id = StartOrResumeSearch(client, up.run_spec);
-      v1::GetSearchRequest req;
-      req.set_search_id(run_id);
-      v1::GetSearchResponse got;
-      int code = 0;
-      if (client.Call(&v1::Ladder::Stub::GetSearch, req, &got, "up", &code, true)) run_name = got.search().name();
-    }
-    std::cout.flush();
-    StopCause cause = StopCause::kSignal;
+    const int64_t run_id = up.run_spec.empty() ? 0 : RunSearch(client, up.run_spec, &run_name);
     v1::SearchState run_state = v1::SEARCH_RUNNING;
-    {
-      std::unique_lock<std::mutex> l(flag->mu);
-      while (!flag->cv.wait_for(l, std::chrono::seconds(1), [&] { return flag->signal != 0; })) {
-        if (alloc && !workers.Running()) {  // the allocation is ending, or the step was cancelled
-          cause = StopCause::kStepEnded;
-          break;
-        }
-        if (run_id != 0) {
-          run_state = SearchStateOf(client, run_id);
-          if (run_state != v1::SEARCH_RUNNING && run_state != v1::SEARCH_STATE_UNSPECIFIED) {
-            cause = StopCause::kSearchEnded;
-            break;
-          }
-        }
-      }
-      if (flag->signal == SIGUSR1) cause = StopCause::kTimeLimit;
-    }
-    switch (cause) {
-      case StopCause::kTimeLimit:
-        std::cout << "ladder up: Slurm's time-limit warning (SIGUSR1): the running trials checkpoint and stop, "
-                     "then the job continues\n";
-        break;
-      case StopCause::kStepEnded:
-        std::cerr << "ladder up: the workers' Slurm step ended; stopping\n";
-        break;
-      case StopCause::kSearchEnded:
-        std::cout << "ladder up: search " << run_id << " ended (" << StateName(run_state) << ")\n";
-        break;
-      case StopCause::kSignal:
-        std::cout << "ladder up: stopping (running trials checkpoint if they can, and stop)\n";
-        break;
-    }
-    std::cout.flush();
-    if (alloc) {
+    const StopCause cause = WaitForStop(*flag, alloc ? &workers : nullptr, client, run_id, &run_state);
+    SayWhy(cause, run_id, run_state);
+    if (alloc && cause != StopCause::kStepEnded) {
       // The coordinator stops the trials (they checkpoint) and starts none before the workers go: the workers'
       // step is signalled only then, so no trial hears of the job's end from Slurm first (it would read as a
       // failure), and each one's stop is committed as a preemption.
@@ -277,7 +285,6 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     if (cause == StopCause::kSearchEnded) return run_state == v1::SEARCH_COMPLETED ? kOk : kFailed;
     return cause == StopCause::kStepEnded ? kFailed : kOk;
   } catch (const std::exception& e) {
-    std::error_code ec;
     std::filesystem::remove(server_file, ec);
     std::cerr << "ladder up: " << e.what() << "\n";
     return kFailed;

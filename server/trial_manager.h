@@ -15,7 +15,8 @@
 //
 //   PENDING ──the scheduler starts its node group (Launch)──► RUNNING ──every member exits 0 + objective──► COMPLETED
 //      ▲                                                        │ ├──a rank fails, launch error, no objective──► FAILED
-//      ├──node lost, attempt < budget.max_retries (RequeueOrFail)┤ └──search cancelled or failed──► CANCELLED
+//      ├──node lost, Slurm step cancelled, SIGTERM from outside, ┤ └──search cancelled or failed──► CANCELLED
+//      │  attempt < budget.max_retries (RequeueOrFail)           │
 //      ├──preempted, PBT exploit, promoted to more nodes, worker stopping (BackToQueue: same attempt)
 //      └────────────────────────────────────────────────────────┘
 //

@@ -1,5 +1,6 @@
 // TrialManager: what workers report about runs — started, metric points, exits — and what happens to runs when a
 // worker re-registers or its node is lost; the watchdog and the re-attach deadline after a restart.
+#include <csignal>
 #include <cstdio>
 
 #include "common/log.h"
@@ -132,8 +133,11 @@ void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::Tri
     StopMembers(t, t.proto.error());
     if (!any_live) FinishPreemption(t);
   } else if (m.step_cancelled()) {
-    // Slurm cancelled the run's step (scancel, a node failure): as a lost node, not a failure of the trial.
-    RequeueOrFail(t, where + "its Slurm step was cancelled (scancel or a node failure)");
+    // Stopped from outside ladder: Slurm cancelled the run's step (scancel, a node failure), or a SIGTERM its worker
+    // did not send ended it (scancel or preemption of its job, an administrator): as a lost node, not a failure.
+    RequeueOrFail(t, where + (m.exit_code() == 128 + SIGTERM && m.log_tail().find("srun: Job step aborted") == std::string::npos
+                                  ? "ended by a SIGTERM from outside ladder (scancel, a preempted job, an administrator)"
+                                  : "its Slurm step was cancelled (scancel or a node failure)"));
   } else if (m.cancelled()) {
     // Stopped without a request of this coordinator: a preemption in flight across a restart (its intent is
     // not stored), or the worker shutting down. The trial is not what anyone cancelled: it runs again.

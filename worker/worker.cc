@@ -1,5 +1,7 @@
 #include "worker/worker.h"
 
+#include <csignal>
+
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -477,17 +479,20 @@ void Worker::OnExit(int64_t trial_id, int exit_code, const std::string& descript
   ex->set_cancelled(r.cancelled);
   ex->set_worker_stopping(r.worker_stopping);
   if (exit_code != 0) ex->set_error(description);
+  // Stopped from outside ladder (TrialExited.step_cancelled): a SIGTERM this worker did not send (Slurm signals every
+  // process of a job it cancels or preempts, the trials too; an administrator), or, in srun's stderr of this run,
+  // Slurm ending the step (scancel, a node failure): "srun: Job step aborted: Waiting up to 4 seconds ..." — srun
+  // may even exit 0 then (a step cancelled while it launched). Not when a task failed on its own first ("srun:
+  // error: n2: task 1: Exited with exit code 3", after which --kill-on-bad-exit ends the step, srun exits 143 and
+  // says "Force Terminated"). Only this run's lines count: an earlier attempt's are in the same file.
+  bool from_outside = !r.cancelled && exit_code == 128 + SIGTERM;
   if (r.first_rank == 0 && !r.stderr_paths.empty()) {
     ex->set_log_tail(LogTail(r.stderr_paths[0]));
-    // srun's stderr in this run when Slurm ended the step from outside (scancel, a node failure): "srun: Job step
-    // aborted: Waiting up to 4 seconds ...", and no task that exited on its own ("srun: error: n2: task 1: Exited
-    // with exit code 3", after which --kill-on-bad-exit ends the step with "Force Terminated": the trial's own
-    // failure). srun may exit 0 then (a step cancelled while it launched: "aborted before step completely
-    // launched"). Only this run's lines count: an earlier attempt's abort is in the same file.
     const std::string run = LogTail(r.stderr_paths[0], kLogTailBytes, nullptr, r.stderr_start);
-    ex->set_step_cancelled(!r.cancelled && run.find("srun: Job step aborted") != std::string::npos &&
-                           run.find(": Exited with exit code ") == std::string::npos);
+    from_outside = !r.cancelled && run.find(": Exited with exit code ") == std::string::npos &&
+                   (from_outside || run.find("srun: Job step aborted") != std::string::npos);
   }
+  ex->set_step_cancelled(from_outside);
   LogInfo(kLog, "trial " + std::to_string(trial_id) + " ended" + (description.empty() ? "" : ": " + description));
   // The last points go first; both stay kept until acknowledged.
   FlushMetrics(r);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "server/server.h"
+#include "tests/integration/system_support.h"
 #include "tests/integration/test_support.h"
 #include "worker/worker.h"
 
@@ -48,24 +49,7 @@ class SearchE2E : public ::testing::Test {
     return stub_->CreateSearch(&ctx, req, resp);
   }
   // Runs one query on the database file (a separate connection, so only committed data is visible).
-  std::vector<std::vector<std::string>> Query(const std::string& sql) {
-    sqlite3* db = nullptr;
-    EXPECT_EQ(sqlite3_open_v2((dir_ / "ladder.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-    std::vector<std::vector<std::string>> rows;
-    sqlite3_stmt* st = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      std::vector<std::string> row;
-      for (int i = 0; i < sqlite3_column_count(st); ++i) {
-        auto* t = sqlite3_column_text(st, i);
-        row.push_back(t ? reinterpret_cast<const char*>(t) : "NULL");
-      }
-      rows.push_back(row);
-    }
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return rows;
-  }
+  std::vector<std::vector<std::string>> Query(const std::string& sql) { return testing::Query(dir_ / "ladder.db", sql); }
 
   std::filesystem::path dir_;
   std::unique_ptr<server::Server> server_;
@@ -184,6 +168,32 @@ space:
   ASSERT_FALSE(rows.empty());
   EXPECT_NE(rows[0][0].find("not found"), std::string::npos);
   EXPECT_EQ(Query("SELECT COUNT(*) FROM trials WHERE state IN (1, 2)")[0][0], "0") << "nothing left pending/running";
+}
+
+// A trial ended by a SIGTERM its worker did not send (what Slurm does to every process of a job it cancels or
+// preempts; here the trial's first run sends it to itself) was stopped from outside: it is requeued and completes on
+// its next attempt. A trial that fails on its own (exit 3) still fails.
+TEST_F(SearchE2E, ATrialEndedByAnOutsideSigtermIsRequeuedNotFailed) {
+  v1::CreateSearchResponse resp;
+  auto st = Create(R"(
+name: outside
+objective: {metric: score, mode: max}
+budget: {max_trials: 1}
+command: [/bin/sh, -c, 'if [ "$LADDER_ATTEMPT" = 0 ]; then kill -TERM $$; sleep 5; fi; echo "{{\"score\": 1}}"']
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)",
+                   &resp, "secret-token");
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(30), "secret-token");
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->state(), v1::SEARCH_COMPLETED) << done->error();
+  auto rows = Query("SELECT state, attempt FROM trials");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0], std::to_string(v1::TRIAL_COMPLETED));
+  EXPECT_EQ(rows[0][1], "1");
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM events WHERE kind = 'trial_requeued' AND detail LIKE '%SIGTERM from outside%'")[0][0],
+            "1");
 }
 
 TEST_F(SearchE2E, CancelStopsRunningTrialProcesses) {
