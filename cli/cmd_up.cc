@@ -281,6 +281,13 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     workers.Stop();  // every worker stops its trials; their exits are committed before the workers leave
     stack.Stop();
     std::filesystem::remove(server_file, ec);
+    if (alloc && SlurmJobPreempted(alloc->job_id)) {
+      // A job that ends by itself during its preemption's GraceTime is done, not requeued: wait for Slurm to take it
+      // (requeued, it resumes from the database; cancelled, nothing is lost either).
+      std::cout << "ladder up: Slurm is preempting job " << alloc->job_id
+                << ": everything is committed; waiting for Slurm to requeue it" << std::endl;
+      std::this_thread::sleep_for(std::chrono::hours(1));
+    }
     if (cause == StopCause::kTimeLimit && alloc) ContinueJob(up, opt, *alloc, run_name);
     if (cause == StopCause::kSearchEnded) return run_state == v1::SEARCH_COMPLETED ? kOk : kFailed;
     return cause == StopCause::kStepEnded ? kFailed : kOk;

@@ -105,6 +105,13 @@ std::optional<std::string> SubmitBatch(const std::string& script, const std::vec
   return id;
 }
 
+bool SlurmJobPreempted(const std::string& job_id) {
+  std::string out;
+  if (RunSlurm({"scontrol", "show", "job", job_id}, &out) != 0) return false;
+  const auto at = out.find("PreemptTime=");
+  return at != std::string::npos && out.compare(at + 12, 4, "None") != 0;
+}
+
 std::string SlurmJobState(const std::string& job_id) {
   // A state is one upper-case word (RUNNING, NODE_FAIL); anything else is a message (accounting disabled, ...).
   auto first_word = [](const std::string& text) {

@@ -53,6 +53,9 @@ std::optional<std::string> SubmitBatch(const std::string& script, const std::vec
 // The job's state in Slurm's words (PENDING, RUNNING, COMPLETED, CANCELLED, TIMEOUT, ...): squeue while the job
 // is known to slurmctld, then sacct; "UNKNOWN" when neither knows it (no accounting and it left the queue).
 std::string SlurmJobState(const std::string& job_id);
+// Whether Slurm is preempting the job (`scontrol show job` has a PreemptTime): it signals the job and, at the end of
+// the partition's GraceTime, requeues or cancels it as its PreemptMode says.
+bool SlurmJobPreempted(const std::string& job_id);
 // Runs a Slurm client command given as words (no shell); returns its exit status and output (stdout+stderr).
 int RunSlurm(const std::vector<std::string>& words, std::string* output);
 

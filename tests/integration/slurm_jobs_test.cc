@@ -312,5 +312,70 @@ TEST_F(SlurmTest, AStagedSearchGetsItsDataBySbcastOnEveryNodeOfItsJob) {
   EXPECT_NE(notes.find(": reused"), std::string::npos) << notes;
 }
 
+// Preemption: a higher-priority job needs the search job's nodes; Slurm signals every process of the job (its
+// trials checkpoint on SIGTERM and are requeued, never failed), and requeues the job at the end of the partition's
+// GraceTime (10 s here) — a job that ended by itself before would just be done, so ladder up, once everything is
+// committed, waits for that. The same job, started again by Slurm, resumes the search, nothing acknowledged lost.
+class SlurmPreemptionTest : public SlurmTest {
+ protected:
+  void SetUp() override {
+    if (!testing::LocalSlurm::Available()) GTEST_SKIP() << "Slurm is not installed, or not root";
+    ASSERT_EQ(slurm_.Start(dir_, 4, 2, true, testing::LocalSlurm::Preemption{10, 10}), "");
+  }
+};
+
+TEST_F(SlurmPreemptionTest, ASearchJobPreemptedByAHigherPriorityJobResumesWhenSlurmRequeuesIt) {
+  std::ofstream(dir_ / "spec.yaml") << ResumableSpec();
+  const std::filesystem::path db = dir_ / "ladder.db";
+  auto sub = slurm_.Run({testing::BinDir() + "/ladder", "--db", db.string(), "--json", "search", "submit",
+                         "spec.yaml", "--nodes", "2", "--time", "10"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
+  const std::string job = nlohmann::json::parse(sub.out).at("job_id");
+  // Both trials run (their points reach the database), then a job of the higher partition wants every node.
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    auto doc = nlohmann::json::parse(
+        slurm_.Run({testing::BinDir() + "/ladder", "--db", db.string(), "--json", "trials", "1"}).out, nullptr, false);
+    int printing = 0;
+    for (const auto& t : doc.is_object() ? doc.value("trials", nlohmann::json::array()) : nlohmann::json::array()) {
+      printing += t.value("metric_count", "0") != "0";
+    }
+    if (printing == 2) break;
+  }
+  auto high = slurm_.Run({"sbatch", "--parsable", "--partition=high", "--nodes=4", "--exclusive",
+                          "--output=/dev/null", "--wrap", "sleep 3"});
+  ASSERT_EQ(high.exit_code, 0) << high.err;
+  bool gone = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+       !gone && std::chrono::steady_clock::now() < until;) {
+    auto q = slurm_.Run({"squeue", "-h", "-o", "%i"});
+    gone = q.exit_code == 0 && q.out.find_first_not_of(" \n") == std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  const std::string out = [&] {
+    std::string all;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ / "ladder-jobs")) {
+      if (e.path().extension() == ".out") all += Slurp(e.path());
+    }
+    return all;
+  }();
+  ASSERT_TRUE(gone) << out;
+  EXPECT_EQ(JobRecords(db).size(), 1u) << "Slurm requeued the same job; ladder resubmitted nothing";
+  EXPECT_NE(out.find("ladder up: Slurm is preempting job " + job), std::string::npos) << out;
+  EXPECT_NE(out.find("resuming search 1 'resumable'"), std::string::npos) << "the requeued job resumed:\n" << out;
+  EXPECT_NE(out.find("search 1 ended (completed)"), std::string::npos) << out;
+  for (const auto& t : testing::Query(db, "SELECT id, state, attempt FROM trials")) {
+    EXPECT_EQ(t[1], "3") << "trial " << t[0] << " COMPLETED";
+    EXPECT_LE(std::stoi(t[2]), 1) << "trial " << t[0];
+  }
+  for (const auto& r : testing::Query(db, "SELECT trial_id, COUNT(*), COUNT(DISTINCT step), MIN(step), MAX(step) "
+                                          "FROM metrics WHERE name = 'score' GROUP BY trial_id")) {
+    EXPECT_EQ(r[1], r[2]) << "trial " << r[0] << ": a step stored twice";
+    EXPECT_EQ(r[3], "1") << "trial " << r[0];
+    EXPECT_EQ(r[4], r[1]) << "trial " << r[0] << ": a step missing";
+    EXPECT_GT(std::stoi(r[4]), 20) << "trial " << r[0] << " resumed from its checkpoint";
+  }
+}
+
 }  // namespace
 }  // namespace ladder

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,9 +41,18 @@ class LocalSlurm {
   LocalSlurm& operator=(const LocalSlurm&) = delete;
   ~LocalSlurm() { Stop(); }
 
+  // Preemption by partition priority: a job in partition `high` requeues the jobs of partition `debug` (the default)
+  // on the nodes it needs, after `grace_s` seconds in which they got SIGTERM; a requeued job may start again
+  // `cred_expire_s` seconds later (Slurm's CredExpire, 120 s by default) at the next scheduling pass.
+  struct Preemption {
+    int grace_s = 30;
+    int cred_expire_s = 10;
+  };
+
   // Starts the cluster under `dir` and waits (up to 30 s) until its `nodes` nodes are idle. Returns "" or what went
   // wrong (tests: ASSERT_EQ(slurm.Start(...), "")); bench/slurm uses it too.
-  std::string Start(const std::filesystem::path& dir, int nodes, int cpus, bool topology = true) {
+  std::string Start(const std::filesystem::path& dir, int nodes, int cpus, bool topology = true,
+                    std::optional<Preemption> preemption = std::nullopt) {
     base_ = dir / "slurm";
     // Sockets live in the spool and tmp directories: a UNIX socket's path has at most 107 bytes, so those two
     // get a short directory of their own (removed by Stop).
@@ -53,7 +63,7 @@ class LocalSlurm {
     nodes_ = nodes;
     for (const char* sub : {"etc", "state", "log", "pid"}) std::filesystem::create_directories(base_ / sub);
     conf_ = (base_ / "etc" / "slurm.conf").string();
-    WriteConfig(cpus, topology);
+    WriteConfig(cpus, topology, preemption);
     ctld_ = Spawn({"/usr/sbin/slurmctld", "-D"}, base_ / "log" / "slurmctld.out");
     std::filesystem::create_directories(NodeLocalDir());
     for (int i = 1; i <= nodes; ++i) {
@@ -131,7 +141,7 @@ class LocalSlurm {
   }
 
  private:
-  void WriteConfig(int cpus, bool topology) {
+  void WriteConfig(int cpus, bool topology, const std::optional<Preemption>& preemption) {
     std::ofstream c(conf_);
     // slurmctld serves only where SlurmctldHost names its own host.
     c << "ClusterName=ladder-test\nSlurmctldHost=" << ThisHostname() << "(127.0.0.1)\nSlurmctldPort=" << FreePort()
@@ -149,7 +159,15 @@ class LocalSlurm {
       c << "NodeName=n" << i << " NodeHostname=n" << i << " NodeAddr=127.0.0.1 Port=" << FreePort()
         << " CPUs=" << cpus << " RealMemory=1000 State=UNKNOWN\n";
     }
-    c << "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n";
+    if (preemption) {
+      c << "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\nJobRequeue=1\nAuthInfo=cred_expire="
+        << preemption->cred_expire_s << "\nSchedulerParameters=sched_interval=2\n"
+        << "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1 GraceTime="
+        << preemption->grace_s << "\nPartitionName=high Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=2 "
+        << "PreemptMode=OFF\n";
+    } else {
+      c << "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n";
+    }
     std::ofstream(base_ / "etc" / "cgroup.conf") << "CgroupPlugin=cgroup/v1\n";
     if (topology) {
       std::ofstream t(base_ / "etc" / "topology.conf");
