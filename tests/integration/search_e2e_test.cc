@@ -172,7 +172,7 @@ space:
 
 // A trial ended by a SIGTERM its worker did not send (what Slurm does to every process of a job it cancels or
 // preempts; here the trial's first run sends it to itself) was stopped from outside: it is requeued and completes on
-// its next attempt. A trial that fails on its own (exit 3) still fails.
+// its next attempt. (A rank that fails on its own still fails its trial: RankCrashStopsTheWholeGroupAndFailsTheTrial.)
 TEST_F(SearchE2E, ATrialEndedByAnOutsideSigtermIsRequeuedNotFailed) {
   v1::CreateSearchResponse resp;
   auto st = Create(R"(

@@ -34,6 +34,20 @@ std::string ResumableSpec() {
          "command: [/bin/sh, -c, '" + script + "']\nspace:\n  x: {type: float, low: 0, high: 1}\n";
 }
 
+// Every trial of ResumableSpec in `db`: its points are the steps 1..N, each stored once (nothing acknowledged lost,
+// nothing twice), and N > 20: it ran, stopped, and ran its 20 steps after resuming from its checkpoint.
+void ExpectEveryStepOnceAndAResume(const std::filesystem::path& db) {
+  const auto rows = testing::Query(db, "SELECT trial_id, COUNT(*), COUNT(DISTINCT step), MIN(step), MAX(step) "
+                                       "FROM metrics WHERE name = 'score' GROUP BY trial_id");
+  EXPECT_FALSE(rows.empty());
+  for (const auto& r : rows) {
+    EXPECT_EQ(r[1], r[2]) << "trial " << r[0] << ": a step stored twice";
+    EXPECT_EQ(r[3], "1") << "trial " << r[0];
+    EXPECT_EQ(r[4], r[1]) << "trial " << r[0] << ": a step missing";
+    EXPECT_GT(std::stoi(r[4]), 20) << "trial " << r[0] << ": it ran, then 20 steps after its resume";
+  }
+}
+
 TEST(SlurmSubmit, DryRunPrintsTheBatchScriptAndWritesNothing) {
   testing::TempDir dir("submit-dry");
   std::ofstream(dir / "spec.yaml") << ResumableSpec();
@@ -110,15 +124,8 @@ TEST_F(SlurmTest, ASubmittedSearchCheckpointsAtItsTimeLimitAndResumesInItsResubm
     EXPECT_EQ(t[1], "3") << "trial " << t[0] << " COMPLETED";
     EXPECT_EQ(t[2], "0") << "trial " << t[0] << ": the time limit is not the trial's failure";
   }
-  // Nothing acknowledged was lost and nothing came twice: every trial's points are the steps 1..N, each once,
-  // N > 20 (the first run's steps, then 20 after the resume).
-  for (const auto& r : testing::Query(db, "SELECT trial_id, COUNT(*), COUNT(DISTINCT step), MIN(step), MAX(step) "
-                                          "FROM metrics WHERE name = 'score' GROUP BY trial_id")) {
-    EXPECT_EQ(r[1], r[2]) << "trial " << r[0] << ": a step stored twice";
-    EXPECT_EQ(r[3], "1") << "trial " << r[0];
-    EXPECT_EQ(r[4], r[1]) << "trial " << r[0] << ": a step missing";
-    EXPECT_GT(std::stoi(r[4]), 20) << "trial " << r[0] << ": it ran before the time limit, then 20 steps after";
-  }
+  // Nothing acknowledged was lost and nothing came twice (the first run's steps, then 20 after the resume).
+  ExpectEveryStepOnceAndAResume(db);
   // Each trial's runs: stopped at the time limit (the worker stopping: "preempted", its checkpoint kept), then the
   // run in the next job that ended it.
   for (const auto& r : testing::Query(db, "SELECT trial_id, GROUP_CONCAT(outcome, ',') FROM (SELECT trial_id, "
@@ -368,13 +375,7 @@ TEST_F(SlurmPreemptionTest, ASearchJobPreemptedByAHigherPriorityJobResumesWhenSl
     EXPECT_EQ(t[1], "3") << "trial " << t[0] << " COMPLETED";
     EXPECT_LE(std::stoi(t[2]), 1) << "trial " << t[0];
   }
-  for (const auto& r : testing::Query(db, "SELECT trial_id, COUNT(*), COUNT(DISTINCT step), MIN(step), MAX(step) "
-                                          "FROM metrics WHERE name = 'score' GROUP BY trial_id")) {
-    EXPECT_EQ(r[1], r[2]) << "trial " << r[0] << ": a step stored twice";
-    EXPECT_EQ(r[3], "1") << "trial " << r[0];
-    EXPECT_EQ(r[4], r[1]) << "trial " << r[0] << ": a step missing";
-    EXPECT_GT(std::stoi(r[4]), 20) << "trial " << r[0] << " resumed from its checkpoint";
-  }
+  ExpectEveryStepOnceAndAResume(db);
 }
 
 }  // namespace
