@@ -1,6 +1,5 @@
 // ladder search submit: a search as its own Slurm batch job (the coordinator runs inside it, on the database given
 // by --db on the shared filesystem), and the Slurm side of `ladder search list` (cli/slurm_job.h).
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -32,10 +31,6 @@ std::string FileSafe(const std::string& name) {
   return out.empty() ? "search" : out.substr(0, 64);
 }
 
-double NowUnix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 int Submit(const SubmitOptions& o, const GlobalOptions& g) {
   namespace fs = std::filesystem;
   std::string yaml;
@@ -50,11 +45,8 @@ int Submit(const SubmitOptions& o, const GlobalOptions& g) {
   }
   // The job's files: the spec as submitted (the job resumes exactly this search, whatever happens to the
   // original), the script, the job's output.
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
   const fs::path dir = db.parent_path() / "ladder-jobs";
-  const std::string base = FileSafe(name) + "-" + stamp;
+  const std::string base = FileSafe(name) + "-" + FileStamp();
   const fs::path spec_copy = dir / (base + ".yaml"), script = dir / (base + ".sbatch");
   BatchOptions b = o.batch;
   b.job_name = "ladder-" + FileSafe(name);
@@ -92,7 +84,7 @@ int Submit(const SubmitOptions& o, const GlobalOptions& g) {
     std::cerr << "ladder search submit: " << error << "\n";
     return kFailed;
   }
-  JobRecord r{*job, "search", name, script.string(), spec_copy.string(), NowUnix(), ""};
+  JobRecord r{*job, "search", name, script.string(), spec_copy.string(), 0, ""};
   try {
     AppendJobRecord(db.string(), r);
   } catch (const std::exception& e) {

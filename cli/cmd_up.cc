@@ -66,8 +66,8 @@ std::string StartSlurmWorkers(const GlobalOptions& g, const LocalStack& stack, c
 }
 
 // --run SPEC: the search this database already holds for exactly this spec text (a resubmitted job resumes it),
-// else a new one. Returns its id; throws std::runtime_error on failure.
-int64_t StartOrResumeSearch(Client& client, const std::string& spec_path) {
+// else a new one. Throws std::runtime_error on failure.
+v1::Search StartOrResumeSearch(Client& client, const std::string& spec_path) {
   std::string yaml;
   if (!LoadAndValidateSpec(spec_path, /*check_command=*/false, &yaml, /*quiet=*/true)) {
     throw std::runtime_error("--run " + spec_path + ": the spec is not valid");
@@ -85,7 +85,7 @@ int64_t StartOrResumeSearch(Client& client, const std::string& spec_path) {
     if (got.search().spec_yaml() != yaml) continue;
     std::cout << "ladder up: --run " << spec_path << ": resuming search " << it->id() << " '" << it->name() << "' ("
               << StateName(got.search().state()) << ", " << got.search().completed() << " trials done)\n";
-    return it->id();
+    return got.search();
   }
   v1::CreateSearchRequest req;
   req.set_spec_yaml(yaml);
@@ -96,7 +96,7 @@ int64_t StartOrResumeSearch(Client& client, const std::string& spec_path) {
   }
   std::cout << "ladder up: --run " << spec_path << ": started search " << created.search().id() << " '"
             << created.search().name() << "'\n";
-  return created.search().id();
+  return created.search();
 }
 
 // The search's state (SEARCH_STATE_UNSPECIFIED when the coordinator does not answer).
@@ -126,7 +126,6 @@ void ContinueJob(const UpOptions& up, const LocalStackOptions& opt, const SlurmA
     r.name = search_name;
     r.script = up.resubmit;
     r.spec = up.run_spec;
-    r.submitted_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     r.previous_job_id = alloc.job_id;
     try {
       AppendJobRecord(opt.db_path, r);
@@ -202,17 +201,6 @@ void SayWhy(StopCause cause, int64_t run_id, v1::SearchState run_state) {
   std::cout.flush();
 }
 
-// --run SPEC: the search (created or resumed) and its name.
-int64_t RunSearch(Client& client, const std::string& spec, std::string* name) {
-  const int64_t id = StartOrResumeSearch(client, spec);
-  v1::GetSearchRequest req;
-  req.set_search_id(id);
-  v1::GetSearchResponse got;
-  int code = 0;
-  if (client.Call(&v1::Ladder::Stub::GetSearch, req, &got, "up", &code, true)) *name = got.search().name();
-  return id;
-}
-
 // Everything `ladder up` does once its options are read; returns the exit code.
 int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::App* cmd) {
   std::optional<SlurmAllocation> alloc;
@@ -264,8 +252,8 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     local.server = stack.address();
     local.token = stack.token();
     Client client(local);
-    std::string run_name;
-    const int64_t run_id = up.run_spec.empty() ? 0 : RunSearch(client, up.run_spec, &run_name);
+    const v1::Search run = up.run_spec.empty() ? v1::Search() : StartOrResumeSearch(client, up.run_spec);
+    const int64_t run_id = run.id();
     v1::SearchState run_state = v1::SEARCH_RUNNING;
     const StopCause cause = WaitForStop(*flag, alloc ? &workers : nullptr, client, run_id, &run_state);
     SayWhy(cause, run_id, run_state);
@@ -288,7 +276,7 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
                 << ": everything is committed; waiting for Slurm to requeue it" << std::endl;
       std::this_thread::sleep_for(std::chrono::hours(1));
     }
-    if (cause == StopCause::kTimeLimit && alloc) ContinueJob(up, opt, *alloc, run_name);
+    if (cause == StopCause::kTimeLimit && alloc) ContinueJob(up, opt, *alloc, run.name());
     if (cause == StopCause::kSearchEnded) return run_state == v1::SEARCH_COMPLETED ? kOk : kFailed;
     return cause == StopCause::kStepEnded ? kFailed : kOk;
   } catch (const std::exception& e) {

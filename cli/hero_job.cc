@@ -1,13 +1,12 @@
 #include "cli/hero_job.h"
 
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/format.h"
-#include "common/executable.h"
+#include "cli/slurm_workers.h"
 #include "common/token.h"
 
 namespace ladder::cli {
@@ -23,17 +22,14 @@ bool IsLoopback(const std::string& address) {
 // run checkpoints and waits, PENDING, for its pool's nodes: `sbatch SCRIPT` brings them back).
 std::string HeroScriptBody(const std::string& server, const std::string& token_file, const std::string& trial_dir,
                            const std::string& pool, const std::string& script, int64_t source) {
-  const std::string worker = ShellQuote(OwnBinDir() + "/ladder-worker");
+  const std::string step = ShellCommandLine(WorkerStepCommand(server, token_file, trial_dir, {"pool=" + pool}));
   return "# ladder promote --submit: the hero run planned from search " + std::to_string(source) +
          ". Its trial runs on this job's nodes\n# only (pool " + pool + ") and reports to the coordinator at " +
          server + "; the job ends when the hero run's search does.\n"
          "# At the time limit's warning the run checkpoints and waits: `sbatch " + script + "` continues it.\n"
          "trap 'echo \"ladder: time-limit warning: the hero run checkpoints and stops; sbatch " + script +
-         " continues it\"; scancel --signal=TERM \"$SLURM_JOB_ID.0\"' USR1\n"
-         "srun --overlap --ntasks-per-node=1 --no-kill --kill-on-bad-exit=0 --mpi=none --job-name=ladder-workers " +
-         worker + " --server " + ShellQuote(server) + " --token-file " + ShellQuote(token_file) + " --trial-dir " +
-         ShellQuote(trial_dir) + " --slurm-topology --label " + ShellQuote("pool=" + pool) +
-         " &\npid=$!\n# wait returns early when the trap runs: wait again until the workers are gone.\n"
+         " continues it\"; scancel --signal=TERM \"$SLURM_JOB_ID.0\"' USR1\n" +
+         step + " &\npid=$!\n# wait returns early when the trap runs: wait again until the workers are gone.\n"
          "while kill -0 $pid 2>/dev/null; do wait $pid; done\nwait $pid\n";
 }
 
@@ -49,10 +45,7 @@ int SubmitHeroJob(Client& client, const GlobalOptions& g, const HeroJobOptions& 
               << ", a loopback address: right only when the job's nodes are this host (pass --advertise HOST:PORT, "
                  "the coordinator's address as the compute nodes reach it)\n";
   }
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  const std::string pool = "hero-" + std::to_string(source_search) + "-" + stamp;
+  const std::string pool = "hero-" + std::to_string(source_search) + "-" + FileStamp();
   const fs::path dir = fs::absolute(g.db.empty() ? fs::path("ladder-jobs") : fs::path(g.db).parent_path() / "ladder-jobs", ec);
   const fs::path script = dir / (pool + ".sbatch"), token_file = dir / (pool + ".token");
   BatchOptions b = o.batch;
@@ -94,8 +87,7 @@ int SubmitHeroJob(Client& client, const GlobalOptions& g, const HeroJobOptions& 
     std::cerr << "ladder promote: scontrol release " << *job << " failed (" << out << "); release it by hand\n";
   }
   if (!g.db.empty()) {
-    JobRecord r{*job, "hero", created.search().name(), script.string(), "",
-                std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(), ""};
+    JobRecord r{*job, "hero", created.search().name(), script.string(), "", 0, ""};
     try {
       AppendJobRecord(g.db, r);
     } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/executable.h"
+#include "server/wall_clock.h"
 
 namespace ladder::cli {
 
@@ -20,7 +22,7 @@ std::string ServerFile(const std::string& db_path) { return db_path + ".server";
 
 void AppendJobRecord(const std::string& db_path, const JobRecord& r) {
   nlohmann::json j = {{"job_id", r.job_id},   {"kind", r.kind}, {"name", r.name},
-                      {"script", r.script},   {"spec", r.spec}, {"submitted_unix", r.submitted_unix}};
+                      {"script", r.script},   {"spec", r.spec}, {"submitted_unix", server::WallNow()}};
   if (!r.previous_job_id.empty()) j["previous_job_id"] = r.previous_job_id;
   const std::string line = j.dump() + "\n";
   // One write(2) of one line with O_APPEND: two writers (a login node and a job) never interleave a record.
@@ -53,10 +55,25 @@ std::vector<JobRecord> ReadJobRecords(const std::string& db_path) {
   return out;
 }
 
+std::string FileStamp() {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return stamp;
+}
+
 std::string ShellQuote(const std::string& word) {
   std::string q = "'";
   for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
+}
+
+std::string ShellCommandLine(const std::vector<std::string>& words) {
+  std::string line;
+  for (size_t i = 0; i < words.size(); ++i) {
+    line += (i ? " " : "") + (i == 0 || words[i].rfind('-', 0) == 0 ? words[i] : ShellQuote(words[i]));
+  }
+  return line;
 }
 
 std::string BatchScript(const BatchOptions& o, const std::string& body) {

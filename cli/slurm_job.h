@@ -21,13 +21,16 @@ struct JobRecord {
   std::string kind;  // "search" (ladder search submit, and its resubmissions) or "hero" (ladder promote --submit)
   std::string name;  // the search's name
   std::string script, spec;
-  double submitted_unix = 0;
+  double submitted_unix = 0;  // set by AppendJobRecord
   std::string previous_job_id;  // a resubmission: the job whose time limit it continues
 };
 
 std::string JobsFile(const std::string& db_path);
 std::string ServerFile(const std::string& db_path);
+// Appends `r`, stamped with the time (submitted_unix).
 void AppendJobRecord(const std::string& db_path, const JobRecord& r);
+// The local time as YYYYmmdd-HHMMSS, for the names of a submission's files.
+std::string FileStamp();
 // Every record, oldest first; a line that does not parse is skipped (a record written by a newer ladder).
 std::vector<JobRecord> ReadJobRecords(const std::string& db_path);
 
@@ -47,6 +50,9 @@ struct BatchOptions {
 std::string BatchScript(const BatchOptions& o, const std::string& body);
 // Single-quoted for sh.
 std::string ShellQuote(const std::string& word);
+// A command line for a script: the program and the options (words starting with '-', ladder's own) as they are,
+// every other word (paths, addresses, values) single-quoted.
+std::string ShellCommandLine(const std::vector<std::string>& words);
 // Runs `sbatch --parsable EXTRA... SCRIPT`; returns the job id, or nullopt with *error = what sbatch said.
 std::optional<std::string> SubmitBatch(const std::string& script, const std::vector<std::string>& extra,
                                        std::string* error);

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "cli/slurm_job.h"
 #include "common/executable.h"
 
 extern char** environ;
@@ -39,15 +40,23 @@ SlurmAllocation CurrentAllocation() {
   return a;
 }
 
+std::vector<std::string> WorkerStepCommand(const std::string& server, const std::string& token_file,
+                                           const std::string& trial_dir, const std::vector<std::string>& labels) {
+  std::vector<std::string> words = {
+      "srun", "--overlap", "--ntasks-per-node=1", "--kill-on-bad-exit=0",
+      "--no-kill",  // a node that fails takes its worker with it, not the step: the others keep serving
+      std::string("--job-name=") + kWorkerStepName, "--mpi=none", OwnBinDir() + "/ladder-worker", "--server", server,
+      "--token-file", token_file, "--trial-dir", trial_dir, "--slurm-topology"};
+  for (const auto& l : labels) words.insert(words.end(), {"--label", l});
+  return words;
+}
+
 void SlurmWorkers::Start(const SlurmAllocation& alloc, const std::string& server, const std::string& token_file,
                          const std::string& trial_dir, const std::string& log) {
   job_id_ = alloc.job_id;
   const std::string n = std::to_string(alloc.nodes.size());
-  std::vector<std::string> args = {
-      "srun", "--overlap", "--nodes=" + n, "--ntasks=" + n, "--ntasks-per-node=1", "--kill-on-bad-exit=0",
-      "--no-kill",  // a node that fails takes its worker with it, not the step: the others keep serving
-      std::string("--job-name=") + kStepName, "--mpi=none", OwnBinDir() + "/ladder-worker", "--server", server, "--token-file",
-      token_file, "--trial-dir", trial_dir, "--slurm-topology"};
+  std::vector<std::string> args = WorkerStepCommand(server, token_file, trial_dir);
+  args.insert(args.begin() + 1, {"--nodes=" + n, "--ntasks=" + n});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -76,13 +85,13 @@ void SlurmWorkers::Stop() {
   // stops its trials — they checkpoint —, waits for their exits to be committed, and exits. A SIGTERM to srun would
   // cancel the step instead, and Slurm would SIGKILL the workers KillWait seconds later, their trials with them.
   std::string step, out;
-  if (ShellOutput("squeue -h -s -j '" + job_id_ + "' -o '%i %j' 2>/dev/null", &out) == 0) {
+  if (RunSlurm({"squeue", "-h", "-s", "-j", job_id_, "-o", "%i %j"}, &out) == 0) {
     std::istringstream lines(out);
     for (std::string id, name; lines >> id >> name;) {
-      if (name == kStepName) step = id;
+      if (name == kWorkerStepName) step = id;
     }
   }
-  if (step.empty() || ShellOutput("scancel --signal=TERM '" + step + "' 2>&1", &out) != 0) {
+  if (step.empty() || RunSlurm({"scancel", "--signal=TERM", step}, &out) != 0) {
     ::kill(srun_, SIGTERM);  // the step is not found: srun ends it (Slurm signals the workers)
   }
   for (int i = 0; i < 300; ++i) {

@@ -10,10 +10,18 @@
 
 namespace ladder::cli {
 
+inline constexpr const char* kWorkerStepName = "ladder-workers";
+
 struct SlurmAllocation {
   std::string job_id;
   std::vector<std::string> nodes;  // `scontrol show hostnames $SLURM_JOB_NODELIST`
 };
+
+// The Slurm step of ladder's workers, one per node of the job (srun with everything but the node count): each
+// worker connects to `server` with the token in `token_file`, keeps its trials' directories under `trial_dir`, is
+// named and labelled by Slurm, plus `labels` (KEY=VALUE). ladder up --slurm starts it; a hero job's script runs it.
+std::vector<std::string> WorkerStepCommand(const std::string& server, const std::string& token_file,
+                                           const std::string& trial_dir, const std::vector<std::string>& labels = {});
 
 // The allocation this process runs in; throws std::runtime_error saying what is missing (not inside one, or
 // scontrol failed).
@@ -32,7 +40,6 @@ class SlurmWorkers {
   void Stop();
 
  private:
-  static constexpr const char* kStepName = "ladder-workers";
   pid_t srun_ = -1;
   std::string job_id_;
 };

@@ -11,6 +11,12 @@ namespace {
 
 constexpr const char* kLog = "coordinator";
 
+// The node's pool: its worker's label `pool` ("" without one).
+std::string PoolOf(const v1::WorkerResources& r) {
+  const auto it = r.labels().find("pool");
+  return it == r.labels().end() ? "" : it->second;
+}
+
 scheduler::NodeSpec NodeSpecOf(const v1::WorkerInfo& info, scheduler::NodeState state) {
   scheduler::NodeSpec spec;
   spec.id = info.node_id();
@@ -20,7 +26,7 @@ scheduler::NodeSpec NodeSpecOf(const v1::WorkerInfo& info, scheduler::NodeState 
   spec.resources.gpus = std::max(0, r.gpus());
   spec.resources.memory_bytes = std::max<int64_t>(0, r.memory_bytes());
   spec.labels.insert(r.labels().begin(), r.labels().end());
-  if (auto pool = r.labels().find("pool"); pool != r.labels().end()) spec.resources.pool = pool->second;
+  spec.resources.pool = PoolOf(r);
   spec.state = state;
   return spec;
 }
@@ -113,9 +119,9 @@ void NodeManager::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   UpdateBusy(node);
   hub_.Worker(n.info);
   request_schedule_();
-  const auto pool = reg.resources().labels().find("pool");
-  if (pool != reg.resources().labels().end() && pool_in_use_ && !pool_in_use_(pool->second)) {
-    ReleasePool(pool->second, "no running search needs pool '" + pool->second + "'");
+  const std::string pool = PoolOf(reg.resources());
+  if (!pool.empty() && pool_in_use_ && !pool_in_use_(pool)) {
+    ReleasePool(pool, "no running search needs pool '" + pool + "'");
   }
 }
 
@@ -123,9 +129,7 @@ void NodeManager::ReleasePool(const std::string& pool, const std::string& reason
   v1::CoordinatorMessage m;
   m.mutable_release()->set_reason(reason);
   for (auto& [id, n] : nodes_) {
-    const auto& labels = n.info.resources().labels();
-    const auto it = labels.find("pool");
-    if (!n.link || it == labels.end() || it->second != pool) continue;
+    if (!n.link || PoolOf(n.info.resources()) != pool) continue;
     LogInfo(kLog, "worker " + id + " released: " + reason);
     n.link->Send(m);
   }

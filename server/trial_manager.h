@@ -250,6 +250,8 @@ class TrialManager : public NodeManager::Listener {
   void RequeueOrFail(TrialRecord& t, const std::string& reason);
   void Finish(TrialRecord& t, v1::TrialState state, int exit_code, const std::string& error);
   void Preempt(TrialRecord& t, int64_t for_trial);
+  // Stops the run to wait in the queue (Preempt, PreemptAll): PENDING with its attempt once every member stopped.
+  void StopToWait(TrialRecord& t, const std::string& reason);
   // A trial stopped to wait (preempted, its worker stopping) has all members stopped: PENDING, same attempt.
   void FinishPreemption(TrialRecord& t);
   // A trial stopped on purpose goes back to the queue (same attempt): preemption, exploit, promotion.

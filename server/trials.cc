@@ -348,9 +348,13 @@ void TrialManager::Preempt(TrialRecord& t, int64_t for_trial) {
   if (const TrialRecord* f = Find(for_trial)) {
     reason += " (" + std::string(scheduler::PriorityName(GroupRequestFor(*f).priority)) + " priority)";
   }
+  LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + " " + reason + "; it resumes from its checkpoint later");
+  StopToWait(t, reason);
+}
+
+void TrialManager::StopToWait(TrialRecord& t, const std::string& reason) {
   t.preempting = true;
   hub_.Record("trial_preempted", t.proto.search_id(), t.proto.id(), reason);
-  LogInfo(kLog, "trial " + std::to_string(t.proto.id()) + " " + reason + "; it resumes from its checkpoint later");
   t.proto.set_error(reason);
   StopMembers(t, reason + "; it resumes from its checkpoint later");
   if (!t.AnyLive()) FinishPreemption(t);
@@ -362,17 +366,15 @@ void TrialManager::PreemptAll(const std::string& reason) {
   for (int64_t id : running) {
     TrialRecord& t = At(id);
     if (t.preempting || !t.early_stop.empty() || t.exploit || !t.watchdog_error.empty()) continue;
-    t.preempting = true;
-    hub_.Record("trial_preempted", t.proto.search_id(), t.proto.id(), reason);
-    t.proto.set_error(reason);
-    StopMembers(t, reason + "; it resumes from its checkpoint later");
-    if (!t.AnyLive()) FinishPreemption(t);
+    StopToWait(t, reason);
   }
 }
 
 int TrialManager::Running() const {
-  int n = 0;
-  for (const auto& [id, t] : trials_) n += t.AnyLive() ? 1 : 0;
+  int n = 0;  // a live run belongs to a RUNNING trial: only those are looked at
+  for (const auto& [sid, st] : by_search_) {
+    for (int64_t id : st.running) n += trials_.at(id).AnyLive() ? 1 : 0;
+  }
   return n;
 }
 

@@ -201,7 +201,11 @@ std::string EnsureStaged(const std::string& from, const std::string& to, const S
   while (::flock(lock, LOCK_EX) != 0) {
     if (errno != EINTR) return Errno("cannot lock", lock_path);
   }
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  auto took = [&] {  // "0.12 s" since the call began
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return std::string(buf);
+  };
   uint64_t have = 0;
   int64_t have_mtime = 0;
   const bool dest_there = StatFile(dest, &have, &have_mtime);
@@ -220,9 +224,7 @@ std::string EnsureStaged(const std::string& from, const std::string& to, const S
     if (got && *got == *want && got_size == size && ::rename(sbcast.c_str(), dest.c_str()) == 0) {
       ::unlink(sbcast_meta.c_str());
       if (!WriteSmallFile(marker, StageManifest(from, size, mtime, *want), &error)) return error;
-      char took[32];
-      std::snprintf(took, sizeof took, "%.2f s", seconds());
-      *note = dest + ": taken from sbcast (" + Bytes(size) + ", CRC-32 checked in " + took + ")";
+      *note = dest + ": taken from sbcast (" + Bytes(size) + ", CRC-32 checked in " + took() + ")";
       return "";
     }
   }
@@ -245,9 +247,7 @@ std::string EnsureStaged(const std::string& from, const std::string& to, const S
   if (!WriteSmallFile(marker, StageManifest(from, size, mtime, crc), &error)) return error;
   ::unlink(sbcast.c_str());
   ::unlink(sbcast_meta.c_str());
-  char took[32];
-  std::snprintf(took, sizeof took, "%.2f s", seconds());
-  *note = dest + ": copied from " + from + " (" + Bytes(size) + ", CRC-32 checked, " + took + ")";
+  *note = dest + ": copied from " + from + " (" + Bytes(size) + ", CRC-32 checked, " + took() + ")";
   return "";
 }
 

@@ -2,6 +2,7 @@
 // without the token; after login the trial table lists exactly the trials `ladder trials --json` lists, every
 // chart draws, a metric point a running trial sends reaches the page within a second; a screenshot of each view.
 // And the HTTP side against bad input: malformed requests, huge headers, paths out of the embedded files.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <boost/asio/connect.hpp>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
+#include "ladder/v1/ladder.grpc.pb.h"
 #include "tests/integration/local_cluster.h"
 #include "tests/support/headless_chromium.h"
 
@@ -139,22 +141,31 @@ TEST_F(DashboardTest, ABrowserSeesTheSearchLiveAfterLoggingInAndNothingBefore) {
   ASSERT_EQ(started.exit_code, 0) << started.err;
   browser.Navigate(Url("/#/search/2"));
   ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/search/2'"));
+  // The coordinator's points as watchers get them (its Watch stream: each trial's newest, once committed).
+  grpc::ClientContext watch_ctx;
+  watch_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  watch_ctx.AddMetadata("authorization", "Bearer " + token_);
+  auto stub = v1::Ladder::NewStub(grpc::CreateChannel(cluster_.address, grpc::InsecureChannelCredentials()));
+  v1::WatchRequest watch_req;
+  watch_req.set_search_id(2);
+  auto reader = stub->Watch(&watch_ctx, watch_req);
+  struct EndWatch {
+    grpc::ClientContext& ctx;
+    std::unique_ptr<grpc::ClientReader<v1::Event>>& reader;
+    ~EndWatch() {
+      ctx.TryCancel();
+      reader->Finish();
+    }
+  } end_watch{watch_ctx, reader};
   int64_t previous = 4;  // rounds start once the trial has sent 5 points, each at a later point than the last
   for (int round = 0; round < 3; ++round) {
-    nlohmann::json trial;
     int64_t step = 0;
-    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-         step <= previous && std::chrono::steady_clock::now() < until;) {
-      trial = nlohmann::json::parse(Ladder({"--json", "trials", "2"}).out)["trials"][0];
-      // int64 fields are strings in protobuf's JSON mapping.
-      const auto& st = trial.contains("last_metrics") ? trial["last_metrics"].value("step", nlohmann::json("0"))
-                                                      : nlohmann::json("0");
-      step = st.is_string() ? std::stoll(st.get<std::string>()) : st.get<int64_t>();
-      if (step <= previous) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::string id;
+    for (v1::Event ev; step <= previous && reader->Read(&ev);) {
+      if (ev.kind() == v1::Event::TRIAL_METRICS) step = ev.metrics().step(), id = std::to_string(ev.trial().id());
     }
     ASSERT_GT(step, previous) << "the slow trial does not progress";
     previous = step;
-    const std::string id = trial["id"];
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_TRUE(browser.WaitFor("(window.ladderLive.steps['" + id + "'] || 0) >= " + std::to_string(step),
                                 std::chrono::milliseconds(1000)))

@@ -53,6 +53,30 @@ class SlurmTest : public ::testing::Test {
     job_id_ = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
     cli_ = {ladder, "--server", "127.0.0.1:" + std::to_string(port)};
   }
+  // No job left in the queue (ended ones leave it).
+  bool QueueEmpty() {
+    auto q = slurm_.Run({"squeue", "-h", "-o", "%i"});
+    return q.exit_code == 0 && q.out.find_first_not_of(" \n") == std::string::npos;
+  }
+  // Polls squeue (nothing sends an event for a job leaving it) until QueueEmpty or the deadline; whether it emptied.
+  bool WaitForEmptyQueue(std::chrono::seconds deadline) {
+    for (auto until = std::chrono::steady_clock::now() + deadline; std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(std::chrono::milliseconds(300))) {
+      if (QueueEmpty()) return true;
+    }
+    return QueueEmpty();
+  }
+  // What the submitted jobs printed (their output files under ladder-jobs/, as `ladder search submit` names them).
+  std::string JobOutputs() {
+    std::string all;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ / "ladder-jobs", ec)) {
+      if (e.path().extension() != ".out") continue;
+      std::ifstream in(e.path());
+      all += "== " + e.path().string() + "\n" + std::string((std::istreambuf_iterator<char>(in)), {});
+    }
+    return all;
+  }
   testing::CommandResult Ladder(std::vector<std::string> args) {
     std::vector<std::string> all = cli_;
     all.insert(all.end(), args.begin(), args.end());

@@ -94,21 +94,14 @@ TEST_F(SlurmTest, ASubmittedSearchCheckpointsAtItsTimeLimitAndResumesInItsResubm
   EXPECT_NE(sub.out.find("Slurm job " + first), std::string::npos) << sub.out;
 
   // Until no job of the chain is left in the queue (each job's time limit is a minute; the search needs one resume).
-  auto queue_empty = [&] {
-    auto q = slurm_.Run({"squeue", "-h", "-o", "%i"});
-    return q.exit_code == 0 && q.out.find_first_not_of(" \n") == std::string::npos;
-  };
   for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
-       std::chrono::steady_clock::now() < until && !(JobRecords(db).size() >= 2 && queue_empty());) {
+       std::chrono::steady_clock::now() < until && !(JobRecords(db).size() >= 2 && QueueEmpty());) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   records = JobRecords(db);
-  std::string outputs;
-  for (const auto& e : std::filesystem::directory_iterator(dir_ / "ladder-jobs")) {
-    if (e.path().extension() == ".out") outputs += "== " + e.path().string() + "\n" + Slurp(e.path());
-  }
+  const std::string outputs = JobOutputs();
   ASSERT_GE(records.size(), 2u) << "the first job did not resubmit itself:\n" << outputs;
-  ASSERT_TRUE(queue_empty()) << outputs;
+  ASSERT_TRUE(QueueEmpty()) << outputs;
   EXPECT_EQ(records[1]["previous_job_id"], first) << "the resubmission continues the first job";
   EXPECT_NE(outputs.find("time-limit warning (SIGUSR1)"), std::string::npos) << outputs;
   EXPECT_NE(outputs.find("resubmitted as Slurm job " + records[1]["job_id"].get<std::string>()), std::string::npos)
@@ -196,10 +189,7 @@ TEST_F(SlurmTest, AHeroRunSubmittedAsItsOwnJobRunsOnItsNodesAndEndsWithItsSearch
     gone = q.out.find_first_not_of(" \n") == std::string::npos || q.out.find("COMPLETED") != std::string::npos;
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  std::string outputs;
-  for (const auto& e : std::filesystem::directory_iterator(dir_ / "ladder-jobs")) {
-    if (e.path().extension() == ".out") outputs += Slurp(e.path());
-  }
+  const std::string outputs = JobOutputs();
   ASSERT_TRUE(gone) << "the hero job is still in the queue:\n" << outputs;
 
   auto show = slurm_.Run({ladder, "--server", address, "--json", "search", "show", "2"});
@@ -285,17 +275,8 @@ TEST_F(SlurmTest, AStagedSearchGetsItsDataBySbcastOnEveryNodeOfItsJob) {
   auto sub = slurm_.Run({testing::BinDir() + "/ladder", "--db", db.string(), "search", "submit", "spec.yaml",
                          "--nodes", "2", "--time", "5"});
   ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
-  bool gone = false;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-       !gone && std::chrono::steady_clock::now() < until;) {
-    auto q = slurm_.Run({"squeue", "-h", "-o", "%i"});
-    gone = q.exit_code == 0 && q.out.find_first_not_of(" \n") == std::string::npos;
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
-  std::string outputs;
-  for (const auto& e : std::filesystem::directory_iterator(dir_ / "ladder-jobs")) {
-    if (e.path().extension() == ".out") outputs += Slurp(e.path());
-  }
+  const bool gone = WaitForEmptyQueue(std::chrono::seconds(120));
+  const std::string outputs = JobOutputs();
   ASSERT_TRUE(gone) << outputs;
   EXPECT_NE(outputs.find("search 1 ended (completed)"), std::string::npos) << outputs;
   EXPECT_NE(outputs.find("(3.0 MiB) sent to the 2 nodes' " + slurm_.NodeLocalDir().string() + " with sbcast"),
@@ -352,20 +333,8 @@ TEST_F(SlurmPreemptionTest, ASearchJobPreemptedByAHigherPriorityJobResumesWhenSl
   auto high = slurm_.Run({"sbatch", "--parsable", "--partition=high", "--nodes=4", "--exclusive",
                           "--output=/dev/null", "--wrap", "sleep 3"});
   ASSERT_EQ(high.exit_code, 0) << high.err;
-  bool gone = false;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(150);
-       !gone && std::chrono::steady_clock::now() < until;) {
-    auto q = slurm_.Run({"squeue", "-h", "-o", "%i"});
-    gone = q.exit_code == 0 && q.out.find_first_not_of(" \n") == std::string::npos;
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  const std::string out = [&] {
-    std::string all;
-    for (const auto& e : std::filesystem::directory_iterator(dir_ / "ladder-jobs")) {
-      if (e.path().extension() == ".out") all += Slurp(e.path());
-    }
-    return all;
-  }();
+  const bool gone = WaitForEmptyQueue(std::chrono::seconds(150));
+  const std::string out = JobOutputs();
   ASSERT_TRUE(gone) << out;
   EXPECT_EQ(JobRecords(db).size(), 1u) << "Slurm requeued the same job; ladder resubmitted nothing";
   EXPECT_NE(out.find("ladder up: Slurm is preempting job " + job), std::string::npos) << out;
