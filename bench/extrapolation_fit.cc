@@ -8,11 +8,12 @@
 //    "predict": [4096, 8192],                     global batches to predict the LR at (fit and baselines)
 //    "oracle": [trials at other batches],          optional: the best LR of each of their sweeps
 //    "options": {"seed": 0, "bootstrap": 200, "anchor": "largest" | "best", "neighbours": 2},
-//    "plan": {"global_batch": 8192, "examples": 1e6, "nodes": 0, "per_node_batch": 0}}   optional
+//    "plan": {"global_batch": 8192, "examples": 1e6, "nodes": 0, "per_node_batch": 0},   optional
+//    "plans": {"batches": [4096, 8192], "examples": 1e6}}   optional: one plan per batch, the same budget
 // Output: {"best_lr": [...], "lr_fit": {...}, "noise_fit": {...}, "noise_ratio", "stability_edge", "tradeoff": {...},
 //          "joint_fit": {...}, "power_fit": {...}, "surface_fit": {...}, "predictions": [{"batch",
 //          "fit": [v, lo, hi], "power_fit", "surface_fit", "lr_fit", "noise_fit", "joint_fit", "linear", "sqrt"}],
-//          "oracle": [{"batch", "lr": [v, lo, hi], "loss", "at_edge"}], "plan": {...}, "notes": [...]}
+//          "oracle": [{"batch", "lr": [v, lo, hi], "loss", "at_edge"}], "plan": {...}, "plans": [{...}, ...], "notes": [...]}
 // or {"error": "..."} with exit status 2.
 #include <cmath>
 #include <iostream>
@@ -68,6 +69,22 @@ json Fit(const std::optional<LrBatchFit>& f) {
   if (!f) return nullptr;
   return {{"eps_max", Iv(f->eps_max)}, {"b_noise", Iv(f->b_noise)}, {"identified", f->identified},
           {"rms_log2_residual", f->rms_log2_residual}};
+}
+
+json PlanOut(const ScalingReport& r, const std::vector<ScaleTrial>& trials, const json& pj) {
+  PlanTarget target;
+  target.global_batch = pj.value("global_batch", int64_t{0});
+  target.nodes = pj.value("nodes", 0);
+  target.per_node_batch = pj.value("per_node_batch", int64_t{0});
+  target.examples = Num(pj, "examples", 0);
+  auto plan = PlanRun(r, trials, target);
+  if (!plan.ok()) return {{"error", plan.error}};
+  const ScalePlan& p = *plan.value;
+  json ramp = json::array();
+  for (const RampStage& s : p.ramp) ramp.push_back({s.step, s.global_batch});
+  return {{"global_batch", p.global_batch}, {"ramp", ramp}, {"peak_lr", Iv(p.peak_lr)},
+          {"warmup_steps", p.warmup_steps}, {"decay", p.decay}, {"optimizer", p.optimizer}, {"steps", p.steps},
+          {"final_loss", Iv(p.final_loss)}, {"sources", p.sources}};
 }
 
 int Fail(const std::string& message) {
@@ -146,24 +163,11 @@ int main(int argc, char** argv) {
         }
       }
     }
-    if (in.contains("plan")) {
-      const json& pj = in["plan"];
-      PlanTarget target;
-      target.global_batch = pj.value("global_batch", int64_t{0});
-      target.nodes = pj.value("nodes", 0);
-      target.per_node_batch = pj.value("per_node_batch", int64_t{0});
-      target.examples = Num(pj, "examples", 0);
-      auto plan = PlanRun(r, trials, target);
-      if (!plan.ok()) {
-        out["plan"] = {{"error", plan.error}};
-      } else {
-        const ScalePlan& p = *plan.value;
-        json ramp = json::array();
-        for (const RampStage& s : p.ramp) ramp.push_back({s.step, s.global_batch});
-        out["plan"] = {{"global_batch", p.global_batch}, {"ramp", ramp}, {"peak_lr", Iv(p.peak_lr)},
-                       {"warmup_steps", p.warmup_steps}, {"decay", p.decay}, {"optimizer", p.optimizer},
-                       {"steps", p.steps}, {"final_loss", Iv(p.final_loss)}, {"sources", p.sources}};
-      }
+    if (in.contains("plan")) out["plan"] = PlanOut(r, trials, in["plan"]);
+    // One plan per target batch with the same budget (bench/extrapolation: the stated intervals' coverage).
+    for (const json& b : in.value("plans", json::object()).value("batches", json::array())) {
+      json pj = {{"global_batch", b}, {"examples", in["plans"].value("examples", 0.0)}};
+      out["plans"].push_back(PlanOut(r, trials, pj));
     }
     out["notes"] = r.notes;
     std::cout << out.dump() << "\n";

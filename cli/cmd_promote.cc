@@ -9,6 +9,7 @@
 #include "cli/format.h"
 #include "cli/hero_job.h"
 #include "cli/promote_plan.h"
+#include "cli/search_progress.h"
 #include "common/address.h"
 #include "search/extrapolation.h"
 #include "search/scale_plan.h"
@@ -32,6 +33,7 @@ void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
   }
   out << "\n  peak LR        " << Iv(p.peak_lr) << "   (linear rule " << p.linear_rule_lr << ", sqrt rule "
       << p.sqrt_rule_lr << ")\n";
+  out << "  LR rule        " << p.lr_rule << ": " << p.lr_rule_why << "\n";
   out << "  warmup         " << p.warmup_steps << " steps; decay " << p.decay << "; optimizer " << p.optimizer << "\n";
   out << "  steps          " << p.steps;
   if (!std::isnan(p.steps_to_target.value)) {
@@ -54,6 +56,7 @@ void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
   out << "  from:\n";
   for (const auto& src : p.sources) out << "    " << src << "\n";
   for (const auto& n : notes) out << "  note: " << n << "\n";
+  for (const auto& w : p.warnings) out << "  WARNING: " << w << "\n";
 }
 
 }  // namespace
@@ -70,6 +73,7 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     bool stop_outside_band = false;
     std::string lr_rule = "fit";
     bool submit = false;
+    bool wait = false;
     HeroJobOptions job;
   };
   auto opt = std::make_shared<Options>();
@@ -101,6 +105,9 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
                   "docs/BENCHMARKS.md), or one of the other fits and baselines")
       ->check(CLI::IsMember(search::LrRuleNames()));
   cmd->add_flag("--dry-run", opt->dry_run, "print the plan and stop");
+  cmd->add_flag("--wait", opt->wait,
+                "follow the hero run until it ends, saying when its validation loss leaves the predicted band "
+                "(and when it comes back), then print its result");
   cmd->add_flag("--submit", opt->submit,
                 "submit the hero run as its own Slurm batch job on --nodes nodes: one ladder-worker per node in a "
                 "pool of the job's own (the run goes only there, nothing else does), reporting to this "
@@ -126,6 +133,15 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
         return;
       }
     }
+    if (opt->wait && (opt->submit || opt->dry_run)) {
+      std::cerr << "ladder promote: --wait follows a hero run submitted here (not with --dry-run or --submit: "
+                   "follow that one with ladder search show or ladder watch)\n";
+      exit_code = kBadInput;
+      return;
+    }
+    // As `search start --wait`: signals go to one thread, before gRPC starts its own.
+    auto interrupt = std::make_shared<Interrupt>();
+    if (opt->wait) HandleStopSignals([interrupt](int) { interrupt->Fire(); });
     Client client(g);
     v1::Search s;
     std::vector<v1::Trial> listed;
@@ -245,16 +261,23 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     }
     v1::CreateSearchResponse cresp;
     if (!client.Call(&v1::Ladder::Stub::CreateSearch, creq, &cresp, "promote", &exit_code)) return;
-    if (g.json) {
+    if (g.json && opt->wait) {
+      // One JSON object in the end: the hero run's result (its trials), as `search start --wait --json`.
+    } else if (g.json) {
       std::cout << nlohmann::json{{"search_id", s.id()}, {"hero_search_id", cresp.search().id()}, {"plan", plan_json},
                                   {"command", command}}
                        .dump()
                 << "\n";
     } else {
       std::cout << "hero run submitted: search " << cresp.search().id() << " at hero priority (it preempts search "
-                << "trials on the nodes it needs); follow it with: ladder search show " << cresp.search().id() << "\n";
+                << "trials on the nodes it needs); where it stands against its band: ladder search show "
+                << cresp.search().id() << "; live: ladder watch " << cresp.search().id() << "\n";
     }
     exit_code = kOk;
+    if (!opt->wait) return;
+    auto final_search = FollowSearch(client, cresp.search().id(), g.json, interrupt.get(), &exit_code);
+    if (!final_search) return;
+    exit_code = PrintResultTable(client, *final_search, g, 1);
   });
 }
 

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/hero_status.h"
 #include "cli/search_progress.h"
 #include "cli/slurm_job.h"
 #include "common/executable.h"
@@ -90,6 +91,43 @@ SpecCheck CheckSpec(const std::string& path, bool check_command) {
               sp.sampler + ", " + (sp.objective.maximize ? "maximize " : "minimize ") + sp.objective.metric;
   c.ok = true;
   return c;
+}
+
+// The hero run's trial with its metrics and the search's band entries of the journal (the Watch stream's
+// snapshot with the journal's tail, read up to SNAPSHOT_DONE). nullopt: an RPC failed (said, *exit_code set).
+std::optional<HeroStatus> FetchHeroStatus(Client& client, const v1::Search& s, int* exit_code) {
+  v1::ListTrialsRequest lreq;
+  lreq.set_search_id(s.id());
+  v1::ListTrialsResponse lresp;
+  if (!client.Call(&v1::Ladder::Stub::ListTrials, lreq, &lresp, "search show", exit_code)) return std::nullopt;
+  std::optional<v1::Trial> trial;
+  if (lresp.trials_size() > 0) {  // a hero search runs one trial
+    v1::GetTrialRequest treq;
+    treq.set_trial_id(lresp.trials(lresp.trials_size() - 1).id());
+    treq.set_include_metrics(true);
+    v1::GetTrialResponse tresp;
+    if (!client.Call(&v1::Ladder::Stub::GetTrial, treq, &tresp, "search show", exit_code)) return std::nullopt;
+    trial = tresp.trial();
+  }
+  std::vector<v1::JournalEntry> journal;
+  auto ctx = client.Context();
+  v1::WatchRequest wreq;
+  wreq.set_search_id(s.id());
+  wreq.set_journal_tail(1000);
+  auto reader = client.stub().Watch(ctx.get(), wreq);
+  v1::Event ev;
+  bool done = false;
+  while (!done && reader->Read(&ev)) {
+    if (ev.kind() == v1::Event::JOURNAL) journal.push_back(ev.journal());
+    done = ev.kind() == v1::Event::SNAPSHOT_DONE;
+  }
+  ctx->TryCancel();
+  const grpc::Status st = reader->Finish();
+  if (!done) {
+    *exit_code = ReportRpcError(st, "search show (the journal)", client.server());
+    return std::nullopt;
+  }
+  return ReadHeroStatus(s.plan_json(), trial, journal);
 }
 
 }  // namespace
@@ -240,13 +278,21 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
     // A search on a Slurm job of its own (ladder promote --submit): where the job stands, in Slurm's words.
     const std::string& job = resp.search().slurm_job_id();
     const std::string job_state = job.empty() ? "" : SlurmJobState(job);
+    // A hero run (ladder promote): its plan, where its live loss stands against the band, the band's warnings.
+    std::optional<HeroStatus> hero;
+    if (!resp.search().plan_json().empty()) {
+      hero = FetchHeroStatus(client, resp.search(), &exit_code);
+      if (!hero) return;
+    }
     if (g.json) {
       auto j = nlohmann::json::parse(ToJson(resp.search()));
       if (!job.empty()) j["slurm_job_state"] = job_state;
+      if (hero) j["hero"] = HeroStatusJson(*hero);
       std::cout << j.dump() << "\n";
     } else {
       PrintSearchSummary(resp.search(), std::cout);
       if (!job.empty()) std::cout << "  slurm job: " << job << " (" << job_state << ")\n";
+      if (hero) PrintHeroStatus(*hero, std::cout);
     }
     exit_code = kOk;
   });

@@ -267,6 +267,9 @@ nlohmann::json PlanJson(const search::ScalePlan& plan, const std::vector<search:
           {"sqrt_rule_lr", plan.sqrt_rule_lr},
           {"stability_edge", plan.stability_edge},  // NaN (not measured) is written as null, as the rules' LRs
           {"sources", plan.sources},
+          {"lr_rule", plan.lr_rule},
+          {"lr_rule_why", plan.lr_rule_why},
+          {"warnings", plan.warnings},
           {"stop_outside_band", stop_outside_band}};
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "cli/format.h"
+#include "cli/hero_status.h"
 
 namespace ladder::cli {
 
@@ -45,6 +46,12 @@ std::optional<v1::Search> FollowSearch(Client& client, int64_t search_id, bool q
       search = ev.search();
       if (finished_at_start < 0) finished_at_start = search->completed() + search->failed() + search->cancelled();
       if (Terminal(search->state())) break;
+    } else if (ev.kind() == v1::Event::JOURNAL && !quiet && IsBandEntry(ev.journal())) {
+      // A hero run leaving its predicted band (or coming back): the user following it is told, not only the log.
+      const auto& j = ev.journal();
+      std::printf("  %s the hero run's %s\n", j.kind() == "hero_outside_band" ? "WARNING:" : "note:",
+                  j.detail().c_str());
+      std::fflush(stdout);
     } else if (ev.kind() == v1::Event::TRIAL_UPDATED && search) {
       const auto& t = ev.trial();
       auto prev = seen.find(t.id());

@@ -1,7 +1,7 @@
 #pragma once
 // Follows a search through the Watch stream until it ends, printing progress (one line per finished trial,
-// with counts, best so far and an ETA). Returns the search's final state, or nullopt when the stream broke
-// (the error is printed and *exit_code set).
+// with counts, best so far and an ETA; a hero run's band warnings as the coordinator journals them). Returns
+// the search's final state, or nullopt when the stream broke (the error is printed and *exit_code set).
 #include <atomic>
 #include <optional>
 #include <string>

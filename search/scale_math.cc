@@ -1,5 +1,7 @@
 #include "search/scale_math.h"
 
+#include <boost/math/distributions/students_t.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -52,6 +54,27 @@ std::optional<Line> FitLine(const std::vector<double>& x, const std::vector<doub
   auto beta = LeastSquares(design, y, {}, 2);
   if (!beta) return std::nullopt;
   return Line{(*beta)[0], (*beta)[1]};
+}
+
+Bounds LinePrediction(const std::vector<double>& x, const std::vector<double>& y, const Line& line, double x0,
+                      double level) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const size_t n = x.size();
+  if (n < 3 || y.size() != n) return {nan, nan};
+  double mean = 0;
+  for (double v : x) mean += v / static_cast<double>(n);
+  double sxx = 0, sse = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxx += (x[i] - mean) * (x[i] - mean);
+    const double r = y[i] - (line.a + line.b * x[i]);
+    sse += r * r;
+  }
+  if (!(sxx > 0)) return {nan, nan};
+  const double s = std::sqrt(sse / static_cast<double>(n - 2));
+  const double t = boost::math::quantile(boost::math::students_t(static_cast<double>(n - 2)), 0.5 + level / 2);
+  const double half = t * s * std::sqrt(1 + 1.0 / static_cast<double>(n) + (x0 - mean) * (x0 - mean) / sxx);
+  const double mid = line.a + line.b * x0;
+  return {mid - half, mid + half};
 }
 
 double Quantile(std::vector<double> v, double q) {

@@ -30,6 +30,13 @@ struct Bounds {
 };
 Bounds Spread(double value, const std::vector<double>& draws, double level);
 
+// The least-squares line's prediction interval at x0 for a new observation (central `level`): a + b·x0 ±
+// t(n − 2) · s · √(1 + 1/n + (x0 − x̄)²/Sxx), s² the residuals' mean square over n − 2. It widens with the
+// distance from the fitted x's and with few points (Student's t), as an extrapolation should. NaN bounds with
+// fewer than 3 points (no residual freedom) or no spread in x.
+Bounds LinePrediction(const std::vector<double>& x, const std::vector<double>& y, const Line& line, double x0,
+                      double level);
+
 // Minimizes f over [lo, hi]: a grid of `grid` points, then golden-section search around the best one.
 // Returns the argmin.
 double Minimize1D(const std::function<double(double)>& f, double lo, double hi, int grid = 64);

@@ -116,6 +116,37 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
     }
     p.sources.push_back(src);
   }
+  p.lr_rule = LrRuleName(o.lr_rule);
+  if (const PowerLaw* law = DefaultLaw(r, o.lr_rule); law && o.lr_rule == LrRule::kFit) {
+    const bool surface = r.surface_fit && law == &*r.surface_fit;
+    p.lr_rule = surface ? "surface_fit" : "power_fit";
+    p.lr_rule_why = surface
+        ? "the default rule (no --lr-rule): the loss surface of every trial near each batch's best LR, "
+          "exponent a=" + Iv(law->exponent) + " in [0, 1]"
+        : "the default rule (no --lr-rule): the loss surface could not be fitted (fewer than 3 LRs near a "
+          "batch's best), so a line through the " + std::to_string(law->points) + " best LRs, exponent a=" +
+          Iv(law->exponent);
+  } else {
+    p.lr_rule_why = "asked for (--lr-rule " + std::string(LrRuleName(o.lr_rule)) + ")";
+  }
+  // What the sweep cannot support.
+  if (static_cast<int>(r.best_lr.size()) < o.min_batch_sizes) {
+    p.warnings.push_back("only " + std::to_string(r.best_lr.size()) + " swept batch size(s) with a convergent "
+                         "trial: any power law passes through 2 points, so nothing checks the extrapolation; sweep "
+                         "at least " + std::to_string(o.min_batch_sizes));
+  }
+  for (const BestLr& b : r.best_lr) {
+    if (b.at_edge) {
+      p.warnings.push_back("batch " + std::to_string(b.global_batch) + ": its best LR " + Num(b.lr.value) +
+                           " is the smallest or largest it swept: the optimum may lie outside; extend its LR "
+                           "range (scales: extend)");
+    }
+  }
+  if (batch > o.max_extrapolation * static_cast<double>(largest_swept)) {
+    p.warnings.push_back("batch " + std::to_string(p.global_batch) + " is " + Num(batch / largest_swept) +
+                         "x the largest swept batch (" + std::to_string(largest_swept) + "), beyond " +
+                         Num(o.max_extrapolation) + "x: sweep larger batches");
+  }
   if (!std::isnan(p.peak_lr.lo) && !std::isnan(p.peak_lr.hi)) {  // NaN: no bootstrap, nothing to judge
     const bool bounded = p.peak_lr.lo > 0 && std::isfinite(p.peak_lr.hi) && p.peak_lr.hi >= p.peak_lr.lo;
     const double octaves = bounded ? std::log2(p.peak_lr.hi / p.peak_lr.lo) : kNaN;
@@ -267,24 +298,13 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
     }
     auto line = internal::FitLine(x, y);
     if (line) {
-      std::mt19937_64 rng(0x5ca1e);
-      std::vector<internal::Line> draws;
-      std::uniform_int_distribution<size_t> pick(0, x.size() - 1);
-      for (int rep = 0; rep < std::max(r.bootstrap, 0); ++rep) {
-        std::vector<double> bx, by;
-        for (size_t i = 0; i < x.size(); ++i) {
-          const size_t j = pick(rng);
-          bx.push_back(x[j]), by.push_back(y[j]);
-        }
-        if (auto l = internal::FitLine(bx, by)) draws.push_back(*l);
-      }
+      // The line's prediction interval for a new run (Student's t over the swept batches' residuals, wider
+      // the farther the target's S_eff lies from theirs): a bootstrap of 3-4 points spans only their own
+      // scatter, and bench/extrapolation measured the hero's loss outside such an interval at every target.
       auto at = [&](double steps) {
         const double ls = std::log(steps / (1 + b_crit / batch));
-        std::vector<double> v;
-        for (const auto& l : draws) v.push_back(l.a + l.b * ls);
-        const double mid = line->a + line->b * ls;
-        const internal::Bounds b = internal::Spread(mid, v, r.interval_level);
-        return Interval{mid, b.lo, b.hi};
+        const internal::Bounds b = internal::LinePrediction(x, y, *line, ls, r.interval_level);
+        return Interval{line->a + line->b * ls, b.lo, b.hi};
       };
       const Interval end = at(static_cast<double>(p.steps));
       const double longest = std::exp(*std::max_element(x.begin(), x.end()));  // the largest swept S_eff

@@ -56,6 +56,8 @@ struct PlanOptions {
   // (bench/extrapolation: a 1% loss regret needed the LR within windows 0.2-1.6 octaves wide, wider only where
   // the loss is flat in the LR).
   double max_lr_interval_octaves = 1.0;
+  int min_batch_sizes = 3;              // fewer swept batch sizes: a warning (2 points fit any power law)
+  double max_extrapolation = 64;        // a target beyond this multiple of the largest swept batch: a warning
 };
 
 struct RampStage {
@@ -86,6 +88,12 @@ struct ScalePlan {
   double stability_edge = kNaN;   // ScalingReport::stability_edge, NaN when not measured
   // One line per choice: "peak_lr: noise_fit ε_max=0.8 [0.7, 0.9], B_noise=1200 (measured B_simple)".
   std::vector<std::string> sources;
+  std::string lr_rule;            // the rule that set peak_lr (LrRuleName; "fit" resolves to the law it used)
+  std::string lr_rule_why;        // why that rule, with the numbers behind the choice
+  // What the sweep cannot support (ladder promote prints them as warnings): fewer than options.min_batch_sizes
+  // swept batch sizes, a batch's best LR at the edge of its swept LRs, a target more than
+  // options.max_extrapolation times the largest swept batch.
+  std::vector<std::string> warnings;
 };
 
 // Errors: no batch (neither global_batch, nodes × per_node_batch, nor a budget), a batch beyond

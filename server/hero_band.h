@@ -2,17 +2,17 @@
 // HeroBand: a hero run's predicted validation-loss band (ladder promote's plan, stored with the search) and the
 // rule that watches a run against it. A value type: no I/O; the search acts on its verdicts.
 //
-// The band is [[step, lo, hi], ...] ascending in step, linear between points, the last point's band beyond it.
+// The band is read as common/loss_band.h reads it (ladder search show says where a run stands the same way).
 // A run is judged from the band's first step on, by its val_loss. Only a change is reported: leaving the band,
 // or coming back inside it (once each, per trial). With stop_outside_band (ladder promote --stop-outside-band)
 // a run that leaves it above the band (worse than predicted) is to be stopped; one below it is only noted.
-#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/loss_band.h"
 #include "ladder/v1/ladder.pb.h"
 
 namespace ladder::server {
@@ -32,8 +32,7 @@ class HeroBand {
   std::optional<Verdict> Check(int64_t trial_id, const v1::MetricPoint& point);
 
  private:
-  std::vector<std::array<double, 3>> band_;
-  bool stop_outside_ = false;
+  LossBand band_;
   std::map<int64_t, bool> outside_;  // by trial: outside the band at its last judged point
 };
 

@@ -370,7 +370,9 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     auto text = ladder({"promote", "1", "--batch", "512", "--dry-run"});
     ASSERT_EQ(text.exit_code, 0) << text.out << text.err;
     for (const char* part : {"hero plan from search 1 'sweep'", "global batch   512", "peak LR", "warmup",
-                             "optimizer sgd", "steps", "from:", "peak_lr:", "command", "--lr"}) {
+                             "optimizer sgd", "steps", "from:", "peak_lr:", "command", "--lr",
+                             "LR rule        surface_fit: the default rule (no --lr-rule)",
+                             "WARNING: only 2 swept batch size(s)"}) {
       EXPECT_NE(text.out.find(part), std::string::npos) << part << "\n" << text.out;
     }
     auto json = ladder({"promote", "1", "--batch", "512", "--dry-run", "--json"});
@@ -429,10 +431,29 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     EXPECT_EQ(listed.out.find("\"id\": \"2\""), std::string::npos) << "--dry-run submitted nothing\n" << listed.out;
     EXPECT_EQ(listed.out.find("\"id\":\"2\""), std::string::npos) << listed.out;
 
+    auto wait_dry = ladder({"promote", "1", "--batch", "512", "--dry-run", "--wait"});
+    EXPECT_EQ(wait_dry.exit_code, 2) << wait_dry.err;
+    EXPECT_NE(wait_dry.err.find("--wait follows a hero run submitted here"), std::string::npos) << wait_dry.err;
+
     auto submitted = ladder({"promote", "1", "--batch", "512"});
     ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
     EXPECT_NE(submitted.out.find("hero run submitted: search 2 at hero priority"), std::string::npos)
         << submitted.out;
+    // The hero search shows its plan and where its run stands (no worker here: it has not reported yet).
+    auto shown = ladder({"search", "show", "2"});
+    ASSERT_EQ(shown.exit_code, 0) << shown.err;
+    for (const char* part : {"hero plan:", "global batch   512", "(rule surface_fit)",
+                             "band           none (the plan predicted no final loss)", "no val_loss reported yet"}) {
+      EXPECT_NE(shown.out.find(part), std::string::npos) << part << "\n" << shown.out;
+    }
+    auto shown_json = ladder({"--json", "search", "show", "2"});
+    ASSERT_EQ(shown_json.exit_code, 0) << shown_json.err;
+    auto hero = nlohmann::json::parse(shown_json.out)["hero"];
+    EXPECT_EQ(hero["plan"]["global_batch"], 512) << shown_json.out;
+    EXPECT_TRUE(hero["live"].is_null()) << shown_json.out;
+    EXPECT_TRUE(hero["band_warnings"].empty()) << shown_json.out;
+    auto plain = ladder({"search", "show", "1"});  // not a hero run: no plan section
+    EXPECT_EQ(plain.out.find("hero plan:"), std::string::npos) << plain.out;
     server.Kill(SIGTERM);
   }
   // The hero search is stored at hero priority with the plan the coordinator watches (it accepted its band).

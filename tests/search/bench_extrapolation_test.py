@@ -126,13 +126,14 @@ class TasksTest(unittest.TestCase):
         task, = bench.make_tasks(self.args(data=path))
         self.assertEqual(task["train"], 80000)
         self.assertEqual(task["classes"], 4)
-        self.assertEqual(task["swept"], [32, 64, 128])  # up to the power of two <= 80,000 / 512
-        self.assertEqual(task["targets"], [2048, 4096])  # 16x and 32x the largest swept batch
+        # the largest target takes >= 100 steps in 3 epochs: 32 x top <= 3 x 80,000 / 100, top a power of two
+        self.assertEqual(task["swept"], [16, 32, 64])
+        self.assertEqual(task["targets"], [1024, 2048])  # 16x and 32x the largest swept batch (117 steps)
         self.assertEqual(task["seeds"], bench.QUICK_SEEDS)
-        small = self.write("small.csv", "".join(f"{i},{i % 3}\n" for i in range(2000)))
+        small = self.write("small.csv", "".join(f"{i},{i % 3}\n" for i in range(20000)))
         task, = bench.make_tasks(self.args(data=small, quick=False, epochs=5))
-        self.assertEqual(task["swept"], [2, 4, 8])  # the smallest top batch is 8
-        self.assertEqual(task["targets"], [128, 256])
+        self.assertEqual(task["swept"], [4, 8, 16])  # 5 epochs of 16,000 rows: 512 x 100 steps <= 80,000
+        self.assertEqual(task["targets"], [256, 512])
         self.assertEqual(task["epochs"], 5)
         self.assertEqual(task["seeds"], bench.SEEDS)
 
@@ -140,7 +141,7 @@ class TasksTest(unittest.TestCase):
         few = self.write("few.csv", "".join(f"{i},{i % 2}\n" for i in range(200)))
         msg, code = self.error(data=few)
         self.assertEqual(code, 2)
-        self.assertIn("160 training rows are too few for a 32x batch extrapolation", msg)
+        self.assertIn("160 training rows are too few: a 32x batch extrapolation", msg)
         bad = self.write("bad.csv", "1,0\n2,1\n3,cat\n")
         msg, code = self.error(data=bad)
         self.assertEqual(code, 2)

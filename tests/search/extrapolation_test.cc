@@ -905,5 +905,53 @@ TEST(PlanRunTest, PlansALargeBatchRun) {
   EXPECT_FALSE(PlanRun(*r.value, trials, huge).ok());
 }
 
+TEST(PlanRunTest, SaysWhichRuleSetThePeakLrAndWhy) {
+  const auto [truth, trials, r] = SweepBelowTheBend(9);
+  ASSERT_TRUE(r.ok()) << r.error;
+  auto fit = PlanRun(*r.value, trials, ThousandStepsAt(8192));
+  ASSERT_TRUE(fit.ok()) << fit.error;
+  // No --lr-rule: the default names the law it resolved to and its exponent.
+  EXPECT_EQ(fit.value->lr_rule, "surface_fit");
+  EXPECT_NE(fit.value->lr_rule_why.find("the default rule"), std::string::npos) << fit.value->lr_rule_why;
+  EXPECT_NE(fit.value->lr_rule_why.find("exponent a="), std::string::npos) << fit.value->lr_rule_why;
+  PlanOptions joint;
+  joint.lr_rule = LrRule::kJointFit;
+  auto asked = PlanRun(*r.value, trials, ThousandStepsAt(8192), joint);
+  ASSERT_TRUE(asked.ok()) << asked.error;
+  EXPECT_EQ(asked.value->lr_rule, "joint_fit");
+  EXPECT_EQ(asked.value->lr_rule_why, "asked for (--lr-rule joint_fit)");
+}
+
+TEST(PlanRunTest, WarnsWhenTheSweepIsTooSmallTooNarrowOrTooFarFromTheTarget) {
+  const auto [truth, trials, r] = SweepBelowTheBend(9);  // batches 32..256, every optimum bracketed
+  ASSERT_TRUE(r.ok()) << r.error;
+  auto has = [](const ScalePlan& p, const std::string& part) {
+    for (const auto& w : p.warnings) {
+      if (w.find(part) != std::string::npos) return true;
+    }
+    return false;
+  };
+  auto near = PlanRun(*r.value, trials, ThousandStepsAt(8192));  // 32x the largest swept batch
+  ASSERT_TRUE(near.ok()) << near.error;
+  EXPECT_TRUE(near.value->warnings.empty()) << near.value->warnings.front();
+  auto far = PlanRun(*r.value, trials, ThousandStepsAt(32768));  // 128x
+  ASSERT_TRUE(far.ok()) << far.error;
+  EXPECT_TRUE(has(*far.value, "128x the largest swept batch (256), beyond 64x")) << far.value->warnings.size();
+
+  // Two batch sizes only, and one of them swept only below its optimum (its best LR is its largest).
+  std::vector<ScaleTrial> narrow;
+  for (const ScaleTrial& t : trials) {
+    const double opt = EpsOpt(truth, static_cast<double>(t.global_batch));
+    if (t.global_batch == 32 || (t.global_batch == 64 && t.peak_lr < opt / 1.9)) narrow.push_back(t);
+  }
+  auto rn = FitScaling(narrow);
+  ASSERT_TRUE(rn.ok()) << rn.error;
+  auto small = PlanRun(*rn.value, narrow, ThousandStepsAt(1024));
+  ASSERT_TRUE(small.ok()) << small.error;
+  EXPECT_TRUE(has(*small.value, "only 2 swept batch size(s)"));
+  EXPECT_TRUE(has(*small.value, "batch 64: its best LR")) << ::testing::PrintToString(small.value->warnings);
+  EXPECT_FALSE(has(*small.value, "batch 32: its best LR")) << ::testing::PrintToString(small.value->warnings);
+}
+
 }  // namespace
 }  // namespace ladder::search
