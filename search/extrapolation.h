@@ -50,6 +50,11 @@
 // of the replicates. Deterministic for a given options.seed. Pure: no I/O, no threads, no global state.
 // Errors (too few batch sizes, no convergent trial, bad fields) come back as messages that name the trial and
 // field; nothing aborts on input.
+//
+// Sources: best_lr.cc (best LR per batch, FindBestLr), lr_batch_law.cc (lr_fit, noise_fit, joint_fit),
+// loss_surface.cc (surface_fit), tradeoff_fit.cc (steps to a target loss, tradeoff), compute_laws.cc (lr/batch vs
+// compute), lr_rules.cc (LrRule, PredictLr), extrapolation.cc (validation, power_fit, the stability edge, the
+// bootstrap, FitScaling); extrapolation_internal.h declares what they share.
 #include <cstdint>
 #include <limits>
 #include <optional>
