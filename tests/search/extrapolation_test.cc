@@ -964,5 +964,91 @@ TEST(PlanRunTest, WarnsWhenTheSweepIsTooSmallTooNarrowOrTooFarFromTheTarget) {
   EXPECT_FALSE(has(*small.value, "batch 32: its best LR")) << ::testing::PrintToString(small.value->warnings);
 }
 
+
+TEST(PlanRunTest, ThePeakLrIntervalCarriesTheRulesHeldOutErrorToTheTarget) {
+  // The rule refitted without the largest swept batch (256) misses that batch's best LR by e octaves; at 8192,
+  // 5 doublings beyond 256 for the 1 between 128 and 256, the stated interval spans at least +-5e around the
+  // plan's LR, and holds the bootstrap's.
+  const auto [truth, trials, r] = SweepBelowTheBend(9);
+  ASSERT_TRUE(r.ok()) << r.error;
+  std::vector<ScaleTrial> rest;
+  for (const ScaleTrial& t : trials) {
+    if (t.global_batch < 256) rest.push_back(t);
+  }
+  ExtrapolationOptions no_bootstrap;
+  no_bootstrap.bootstrap = 0;
+  auto without = FitScaling(rest, no_bootstrap);
+  ASSERT_TRUE(without.ok()) << without.error;
+  const double held = std::fabs(std::log2(PredictLr(*without.value, 256, LrRule::kFit).value->value /
+                                          r.value->best_lr.back().lr.value));
+  ASSERT_GT(held, 0.005) << "a measurable held-out error";
+  auto plan = PlanRun(*r.value, trials, ThousandStepsAt(8192));
+  ASSERT_TRUE(plan.ok()) << plan.error;
+  const Interval& iv = plan.value->peak_lr;
+  EXPECT_LE(iv.lo, iv.value * std::exp2(-5 * held) * (1 + 1e-9)) << FormatInterval(iv) << " held " << held;
+  EXPECT_GE(iv.hi, iv.value * std::exp2(5 * held) * (1 - 1e-9)) << FormatInterval(iv) << " held " << held;
+  auto boot = PredictLr(*r.value, 8192, LrRule::kFit);
+  ASSERT_TRUE(boot.ok());
+  EXPECT_LE(iv.lo, boot.value->lo);
+  EXPECT_GE(iv.hi, boot.value->hi);
+  const std::string line = SourceLine(*plan.value, "peak_lr held-out check:");
+  EXPECT_NE(line.find("fitted without batch 256"), std::string::npos) << line;
+  EXPECT_NE(line.find("carried 5x as far to batch 8192"), std::string::npos) << line;
+  // Interpolating (a batch inside the sweep) is not widened.
+  auto inside = PlanRun(*r.value, trials, ThousandStepsAt(128));
+  ASSERT_TRUE(inside.ok()) << inside.error;
+  EXPECT_EQ(SourceLine(*inside.value, "peak_lr held-out check:"), "");
+}
+
+TEST(PlanRunTest, TheFinalLossIsReadOffTheSweptCurvesAtTheTargetsEffectiveExamples) {
+  // Every run's validation loss follows one law of the examples it has effectively seen, E / (1 + B/B_noise),
+  // and the runs measured B_noise: at any target batch and budget the plan's stated interval holds the law.
+  const double b_noise = 500, examples = 2e5;
+  auto law = [&](double e, double b) { return 0.5 + 20.0 / std::sqrt(e / (1 + b / b_noise)); };
+  std::vector<ScaleTrial> trials;
+  for (int64_t b : {32, 64, 128}) {
+    for (double lr : {0.01, 0.014, 0.02, 0.028, 0.04}) {
+      ScaleTrial t;
+      t.id = "b" + std::to_string(b) + "-lr" + std::to_string(lr);
+      t.global_batch = b;
+      t.peak_lr = lr * static_cast<double>(b) / 32;
+      t.steps = static_cast<int64_t>(examples) / b;
+      t.warmup_steps = t.steps / 10;
+      t.decay = "cosine";
+      const double off = std::log2(lr / 0.02);
+      for (int i = 1; i <= 10; ++i) {
+        const int64_t s = t.steps * i / 10;
+        t.curve.push_back({s, law(static_cast<double>(s * b), static_cast<double>(b)) + 0.01 * off * off});
+      }
+      t.final_loss = t.curve.back().loss;
+      t.noise_scale = b_noise;
+      trials.push_back(t);
+    }
+  }
+  auto r = FitScaling(trials);
+  ASSERT_TRUE(r.ok()) << r.error;
+  for (int64_t target : {1024, 4096}) {
+    PlanTarget at;
+    at.global_batch = target;
+    at.examples = examples;
+    auto plan = PlanRun(*r.value, trials, at);
+    ASSERT_TRUE(plan.ok()) << plan.error;
+    const double expected = law(examples, static_cast<double>(target));
+    EXPECT_TRUE(plan.value->final_loss.Contains(expected))
+        << target << ": " << FormatInterval(plan.value->final_loss) << " vs " << expected;
+    EXPECT_NE(SourceLine(*plan.value, "final_loss (with the line above)").find("validation curves"),
+              std::string::npos)
+        << ::testing::PrintToString(plan.value->sources);
+    ASSERT_FALSE(plan.value->loss_band.empty());
+  }
+  // A budget beyond the swept runs' examples is not read off their curves.
+  PlanTarget beyond;
+  beyond.global_batch = 64;
+  beyond.examples = 4 * examples;
+  auto far = PlanRun(*r.value, trials, beyond);
+  ASSERT_TRUE(far.ok()) << far.error;
+  for (const auto& src : far.value->sources) EXPECT_EQ(src.find("validation curves"), std::string::npos) << src;
+}
+
 }  // namespace
 }  // namespace ladder::search
