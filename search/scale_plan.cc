@@ -457,7 +457,22 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
       return Interval{(a.value + b.value) / 2, std::min(lo(a), lo(b)), std::max(hi(a), hi(b))};
     };
     const bool both = std::isfinite(p.final_loss.value);
-    p.final_loss = both ? hull(p.final_loss, *curve) : *curve;
+    // Without the line, the other side of the bracket: with no more examples than the swept runs had, a larger
+    // batch does not end below the best swept loss (reaching a loss takes E_min (1 + B/B_noise) examples, more
+    // the larger the batch).
+    double floor_loss = kNaN;
+    int64_t fewest = 0;  // the fewest examples a swept batch's runs had
+    for (const ScaleTrial& t : trials) {
+      if (t.steps > 0 && (fewest == 0 || t.steps * t.global_batch < fewest)) fewest = t.steps * t.global_batch;
+    }
+    for (const BestLr& b : r.best_lr) {
+      if (std::isfinite(b.loss) && (std::isnan(floor_loss) || b.loss < floor_loss)) floor_loss = b.loss;
+    }
+    const bool floored = !both && std::isfinite(floor_loss) && plan_examples <= 1.01 * static_cast<double>(fewest) &&
+                         floor_loss < curve->lo;
+    p.final_loss = both      ? hull(p.final_loss, *curve)
+                   : floored ? Interval{(floor_loss + curve->value) / 2, floor_loss, curve->hi}
+                             : *curve;
     for (int i = 1; i <= 10; ++i) {
       const int64_t s = std::max<int64_t>(1, p.steps * i / 10);
       auto at = CurveLoss(r, trials, batch, plan_examples * i / 10);
@@ -473,7 +488,11 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
                         Num(plan_examples) + " examples take batch " + std::to_string(p.global_batch) +
                         " (E (1 + b/B_noise) / (1 + B/B_noise), McCandlish et al.), B_noise the measured noise "
                         "scale " + Iv(r.measured_noise_scale) + " over its interval" +
-                        (both ? "; stated: both models' hull " + Iv(p.final_loss) : std::string()));
+                        (both ? "; stated: both models' hull " + Iv(p.final_loss)
+                         : floored ? "; a reading biased high (a mid-schedule loss), so the interval reaches down to "
+                                     "the best swept loss " + Num(floor_loss) + ", which a larger batch on no more "
+                                     "examples does not beat: " + Iv(p.final_loss)
+                                   : std::string()));
   }
   return F{p, ""};
 }

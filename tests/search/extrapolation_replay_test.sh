@@ -15,6 +15,8 @@ expected='"log2_err": 0.1017, "regret": 0.0005, "regret_linear": 0.0011, "regret
 echo "$out" | tail -1 | grep -qF "$expected" || { echo "FAIL: the last line differs from {$expected, ...}"; exit 1; }
 echo "$out" | tail -1 | grep -qF '"digits_regret": 0.0654' ||
   { echo "FAIL: digits (reported, not gated) expected at 6.54% regret"; exit 1; }
+echo "$out" | tail -1 | grep -qF '"interval_coverage": 1.0' ||
+  { echo "FAIL: the plan's stated intervals should hold the oracle's LR and loss at every --quick target"; exit 1; }
 echo "$out" | tail -1 | grep -qF '"regret_interval": [0.0002, 0.0009]' ||
   { echo "FAIL: the fit's worst regret has no interval [0.0002, 0.0009] (the oracle's own noise)"; exit 1; }
 # digits at 10 epochs (bench/data/extrapolation/digits-10-epochs-quick.json.gz): the oracle at batch 1,024 has a
