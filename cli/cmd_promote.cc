@@ -23,7 +23,8 @@ std::string Iv(const search::Interval& i) { return search::FormatInterval(i); }
 void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
                const std::vector<search::LossBandPoint>& band, const HeroShape& shape,
                const std::vector<std::string>& notes, std::ostream& out) {
-  out << "hero plan from search " << s.id() << " '" << s.name() << "' (" << used << " trials fitted)\n";
+  out << "hero plan from search " << s.id() << " '" << s.name() << "' (" << used << " trials fitted; intervals "
+      << std::lround(p.interval_level * 100) << "% nominal)\n";
   out << "  node group     " << shape.nodes << " node(s) x " << shape.ranks_per_node << " rank(s)\n";
   out << "  global batch   " << p.global_batch;
   if (p.ramp.size() > 1) {

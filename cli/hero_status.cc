@@ -61,7 +61,11 @@ HeroStatus ReadHeroStatus(const std::string& plan_json, const std::optional<v1::
 
 void PrintHeroStatus(const HeroStatus& h, std::ostream& out) {
   const auto& p = h.plan;
-  out << "  hero plan:\n";
+  out << "  hero plan";
+  if (p.contains("interval_level") && p["interval_level"].is_number()) {
+    out << " (intervals " << std::lround(p["interval_level"].get<double>() * 100) << "% nominal)";
+  }
+  out << ":\n";
   out << "    global batch   " << p.value("global_batch", 0);
   if (p.contains("ramp") && p["ramp"].is_array() && p["ramp"].size() > 1) {
     out << "  (ramp:";

@@ -254,6 +254,7 @@ nlohmann::json PlanJson(const search::ScalePlan& plan, const std::vector<search:
           {"global_batch", plan.global_batch},
           {"ramp", ramp},
           {"peak_lr", iv(plan.peak_lr)},
+          {"interval_level", plan.interval_level},
           {"warmup_steps", plan.warmup_steps},
           {"decay", plan.decay},
           {"optimizer", plan.optimizer},

@@ -140,6 +140,7 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
   if (r.best_lr.empty()) return F::Fail("the scaling report has no best learning rates (run FitScaling first)");
   ScalePlan p;
   p.nodes = target.nodes;
+  p.interval_level = r.interval_level;
   const double b_crit = r.tradeoff ? r.tradeoff->b_crit.value : r.measured_noise_scale.value;
   const std::string b_crit_src = r.tradeoff ? "tradeoff B_crit=" + Iv(r.tradeoff->b_crit)
                                             : "measured noise scale B_simple=" + Iv(r.measured_noise_scale);

@@ -75,6 +75,7 @@ struct ScalePlan {
   int64_t global_batch = 0;       // the batch at the end of the ramp
   std::vector<RampStage> ramp;    // empty: the whole run at global_batch
   Interval peak_lr;
+  double interval_level = 0.90;   // the stated intervals' nominal central coverage (ScalingReport::interval_level)
   int64_t warmup_steps = 0;
   std::string decay = "none";
   std::string optimizer = "sgd";

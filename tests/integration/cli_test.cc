@@ -380,6 +380,7 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     auto j = nlohmann::json::parse(json.out);
     EXPECT_EQ(j["search_id"], 1);
     EXPECT_EQ(j["plan"]["global_batch"], 512);
+    EXPECT_DOUBLE_EQ(j["plan"]["interval_level"].get<double>(), 0.9);
     EXPECT_TRUE(j["plan"]["loss_band"].is_array());
     ASSERT_TRUE(j["plan"].contains("steps_to_target")) << json.out;  // [value, lo, hi], null without a tradeoff
     EXPECT_TRUE(j["plan"]["steps_to_target"].is_array()) << json.out;
@@ -442,7 +443,7 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     // The hero search shows its plan and where its run stands (no worker here: it has not reported yet).
     auto shown = ladder({"search", "show", "2"});
     ASSERT_EQ(shown.exit_code, 0) << shown.err;
-    for (const char* part : {"hero plan:", "global batch   512", "(rule surface_fit)",
+    for (const char* part : {"hero plan (intervals 90% nominal):", "global batch   512", "(rule surface_fit)",
                              "band           none (the plan predicted no final loss)", "no val_loss reported yet"}) {
       EXPECT_NE(shown.out.find(part), std::string::npos) << part << "\n" << shown.out;
     }
@@ -453,7 +454,7 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     EXPECT_TRUE(hero["live"].is_null()) << shown_json.out;
     EXPECT_TRUE(hero["band_warnings"].empty()) << shown_json.out;
     auto plain = ladder({"search", "show", "1"});  // not a hero run: no plan section
-    EXPECT_EQ(plain.out.find("hero plan:"), std::string::npos) << plain.out;
+    EXPECT_EQ(plain.out.find("hero plan"), std::string::npos) << plain.out;
     server.Kill(SIGTERM);
   }
   // The hero search is stored at hero priority with the plan the coordinator watches (it accepted its band).

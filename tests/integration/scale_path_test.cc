@@ -54,7 +54,7 @@ TEST(ScalePath, TheExampleSweepPlansAHeroRunWhoseLiveLossEndsInsideItsBand) {
     EXPECT_NE(hero.out.find(w["detail"].get<std::string>()), std::string::npos) << w << "\n" << hero.out;
   }
   auto text = RunCommand(cluster.Ladder({"search", "show", "2"}), dir);
-  EXPECT_NE(text.out.find("hero plan:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("hero plan (intervals 90% nominal):"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find(": inside the band ["), std::string::npos) << text.out;
 }
 
