@@ -262,13 +262,14 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     }
     v1::CreateSearchResponse cresp;
     if (!client.Call(&v1::Ladder::Stub::CreateSearch, creq, &cresp, "promote", &exit_code)) return;
-    if (g.json && opt->wait) {
-      // One JSON object in the end: the hero run's result (its trials), as `search start --wait --json`.
-    } else if (g.json) {
-      std::cout << nlohmann::json{{"search_id", s.id()}, {"hero_search_id", cresp.search().id()}, {"plan", plan_json},
-                                  {"command", command}}
-                       .dump()
-                << "\n";
+    if (g.json) {
+      // With --wait, one JSON object in the end: the hero run's result, as `search start --wait --json`.
+      if (!opt->wait) {
+        std::cout << nlohmann::json{{"search_id", s.id()}, {"hero_search_id", cresp.search().id()},
+                                    {"plan", plan_json}, {"command", command}}
+                         .dump()
+                  << "\n";
+      }
     } else {
       std::cout << "hero run submitted: search " << cresp.search().id() << " at hero priority (it preempts search "
                 << "trials on the nodes it needs); where it stands against its band: ladder search show "

@@ -1,4 +1,5 @@
 // ladder search start|validate|list|show|cancel
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -93,23 +94,12 @@ SpecCheck CheckSpec(const std::string& path, bool check_command) {
   return c;
 }
 
-// The hero run's trial with its metrics and the search's band entries of the journal (the Watch stream's
-// snapshot with the journal's tail, read up to SNAPSHOT_DONE). nullopt: an RPC failed (said, *exit_code set).
+// The hero run's trial with its metrics and the search's band entries of the journal: the Watch stream's snapshot
+// (the search's trials, then the journal's tail) read up to SNAPSHOT_DONE, then the trial's metrics. nullopt: an
+// RPC failed (said, *exit_code set).
 std::optional<HeroStatus> FetchHeroStatus(Client& client, const v1::Search& s, int* exit_code) {
-  v1::ListTrialsRequest lreq;
-  lreq.set_search_id(s.id());
-  v1::ListTrialsResponse lresp;
-  if (!client.Call(&v1::Ladder::Stub::ListTrials, lreq, &lresp, "search show", exit_code)) return std::nullopt;
-  std::optional<v1::Trial> trial;
-  if (lresp.trials_size() > 0) {  // a hero search runs one trial
-    v1::GetTrialRequest treq;
-    treq.set_trial_id(lresp.trials(lresp.trials_size() - 1).id());
-    treq.set_include_metrics(true);
-    v1::GetTrialResponse tresp;
-    if (!client.Call(&v1::Ladder::Stub::GetTrial, treq, &tresp, "search show", exit_code)) return std::nullopt;
-    trial = tresp.trial();
-  }
   std::vector<v1::JournalEntry> journal;
+  int64_t trial_id = 0;  // a hero search runs one trial
   auto ctx = client.Context();
   v1::WatchRequest wreq;
   wreq.set_search_id(s.id());
@@ -119,6 +109,7 @@ std::optional<HeroStatus> FetchHeroStatus(Client& client, const v1::Search& s, i
   bool done = false;
   while (!done && reader->Read(&ev)) {
     if (ev.kind() == v1::Event::JOURNAL) journal.push_back(ev.journal());
+    if (ev.kind() == v1::Event::TRIAL_UPDATED) trial_id = std::max(trial_id, ev.trial().id());
     done = ev.kind() == v1::Event::SNAPSHOT_DONE;
   }
   ctx->TryCancel();
@@ -126,6 +117,15 @@ std::optional<HeroStatus> FetchHeroStatus(Client& client, const v1::Search& s, i
   if (!done) {
     *exit_code = ReportRpcError(st, "search show (the journal)", client.server());
     return std::nullopt;
+  }
+  std::optional<v1::Trial> trial;
+  if (trial_id > 0) {
+    v1::GetTrialRequest treq;
+    treq.set_trial_id(trial_id);
+    treq.set_include_metrics(true);
+    v1::GetTrialResponse tresp;
+    if (!client.Call(&v1::Ladder::Stub::GetTrial, treq, &tresp, "search show", exit_code)) return std::nullopt;
+    trial = tresp.trial();
   }
   return ReadHeroStatus(s.plan_json(), trial, journal);
 }

@@ -90,20 +90,12 @@ double CurveLossAt(const ScaleTrial& t, double examples) {
   return t.curve.back().loss;
 }
 
-// The final loss by McCandlish et al.'s fixed-examples route: reaching a loss takes E_min (1 + B/B_noise)
-// examples at batch B, so with E examples a run at batch B gets about as far as a run at a swept batch b got
-// after E (1 + b/B_noise) / (1 + B/B_noise) of its own: read off the validation curves of every swept batch's
-// runs at its best LR. The value: the median over those runs with B_noise the measured noise scale; the interval:
-// everything they give with B_noise anywhere in its interval. nullopt when the noise scale was not measured, a
-// run has no curve (fewer than 3 points) or the target's examples fall outside a curve (a budget beyond the
-// swept runs' is not read off them).
-std::optional<Interval> CurveLoss(const ScalingReport& r, const std::vector<ScaleTrial>& trials, double batch,
-                                  double examples) {
-  const Interval& noise = r.measured_noise_scale;
-  if (!(noise.value > 0)) return std::nullopt;
+// The runs whose validation curves the final loss is read off: at each swept batch, every run at the swept LR
+// nearest the batch's best (the parabola's vertex lies between swept LRs).
+std::vector<const ScaleTrial*> CurveRuns(const ScalingReport& r, const std::vector<ScaleTrial>& trials) {
   std::vector<const ScaleTrial*> runs;
   for (const BestLr& b : r.best_lr) {
-    double nearest = kNaN;  // the swept LR nearest the batch's best (the parabola's vertex lies between them)
+    double nearest = kNaN;
     for (const ScaleTrial& t : trials) {
       if (t.global_batch != b.global_batch || t.diverged || !std::isfinite(t.final_loss)) continue;
       if (std::isnan(nearest) || std::fabs(std::log(t.peak_lr / b.lr.value)) < std::fabs(std::log(nearest / b.lr.value))) {
@@ -114,7 +106,19 @@ std::optional<Interval> CurveLoss(const ScalingReport& r, const std::vector<Scal
       if (t.global_batch == b.global_batch && t.peak_lr == nearest && !t.diverged) runs.push_back(&t);
     }
   }
-  if (runs.empty()) return std::nullopt;
+  return runs;
+}
+
+// The final loss by McCandlish et al.'s fixed-examples route: reaching a loss takes E_min (1 + B/B_noise)
+// examples at batch B, so with E examples a run at batch B gets about as far as a run at a swept batch b got
+// after E (1 + b/B_noise) / (1 + B/B_noise) of its own: read off the curves of `runs` (CurveRuns). The value: the
+// median over those runs with B_noise the measured noise scale; the interval: everything they give with B_noise
+// anywhere in its interval. nullopt when the noise scale was not measured, there are no runs, a run has no curve
+// (fewer than 3 points) or the target's examples fall outside a curve (a budget beyond the swept runs' is not
+// read off them).
+std::optional<Interval> CurveLoss(const Interval& noise, const std::vector<const ScaleTrial*>& runs, double batch,
+                                  double examples) {
+  if (!(noise.value > 0) || runs.empty()) return std::nullopt;
   std::vector<double> central, all;
   for (double bn : {noise.value, noise.lo, noise.hi}) {
     if (!(bn > 0)) continue;
@@ -451,7 +455,8 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
   // (it reads the flat losses of batches far below the noise scale); bench/extrapolation measured the oracle's
   // final loss outside each alone and between the two. With both, the plan states their hull, centred between.
   const double plan_examples = examples > 0 ? examples : static_cast<double>(p.steps) * batch;
-  if (auto curve = CurveLoss(r, trials, batch, plan_examples)) {
+  const std::vector<const ScaleTrial*> curve_runs = CurveRuns(r, trials);
+  if (auto curve = CurveLoss(r.measured_noise_scale, curve_runs, batch, plan_examples)) {
     auto hull = [](const Interval& a, const Interval& b) {
       auto lo = [](const Interval& i) { return std::isnan(i.lo) ? i.value : i.lo; };
       auto hi = [](const Interval& i) { return std::isnan(i.hi) ? i.value : i.hi; };
@@ -476,7 +481,7 @@ Fitted<ScalePlan> PlanRun(const ScalingReport& r, const std::vector<ScaleTrial>&
                              : *curve;
     for (int i = 1; i <= 10; ++i) {
       const int64_t s = std::max<int64_t>(1, p.steps * i / 10);
-      auto at = CurveLoss(r, trials, batch, plan_examples * i / 10);
+      auto at = CurveLoss(r.measured_noise_scale, curve_runs, batch, plan_examples * i / 10);
       auto it = std::find_if(p.loss_band.begin(), p.loss_band.end(), [&](const LossBandPoint& b) { return b.step == s; });
       if (at && it != p.loss_band.end()) {
         it->loss = hull(it->loss, *at);

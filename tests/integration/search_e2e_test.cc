@@ -48,6 +48,15 @@ class SearchE2E : public ::testing::Test {
     req.set_spec_path("e2e.yaml");
     return stub_->CreateSearch(&ctx, req, resp);
   }
+  // Creates the search with the token and waits up to `limit` for it to end: its final state; nullopt (and a
+  // failure) when it could not be created, nullopt when it did not end in time.
+  std::optional<v1::Search> RunSearch(const std::string& yaml, std::chrono::seconds limit) {
+    v1::CreateSearchResponse resp;
+    auto st = Create(yaml, &resp, "secret-token");
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    if (!st.ok()) return std::nullopt;
+    return testing::WaitForSearchEnd(*stub_, resp.search().id(), limit, "secret-token");
+  }
   // Runs one query on the database file (a separate connection, so only committed data is visible).
   std::vector<std::vector<std::string>> Query(const std::string& sql) { return testing::Query(dir_ / "ladder.db", sql); }
 
@@ -70,10 +79,7 @@ space:
 )";
 
 TEST_F(SearchE2E, RunsTrialsAndStoresEverythingInSqlite) {
-  v1::CreateSearchResponse resp;
-  auto st = Create(kFakeTrialSpec, &resp, "secret-token");
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(60), "secret-token");
+  auto done = RunSearch(kFakeTrialSpec, std::chrono::seconds(60));
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state(), v1::SEARCH_COMPLETED) << done->error();
   EXPECT_EQ(done->completed(), 6);
@@ -148,18 +154,14 @@ TEST_F(SearchE2E, EveryCallNeedsTheToken) {
 }
 
 TEST_F(SearchE2E, MissingCommandFailsTrialsAndTheSearchWithAClearError) {
-  v1::CreateSearchResponse resp;
-  auto st = Create(R"(
+  auto done = RunSearch(R"(
 name: missing
 objective: {metric: score, mode: max}
 budget: {max_trials: 10, parallelism: 2, max_failed_trials: 3}
 command: [no-such-trainer-xyz, "--x={x}"]
 space:
   x: {type: float, low: 0.0, high: 1.0}
-)",
-                   &resp, "secret-token");
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(30), "secret-token");
+)", std::chrono::seconds(30));
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state(), v1::SEARCH_FAILED);
   EXPECT_NE(done->error().find("'no-such-trainer-xyz' not found"), std::string::npos) << done->error();
@@ -174,18 +176,14 @@ space:
 // preempts; here the trial's first run sends it to itself) was stopped from outside: it is requeued and completes on
 // its next attempt. (A rank that fails on its own still fails its trial: RankCrashStopsTheWholeGroupAndFailsTheTrial.)
 TEST_F(SearchE2E, ATrialEndedByAnOutsideSigtermIsRequeuedNotFailed) {
-  v1::CreateSearchResponse resp;
-  auto st = Create(R"(
+  auto done = RunSearch(R"(
 name: outside
 objective: {metric: score, mode: max}
 budget: {max_trials: 1}
 command: [/bin/sh, -c, 'if [ "$LADDER_ATTEMPT" = 0 ]; then kill -TERM $$; sleep 5; fi; echo "{{\"score\": 1}}"']
 space:
   x: {type: float, low: 0.0, high: 1.0}
-)",
-                   &resp, "secret-token");
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(30), "secret-token");
+)", std::chrono::seconds(30));
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state(), v1::SEARCH_COMPLETED) << done->error();
   auto rows = Query("SELECT state, attempt FROM trials");
@@ -330,18 +328,14 @@ TEST_F(SearchE2E, TinyAcknowledgementWindowLosesNothing) {
   worker::Worker w(wo);
   w.Start();
   ASSERT_TRUE(w.WaitRegistered(std::chrono::seconds(10)));
-  v1::CreateSearchResponse resp;
-  auto st = Create(R"(
+  auto done = RunSearch(R"(
 name: flood
 objective: {metric: score, mode: max}
 budget: {max_trials: 1}
 command: [/bin/sh, -c, 'i=0; while [ $i -lt 5000 ]; do i=$((i+1)); echo "{{\"step\": $i, \"score\": {x}}}"; done']
 space:
   x: {type: float, low: 0.0, high: 1.0}
-)",
-                   &resp, "secret-token");
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  auto done = testing::WaitForSearchEnd(*stub_, resp.search().id(), std::chrono::seconds(60), "secret-token");
+)", std::chrono::seconds(60));
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state(), v1::SEARCH_COMPLETED) << done->error();
   w.Stop();
