@@ -1,8 +1,11 @@
 #include "worker/trial_process.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -21,6 +24,59 @@ namespace ladder::worker {
 namespace {
 
 int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+constexpr size_t kChildStackBytes = 64 * 1024;
+
+// What the child of Launch needs, built before it starts; `error` is the one thing it writes back.
+struct ChildArgs {
+  const char* exe = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const char* workdir = nullptr;  // null: the worker's cwd
+  int stdout_fd = -1, stderr_fd = -1;
+  pid_t parent = 0;
+  volatile int error = 0;  // the errno that kept the child from exec'ing
+};
+
+// The child of clone(CLONE_VM | CLONE_VFORK), until it execs: it runs on its own small stack in the worker's
+// memory while the worker's launching thread waits, so it makes raw system calls only — no allocation, no libc
+// wrapper a sanitizer intercepts (their bookkeeping is the worker's), no sanitizer instrumentation — and its
+// only write to shared memory is args->error. Its signals are all blocked when it starts.
+#define LADDER_CHILD_CODE __attribute__((noinline, no_sanitize("address", "thread", "undefined")))
+
+[[noreturn]] LADDER_CHILD_CODE void ChildFail(ChildArgs* args, int err) {
+  args->error = err;
+  syscall(SYS_exit_group, 127);
+  __builtin_unreachable();
+}
+
+// `from` as fd `to`, without CLOEXEC.
+LADDER_CHILD_CODE long ChildMoveFd(int from, int to) {
+  return from == to ? syscall(SYS_fcntl, to, F_SETFD, 0) : syscall(SYS_dup3, from, to, 0);
+}
+
+LADDER_CHILD_CODE int ChildExec(void* arg) {
+  auto* args = static_cast<ChildArgs*>(arg);
+  syscall(SYS_setpgid, 0, 0);
+  if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) ChildFail(args, errno);
+  if (syscall(SYS_getppid) != args->parent) syscall(SYS_exit_group, 137);  // the worker died before prctl
+  // Every disposition back to default (an ignored SIGPIPE would survive exec), then nothing blocked. A zeroed
+  // kernel struct sigaction is SIG_DFL, no flags, an empty mask; the kernel's sigset is 8 bytes.
+  const unsigned long dfl[4] = {0, 0, 0, 0};
+  for (int sig = 1; sig <= 64; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) syscall(SYS_rt_sigaction, sig, dfl, nullptr, 8);
+  }
+  const unsigned long none = 0;
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, nullptr, 8);
+  const long in = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
+  if (in < 0 || ChildMoveFd(static_cast<int>(in), 0) < 0 || ChildMoveFd(args->stdout_fd, 1) < 0 ||
+      ChildMoveFd(args->stderr_fd, 2) < 0) {
+    ChildFail(args, errno);
+  }
+  if (args->workdir && syscall(SYS_chdir, args->workdir) != 0) ChildFail(args, errno);
+  syscall(SYS_execve, args->exe, args->argv, args->envp);
+  ChildFail(args, errno);
+}
 
 }  // namespace
 
@@ -86,66 +142,46 @@ std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop
     return nullptr;
   }
 
-  // fork + exec rather than posix_spawn, for the one thing posix_spawn cannot do: PR_SET_PDEATHSIG, so that the
-  // process started here dies with its worker (a SIGKILLed or crashed worker left its trials running, holding
-  // GPUs and ports, while the coordinator requeued them elsewhere). The signal is not inherited: what this
-  // process starts in turn (a shell script's children) is not covered. The child runs only async-signal-safe calls until exec;
-  // everything it needs (argv, envp, the paths) is built above. An exec failure comes back through a CLOEXEC
-  // pipe. Note: the death signal follows the thread that forked — the worker's event-loop thread, which lives as
-  // long as the worker.
-  int exec_pipe[2];
-  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
-    *error = std::string("pipe: ") + std::strerror(errno);
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    close(err_fd);
-    return nullptr;
-  }
-  const pid_t parent = getpid();
-  const char* workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
-  pid_t pid = fork();
-  if (pid == 0) {
-    auto fail = [&](int err) {
-      (void)!write(exec_pipe[1], &err, sizeof err);
-      _exit(127);
-    };
-    setpgid(0, 0);
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
-    if (getppid() != parent) _exit(137);  // the worker died between fork and prctl
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) {
-      if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
+  // clone(CLONE_VM | CLONE_VFORK) + exec, as posix_spawn does inside, rather than fork: the child borrows the
+  // worker's memory until it execs instead of copying its page tables, so a large worker can start trials
+  // under strict overcommit (fork fails there with ENOMEM), and the launch costs the same at any size. Not
+  // posix_spawn itself, for the one thing it cannot do: PR_SET_PDEATHSIG, so that the process started here
+  // dies with its worker (a SIGKILLed or crashed worker left its trials running, holding GPUs and ports, while
+  // the coordinator requeued them elsewhere). The signal is not inherited: what this process starts in turn (a
+  // shell script's children) is not covered. Note: the death signal follows the thread that started the child —
+  // the worker's event-loop thread, which lives as long as the worker. The child is in ChildExec.
+  ChildArgs child;
+  child.exe = exe.c_str();
+  child.argv = argv.data();
+  child.envp = envp.data();
+  child.workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
+  child.stdout_fd = out_pipe[1];
+  child.stderr_fd = err_fd;
+  child.parent = getpid();
+  int rc = 0;
+  void* stack =
+      mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) rc = errno;
+  pid_t pid = -1;
+  if (rc == 0) {
+    // Every signal blocked across the clone: a handler of the worker's must never run in the child, which
+    // shares the worker's memory until it execs (the child sets every disposition to default, then unblocks).
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = clone(ChildExec, static_cast<char*>(stack) + kChildStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
+    const int clone_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    munmap(stack, kChildStackBytes);
+    if (pid < 0) {
+      rc = clone_errno;
+    } else if (child.error != 0) {  // the child could not exec and is gone (CLONE_VFORK: it has exited)
+      waitpid(pid, nullptr, 0);
+      rc = child.error;
     }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    const int in = open("/dev/null", O_RDONLY | O_CLOEXEC);  // dup2 gives fd 0 without CLOEXEC
-    if (in < 0 || (in == 0 ? fcntl(0, F_SETFD, 0) : dup2(in, 0)) < 0 || dup2(out_pipe[1], 1) < 0 ||
-        dup2(err_fd, 2) < 0) {
-      fail(errno);
-    }
-    if (workdir && chdir(workdir) != 0) fail(errno);
-    execve(exe.c_str(), argv.data(), envp.data());
-    fail(errno);
   }
-  const int fork_errno = errno;
-  close(exec_pipe[1]);
   close(out_pipe[1]);
   close(err_fd);
-  int rc = pid < 0 ? fork_errno : 0;
-  if (pid > 0) {
-    int child_errno = 0;
-    ssize_t n;
-    do {
-      n = read(exec_pipe[0], &child_errno, sizeof child_errno);
-    } while (n < 0 && errno == EINTR);
-    if (n == static_cast<ssize_t>(sizeof child_errno)) {  // exec failed: the child is gone
-      waitpid(pid, nullptr, 0);
-      rc = child_errno;
-    }
-  }
-  close(exec_pipe[0]);
   if (rc != 0) {
     close(out_pipe[0]);
     *error = "cannot start '" + spec.argv[0] + "' (" + exe + "): " + std::strerror(rc);

@@ -1,13 +1,20 @@
 #include "worker/trial_process.h"
 
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -133,6 +140,95 @@ TEST(TrialProcess, ATrialDiesWithItsWorker) {
   for (int i = 0; i < 200 && running(); ++i) usleep(10000);
   EXPECT_FALSE(running()) << "trial " << trial << " outlived its worker";
   if (running()) kill(trial, SIGKILL);
+}
+
+// Strict overcommit (vm.overcommit_memory=2) as a large worker meets it: every way of copying its address
+// space (fork, vfork, clone without CLONE_VM) fails with ENOMEM. clone3, whose flags a filter cannot read, is
+// ENOSYS, as on an older kernel (glibc then uses clone). A seccomp filter in this process only.
+bool RefuseToCopyTheAddressSpace() {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "args[0]'s low word is read at its offset");
+  const unsigned kDeny = SECCOMP_RET_ERRNO | ENOMEM;
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+#ifdef __NR_fork
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fork, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, kDeny),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_vfork, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, kDeny),
+#endif
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_VM, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_RET | BPF_K, kDeny),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+// In a child of the test (EXPECT_EXIT): under strict overcommit, the launch of a trial. The exit code says
+// what failed.
+int LaunchWhereForkFails() {
+  if (!RefuseToCopyTheAddressSpace()) {
+    std::perror("seccomp");
+    return 2;
+  }
+  const pid_t copy = fork();
+  if (copy == 0) _exit(0);
+  if (copy != -1 || errno != ENOMEM) {
+    std::fprintf(stderr, "fork was not refused with ENOMEM\n");
+    return 3;
+  }
+  boost::asio::io_context loop;
+  Outcome out;
+  std::string error;
+  LaunchSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo started"};
+  if (!StartTrial(loop, spec, &out, &error)) {
+    std::fprintf(stderr, "launch failed: %s\n", error.c_str());
+    return 4;
+  }
+  loop.run();
+  if (out.exited && out.code == 0 && out.lines == std::vector<std::string>{"started"}) return 0;
+  std::fprintf(stderr, "the trial did not run: exit %d %s\n", out.code, out.desc.c_str());
+  return 5;
+}
+
+// A worker that could not be copied (fork fails with ENOMEM) still starts its trials: the launch borrows the
+// worker's memory until exec (clone with CLONE_VM | CLONE_VFORK) instead of copying it.
+TEST(TrialProcess, StartsATrialWhereForkFailsForLackOfMemory) {
+  EXPECT_EXIT(_exit(LaunchWhereForkFails()), ::testing::ExitedWithCode(0), "");
+}
+
+// In a child of the test: a trial started by a process that ignores SIGPIPE and SIGTERM and blocks SIGUSR1
+// prints its signal masks.
+int LaunchWithSignalsIgnoredAndBlocked() {
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  sigprocmask(SIG_BLOCK, &usr1, nullptr);
+  boost::asio::io_context loop;
+  Outcome out;
+  std::string error;
+  LaunchSpec spec;
+  spec.argv = {"/bin/grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"};
+  if (!StartTrial(loop, spec, &out, &error)) return 4;
+  loop.run();
+  const std::vector<std::string> want = {"SigBlk:\t0000000000000000", "SigIgn:\t0000000000000000"};
+  if (out.lines == want) return 0;
+  for (const auto& l : out.lines) std::fprintf(stderr, "%s\n", l.c_str());
+  return 5;
+}
+
+// A trial starts with every signal at its default and none blocked, whatever the worker ignores or blocks
+// (gRPC ignores SIGPIPE).
+TEST(TrialProcess, ATrialStartsWithDefaultSignals) {
+  EXPECT_EXIT(_exit(LaunchWithSignalsIgnoredAndBlocked()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(TrialProcess, MissingCommandIsAClearError) {
