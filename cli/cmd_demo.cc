@@ -55,6 +55,13 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code) {
       if (probe.Reachable(std::chrono::milliseconds(500))) {
         if (!g.json) std::cout << "ladder demo: using the coordinator at " << g.server << "\n";
       } else {
+        try {  // a --db in no directory is the user's input, not a failure to serve
+          server::DatabaseLock::CheckDirectory(opt->db_path);
+        } catch (const std::exception& e) {
+          std::cerr << "ladder demo: " << e.what() << "\n";
+          exit_code = kBadInput;
+          return;
+        }
         LocalStackOptions so;
         so.listen = g.server;
         so.db_path = opt->db_path;

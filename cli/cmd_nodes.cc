@@ -38,10 +38,8 @@ void SetupNodes(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::ServerInfoRequest req;
     v1::ServerInfoResponse info;
     if (!client.Call(&v1::Ladder::Stub::ServerInfo, req, &info, "nodes", &exit_code)) return;
-    if (g.json) {  // a JSON array of the nodes (WorkerInfo)
-      std::cout << "[";
-      for (int i = 0; i < info.workers_size(); ++i) std::cout << (i ? "," : "") << ToJson(info.workers(i));
-      std::cout << "]\n";
+    if (g.json) {  // an object, as every --json output: {"version", "db_path", "workers": [WorkerInfo], ...}
+      std::cout << ToJson(info) << "\n";
     } else {
       PrintNodes(info, std::cout);
     }

@@ -332,6 +332,13 @@ void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code) {
       exit_code = kBadInput;
       return;
     }
+    try {  // a --db in no directory is the user's input, not a failure to serve
+      server::DatabaseLock::CheckDirectory(opt->db_path);
+    } catch (const std::exception& e) {
+      std::cerr << "ladder up: " << e.what() << "\n";
+      exit_code = kBadInput;
+      return;
+    }
     std::error_code ec;
     if (!up->resubmit.empty()) up->resubmit = std::filesystem::absolute(up->resubmit, ec).string();
     exit_code = RunUp(g, *opt, *up, cmd);

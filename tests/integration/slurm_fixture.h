@@ -99,7 +99,7 @@ inline nlohmann::json WaitForNodes(const std::vector<std::string>& ladder, const
     auto r = testing::RunCommand(args, dir);
     if (r.exit_code != 0) continue;
     auto doc = nlohmann::json::parse(r.out, nullptr, false);
-    nodes = doc.is_object() && doc.contains("workers") ? doc["workers"] : doc;
+    nodes = doc.is_object() ? doc.value("workers", nlohmann::json::array()) : nlohmann::json::array();
     size_t up = 0;
     for (const auto& w : nodes) up += w.value("state", "") == "WORKER_UP";
     if (up >= n) break;
