@@ -355,6 +355,15 @@ void Worker::StartTrial(const v1::StartTrial& m) {
   r.first_rank = m.first_rank();
   r.checkpoint_dir = m.checkpoint_dir();
   const int nranks = std::max(1, m.local_ranks());
+  // Every rank of the trial is here: they meet through a c10d FileStore in the trial's directory (a new file for
+  // each run: a killed run's keys must not be read by the next one) rather than a TCPStore that rank 0 would open
+  // on every interface of the node.
+  if (const auto world = m.env().find("WORLD_SIZE"); nranks > 1 && world != m.env().end() &&
+                                                    world->second == std::to_string(nranks)) {
+    const std::string file = spec.env["LADDER_TRIAL_DIR"] + "/rendezvous-" + std::to_string(m.assignment_epoch());
+    std::filesystem::remove(file, ec);
+    spec.env["LADDER_RENDEZVOUS_FILE"] = file;
+  }
   std::string error;
   for (int k = 0; k < nranks && error.empty(); ++k) {
     if (nranks > 1) {

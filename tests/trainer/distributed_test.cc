@@ -2,6 +2,8 @@
 // N·b after K steps (relative 1e-5), over MPI (mpirun) and Gloo (ranks started one by one, torchrun style).
 // Every rank's step time reaches rank 0's epoch-end metrics line (step_time_s/rankR).
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmath>
 #include <fstream>
@@ -245,6 +247,37 @@ TEST(RankStepTimesStraggler, TheSlowRankHasTheLargest) {
     ASSERT_TRUE(m.count("step_time_s/rank0") && m.count("step_time_s/rank1")) << r.out;
     EXPECT_GT(m.at("step_time_s/rank0"), m.at("step_time_s/rank1")) << r.out;
   }
+}
+
+// Ranks that their worker gave a rendezvous file (all of a trial's ranks on its node) meet through it, a c10d
+// FileStore: no port is opened. MASTER_PORT is a port this test holds on every interface, where a TCPStore could
+// not listen.
+TEST(GlooRendezvous, RanksGivenAFileMeetThroughItAndOpenNoPort) {
+  testing::TempDir dir("rendezvous-file");
+  const int held = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(held, 1), 0);
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  std::string script;
+  for (int r = 0; r < 2; ++r) {
+    script += "LADDER_RENDEZVOUS_FILE='" + (dir / "rendezvous-1").string() + "' RANK=" + std::to_string(r) +
+              " LOCAL_RANK=" + std::to_string(r) + " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " '" +
+              Train() + "'";
+    for (auto& arg : TrainArgs(16, (dir / "gloo.bin").string(), "gloo")) script += " '" + arg + "'";
+    script += " > rank" + std::to_string(r) + ".out 2> rank" + std::to_string(r) + ".err & ";
+  }
+  script += "fail=0; for p in $(jobs -p); do wait $p || fail=1; done; exit $fail";
+  auto r = testing::RunCommand({"/bin/bash", "-c", script}, dir);
+  close(held);
+  std::ifstream log(dir / "rank0.err");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(r.exit_code, 0) << text << r.err;
+  EXPECT_NE(text.find("2 rank(s) over gloo"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "trainer/comm/rendezvous.h"
 
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstdlib>
@@ -46,6 +47,18 @@ bool JoinRendezvous(const std::string& backend, std::chrono::milliseconds timeou
   }
   std::string lr, ignored;
   out->local_rank = Env(backend, "LOCAL_RANK", &lr, &ignored) ? std::atoi(lr.c_str()) : out->rank;
+  // Every rank on one node (its worker started them all and names a file in the trial's directory, one per run):
+  // a FileStore there, so that no rendezvous port is open on any interface.
+  if (const char* file = std::getenv("LADDER_RENDEZVOUS_FILE"); file && *file) {
+    try {
+      out->store = c10::make_intrusive<c10d::FileStore>(file, out->size);
+      out->store->setTimeout(timeout);
+    } catch (const std::exception& e) {
+      *error = backend + " backend: rendezvous in " + file + " failed: " + e.what();
+      return false;
+    }
+    return true;
+  }
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<uint16_t>(port);
