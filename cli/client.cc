@@ -1,5 +1,6 @@
 #include "cli/client.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -29,8 +30,33 @@ std::string ResolveServer(const GlobalOptions& g) {
   return g.server;
 }
 
+TlsFiles ResolveTls(const GlobalOptions& g) {
+  TlsFiles tls = g.tls;
+  std::string dir = g.tls_dir;
+  if (dir.empty() && !tls.enabled() && !g.db.empty() && std::filesystem::exists(g.db + ".tls/ca.crt")) {
+    dir = g.db + ".tls";
+  }
+  if (!dir.empty()) {
+    if (tls.ca.empty()) tls.ca = dir + "/ca.crt";
+    if (tls.cert.empty() && std::filesystem::exists(dir + "/client.crt")) {
+      tls.cert = dir + "/client.crt";
+      tls.key = dir + "/client.key";
+    }
+  }
+  TlsFromEnvironment(&tls);
+  return tls;
+}
+
 Client::Client(const GlobalOptions& g) : server_(ResolveServer(g)), token_(ResolveToken(g.token, g.db)) {
-  channel_ = grpc::CreateChannel(server_, grpc::InsecureChannelCredentials());
+  // A TLS file that cannot be read is said here; the command then fails to reach the coordinator over plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  try {
+    creds = MakeChannelCredentials(ResolveTls(g));
+  } catch (const std::exception& e) {
+    std::cerr << "ladder: " << e.what() << "\n";
+    creds = grpc::InsecureChannelCredentials();
+  }
+  channel_ = grpc::CreateChannel(server_, creds);
   stub_ = v1::Ladder::NewStub(channel_);
 }
 
@@ -69,6 +95,13 @@ int ReportRpcError(const grpc::Status& st, const std::string& what, const std::s
   if (code == kUnreachable) {
     std::cerr << "ladder: " << what << ": cannot reach the coordinator at " << server << " (" << st.error_message()
               << ")\n  start one with `ladder up`, or pass --server HOST:PORT\n";
+    // gRPC says no more than this about a TLS mismatch; the common causes, then.
+    const std::string& m = st.error_message();
+    if (m.find("Socket closed") != std::string::npos || m.find("andshake") != std::string::npos ||
+        m.find("SSL") != std::string::npos || m.find("ssl") != std::string::npos) {
+      std::cerr << "  if it serves TLS: pass --tls-dir DIR (from `ladder certs create`) or --tls-ca, and for mutual "
+                   "TLS --tls-cert/--tls-key of a certificate its CA signed\n";
+    }
   } else {
     // A multi-line message (a spec's errors, one per line) starts on its own line.
     const bool lines = st.error_message().find('\n') != std::string::npos;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "common/tls.h"
 #include "ladder/v1/ladder.grpc.pb.h"
 
 namespace ladder::cli {
@@ -25,7 +26,15 @@ struct GlobalOptions {
   // it serves it, e.g. in a Slurm job), its token from <db>.token.
   std::string db;
   bool json = false;
+  // TLS to the coordinator: --tls-ca / --tls-cert / --tls-key (or LADDER_TLS_*), or --tls-dir DIR (what `ladder
+  // certs create DIR` wrote: DIR/ca.crt, DIR/client.crt, DIR/client.key); with --db and none of these, <db>.tls/
+  // when it exists (ladder up --slurm makes it).
+  TlsFiles tls;
+  std::string tls_dir;
 };
+
+// The TLS files a client uses per the rules above (empty fields: plaintext).
+TlsFiles ResolveTls(const GlobalOptions& g);
 
 // Prints "ladder: <what>: <message>" on stderr and returns the exit code for the status.
 int ReportRpcError(const grpc::Status& st, const std::string& what, const std::string& server);

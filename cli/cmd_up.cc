@@ -3,6 +3,7 @@
 // time limit (cli/slurm_job.h).
 #include <signal.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,8 @@
 #include "search/spec.h"
 #include "cli/slurm_workers.h"
 #include "common/address.h"
+#include "common/certs.h"
+#include "common/tls.h"
 #include "common/token.h"
 #include "worker/slurm_topology.h"
 
@@ -35,6 +38,38 @@ struct UpOptions {
   bool requeue = false;   // --requeue: scontrol requeue this job at the time limit
 };
 
+// The files of a `ladder certs create` directory for one party ("server", "worker", "client").
+TlsFiles TlsDirFiles(const std::string& dir, const std::string& who) {
+  return {dir + "/" + who + ".crt", dir + "/" + who + ".key", dir + "/ca.crt"};
+}
+
+// ladder up --slurm listens where other nodes reach it: unless told --tls-dir or --insecure, it serves mutual TLS
+// with certificates of its own in <db>.tls/ (made once, naming this node and --advertise; reused by a resubmitted
+// job), and its workers' step gets theirs through LADDER_TLS_* (srun passes the environment on). "" or what failed.
+std::string SlurmTls(LocalStackOptions& opt, const std::string& advertise) {
+  if (opt.insecure) return "";
+  if (opt.tls_dir.empty() && !IsLoopbackAddress(opt.listen)) {
+    opt.tls_dir = opt.db_path + ".tls";
+    if (!std::filesystem::exists(opt.tls_dir + "/ca.crt")) {
+      CertsOptions co;
+      co.hosts = DefaultCertHosts();
+      if (std::find(co.hosts.begin(), co.hosts.end(), advertise) == co.hosts.end()) co.hosts.push_back(advertise);
+      try {
+        CreateCertificates(opt.tls_dir, co);
+      } catch (const std::exception& e) {
+        return std::string("cannot make the TLS certificates in ") + opt.tls_dir + ": " + e.what() +
+               " (give --tls-dir DIR from `ladder certs create`, or --insecure)";
+      }
+    }
+  }
+  if (opt.tls_dir.empty()) return "";
+  const TlsFiles w = TlsDirFiles(std::filesystem::absolute(opt.tls_dir).string(), "worker");
+  ::setenv("LADDER_TLS_CA", w.ca.c_str(), 1);
+  ::setenv("LADDER_TLS_CERT", w.cert.c_str(), 1);
+  ::setenv("LADDER_TLS_KEY", w.key.c_str(), 1);
+  return "";
+}
+
 // Why `ladder up` stops.
 enum class StopCause { kSignal, kTimeLimit, kStepEnded, kSearchEnded };
 
@@ -49,8 +84,10 @@ std::string StartSlurmWorkers(const GlobalOptions& g, const LocalStack& stack, c
   workers.Start(alloc, advertise + ":" + port, fs::absolute(opt.db_path + ".token").string(),
                 opt.trial_dir.empty() ? (db_dir / "ladder-trials").string() : opt.trial_dir, log);
   GlobalOptions local = g;
-  local.server = stack.address();
+  local.server = stack.local_address();
   local.token = stack.token();
+  local.tls = {};
+  local.tls_dir = opt.tls_dir;
   Client client(local);
   for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
        std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
@@ -215,6 +252,23 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     if (cmd->count("--listen") == 0) opt.listen = "0.0.0.0:50051";  // the other nodes' workers connect to it
     if (up.advertise.empty()) up.advertise = worker::SlurmNodeAddress();
     if (up.advertise.empty()) up.advertise = ThisHostname();
+    if (std::string err = SlurmTls(opt, up.advertise); !err.empty()) {
+      std::cerr << "ladder up: " << err << "\n";
+      return kFailed;
+    }
+  }
+  if (!opt.tls_dir.empty()) {
+    if (std::string err = TlsFilesError(TlsDirFiles(opt.tls_dir, "server"), /*server=*/true); !err.empty()) {
+      std::cerr << "ladder up: --tls-dir " << opt.tls_dir << ": " << err << "\n";
+      return kBadInput;
+    }
+  }
+  for (const auto& [listen, what] : {std::pair{opt.listen, "gRPC"}, std::pair{opt.http, "the web dashboard"}}) {
+    if (listen.empty()) continue;
+    if (std::string err = PlaintextListenError(listen, !opt.tls_dir.empty(), opt.insecure, what); !err.empty()) {
+      std::cerr << "ladder up: " << err << " (ladder up: --tls-dir DIR)\n";
+      return kBadInput;
+    }
   }
   auto flag = std::make_shared<StopFlag>();
   // Under Slurm, SIGUSR1 is the time-limit warning (--signal=B:USR1@SECONDS): checkpoint and continue the job.
@@ -249,8 +303,10 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     WriteFileAtomically(server_file, (alloc ? up.advertise + ":" + port : stack.address()) + "\n", 0644);
     PrintServing(stack, opt, alloc.has_value());
     GlobalOptions local = g;
-    local.server = stack.address();
+    local.server = stack.local_address();
     local.token = stack.token();
+    local.tls = {};
+    local.tls_dir = opt.tls_dir;
     Client client(local);
     const v1::Search run = up.run_spec.empty() ? v1::Search() : StartOrResumeSearch(client, up.run_spec);
     const int64_t run_id = run.id();
@@ -309,6 +365,12 @@ void SetupUp(CLI::App& app, GlobalOptions& g, int& exit_code) {
                 "--listen says otherwise. SIGUSR1 (sbatch --signal=B:USR1@SECONDS) is the time-limit warning: the "
                 "running trials checkpoint and stop, the database is committed, and the job continues "
                 "(--resubmit, --requeue)");
+  cmd->add_option("--tls-dir", opt->tls_dir,
+                  "serve mutual TLS with the certificates `ladder certs create DIR` made (server.crt, ca.crt; the "
+                  "local worker presents worker.crt). --slurm on a non-loopback address makes its own in DB.tls/ "
+                  "unless this or --insecure is given");
+  cmd->add_flag("--insecure", opt->insecure,
+                "allow plaintext on a non-loopback --listen or --http address (refused otherwise)");
   cmd->add_option("--advertise", up->advertise,
                   "--slurm: the host the workers reach this coordinator at (default: this node's NodeAddr in "
                   "Slurm, else its host name)");

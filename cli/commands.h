@@ -19,6 +19,8 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupNodes(CLI::App& app, GlobalOptions& g, int& exit_code);
 void SetupWatch(CLI::App& app, GlobalOptions& g, int& exit_code);
+void SetupCerts(CLI::App& app, GlobalOptions& g, int& exit_code);   // cmd_certs.cc
+void SetupTokens(CLI::App& app, GlobalOptions& g, int& exit_code);  // cmd_tokens.cc
 // ladder search submit (cmd_search_submit.cc), added to `search`.
 void SetupSearchSubmit(CLI::App* search, GlobalOptions& g, int& exit_code);
 

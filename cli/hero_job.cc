@@ -21,8 +21,13 @@ bool IsLoopback(const std::string& address) {
 // The job's script: the workers as one step with the pool label; at the time limit's warning they stop (the hero
 // run checkpoints and waits, PENDING, for its pool's nodes: `sbatch SCRIPT` brings them back).
 std::string HeroScriptBody(const std::string& server, const std::string& token_file, const std::string& trial_dir,
-                           const std::string& pool, const std::string& script, int64_t source) {
+                           const std::string& pool, const std::string& script, int64_t source, const TlsFiles& tls) {
   const std::string step = ShellCommandLine(WorkerStepCommand(server, token_file, trial_dir, {"pool=" + pool}));
+  std::string tls_env;
+  for (const auto& [name, path] : {std::pair{"LADDER_TLS_CA", tls.ca}, std::pair{"LADDER_TLS_CERT", tls.cert},
+                                   std::pair{"LADDER_TLS_KEY", tls.key}}) {
+    if (!path.empty()) tls_env += std::string("export ") + name + "=" + ShellCommandLine({path}) + "\n";
+  }
   return "# ladder promote --submit: the hero run planned from search " + std::to_string(source) +
          ". Its trial runs on this job's nodes\n# only (pool " + pool + ") and reports to the coordinator at " +
          server + "; the job ends when the hero run's search does.\n"
@@ -31,6 +36,25 @@ std::string HeroScriptBody(const std::string& server, const std::string& token_f
          " continues it\"; scancel --signal=TERM \"$SLURM_JOB_ID.0\"' USR1\n" +
          step + " &\npid=$!\n# wait returns early when the trap runs: wait again until the workers are gone.\n"
          "while kill -0 $pid 2>/dev/null; do wait $pid; done\nwait $pid\n";
+}
+
+// The TLS files the hero job's workers present: the CLI's own, with a `ladder certs create` directory's worker
+// certificate in place of its client one; absolute, for the job's working directory.
+TlsFiles WorkerTls(const GlobalOptions& g) {
+  namespace fs = std::filesystem;
+  TlsFiles t = ResolveTls(g);
+  std::error_code ec;
+  if (!t.cert.empty() && fs::path(t.cert).filename() == "client.crt") {
+    const fs::path dir = fs::path(t.cert).parent_path();
+    if (fs::exists(dir / "worker.crt", ec) && fs::exists(dir / "worker.key", ec)) {
+      t.cert = (dir / "worker.crt").string();
+      t.key = (dir / "worker.key").string();
+    }
+  }
+  for (std::string* p : {&t.ca, &t.cert, &t.key}) {
+    if (!p->empty()) *p = fs::absolute(*p, ec).string();
+  }
+  return t;
 }
 
 }  // namespace
@@ -53,14 +77,24 @@ int SubmitHeroJob(Client& client, const GlobalOptions& g, const HeroJobOptions& 
   b.output = (dir / (pool + "-%j.out")).string();
   b.workdir = dir.string();
   const std::string text = BatchScript(b, HeroScriptBody(server, token_file.string(), (dir / "ladder-trials").string(),
-                                                         pool, script.string(), source_search));
+                                                         pool, script.string(), source_search, WorkerTls(g)));
   if (o.dry_run) {
     std::cout << "# " << script.string() << " (not written: --dry-run)\n" << text;
     return kOk;
   }
+  // The job's workers get a worker token of their own (they can only speak the worker protocol), named by the pool.
+  v1::CreateTokenRequest token_req;
+  token_req.set_role(v1::TOKEN_ROLE_WORKER);
+  token_req.set_name(pool);
+  v1::CreateTokenResponse worker_token;
+  int token_code = kOk;
+  if (!client.Call(&v1::Ladder::Stub::CreateToken, token_req, &worker_token, "promote (a worker token for the job)",
+                   &token_code)) {
+    return token_code;
+  }
   try {
     fs::create_directories(dir);
-    WriteFileAtomically(token_file.string(), ResolveToken(g.token, g.db) + "\n", 0600);
+    WriteFileAtomically(token_file.string(), worker_token.secret() + "\n", 0600);
     WriteFileAtomically(script.string(), text, 0755);
   } catch (const std::exception& e) {
     std::cerr << "ladder promote: " << e.what() << "\n";

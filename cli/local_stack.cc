@@ -26,6 +26,8 @@ void LocalStack::Start() {
   so.db_path = opt_.db_path;
   so.token = token_;
   so.http_listen = opt_.http;
+  so.insecure = opt_.insecure;
+  if (!opt_.tls_dir.empty()) so.tls = {opt_.tls_dir + "/server.crt", opt_.tls_dir + "/server.key", opt_.tls_dir + "/ca.crt"};
   // The database failed: the coordinator has stopped, and so must the command that embeds it (ladder up, demo).
   so.coordinator.on_fatal = [](const std::string& what) {
     std::fprintf(stderr, "ladder: the local coordinator's database failed (%s); stopping\n", what.c_str());
@@ -50,8 +52,9 @@ void LocalStack::Start() {
   }
   if (!opt_.local_worker) return;
   worker::WorkerOptions wo;
-  wo.server = server_->address();
+  wo.server = local_address();
   wo.token = token_;
+  if (!opt_.tls_dir.empty()) wo.tls = {opt_.tls_dir + "/worker.crt", opt_.tls_dir + "/worker.key", opt_.tls_dir + "/ca.crt"};
   wo.slots = opt_.slots;
   wo.node_id = "local";
   const auto db_dir = fs::absolute(opt_.db_path).parent_path();
@@ -61,6 +64,13 @@ void LocalStack::Start() {
   if (!worker_->WaitRegistered(std::chrono::seconds(10))) {
     throw std::runtime_error("the local worker did not register with the coordinator at " + server_->address());
   }
+}
+
+std::string LocalStack::local_address() const {
+  const std::string a = address();
+  const std::string host = a.substr(0, a.rfind(':'));
+  if (host == "0.0.0.0" || host == "[::]" || host == "::") return "127.0.0.1" + a.substr(a.rfind(':'));
+  return a;
 }
 
 void LocalStack::Stop() {

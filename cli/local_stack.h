@@ -18,6 +18,10 @@ struct LocalStackOptions {
   std::string http;                     // host:port of the web dashboard; empty: none
   bool http_any_port_if_taken = false;  // when that port is taken, serve the dashboard on a free one instead
   bool local_worker = true;             // false: the coordinator alone (ladder up --slurm: workers are Slurm steps)
+  // TLS from a directory `ladder certs create` made: the coordinator serves DIR/server.crt+key and asks clients for
+  // certificates DIR/ca.crt signed (mutual TLS); the local worker presents DIR/worker.crt. Empty: plaintext.
+  std::string tls_dir;
+  bool insecure = false;                // plaintext on a non-loopback address (refused otherwise)
 };
 
 class LocalStack {
@@ -33,6 +37,9 @@ class LocalStack {
     return server_ ? server_->PauseAndWait(reason, timeout) : 0;
   }
   std::string address() const { return server_ ? server_->address() : ""; }
+  // Where a client on this machine reaches it: address(), with a wildcard host (0.0.0.0, [::]) as 127.0.0.1 (the
+  // server certificate names that, not the wildcard).
+  std::string local_address() const;
   const std::string& token() const { return token_; }
   std::string dashboard_url() const { return server_ ? server_->dashboard_url() : ""; }
 

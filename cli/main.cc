@@ -24,6 +24,13 @@ int main(int argc, char** argv) {
                  "talk to the coordinator serving this database: its address from DB.server (written by ladder up, "
                  "e.g. inside a Slurm job), its token from DB.token; `search list` also shows DB's Slurm jobs");
   app.add_flag("--json", g.json, "machine-readable output");
+  app.add_option("--tls-ca", g.tls.ca,
+                 "PEM CA certificate that signed the coordinator's (TLS; or LADDER_TLS_CA; default with --db: "
+                 "DB.tls/ca.crt when it exists)");
+  app.add_option("--tls-cert", g.tls.cert, "PEM client certificate for mutual TLS (or LADDER_TLS_CERT)");
+  app.add_option("--tls-key", g.tls.key, "its PEM private key (or LADDER_TLS_KEY)");
+  app.add_option("--tls-dir", g.tls_dir,
+                 "a directory from `ladder certs create`: its ca.crt, client.crt and client.key");
   int exit_code = 0;
   ladder::cli::SetupUp(app, g, exit_code);
   ladder::cli::SetupDemo(app, g, exit_code);
@@ -32,10 +39,13 @@ int main(int argc, char** argv) {
   ladder::cli::SetupTrials(app, g, exit_code);
   ladder::cli::SetupNodes(app, g, exit_code);
   ladder::cli::SetupWatch(app, g, exit_code);
+  ladder::cli::SetupCerts(app, g, exit_code);
+  ladder::cli::SetupTokens(app, g, exit_code);
   // The first word that is not an option (nor an option's value) must name a command.
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--server" || a == "--token" || a == "--db") {
+    if (a == "--server" || a == "--token" || a == "--db" || a == "--tls-ca" || a == "--tls-cert" ||
+        a == "--tls-key" || a == "--tls-dir") {
       ++i;
       continue;
     }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/random.h>
+#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -66,6 +67,21 @@ void WriteFileAtomically(const std::string& path, const std::string& content, un
     ::unlink(tmp.c_str());
     throw std::runtime_error("cannot write '" + path + "': " + std::strerror(e));
   }
+}
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("SHA-256 failed (libcrypto)");
+  }
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
 }
 
 std::string EnsureTokenFile(const std::string& path) {

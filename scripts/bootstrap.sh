@@ -9,6 +9,7 @@ PKGS=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler   # the ladder.v1 API
   libboost-dev libboost-system-dev   # worker: Boost.Asio event loop, process groups, pipes
   libsqlite3-dev                     # server: the embedded store
+  libssl-dev                         # TLS on every channel, `ladder certs create`, hashed tokens (OpenSSL)
   zlib1g-dev                         # worker: CRC-32 of staged files (ladder-stage); trainer: gzip'd CSVs
   libyaml-cpp-dev                    # search: YAML specs with line/column marks
   libeigen3-dev                      # search: GP-BO linear algebra (Cholesky, L-BFGS on the kernel hyperparameters)

@@ -21,17 +21,52 @@ grpc::Status Guarded(const std::function<grpc::Status()>& fn) {
   }
 }
 
-// The refusal says whether a token came at all: a wrong one is not fixed by "pass --token".
-grpc::Status Unauthenticated(const grpc::CallbackServerContext* ctx) {
-  if (ctx->client_metadata().count("authorization") > 0) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "the token was rejected: it is not this server's (the server's is in <db>.token next to its "
-                        "database, or its --token-file)");
-  }
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      "this call needs the server's token: pass --token or set LADDER_TOKEN "
-                      "(ladder up writes it next to the database, in <db>.token)");
+// The bearer token the call carries ("" when none).
+std::string_view BearerOf(const grpc::CallbackServerContext* ctx) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return {};
+  std::string_view v(it->second.data(), it->second.size());
+  constexpr std::string_view kBearer = "Bearer ";
+  return v.substr(0, kBearer.size()) == kBearer ? v.substr(kBearer.size()) : std::string_view("?");
 }
+
+}  // namespace
+
+grpc::Status Refusal(const Access& a, const std::string& call) {
+  switch (a.verdict) {
+    case Access::kAllowed: return grpc::Status::OK;
+    case Access::kNoToken:
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "this call needs a token: pass --token or set LADDER_TOKEN (ladder up writes the "
+                          "coordinator's admin token next to the database, in <db>.token; ladder tokens create "
+                          "makes viewer and worker tokens)");
+    case Access::kUnknownToken:
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "the token was rejected: it is not one of this server's (its admin token is in <db>.token "
+                          "next to its database, or its --token-file; `ladder tokens list` shows the others)");
+    case Access::kRevoked:
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "the token was revoked (`ladder tokens list` shows when); ask the coordinator's admin for "
+                          "a new one");
+    case Access::kWrongRole:
+      if (a.role == v1::TOKEN_ROLE_WORKER) {
+        return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                            call + " refused: a worker token may only connect a ladder-worker (the WorkerService); "
+                            "use a viewer or admin token");
+      }
+      if (call == "Connect") {
+        return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                            "a " + RoleName(a.role) + " token cannot connect a worker: give ladder-worker a worker "
+                            "token (ladder tokens create --role worker) or the admin token");
+      }
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          call + " refused: a " + RoleName(a.role) + " token may only read; it needs an admin token");
+  }
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, call + " refused");
+}
+
+namespace {
 
 // Streams events to one Watch caller. The coordinator pushes from its loop; gRPC completes writes on its own
 // threads; a mutex orders the two. Under overload, metric events are dropped (state events never are), so
@@ -263,35 +298,24 @@ class RefusedWriter final : public grpc::ServerWriteReactor<v1::Event> {
 
 }  // namespace
 
-bool Authorized(const grpc::CallbackServerContext* ctx, const std::string& token) {
-  if (token.empty()) return true;
-  const auto& md = ctx->client_metadata();
-  auto it = md.find("authorization");
-  if (it == md.end()) return false;
-  std::string_view v(it->second.data(), it->second.size());
-  std::string expected = "Bearer " + token;
-  if (v.size() != expected.size()) return false;
-  unsigned diff = 0;  // constant time
-  for (size_t i = 0; i < v.size(); ++i) diff |= static_cast<unsigned>(v[i] ^ expected[i]);
-  return diff == 0;
+Access LadderService::Check(const grpc::CallbackServerContext* ctx, Need need) const {
+  return access_.Check(BearerOf(ctx), need);
 }
 
-template <typename Req, typename Resp>
-grpc::ServerUnaryReactor* LadderService::Unary(grpc::CallbackServerContext* ctx, const Req* req, Resp* resp,
-                                               grpc::Status (Coordinator::*method)(const Req&, Resp*),
-                                               bool needs_token) {
+grpc::ServerUnaryReactor* LadderService::OnLoop(grpc::CallbackServerContext* ctx, const char* call, Need need,
+                                                std::function<grpc::Status()> fn) {
   auto* reactor = ctx->DefaultReactor();
-  if (needs_token && !Authorized(ctx, token_)) {
-    reactor->Finish(Unauthenticated(ctx));
+  if (const Access a = Check(ctx, need); !a.allowed()) {
+    reactor->Finish(Refusal(a, call));
     return reactor;
   }
-  boost::asio::post(loop_, [this, req, resp, reactor, method] {
+  boost::asio::post(loop_, [this, reactor, fn = std::move(fn)] {
     reactor->Finish(Guarded([&] {
       if (coord_.failed()) {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator's database failed; it has stopped");
       }
       try {
-        return (coord_.*method)(*req, resp);
+        return fn();
       } catch (const store::SqliteError& e) {
         coord_.Fatal(e.what());
         return grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -302,56 +326,79 @@ grpc::ServerUnaryReactor* LadderService::Unary(grpc::CallbackServerContext* ctx,
   return reactor;
 }
 
+template <typename Req, typename Resp>
+grpc::ServerUnaryReactor* LadderService::Unary(grpc::CallbackServerContext* ctx, const char* call, Need need,
+                                               const Req* req, Resp* resp,
+                                               grpc::Status (Coordinator::*method)(const Req&, Resp*)) {
+  return OnLoop(ctx, call, need, [this, req, resp, method] { return (coord_.*method)(*req, resp); });
+}
+
 grpc::ServerUnaryReactor* LadderService::ServerInfo(grpc::CallbackServerContext* ctx,
                                                     const v1::ServerInfoRequest* req, v1::ServerInfoResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::ServerInfo, true);
+  return Unary(ctx, "ServerInfo", Need::kRead, req, resp, &Coordinator::ServerInfo);
 }
 grpc::ServerUnaryReactor* LadderService::ReleaseNode(grpc::CallbackServerContext* ctx,
                                                      const v1::ReleaseNodeRequest* req, v1::ReleaseNodeResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::ReleaseNode, true);
+  return Unary(ctx, "ReleaseNode", Need::kWrite, req, resp, &Coordinator::ReleaseNode);
 }
 grpc::ServerUnaryReactor* LadderService::CreateSearch(grpc::CallbackServerContext* ctx,
                                                       const v1::CreateSearchRequest* req,
                                                       v1::CreateSearchResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::CreateSearch, true);
+  return Unary(ctx, "CreateSearch", Need::kWrite, req, resp, &Coordinator::CreateSearch);
 }
 grpc::ServerUnaryReactor* LadderService::ListSearches(grpc::CallbackServerContext* ctx,
                                                       const v1::ListSearchesRequest* req,
                                                       v1::ListSearchesResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::ListSearches, true);
+  return Unary(ctx, "ListSearches", Need::kRead, req, resp, &Coordinator::ListSearches);
 }
 grpc::ServerUnaryReactor* LadderService::GetSearch(grpc::CallbackServerContext* ctx, const v1::GetSearchRequest* req,
                                                    v1::GetSearchResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::GetSearch, true);
+  return Unary(ctx, "GetSearch", Need::kRead, req, resp, &Coordinator::GetSearch);
 }
 grpc::ServerUnaryReactor* LadderService::CancelSearch(grpc::CallbackServerContext* ctx,
                                                       const v1::CancelSearchRequest* req,
                                                       v1::CancelSearchResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::CancelSearch, true);
+  return Unary(ctx, "CancelSearch", Need::kWrite, req, resp, &Coordinator::CancelSearch);
 }
 grpc::ServerUnaryReactor* LadderService::ListTrials(grpc::CallbackServerContext* ctx,
                                                     const v1::ListTrialsRequest* req, v1::ListTrialsResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::ListTrials, true);
+  return Unary(ctx, "ListTrials", Need::kRead, req, resp, &Coordinator::ListTrials);
 }
 grpc::ServerUnaryReactor* LadderService::GetTrial(grpc::CallbackServerContext* ctx, const v1::GetTrialRequest* req,
                                                   v1::GetTrialResponse* resp) {
-  return Unary(ctx, req, resp, &Coordinator::GetTrial, true);
+  return Unary(ctx, "GetTrial", Need::kRead, req, resp, &Coordinator::GetTrial);
 }
 
 grpc::ServerWriteReactor<v1::Event>* LadderService::Watch(grpc::CallbackServerContext* ctx,
                                                           const v1::WatchRequest* req) {
-  if (!Authorized(ctx, token_)) return new RefusedWriter(Unauthenticated(ctx));
+  if (const Access a = Check(ctx, Need::kRead); !a.allowed()) return new RefusedWriter(Refusal(a, "Watch"));
   return new WatchReactor(loop_, coord_, *req);
+}
+
+grpc::ServerUnaryReactor* LadderService::CreateToken(grpc::CallbackServerContext* ctx,
+                                                     const v1::CreateTokenRequest* req,
+                                                     v1::CreateTokenResponse* resp) {
+  return OnLoop(ctx, "CreateToken", Need::kWrite, [this, req, resp] { return tokens_.Create(*req, resp); });
+}
+grpc::ServerUnaryReactor* LadderService::RevokeToken(grpc::CallbackServerContext* ctx,
+                                                     const v1::RevokeTokenRequest* req,
+                                                     v1::RevokeTokenResponse* resp) {
+  return OnLoop(ctx, "RevokeToken", Need::kWrite, [this, req, resp] { return tokens_.Revoke(*req, resp); });
+}
+grpc::ServerUnaryReactor* LadderService::ListTokens(grpc::CallbackServerContext* ctx,
+                                                    const v1::ListTokensRequest* req, v1::ListTokensResponse* resp) {
+  return OnLoop(ctx, "ListTokens", Need::kWrite, [this, req, resp] { return tokens_.List(*req, resp); });
 }
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* WorkerServiceImpl::Connect(
     grpc::CallbackServerContext* ctx) {
-  if (!Authorized(ctx, token_)) {
-    return new RefusedStream(ctx->client_metadata().count("authorization") > 0
-                                 ? Unauthenticated(ctx)
-                                 : grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                                "a worker needs the server's token: ladder-worker --token-file "
-                                                "<db>.token, or set LADDER_TOKEN"));
+  if (const Access a = access_.Check(BearerOf(ctx), Need::kWorker); !a.allowed()) {
+    return new RefusedStream(a.verdict == Access::kNoToken
+                                 ? grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                                "a worker needs a token: ladder-worker --token-file <db>.token (or a "
+                                                "worker token from `ladder tokens create --role worker`), or set "
+                                                "LADDER_TOKEN")
+                                 : Refusal(a, "Connect"));
   }
   return new WorkerReactor(loop_, coord_);
 }

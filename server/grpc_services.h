@@ -2,10 +2,16 @@
 // Thin gRPC adapters (callback API) over the Coordinator. Each handler posts its work onto the coordinator's
 // loop and finishes its reactor from there; no handler blocks a gRPC thread.
 //
-// Authentication: when `token` is non-empty, calls that change state (CreateSearch, CancelSearch, ReleaseNode, the
-// worker stream) must carry the metadata `authorization: Bearer <token>`; reads do not need it.
+// Authentication: every call carries `authorization: Bearer <token>`; AccessControl (access.h) decides from the
+// token's role: reads need a viewer or admin token, calls that change state (CreateSearch, CancelSearch,
+// ReleaseNode, the token calls) an admin token, the worker stream a worker or admin token. Refusals:
+// UNAUTHENTICATED for no token, an unknown or a revoked one; PERMISSION_DENIED for a token of the wrong role.
 #include <boost/asio/io_context.hpp>
+#include <functional>
 #include <string>
+
+#include "server/access.h"
+#include "server/token_admin.h"
 
 #include "ladder/v1/ladder.grpc.pb.h"
 #include "server/coordinator.h"
@@ -14,8 +20,8 @@ namespace ladder::server {
 
 class LadderService final : public v1::Ladder::CallbackService {
  public:
-  LadderService(boost::asio::io_context& loop, Coordinator& coord, std::string token)
-      : loop_(loop), coord_(coord), token_(std::move(token)) {}
+  LadderService(boost::asio::io_context& loop, Coordinator& coord, const AccessControl& access, TokenAdmin& tokens)
+      : loop_(loop), coord_(coord), access_(access), tokens_(tokens) {}
 
   grpc::ServerUnaryReactor* ServerInfo(grpc::CallbackServerContext* ctx, const v1::ServerInfoRequest* req,
                                        v1::ServerInfoResponse* resp) override;
@@ -34,21 +40,32 @@ class LadderService final : public v1::Ladder::CallbackService {
   grpc::ServerUnaryReactor* GetTrial(grpc::CallbackServerContext* ctx, const v1::GetTrialRequest* req,
                                      v1::GetTrialResponse* resp) override;
   grpc::ServerWriteReactor<v1::Event>* Watch(grpc::CallbackServerContext* ctx, const v1::WatchRequest* req) override;
+  grpc::ServerUnaryReactor* CreateToken(grpc::CallbackServerContext* ctx, const v1::CreateTokenRequest* req,
+                                        v1::CreateTokenResponse* resp) override;
+  grpc::ServerUnaryReactor* RevokeToken(grpc::CallbackServerContext* ctx, const v1::RevokeTokenRequest* req,
+                                        v1::RevokeTokenResponse* resp) override;
+  grpc::ServerUnaryReactor* ListTokens(grpc::CallbackServerContext* ctx, const v1::ListTokensRequest* req,
+                                       v1::ListTokensResponse* resp) override;
 
  private:
+  Access Check(const grpc::CallbackServerContext* ctx, Need need) const;
+  // Checks the caller's access, then runs `fn` on the loop and finishes with its status.
+  grpc::ServerUnaryReactor* OnLoop(grpc::CallbackServerContext* ctx, const char* call, Need need,
+                                   std::function<grpc::Status()> fn);
   template <typename Req, typename Resp>
-  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, const Req* req, Resp* resp,
-                                  grpc::Status (Coordinator::*method)(const Req&, Resp*), bool needs_token);
+  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, const char* call, Need need, const Req* req,
+                                  Resp* resp, grpc::Status (Coordinator::*method)(const Req&, Resp*));
 
   boost::asio::io_context& loop_;
   Coordinator& coord_;
-  std::string token_;
+  const AccessControl& access_;
+  TokenAdmin& tokens_;
 };
 
 class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
-  WorkerServiceImpl(boost::asio::io_context& loop, Coordinator& coord, std::string token)
-      : loop_(loop), coord_(coord), token_(std::move(token)) {}
+  WorkerServiceImpl(boost::asio::io_context& loop, Coordinator& coord, const AccessControl& access)
+      : loop_(loop), coord_(coord), access_(access) {}
 
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* ctx) override;
@@ -56,10 +73,10 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  private:
   boost::asio::io_context& loop_;
   Coordinator& coord_;
-  std::string token_;
+  const AccessControl& access_;
 };
 
-// True when the call carries `authorization: Bearer <token>` (or token is empty).
-bool Authorized(const grpc::CallbackServerContext* ctx, const std::string& token);
+// The status that refuses a call (`call`: its name) for this verdict; OK when it is allowed.
+grpc::Status Refusal(const Access& access, const std::string& call);
 
 }  // namespace ladder::server

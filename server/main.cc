@@ -9,6 +9,7 @@
 
 #include "common/address.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "common/token.h"
 #include "search/command_template.h"
 #include "server/server.h"
@@ -56,6 +57,16 @@ void AddFlags(CLI::App* app, Flags* f) {
                   "host:port of the web dashboard (e.g. 127.0.0.1:8080; from a laptop: ssh -L 8080:127.0.0.1:8080 "
                   "LOGIN_NODE); off by default")
       ->check([](const std::string& v) { return ladder::HostPortError(v); });
+  app->add_option("--tls-cert", f->opt.tls.cert,
+                  "PEM certificate to serve TLS with, on gRPC and the dashboard (ladder certs create DIR makes "
+                  "DIR/server.crt); env LADDER_TLS_CERT");
+  app->add_option("--tls-key", f->opt.tls.key, "its PEM private key (DIR/server.key); env LADDER_TLS_KEY");
+  app->add_option("--tls-ca", f->opt.tls.ca,
+                  "PEM CA certificate: every gRPC client (workers, the CLI) must present a certificate it signed "
+                  "(mutual TLS; DIR/ca.crt); env LADDER_TLS_CA");
+  app->add_flag("--insecure", f->opt.insecure,
+                "allow plaintext on a non-loopback --listen or --http address (refused otherwise: tokens and trials "
+                "would cross the network readable by anyone on it)");
   app->add_option("--mpirun", f->mpirun,
                   "the command that starts an MPI trial (resources.launcher: mpirun), split into words; the "
                   "coordinator appends -np, --host, -x and the trial's command")
@@ -64,6 +75,19 @@ void AddFlags(CLI::App* app, Flags* f) {
 
 // What CLI11 cannot check alone; fills the options derived from the flags. 0, or 2 (a usage error, said).
 int CheckFlags(Flags* f) {
+  ladder::TlsFromEnvironment(&f->opt.tls);
+  if (std::string err = ladder::TlsFilesError(f->opt.tls, /*server=*/true); !err.empty()) {
+    std::cerr << "ladder-server: " << err << "\n";
+    return 2;
+  }
+  for (const auto& [listen, what] : {std::pair{f->opt.listen, "gRPC"}, std::pair{f->opt.http_listen, "the web dashboard"}}) {
+    if (listen.empty()) continue;
+    if (std::string err = ladder::PlaintextListenError(listen, !f->opt.tls.cert.empty(), f->opt.insecure, what);
+        !err.empty()) {
+      std::cerr << "ladder-server: " << err << "\n";
+      return 2;
+    }
+  }
   if (f->opt.coordinator.rendezvous_port_base + f->opt.coordinator.rendezvous_port_span - 1 > 65535) {
     std::cerr << "ladder-server: --rendezvous-port-base " << f->opt.coordinator.rendezvous_port_base
               << " + --rendezvous-port-span " << f->opt.coordinator.rendezvous_port_span << " goes past port 65535\n";
@@ -107,7 +131,9 @@ int Serve(Flags& f) {
       if (!token_existed) std::filesystem::remove(token_path, ec);  // a failed start leaves no new files
       throw;
     }
-    std::printf("ladder-server listening on %s (database %s)\n", server.address().c_str(), f.opt.db_path.c_str());
+    std::printf("ladder-server listening on %s%s (database %s)\n", server.address().c_str(),
+                f.opt.tls.cert.empty() ? "" : f.opt.tls.ca.empty() ? " with TLS" : " with mutual TLS",
+                f.opt.db_path.c_str());
     if (!server.dashboard_url().empty()) {
       std::printf("web dashboard: %s (log in with the token in %s)\n", server.dashboard_url().c_str(),
                   token_path.c_str());

@@ -59,6 +59,19 @@ std::string Server::address() const {
 }
 
 void Server::Start() {
+  // Refused before anything is created: plaintext on a network others share.
+  if (std::string err = PlaintextListenError(opt_.listen, !opt_.tls.cert.empty(), opt_.insecure, "gRPC");
+      !err.empty()) {
+    throw std::runtime_error(err);
+  }
+  if (!opt_.http_listen.empty()) {
+    if (std::string err = PlaintextListenError(opt_.http_listen, !opt_.tls.cert.empty(), opt_.insecure,
+                                               "the web dashboard");
+        !err.empty()) {
+      throw std::runtime_error(err);
+    }
+  }
+  if (std::string err = TlsFilesError(opt_.tls, /*server=*/true); !err.empty()) throw std::runtime_error(err);
   lock_.Acquire(opt_.db_path);
   // A start that fails leaves no database behind that it created.
   auto remove_created = [this] {
@@ -73,6 +86,9 @@ void Server::Start() {
     remove_created();
     throw std::runtime_error(std::string("cannot open the store: ") + e.what());
   }
+  access_ = std::make_unique<AccessControl>(opt_.token);
+  tokens_ = std::make_unique<TokenAdmin>(*store_, *access_);
+  tokens_->Load();
   coord_ = std::make_unique<Coordinator>(loop_, *store_, opt_.coordinator);
   work_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       loop_.get_executor());
@@ -89,12 +105,12 @@ void Server::Start() {
     }
   });
 
-  ladder_service_ = std::make_unique<LadderService>(loop_, *coord_, opt_.token);
-  worker_service_ = std::make_unique<WorkerServiceImpl>(loop_, *coord_, opt_.token);
+  ladder_service_ = std::make_unique<LadderService>(loop_, *coord_, *access_, *tokens_);
+  worker_service_ = std::make_unique<WorkerServiceImpl>(loop_, *coord_, *access_);
   grpc::ServerBuilder builder;
   // gRPC shares ports by default (SO_REUSEPORT): a second coordinator on the same port would split the calls.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(opt_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(opt_.listen, MakeServerCredentials(opt_.tls), &port_);
   builder.RegisterService(ladder_service_.get());
   builder.RegisterService(worker_service_.get());
   builder.SetMaxReceiveMessageSize(16 * 1024 * 1024);
@@ -109,7 +125,8 @@ void Server::Start() {
   if (!opt_.http_listen.empty()) {
     HttpOptions ho;
     ho.listen = opt_.http_listen;
-    ho.token = opt_.token;
+    ho.access = access_.get();
+    ho.tls = opt_.tls;
     ho.db_path = opt_.db_path;
     ho.max_queued_bytes = opt_.http_max_queued_bytes;
     http_ = std::make_unique<HttpServer>(ho, loop_, *coord_);

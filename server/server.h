@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include "common/tls.h"
+#include "server/access.h"
 #include "server/coordinator.h"
 
 namespace grpc {
@@ -21,6 +23,7 @@ namespace ladder::server {
 
 class HttpServer;
 class LadderService;
+class TokenAdmin;
 class WorkerServiceImpl;
 
 // One coordinator per database: an exclusive flock(2) on the database file (SQLite's own locks are fcntl(2)
@@ -46,7 +49,9 @@ class DatabaseLock {
 struct ServerOptions {
   std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free one
   std::string db_path = "ladder.db";
-  std::string token;        // empty: no token required
+  std::string token;        // the admin token (<db>.token); empty: no token required
+  TlsFiles tls;             // cert + key: serve TLS (gRPC and the dashboard); + ca: mutual TLS on gRPC
+  bool insecure = false;    // allow plaintext on a non-loopback address (else Start refuses it)
   std::string http_listen;  // host:port of the web dashboard (HttpServer); empty: none
   size_t http_max_queued_bytes = 8 * 1024 * 1024;  // per event-stream client of the dashboard
   CoordinatorOptions coordinator;
@@ -78,6 +83,8 @@ class Server {
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<Coordinator> coord_;
+  std::unique_ptr<AccessControl> access_;
+  std::unique_ptr<TokenAdmin> tokens_;
   std::unique_ptr<LadderService> ladder_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> grpc_;

@@ -7,6 +7,7 @@
 
 #include "common/address.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "common/token.h"
 #include "worker/slurm_topology.h"
 #include "worker/worker.h"
@@ -22,6 +23,12 @@ int main(int argc, char** argv) {
       ->check([](const std::string& v) { return ladder::HostPortError(v); })
       ->capture_default_str();
   app.add_option("--token-file", token_file, "file holding the coordinator's token (or set LADDER_TOKEN)");
+  app.add_option("--tls-ca", opt.tls.ca,
+                 "PEM CA certificate that signed the coordinator's (TLS; ladder certs create DIR: DIR/ca.crt); env "
+                 "LADDER_TLS_CA");
+  app.add_option("--tls-cert", opt.tls.cert,
+                 "PEM certificate this worker presents (mutual TLS; DIR/worker.crt); env LADDER_TLS_CERT");
+  app.add_option("--tls-key", opt.tls.key, "its PEM private key (DIR/worker.key); env LADDER_TLS_KEY");
   app.add_option("--node-id", opt.node_id, "this node's name (default: hostname)");
   app.add_option("--slots", opt.slots, "ranks this node runs at once (default: number of cores)")
       ->check(CLI::Range(1, 4096));
@@ -44,6 +51,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as the ladder CLI
+  }
+  ladder::TlsFromEnvironment(&opt.tls);
+  if (std::string err = ladder::TlsFilesError(opt.tls, /*server=*/false); !err.empty()) {
+    std::cerr << "ladder-worker: " << err << "\n";
+    return 2;
   }
   for (const auto& l : labels) {
     auto eq = l.find('=');
@@ -79,7 +91,12 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, kRefused);
   sigaddset(&stop_signals, kReleased);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  opt.on_refused = [kRefused](const std::string&) { ::kill(::getpid(), kRefused); };
+  // The refusal's reason, kept for the exit message (set by the session thread before the signal).
+  static std::string refusal;
+  opt.on_refused = [kRefused](const std::string& why) {
+    refusal = why;
+    ::kill(::getpid(), kRefused);
+  };
   opt.on_released = [kReleased](const std::string&) { ::kill(::getpid(), kReleased); };
   try {
     if (const char* t = std::getenv("LADDER_TOKEN")) opt.token = t;
@@ -100,7 +117,9 @@ int main(int argc, char** argv) {
     if (sig == kRefused) {
       worker.Stop();
       std::cerr << "ladder-worker: the coordinator at " << opt.server
-                << " refused this worker's token (pass the server's with --token-file <db>.token or LADDER_TOKEN)\n";
+                << " refused this worker: " << refusal
+                << "\n  (pass the server's token with --token-file <db>.token, a worker token from `ladder tokens "
+                   "create --role worker`, or LADDER_TOKEN)\n";
       return 5;  // as the ladder CLI for a refused token
     }
     ladder::LogInfo("worker", "stopping: terminating running trials");

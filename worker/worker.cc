@@ -76,7 +76,7 @@ void Worker::Start() {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, backoff_max);
-  channel_ = grpc::CreateCustomChannel(opt_.server, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(opt_.server, MakeChannelCredentials(opt_.tls), args);
   stub_ = v1::WorkerService::NewStub(channel_);
   work_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       loop_.get_executor());
@@ -202,7 +202,7 @@ void Worker::SessionLoop() {
     std::string why = st.ok() ? "stream closed by the coordinator" : st.error_message();
     if (!got_any) Log(LogLevel::kDebug, kLog, "cannot reach the coordinator at " + opt_.server + ": " + why);
     boost::asio::post(loop_, [this, s, why] { OnDisconnected(s, why); });
-    if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+    if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED || st.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
       LogError(kLog, "coordinator refused the worker: " + st.error_message());
       if (opt_.on_refused) {
         {
@@ -514,6 +514,10 @@ void Worker::SendExit(Running& r) {
 
 void Worker::OnAck(const v1::Acknowledged& ack) {
   for (const auto& a : ack.trials()) {
+    // LADDER_LOG=debug: what the coordinator acknowledged (bench/chaos checks these points against its database).
+    Log(LogLevel::kDebug, kLog,
+        "ack trial " + std::to_string(a.trial_id()) + " epoch " + std::to_string(a.assignment_epoch()) +
+            " durable_seq " + std::to_string(a.durable_seq()) + " exit_durable " + (a.exit_durable() ? "1" : "0"));
     auto it = trials_.find(a.trial_id());
     if (it == trials_.end() || it->second.epoch != a.assignment_epoch()) continue;
     Running& r = it->second;

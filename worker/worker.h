@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/tls.h"
 #include "ladder/v1/ladder.grpc.pb.h"
 #include "worker/trial_process.h"
 
@@ -43,6 +44,7 @@ inline constexpr int kMaxPointsPerReport = 4096;
 struct WorkerOptions {
   std::string server = "127.0.0.1:50051";
   std::string token;
+  TlsFiles tls;                               // ca: verify the coordinator; cert + key: mutual TLS
   std::string node_id;                        // default: the hostname
   int slots = 0;                              // default: the number of cores
   int gpus = -1;                              // default: count /dev/nvidiaN
@@ -54,7 +56,7 @@ struct WorkerOptions {
   std::chrono::milliseconds reconnect_max = std::chrono::milliseconds(2000);
   std::chrono::milliseconds terminate_grace = std::chrono::milliseconds(5000);
   size_t max_unacked_points = kDefaultMaxUnackedPoints;  // per trial; then its stdout is not read (backpressure)
-  // Called (from the session thread) when the coordinator refuses the worker's token; the worker then stops
+  // Called (from the session thread) when the coordinator refuses the worker's token (or its role); the worker then stops
   // reconnecting — a wrong token does not fix itself. Unset: it keeps retrying.
   std::function<void(const std::string&)> on_refused;
   // Called (from the loop) when the coordinator releases the worker (v1::Release: its pool's search has ended);

@@ -45,7 +45,11 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   asio::io_context& coord_loop;
   Coordinator& coord;
   std::optional<tcp::acceptor> acceptor;
-  std::map<std::string, std::string> sessions;  // session id → its CSRF token
+  struct Session {
+    std::string csrf;         // the page's X-CSRF-Token for POSTs
+    v1::TokenRole role;       // the role of the token it logged in with
+  };
+  std::map<std::string, Session> sessions;  // session id → its CSRF token and role
   std::unique_ptr<store::Db> reader;            // read-only, for bulk reads on this thread (opened on first use)
   std::atomic<size_t> dropped_streams{0};
   bool stopping = false;
@@ -156,11 +160,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return std::nullopt;
   }
 
-  bool BearerOk(const Request& req) const {
+  // The role of the request's `Authorization: Bearer T` (UNSPECIFIED without one, or for a token not valid here).
+  v1::TokenRole BearerRole(const Request& req) const {
     auto it = req.find(http::field::authorization);
-    if (it == req.end()) return false;
+    if (it == req.end()) return v1::TOKEN_ROLE_UNSPECIFIED;
     std::string_view v(it->value().data(), it->value().size());
-    return ConstantTimeEqual(v, "Bearer " + impl_->opt.token);
+    if (v.substr(0, 7) != "Bearer ") return v1::TOKEN_ROLE_UNSPECIFIED;
+    return impl_->opt.access->RoleOf(v.substr(7));
   }
 
   void Handle(Request req) {
@@ -171,27 +177,41 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const bool keep = req.keep_alive();
     if (path.rfind("/api/", 0) != 0 && path != "/login") return ServeAsset(req, path, keep);
     if (path == "/login") return Login(req, query, keep);
-    const bool open = impl_->opt.token.empty();
-    const bool bearer = !open && BearerOk(req);
+    const bool open = impl_->opt.access->open();
+    const v1::TokenRole bearer_role = open ? v1::TOKEN_ROLE_ADMIN : BearerRole(req);
+    const bool bearer = bearer_role != v1::TOKEN_ROLE_UNSPECIFIED;
     const auto session = open ? std::nullopt : SessionOf(req);
+    const v1::TokenRole role = bearer ? bearer_role : session ? impl_->sessions.at(*session).role
+                                                              : v1::TOKEN_ROLE_UNSPECIFIED;
     if (!open && !bearer && !session) {
       return SendError(http::status::unauthorized,
-                       "this needs the coordinator's token: open /login?token=TOKEN once (it sets a cookie), or send "
-                       "Authorization: Bearer TOKEN (the token is in <db>.token)",
+                       "this needs a token of the coordinator: open /login?token=TOKEN once (it sets a cookie), or "
+                       "send Authorization: Bearer TOKEN (the admin token is in <db>.token; ladder tokens create "
+                       "--role viewer makes a read-only one)",
                        keep);
     }
-    if (req.method() == http::verb::post) {
+    const bool post = req.method() == http::verb::post;
+    if (!RoleAllows(role, post ? Need::kWrite : Need::kRead)) {
+      return SendError(http::status::forbidden,
+                       role == v1::TOKEN_ROLE_WORKER
+                           ? "a worker token may only connect a ladder-worker; log in with a viewer or admin token"
+                           : "a " + RoleName(role) + " token may only read; this needs an admin token",
+                       keep);
+    }
+    if (post) {
       auto csrf = req.find("X-CSRF-Token");
       const bool csrf_ok = bearer || open ||
                            (session && csrf != req.end() &&
                             ConstantTimeEqual(std::string_view(csrf->value().data(), csrf->value().size()),
-                                              impl_->sessions.at(*session)));
+                                              impl_->sessions.at(*session).csrf));
       if (!csrf_ok) return SendError(http::status::forbidden, "a POST needs the X-CSRF-Token of /api/session", keep);
       return Post(path, keep);
     }
     if (req.method() != http::verb::get) return SendError(http::status::method_not_allowed, "GET or POST", keep);
     if (path == "/api/session") {
-      return SendJson("{\"csrf\": " + JsonString(session ? impl_->sessions.at(*session) : "") + "}\n", keep);
+      return SendJson("{\"csrf\": " + JsonString(session ? impl_->sessions.at(*session).csrf : "") +
+                          ", \"role\": " + JsonString(RoleName(role)) + "}\n",
+                      keep);
     }
     if (path == "/api/events") return StartEvents(req, query);
     Get(path, query, keep);
@@ -214,11 +234,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void Login(const Request& req, std::string_view query, bool keep) {
     auto token = req.method() == http::verb::post ? Param(req.body(), "token") : Param(query, "token");
-    if (impl_->opt.token.empty() || (token && ConstantTimeEqual(*token, impl_->opt.token))) {
+    const v1::TokenRole role =
+        impl_->opt.access->open() ? v1::TOKEN_ROLE_ADMIN : token ? impl_->opt.access->RoleOf(*token)
+                                                                 : v1::TOKEN_ROLE_UNSPECIFIED;
+    if (RoleAllows(role, Need::kRead)) {
       std::string id = RandomHex(24);
       // Sessions live as long as the server; at most kMaxSessions of them (logging in again drops an arbitrary one).
       if (impl_->sessions.size() >= kMaxSessions) impl_->sessions.erase(impl_->sessions.begin());
-      impl_->sessions[id] = RandomHex(24);
+      impl_->sessions[id] = HttpServer::Impl::Session{RandomHex(24), role};
       Response res{http::status::see_other, 11};
       // next: a view of the page to land on ("#/search/3"); nothing else, so the login cannot redirect elsewhere.
       auto next = req.method() == http::verb::post ? Param(req.body(), "next") : Param(query, "next");
@@ -233,9 +256,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     res.set(http::field::content_type, "text/html; charset=utf-8");
     res.keep_alive(keep);
     res.body() = std::string("<!doctype html><title>ladder: log in</title><body style=\"font-family:sans-serif\">") +
-                 (token ? "<p>That is not this coordinator's token.</p>" : "") +
-                 "<form method=post action=/login><p>The coordinator's token (in <code>&lt;db&gt;.token</code> next "
-                 "to its database):</p><input name=token type=password autofocus size=40> <button>Log in</button>"
+                 (token ? role == v1::TOKEN_ROLE_WORKER
+                              ? "<p>That is a worker's token: log in with a viewer or admin token.</p>"
+                              : "<p>That is not a valid token of this coordinator.</p>"
+                        : "") +
+                 "<form method=post action=/login><p>A token of this coordinator (its admin token is in "
+                 "<code>&lt;db&gt;.token</code> next to its database; <code>ladder tokens create --role viewer"
+                 "</code> makes a read-only one):</p><input name=token type=password autofocus size=40> <button>Log in</button>"
                  "</form></body>";
     Send(std::move(res));
   }

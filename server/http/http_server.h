@@ -22,9 +22,10 @@
 //                                                 message; a journal entry's seq is its id, so a reconnect
 //                                                 (Last-Event-ID) resumes the journal after it
 //   POST /api/searches/ID/cancel                  CancelSearch
-// Security: every /api/ call needs the coordinator's token — `Authorization: Bearer T`, or the session cookie
-// set by /login; a POST with the cookie also needs the header X-CSRF-Token (from /api/session), which another
-// site cannot read or send. Requests are limited in size; an event-stream client that stops reading is dropped
+// Security: every /api/ call needs a token of the coordinator — `Authorization: Bearer T`, or the session cookie
+// set by /login — of the viewer or admin role; a POST needs the admin role (403 for a viewer) and, with the
+// cookie, the header X-CSRF-Token (from /api/session, which also says the session's role), which another site
+// cannot read or send. With HttpOptions.tls the dashboard is served over HTTPS only. Requests are limited in size; an event-stream client that stops reading is dropped
 // once max_queued_bytes wait for it (the coordinator's memory does not grow with a slow browser).
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -33,13 +34,17 @@
 #include <string>
 #include <thread>
 
+#include "common/tls.h"
+#include "server/access.h"
+
 namespace ladder::server {
 
 class Coordinator;
 
 struct HttpOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
-  std::string token;                   // empty: no login (ladder-server --no-token)
+  const AccessControl* access = nullptr;  // who may do what (open(): no login, ladder-server --no-token)
+  TlsFiles tls;                           // cert + key: serve HTTPS
   std::string db_path;                 // the coordinator's database, read-only for bulk reads (curves)
   size_t max_request_bytes = 64 * 1024;
   size_t max_queued_bytes = 8 * 1024 * 1024;  // per event stream

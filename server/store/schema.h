@@ -117,6 +117,16 @@ CREATE INDEX events_by_trial ON events(trial_id) WHERE trial_id IS NOT NULL;
       R"sql(
 ALTER TABLE searches ADD COLUMN slurm_job_id TEXT NOT NULL DEFAULT '';
 )sql",
+      // 7: access tokens other than <db>.token (ladder tokens create): the SHA-256 of each, never the token.
+      R"sql(
+CREATE TABLE tokens(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  role INTEGER NOT NULL,            -- ladder.v1.TokenRole
+  sha256 TEXT NOT NULL UNIQUE,      -- hex
+  created_at REAL NOT NULL,
+  revoked_at REAL);
+)sql",
   };
   return kMigrations;
 }

@@ -92,6 +92,15 @@ class Store {
   // Node-seconds of every trial's ended runs (each run: its nodes x its duration).
   std::map<int64_t, double> LoadEndedNodeSeconds();
 
+  // Access tokens other than <db>.token (store_tokens.cc): each stored as its SHA-256 (hex), never the token.
+  struct TokenRow {
+    v1::TokenInfo info;
+    std::string sha256;
+  };
+  int64_t InsertToken(const std::string& name, v1::TokenRole role, const std::string& sha256, double now);
+  void RevokeToken(int64_t id, double now);  // a revoked token stays listed, with its revoked_unix
+  std::vector<TokenRow> LoadTokens();
+
  private:
   void BeginIfNeeded();
   void Migrate();
