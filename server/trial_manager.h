@@ -35,7 +35,8 @@
 // after the commit that holds it (durable_seq; exit_durable for the exit). Workers resend what is unacknowledged.
 //
 // After a coordinator restart, RUNNING trials stay RUNNING for one lease so that their workers can re-register
-// and re-attach them (the same run, not restarted); unclaimed ones are then requeued. A requeued attempt keeps
+// and re-attach them (the same run, not restarted); unclaimed ones are then requeued. A stop to wait in the queue
+// (preemption, pause) decided before the crash holds: its journal entry is its stored intent. A requeued attempt keeps
 // its checkpoint directory (LADDER_CHECKPOINT_DIR), so a trial that checkpoints resumes.
 //
 // Watchdog: a running trial whose search sets trial.progress_timeout and that reports no metric point for that

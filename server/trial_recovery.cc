@@ -28,6 +28,19 @@ void RestoreMembers(TrialRecord& t, v1::Launcher launcher) {
   }
 }
 
+// Whether the trial's current run was told to stop to wait in the queue (a preemption, the coordinator's pause)
+// before a crash. The decision's journal entry (trial_preempted) is committed with it, before the cancel goes out,
+// so it is the stored intent: one after the run's trial_assigned entry means the run is stopping to wait.
+bool StoppingToWait(const std::vector<v1::JournalEntry>& journal) {
+  for (auto it = journal.rbegin(); it != journal.rend(); ++it) {
+    if (it->kind() == "trial_preempted") return true;
+    if (it->kind() == "trial_assigned") return false;
+  }
+  return false;
+}
+
+constexpr int kJournalLookback = 200;  // entries of a running trial read back for its intent (newest first)
+
 }  // namespace
 
 void TrialManager::Load(Clock::time_point reattach_deadline) {
@@ -65,6 +78,9 @@ void TrialManager::Load(Clock::time_point reattach_deadline) {
       case v1::TRIAL_RUNNING:
         index.running.insert(t.proto.id());
         RestoreMembers(t, s.group().launcher());
+        // A preemption decided before the crash holds: its cancelled exit puts the trial back in the queue with its
+        // attempt (not a retry), and a re-attached run is told again to stop (Reattach).
+        t.preempting = StoppingToWait(store_.LoadTrialJournal(t.proto.id(), kJournalLookback));
         t.run_since = t.proto.started_unix();  // its open run counts on from its start
         t.run_nodes = static_cast<int>(t.members.size());
         t.reattach_deadline = reattach_deadline;

@@ -139,8 +139,8 @@ void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::Tri
                                   ? "ended by a SIGTERM from outside ladder (scancel, a preempted job, an administrator)"
                                   : "its Slurm step was cancelled (scancel or a node failure)"));
   } else if (m.cancelled()) {
-    // Stopped without a request of this coordinator: a preemption in flight across a restart (its intent is
-    // not stored), or the worker shutting down. The trial is not what anyone cancelled: it runs again.
+    // Stopped without a request of this coordinator (a preemption decided before a restart is remembered: see
+    // Load). Not what anyone cancelled: it runs again.
     RequeueOrFail(t, where + "stopped by its worker without a request from this coordinator" +
                          (m.error().empty() ? std::string() : " (" + m.error() + ")"));
   } else if (failed) {
@@ -167,11 +167,16 @@ bool TrialManager::Reattach(const std::string& node, const std::shared_ptr<Worke
   nodes_.AddRun(node, t.proto.id());
   hub_.Record("trial_reattached", t.proto.search_id(), t.proto.id(), node);
   LogInfo(kLog, "worker " + node + " re-attached trial " + std::to_string(t.proto.id()));
-  if (t.exploit || !t.early_stop.empty()) {  // decided before the restart (the search's replay)
+  // Decided before the restart (the search's replay; a preemption's stored intent): the cancel may not have reached
+  // the worker before the crash, so it goes again.
+  if (t.exploit || !t.early_stop.empty() || t.preempting) {
     v1::CoordinatorMessage cancel;
     cancel.mutable_cancel()->set_trial_id(t.proto.id());
     cancel.mutable_cancel()->set_assignment_epoch(m->epoch);
-    cancel.mutable_cancel()->set_reason(t.exploit ? t.exploit->reason : "stopped early by " + t.early_stop);
+    cancel.mutable_cancel()->set_reason(t.exploit             ? t.exploit->reason
+                                        : !t.early_stop.empty() ? "stopped early by " + t.early_stop
+                                                                : "preempted before the coordinator restarted; it "
+                                                                  "resumes from its checkpoint later");
     outbox_.SendAfterCommit(link, std::move(cancel));
   }
   return true;

@@ -643,5 +643,38 @@ TEST_F(CoordinatorTest, APauseStopsTheRunningTrialsAsPreemptionsAndStartsNothing
   EXPECT_EQ(b->Starts().size(), 2u);
 }
 
+// A preemption's intent outlives a coordinator crash between the decision and the run's exit: the cancelled exit
+// that reaches the restarted coordinator puts the trial back in the queue as a preemption (attempt 0), and a run
+// whose cancel may not have gone out before the crash is told again to stop.
+TEST_F(CoordinatorTest, APreemptionDecidedBeforeACrashIsNotCountedAsAnAttemptAfterTheRestart) {
+  auto a = Connect("a", 2);
+  CreateSearch();  // 2 at a time
+  const auto starts = a->Starts();
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(coord_->Pause("the Slurm job reaches its time limit"), 2);  // stops both to wait in the queue
+  Drain();
+  // Crash: what was committed stays (the decision is, since its cancels went out); no Stop().
+  store_->Flush();
+  coord_.reset();
+  store_.reset();
+  Open();
+  auto a2 = Connect("a", 2, {{starts[0].trial_id(), starts[0].assignment_epoch()},
+                             {starts[1].trial_id(), starts[1].assignment_epoch()}});
+  int cancels = 0;
+  for (const auto& m : a2->sent) cancels += m.has_cancel() && m.cancel().reason().find("preempted") != std::string::npos;
+  EXPECT_EQ(cancels, 2) << "both re-attached runs are told again to stop";
+  for (const auto& s : starts) {
+    Exit(a2, s, 143, /*cancelled=*/true);
+    auto t = GetTrial(s.trial_id());
+    EXPECT_EQ(t.attempt(), 0) << "a preemption is not a retry: " << t.error();
+    EXPECT_EQ(t.preemptions(), 1);
+    EXPECT_EQ(t.error().find("without a request"), std::string::npos) << t.error();
+  }
+  const auto again = a2->Starts();  // this coordinator is not paused: both run again, from their checkpoints
+  ASSERT_EQ(again.size(), 2u);
+  for (const auto& s : again) EXPECT_EQ(s.env().at("LADDER_ATTEMPT"), "0");
+  EXPECT_EQ(again[0].env().at("LADDER_ASSIGNMENT_EPOCH"), std::to_string(again[0].assignment_epoch()));
+}
+
 }  // namespace
 }  // namespace ladder::server
