@@ -104,6 +104,7 @@ void TrialManager::Launch(TrialRecord& t, const scheduler::NodeGroup& group) {
   env["LADDER_TRIAL_NUMBER"] = std::to_string(p.number());
   env["LADDER_SEARCH_ID"] = std::to_string(p.search_id());
   env["LADDER_ATTEMPT"] = std::to_string(p.attempt());
+  env["LADDER_ASSIGNMENT_EPOCH"] = std::to_string(t.epoch);  // this run's, as the worker's messages carry it
   env["LADDER_PARAMS"] = ParamsJson(t.params);
   env["LADDER_CHECKPOINT_DIR"] = p.checkpoint_dir();
   env["LADDER_NODES"] = std::to_string(t.members.size());
