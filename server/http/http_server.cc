@@ -2,8 +2,10 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <google/protobuf/util/json_util.h>
 
 #include <cctype>
@@ -14,6 +16,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <type_traits>
 
 #include "common/log.h"
 #include "server/coordinator.h"
@@ -45,6 +48,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   asio::io_context& coord_loop;
   Coordinator& coord;
   std::optional<tcp::acceptor> acceptor;
+  std::optional<asio::ssl::context> ssl;  // HTTPS: HttpOptions.tls
   struct Session {
     std::string csrf;         // the page's X-CSRF-Token for POSTs
     v1::TokenRole role;       // the role of the token it logged in with
@@ -63,13 +67,26 @@ using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
 
 // One HTTP connection: requests one after the other (keep-alive), or, after GET /api/events, an event stream.
-class Connection : public std::enable_shared_from_this<Connection> {
+template <class Stream>
+class Connection : public std::enable_shared_from_this<Connection<Stream>> {
  public:
-  Connection(tcp::socket socket, std::shared_ptr<HttpServer::Impl> impl)
-      : stream_(std::move(socket)), impl_(std::move(impl)) {}
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  Connection(Stream stream, std::shared_ptr<HttpServer::Impl> impl)
+      : stream_(std::move(stream)), impl_(std::move(impl)) {}
   ~Connection() { Unwatch(); }
 
-  void Start() { Read(); }
+  void Start() {
+    if constexpr (kTls) {
+      Lowest().expires_after(impl_->opt.request_timeout);
+      stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+        if (ec) return self->Close();  // plaintext to the HTTPS port, or a client that does not trust the CA
+        self->Read();
+      });
+    } else {
+      Read();
+    }
+  }
 
   // From the coordinator's loop (via a post here): one event for the stream.
   void Push(std::shared_ptr<const v1::Event> ev) {
@@ -94,8 +111,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_.emplace();
     parser_->header_limit(16 * 1024);
     parser_->body_limit(impl_->opt.max_request_bytes);
-    stream_.expires_after(impl_->opt.request_timeout);
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    Lowest().expires_after(impl_->opt.request_timeout);
+    http::async_read(stream_, buffer_, *parser_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
       if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted) return self->Close();
       if (ec) {
         if (ec == beast::error::timeout || self->impl_->stopping) return self->Close();
@@ -117,7 +134,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     sp->set(http::field::cache_control, "no-store");
     sp->prepare_payload();
     const bool keep = sp->keep_alive();
-    http::async_write(stream_, *sp, [self = shared_from_this(), sp, keep](beast::error_code ec, size_t) {
+    http::async_write(stream_, *sp, [self = this->shared_from_this(), sp, keep](beast::error_code ec, size_t) {
       if (ec || !keep) return self->Close();
       self->Read();
     });
@@ -270,7 +287,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Runs `call` on the coordinator's loop and sends its JSON (or its error) from here.
   template <class Resp>
   void Call(std::function<grpc::Status(Coordinator&, Resp*)> call, bool keep) {
-    auto self = shared_from_this();
+    auto self = this->shared_from_this();
     asio::post(impl_->coord_loop, [self, call, keep] {
       auto resp = std::make_shared<Resp>();
       grpc::Status st;
@@ -400,17 +417,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
       watch.set_journal_tail(200);
     }
     streaming_ = true;
-    stream_.expires_never();
+    Lowest().expires_never();
     // What the kernel holds for a client that stops reading is bounded too (then the queue here fills).
     beast::error_code ignored;
-    stream_.socket().set_option(asio::socket_base::send_buffer_size(64 * 1024), ignored);
+    Lowest().socket().set_option(asio::socket_base::send_buffer_size(64 * 1024), ignored);
     auto head = std::make_shared<http::response<http::empty_body>>(http::status::ok, 11);
     head->set(http::field::content_type, "text/event-stream");
     head->set(http::field::cache_control, "no-store");
     head->keep_alive(true);
     auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*head);
     writing_ = true;
-    http::async_write_header(stream_, *sr, [self = shared_from_this(), head, sr, watch](beast::error_code ec, size_t) {
+    http::async_write_header(stream_, *sr, [self = this->shared_from_this(), head, sr, watch](beast::error_code ec, size_t) {
       self->writing_ = false;
       if (ec) return self->Close();
       self->Watch(watch);
@@ -421,14 +438,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // A read that ends only when the client goes away: it holds the connection while it streams, and closes it then.
   void AwaitHangUp() {
-    stream_.async_read_some(asio::buffer(hangup_), [self = shared_from_this()](beast::error_code ec, size_t) {
+    stream_.async_read_some(asio::buffer(hangup_), [self = this->shared_from_this()](beast::error_code ec, size_t) {
       if (ec || self->closed_) return self->Close();
       self->AwaitHangUp();  // a client sends nothing on an event stream; ignore what it does send
     });
   }
 
   void Watch(const v1::WatchRequest& watch) {
-    std::weak_ptr<Connection> weak = shared_from_this();
+    std::weak_ptr<Connection> weak = this->shared_from_this();
     auto impl = impl_;
     asio::post(impl_->coord_loop, [weak, impl, watch] {
       auto self = weak.lock();
@@ -463,7 +480,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       *msg += out_.front();
       out_.pop_front();
     }
-    asio::async_write(stream_, asio::buffer(*msg), [self = shared_from_this(), msg](beast::error_code ec, size_t) {
+    asio::async_write(stream_, asio::buffer(*msg), [self = this->shared_from_this(), msg](beast::error_code ec, size_t) {
       self->writing_ = false;
       self->queued_bytes_ -= std::min(self->queued_bytes_, msg->size());
       if (ec) return self->Close();
@@ -485,11 +502,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     out_.clear();
     Unwatch();
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.close();
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    Lowest().close();
   }
 
-  beast::tcp_stream stream_;
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  Stream stream_;
   std::shared_ptr<HttpServer::Impl> impl_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -505,7 +524,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 void HttpServer::Impl::Accept() {
   acceptor->async_accept([self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
     if (self->stopping) return;
-    if (!ec) std::make_shared<Connection>(std::move(socket), self)->Start();
+    if (!ec) {
+      if (self->ssl) {
+        using Tls = beast::ssl_stream<beast::tcp_stream>;
+        std::make_shared<Connection<Tls>>(Tls(beast::tcp_stream(std::move(socket)), *self->ssl), self)->Start();
+      } else {
+        std::make_shared<Connection<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), self)->Start();
+      }
+    }
     self->Accept();
   });
 }
@@ -517,7 +543,8 @@ HttpServer::~HttpServer() { Stop(); }
 
 std::string HttpServer::url() const {
   auto colon = opt_.listen.rfind(':');
-  return "http://" + opt_.listen.substr(0, colon) + ":" + std::to_string(port_) + "/";
+  return (opt_.tls.cert.empty() ? "http://" : "https://") + opt_.listen.substr(0, colon) + ":" +
+         std::to_string(port_) + "/";
 }
 
 void HttpServer::Start() {
@@ -527,6 +554,19 @@ void HttpServer::Start() {
   auto address = asio::ip::make_address(opt_.listen.substr(0, colon), ec);
   if (ec) throw std::runtime_error("--http " + opt_.listen + ": not an IP address: " + ec.message());
   const int port = std::stoi(opt_.listen.substr(colon + 1));
+  if (!opt_.tls.cert.empty()) {
+    // TLS 1.2 and up; the same certificate and key as gRPC (no client certificate: browsers log in with a token).
+    impl_->ssl.emplace(asio::ssl::context::tls_server);
+    impl_->ssl->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                            asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                            asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use);
+    try {
+      impl_->ssl->use_certificate_chain_file(opt_.tls.cert);
+      impl_->ssl->use_private_key_file(opt_.tls.key, asio::ssl::context::pem);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("the dashboard's TLS: " + opt_.tls.cert + " / " + opt_.tls.key + ": " + e.what());
+    }
+  }
   tcp::endpoint ep(address, static_cast<unsigned short>(port));
   impl_->acceptor.emplace(impl_->ioc);
   impl_->acceptor->open(ep.protocol(), ec);

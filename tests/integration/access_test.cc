@@ -236,6 +236,56 @@ TEST_F(TlsAccessTest, MutualTlsAdmitsItsOwnCertificatesAndRefusesPlaintextAndOth
   EXPECT_FALSE(foreign_registered) << "a worker certificate from another CA";
 }
 
+// The dashboard over HTTPS (curl as the browser): a viewer reads and cannot cancel; plaintext gets nothing.
+TEST_F(TlsAccessTest, TheDashboardServesHttpsAndAViewerOnlyReads) {
+  if (testing::RunCommand({"/usr/bin/curl", "--version"}, dir_.path).exit_code != 0) GTEST_SKIP() << "curl is not installed";
+  server::ServerOptions so;
+  so.listen = "127.0.0.1:0";
+  so.http_listen = "127.0.0.1:0";
+  so.db_path = (dir_ / "ladder.db").string();
+  so.token = kAdmin;
+  so.tls = Files("certs", "server");
+  server_ = std::make_unique<server::Server>(so);
+  server_->Start();
+  client_tls_ = Files("certs", "client");
+  stub_ = v1::Ladder::NewStub(grpc::CreateChannel(server_->address(), MakeChannelCredentials(client_tls_)));
+  ASSERT_TRUE(Create(kAdmin).ok());
+  const std::string viewer = CreateToken(v1::TOKEN_ROLE_VIEWER);
+  const std::string url = server_->dashboard_url();
+  ASSERT_EQ(url.rfind("https://127.0.0.1:", 0), 0u) << url;
+  auto curl = [&](std::vector<std::string> extra, const std::string& path) {
+    std::vector<std::string> args = {"/usr/bin/curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "5",
+                                     "--cacert", Files("certs", "client").ca};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(url + path);
+    return testing::RunCommand(args, dir_.path);
+  };
+  auto read = curl({"-H", "Authorization: Bearer " + viewer}, "api/searches");
+  EXPECT_EQ(read.exit_code, 0) << read.err;
+  EXPECT_NE(read.out.find("\n200"), std::string::npos) << read.out;
+  EXPECT_NE(read.out.find("\"searches\""), std::string::npos) << read.out;
+  auto cancel = curl({"-X", "POST", "-H", "Authorization: Bearer " + viewer}, "api/searches/1/cancel");
+  EXPECT_NE(cancel.out.find("\n403"), std::string::npos) << cancel.out;
+  EXPECT_NE(cancel.out.find("may only read"), std::string::npos) << cancel.out;
+  auto admin = curl({"-X", "POST", "-H", std::string("Authorization: Bearer ") + kAdmin}, "api/searches/1/cancel");
+  EXPECT_NE(admin.out.find("\n200"), std::string::npos) << admin.out;
+  // A viewer logs in (the session cookie carries its role), a worker token does not.
+  auto login = curl({"-D", "-"}, "login?token=" + viewer);
+  EXPECT_NE(login.out.find("ladder_session="), std::string::npos) << login.out;
+  auto worker_login = curl({}, "login?token=" + CreateToken(v1::TOKEN_ROLE_WORKER));
+  EXPECT_NE(worker_login.out.find("\n401"), std::string::npos) << worker_login.out;
+  // Plaintext to the HTTPS port: no answer; a client that does not trust the CA: no connection.
+  std::string plain_url = url;
+  plain_url.replace(0, 5, "http");
+  auto plain = testing::RunCommand({"/usr/bin/curl", "-s", "--max-time", "5", plain_url + "api/searches"}, dir_.path);
+  EXPECT_NE(plain.exit_code, 0);
+  EXPECT_EQ(plain.out.find("searches"), std::string::npos) << plain.out;
+  auto untrusted = testing::RunCommand({"/usr/bin/curl", "-s", "--max-time", "5", "--cacert", Files("other", "client").ca,
+                                        "-H", std::string("Authorization: Bearer ") + kAdmin, url + "api/searches"},
+                                       dir_.path);
+  EXPECT_NE(untrusted.exit_code, 0);
+}
+
 TEST(PlaintextListen, ANonLoopbackAddressWithoutTlsIsRefusedUnlessInsecure) {
   EXPECT_EQ(PlaintextListenError("127.0.0.1:50051", false, false, "gRPC"), "");
   EXPECT_EQ(PlaintextListenError("localhost:1", false, false, "gRPC"), "");
