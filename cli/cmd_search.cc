@@ -17,6 +17,7 @@
 #include "cli/search_progress.h"
 #include "cli/slurm_job.h"
 #include "common/executable.h"
+#include "common/printable.h"
 #include "search/spec.h"
 
 namespace ladder::cli {
@@ -61,12 +62,12 @@ SpecCheck CheckSpec(const std::string& path, bool check_command) {
   SpecCheck c;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    c.headline = "cannot read spec '" + path + "': it is a directory";
+    c.headline = "cannot read spec '" + Printable(path, 4096) + "': it is a directory";
     return c;
   }
   std::ifstream in(path);
   if (!in) {
-    c.headline = "cannot read spec '" + path + "': " + std::strerror(errno);
+    c.headline = "cannot read spec '" + Printable(path, 4096) + "': " + std::strerror(errno);
     return c;
   }
   std::stringstream ss;
@@ -74,7 +75,7 @@ SpecCheck CheckSpec(const std::string& path, bool check_command) {
   c.yaml = ss.str();
   auto parsed = search::ParseSpec(c.yaml, path);
   if (!parsed.ok()) {
-    c.headline = "invalid spec " + path + " (" + std::to_string(parsed.errors.size()) + " error" +
+    c.headline = "invalid spec " + Printable(path, 4096) + " (" + std::to_string(parsed.errors.size()) + " error" +
                  (parsed.errors.size() == 1 ? "" : "s") + "):";
     for (const auto& e : parsed.errors) c.errors.push_back(e.ToString());
     return c;
@@ -89,7 +90,7 @@ SpecCheck CheckSpec(const std::string& path, bool check_command) {
   const auto& sp = *parsed.spec;
   c.summary = "search '" + sp.name + "', " + std::to_string(sp.space.params.size()) + " parameters, " +
               std::to_string(sp.max_trials) + " trials, " + std::to_string(sp.parallelism) + " at a time, sampler " +
-              sp.sampler + ", " + (sp.objective.maximize ? "maximize " : "minimize ") + sp.objective.metric;
+              sp.sampler + ", " + (sp.objective.maximize ? "maximize " : "minimize ") + Printable(sp.objective.metric);
   c.ok = true;
   return c;
 }
@@ -136,11 +137,15 @@ bool LoadAndValidateSpec(const std::string& path, bool check_command, std::strin
   SpecCheck c = CheckSpec(path, check_command);
   *yaml = c.yaml;
   if (!c.ok) {
+    if (c.errors.size() == 1) {  // one line: "ladder: invalid spec: FILE:LINE:COL: FIELD: MESSAGE"
+      std::cerr << "ladder: invalid spec: " << c.errors.front() << "\n";
+      return false;
+    }
     std::cerr << "ladder: " << c.headline << "\n";
     for (const auto& e : c.errors) std::cerr << "  " << e << "\n";
     return false;
   }
-  if (!quiet) std::cout << path << ": ok — " << c.summary << "\n";
+  if (!quiet) std::cout << Printable(path, 4096) << ": ok — " << c.summary << "\n";
   return true;
 }
 
@@ -162,7 +167,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
         j["error"] = c.headline;
         j["errors"] = c.errors;
       }
-      std::cout << j.dump() << "\n";
+      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       exit_code = c.ok ? kOk : kBadInput;
       return;
     }

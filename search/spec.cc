@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "search/command_template.h"
+#include "search/spec_limits.h"
 #include "search/spec_scales.h"
 #include "search/spec_stage.h"
 #include "search/spec_scheduler.h"
@@ -22,6 +25,11 @@ using internal::MapEntry;
 constexpr int kMaxTrialsLimit = 1000000;
 constexpr int64_t kMaxExactInt = int64_t{1} << 53;  // int parameters stay exact as doubles
 constexpr size_t kMaxNameLength = 64;
+constexpr size_t kMaxParamNameLength = 128;
+constexpr int kMaxNodesPerTrial = 65536;      // resources.nodes: more than any cluster ladder schedules
+constexpr int kMaxRanksPerNode = 4096;
+constexpr int kMaxGpusPerRank = 1024;
+constexpr size_t kMaxPlaceholderHints = 100;  // "did you mean" for the first unknown placeholders only
 
 // A string that may hold placeholders, remembered with its position for the cross-field check.
 struct TemplateSite {
@@ -44,7 +52,8 @@ class SpecReader {
 
   void Read(const YAML::Node& root) {
     if (root.IsNull()) {
-      sink_.Add(YAML::Mark::null_mark(), "", "the spec is empty");
+      YAML::Mark start;  // line 1, column 1
+      sink_.Add(start, "", "the spec is empty");
       return;
     }
     auto top = internal::ReadMapping(sink_, root, "",
@@ -229,7 +238,7 @@ class SpecReader {
       max_trials_given_ = true;
     }
     if (const MapEntry* e = Find(*m, "parallelism")) {
-      if (auto v = internal::ReadInt(sink_, e->value, "budget.parallelism", 1, INT32_MAX)) {
+      if (auto v = internal::ReadInt(sink_, e->value, "budget.parallelism", 1, kMaxTrialsLimit)) {
         spec_.parallelism = static_cast<int>(*v);
       }
     }
@@ -273,16 +282,16 @@ class SpecReader {
     auto m = internal::ReadMapping(sink_, n, "resources",
                                    {"nodes", "ranks_per_node", "gpus_per_rank", "launcher", "pool"});
     if (!m) return;
-    auto read = [&](std::string_view key, int64_t min, int* out) {
+    auto read = [&](std::string_view key, int64_t min, int64_t max, int* out) {
       if (const MapEntry* e = Find(*m, key)) {
-        if (auto v = internal::ReadInt(sink_, e->value, JoinField("resources", key), min, INT32_MAX)) {
+        if (auto v = internal::ReadInt(sink_, e->value, JoinField("resources", key), min, max)) {
           *out = static_cast<int>(*v);
         }
       }
     };
-    read("nodes", 1, &spec_.group.nodes);
-    read("ranks_per_node", 1, &spec_.group.ranks_per_node);
-    read("gpus_per_rank", 0, &spec_.group.gpus_per_rank);
+    read("nodes", 1, kMaxNodesPerTrial, &spec_.group.nodes);
+    read("ranks_per_node", 1, kMaxRanksPerNode, &spec_.group.ranks_per_node);
+    read("gpus_per_rank", 0, kMaxGpusPerRank, &spec_.group.gpus_per_rank);
     if (const MapEntry* e = Find(*m, "launcher")) {
       if (auto v = internal::ReadEnum(sink_, e->value, "resources.launcher", {"per_node", "mpirun", "srun"})) {
         spec_.group.launcher = *v == "mpirun" ? Launcher::kMpirun : *v == "srun" ? Launcher::kSrun : Launcher::kPerNode;
@@ -389,8 +398,9 @@ class SpecReader {
       }
       const std::string& name = key.Scalar();
       std::string field = "space." + name;
-      if (!internal::IsIdentifier(name)) {
-        sink_.At(key, field, "a parameter name is [A-Za-z_][A-Za-z0-9_]*, got '" + name + "'");
+      if (!internal::IsIdentifier(name) || name.size() > kMaxParamNameLength) {
+        sink_.At(key, field, "a parameter name is [A-Za-z_][A-Za-z0-9_]*, at most " + std::to_string(kMaxParamNameLength) +
+                                  " characters, got '" + name + "'");
         space_ok_ = false;
         continue;
       }
@@ -400,13 +410,14 @@ class SpecReader {
         space_ok_ = false;
         continue;
       }
-      if (std::find(param_names_.begin(), param_names_.end(), name) != param_names_.end()) {
+      if (!param_set_.insert(name).second) {
         sink_.At(key, field, "duplicate parameter '" + name + "'");
         space_ok_ = false;
         continue;
       }
       param_names_.push_back(name);
       if (auto p = ReadParam(name, value, field)) {
+        param_index_.emplace(name, spec_.space.params.size());
         spec_.space.params.push_back(std::move(*p));
         param_marks_.push_back(value.Mark());
       } else {
@@ -470,9 +481,7 @@ class SpecReader {
     auto name = internal::ReadString(sink_, param->value, field + ".param");
     if (!name) return false;
     const ParamSpec* parent = nullptr;
-    for (const ParamSpec& q : spec_.space.params) {
-      if (q.name == *name) parent = &q;
-    }
+    if (auto it = param_index_.find(*name); it != param_index_.end()) parent = &spec_.space.params[it->second];
     if (parent == nullptr) {
       std::string msg = "'" + *name + "' is not a parameter defined above '" + p->name + "'";
       std::string hint = internal::ClosestMatch(*name, param_names_);
@@ -492,13 +501,15 @@ class SpecReader {
       return false;
     }
     bool ok = true;
+    auto [choices, fresh] = choice_sets_.try_emplace(*name);
+    if (fresh) choices->second.insert(parent->choices.begin(), parent->choices.end());
     for (size_t i = 0; i < values.size(); ++i) {
       const YAML::Node v = values[i];
       std::string ifield = field + ".in[" + std::to_string(i) + "]";
       if (!v.IsScalar()) {
         sink_.At(v, ifield, "expected a scalar value, got " + internal::Describe(v));
         ok = false;
-      } else if (std::find(parent->choices.begin(), parent->choices.end(), v.Scalar()) == parent->choices.end()) {
+      } else if (choices->second.count(v.Scalar()) == 0) {
         sink_.At(v, ifield, "'" + v.Scalar() + "' is not a value of '" + *name + "'");
         ok = false;
       } else {
@@ -526,6 +537,7 @@ class SpecReader {
       return false;
     }
     bool ok = true;
+    std::unordered_set<std::string> seen;  // linear: a 10,000-value categorical is checked in milliseconds
     for (size_t i = 0; i < values.size(); ++i) {
       const YAML::Node v = values[i];
       std::string ifield = vfield + "[" + std::to_string(i) + "]";
@@ -534,7 +546,7 @@ class SpecReader {
         ok = false;
         continue;
       }
-      if (std::find(p->choices.begin(), p->choices.end(), v.Scalar()) != p->choices.end()) {
+      if (!seen.insert(v.Scalar()).second) {
         sink_.At(v, ifield, "duplicate value '" + v.Scalar() + "'");
         ok = false;
         continue;
@@ -653,6 +665,8 @@ class SpecReader {
   void CheckPlaceholders() {
     std::vector<std::string> names = param_names_;
     for (const auto& b : BuiltinPlaceholders()) names.push_back(b);
+    const std::unordered_set<std::string> known(names.begin(), names.end());
+    size_t hints = 0;
     for (const TemplateSite& site : sites_) {
       ParsedTemplate parsed = ParseTemplate(site.text);
       if (!parsed.error.empty()) {
@@ -660,9 +674,9 @@ class SpecReader {
         continue;
       }
       for (const auto& piece : parsed.pieces) {
-        if (!piece.is_placeholder || std::find(names.begin(), names.end(), piece.text) != names.end()) continue;
+        if (!piece.is_placeholder || known.count(piece.text) != 0) continue;
         std::string msg = "unknown placeholder {" + piece.text + "}";
-        std::string hint = internal::ClosestMatch(piece.text, names);
+        std::string hint = hints++ < kMaxPlaceholderHints ? internal::ClosestMatch(piece.text, names) : "";
         if (!hint.empty()) msg += " (did you mean {" + hint + "}?)";
         sink_.Add(site.mark, site.field, msg);
       }
@@ -688,6 +702,9 @@ class SpecReader {
   SearchSpec& spec_;
   std::vector<TemplateSite> sites_;
   std::vector<std::string> param_names_;   // every well-formed name, even of parameters with errors
+  std::unordered_set<std::string> param_set_;                 // the names of space: (duplicates)
+  std::unordered_map<std::string, size_t> param_index_;       // name -> index in spec_.space.params
+  std::unordered_map<std::string, std::unordered_set<std::string>> choice_sets_;  // a condition's parent's values
   std::vector<YAML::Mark> param_marks_;    // parallel to spec_.space.params
   bool space_ok_ = true;
   bool max_trials_given_ = false;
@@ -716,14 +733,22 @@ ParseResult ParseSpec(std::string_view yaml_text, std::string_view path_for_erro
   ParseResult result;
   SearchSpec spec;
   try {
-    YAML::Node root = YAML::Load(std::string(yaml_text));
-    SpecReader reader(sink, spec);
-    reader.Read(root);
-    if (sink.empty()) reader.Finish();
+    // Bounded before anything walks it: size and bytes, then the tree's shape (search/spec_limits.h).
+    if (internal::CheckSpecText(sink, yaml_text)) {
+      YAML::Node root = YAML::Load(std::string(yaml_text));
+      if (internal::CheckSpecShape(sink, root)) {
+        SpecReader reader(sink, spec);
+        reader.Read(root);
+        if (sink.empty()) reader.Finish();
+      }
+    }
+  } catch (const YAML::DeepRecursion& e) {
+    sink.Add(e.mark, internal::KeyOfLine(yaml_text, e.mark.line),
+             "nested deeper than " + std::to_string(internal::kMaxSpecDepth) + " levels; refused");
   } catch (const YAML::ParserException& e) {
-    sink.Add(e.mark, "", e.msg);
+    sink.Add(e.mark, internal::KeyOfLine(yaml_text, e.mark.line), e.msg);
   } catch (const YAML::Exception& e) {
-    sink.Add(e.mark, "", e.msg);
+    sink.Add(e.mark, internal::KeyOfLine(yaml_text, e.mark.line), e.msg);
   } catch (const std::exception& e) {
     sink.Add(YAML::Mark::null_mark(), "", std::string("cannot read the spec: ") + e.what());
   }

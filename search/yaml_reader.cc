@@ -6,6 +6,8 @@
 #include <cmath>
 #include <map>
 
+#include "common/printable.h"
+
 namespace ladder::search::internal {
 namespace {
 
@@ -30,28 +32,30 @@ const std::map<std::string, std::string, std::less<>>& ForeignSpellings() {
 
 void ErrorSink::Add(const YAML::Mark& mark, std::string field, std::string message) {
   SpecError e;
-  e.file = file_;
+  e.file = Printable(file_, 4096);
   if (mark.line >= 0) {
     e.line = mark.line + 1;
     e.column = mark.column + 1;
   }
-  e.field = std::move(field);
-  e.message = std::move(message);
+  // Never raw bytes in a message, and never one that grows with the input (a 64 KiB scalar quoted back).
+  e.field = Printable(field, 256);
+  e.message = Printable(message, 1024);
   errors_.push_back(std::move(e));
 }
 
 void ErrorSink::At(const YAML::Node& node, std::string field, std::string message) {
   YAML::Mark mark = node.Mark();
   if (node.IsNull()) {
-    for (const auto& [value, key_mark] : null_keys_) {
-      if (value.is(node)) mark = key_mark;
+    auto [first, last] = null_keys_.equal_range(mark.pos);
+    for (auto it = first; it != last; ++it) {
+      if (it->second.first.is(node)) mark = it->second.second;
     }
   }
   Add(mark, std::move(field), std::move(message));
 }
 
 void ErrorSink::NoteKey(const YAML::Node& value, const YAML::Node& key) {
-  if (value.IsNull()) null_keys_.emplace_back(value, key.Mark());
+  if (value.IsNull()) null_keys_.emplace(value.Mark().pos, std::pair(value, key.Mark()));
 }
 
 std::vector<SpecError> ErrorSink::Take() {
@@ -71,7 +75,7 @@ std::string JoinField(std::string_view parent, std::string_view key) {
 
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Scalar: return "'" + Printable(node.Scalar(), 80) + "'";
     case YAML::NodeType::Sequence: return "a sequence";
     case YAML::NodeType::Map: return "a mapping";
     default: return "nothing";
@@ -96,7 +100,7 @@ std::optional<MapEntries> ReadMapping(ErrorSink& sink, const YAML::Node& node, c
     }
     const std::string& name = key.Scalar();
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      std::string msg = "unknown field '" + name + "'";
+      std::string msg = "unknown field '" + Printable(name, 64) + "'";
       std::string hint = ClosestMatch(name, allowed);
       if (auto f = ForeignSpellings().find(name);
           hint.empty() && f != ForeignSpellings().end() &&
@@ -195,6 +199,14 @@ std::optional<double> ReadNumber(ErrorSink& sink, const YAML::Node& node, const 
       }
       return v;
     }
+    // YAML's spellings of NaN and the infinities, and a number too large for a double (1e999).
+    std::string_view bare = !s.empty() && s[0] == '-' ? s.substr(1) : s;
+    static const std::vector<std::string_view> kNonFinite = {".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF"};
+    if (std::find(kNonFinite.begin(), kNonFinite.end(), bare) != kNonFinite.end() ||
+        (ec == std::errc::result_out_of_range && ptr == s.data() + s.size())) {
+      sink.At(node, field, "must be a finite number, got " + Describe(node));
+      return std::nullopt;
+    }
   }
   sink.At(node, field, "expected a number, got " + Describe(node));
   return std::nullopt;
@@ -261,6 +273,8 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   std::string best;
   int best_distance = 3;
   for (const auto& c : candidates) {
+    // The distance is at least the difference in length: skip the quadratic table when that already says no.
+    if (word.size() > c.size() + 2 || c.size() > word.size() + 2) continue;
     int dist = EditDistance(word, c);
     if (dist < best_distance) {
       best_distance = dist;

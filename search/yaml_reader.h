@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "search/spec.h"
@@ -29,7 +30,8 @@ class ErrorSink {
  private:
   std::string file_;
   std::vector<SpecError> errors_;
-  std::vector<std::pair<YAML::Node, YAML::Mark>> null_keys_;
+  // An empty value's node -> its key's mark, by the value's position (looked up in At: linear in the spec).
+  std::unordered_multimap<int, std::pair<YAML::Node, YAML::Mark>> null_keys_;
 };
 
 struct MapEntry {

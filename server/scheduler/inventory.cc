@@ -7,6 +7,8 @@
 #include <map>
 #include <optional>
 
+#include "common/printable.h"
+
 namespace ladder::scheduler {
 
 std::string InventoryError::ToString() const {
@@ -14,7 +16,7 @@ std::string InventoryError::ToString() const {
   if (line > 0) out += ":" + std::to_string(line);
   out += ": ";
   if (!field.empty()) out += field + ": ";
-  return out + message;
+  return out + message;  // each part already Printable (ParseInventory)
 }
 
 namespace {
@@ -93,7 +95,7 @@ std::vector<std::string> ExpandHostlist(std::string_view list, std::string* erro
   if (open == std::string_view::npos || close == std::string_view::npos || close < open ||
       list.find_first_of("[]", close + 1) != std::string_view::npos ||
       list.find('[', open + 1) < close) {
-    *error = "'" + std::string(list) + "' is not a hostlist: one [list] of numbers and ranges expected";
+    *error = "'" + Printable(list, 80) + "' is not a hostlist: one [list] of numbers and ranges expected";
     return {};
   }
   std::string_view prefix = list.substr(0, open), suffix = list.substr(close + 1);
@@ -107,11 +109,11 @@ std::vector<std::string> ExpandHostlist(std::string_view list, std::string* erro
     std::string_view hi_s = dash == std::string_view::npos ? lo_s : part.substr(dash + 1);
     auto lo = ParseWhole(lo_s), hi = ParseWhole(hi_s);
     if (!lo || !hi || lo_s.empty() || *hi < *lo) {
-      *error = "'" + std::string(list) + "': '" + std::string(part) + "' is not a number or a range lo-hi with lo <= hi";
+      *error = "'" + Printable(list, 80) + "': '" + Printable(part, 40) + "' is not a number or a range lo-hi with lo <= hi";
       return {};
     }
     if (static_cast<size_t>(*hi - *lo) + out.size() >= limit) {
-      *error = "'" + std::string(list) + "' names more than " + std::to_string(limit) + " nodes";
+      *error = "'" + Printable(list, 80) + "' names more than " + std::to_string(limit) + " nodes";
       return {};
     }
     for (int64_t v = *lo; v <= *hi; ++v) {
@@ -133,7 +135,7 @@ using ErrorFn = std::function<void(std::string field, std::string message)>;
 void ParseSetting(std::string_view word, Settings* s, const ErrorFn& error) {
   size_t eq = word.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    error("", "expected key=value, got '" + std::string(word) + "'");
+    error("", "expected key=value, got '" + Printable(word, 80) + "'");
     return;
   }
   std::string key = Lower(word.substr(0, eq));
@@ -142,7 +144,7 @@ void ParseSetting(std::string_view word, Settings* s, const ErrorFn& error) {
     auto v = ParseWhole(value);
     if (!v || *v > kMaxCount) {
       error(key, "expected a whole number between 0 and " + std::to_string(kMaxCount) + ", got '" +
-                     std::string(value) + "'");
+                     Printable(value, 40) + "'");
     } else {
       *dst = v;
     }
@@ -151,13 +153,13 @@ void ParseSetting(std::string_view word, Settings* s, const ErrorFn& error) {
     whole(&s->cores);
   } else if (key == "slots") {
     whole(&s->slots);
-    if (s->slots && *s->slots < 1) error(key, "must be >= 1, got '" + std::string(value) + "'"), s->slots.reset();
+    if (s->slots && *s->slots < 1) error(key, "must be >= 1, got '" + Printable(value, 40) + "'"), s->slots.reset();
   } else if (key == "gpus") {
     whole(&s->gpus);
   } else if (key == "memory") {
     auto v = ParseBytes(value);
     if (!v) {
-      error(key, "expected bytes, or a number with K/M/G/T (e.g. 512G), got '" + std::string(value) + "'");
+      error(key, "expected bytes, or a number with K/M/G/T (e.g. 512G), got '" + Printable(value, 40) + "'");
     } else {
       s->memory = v;
     }
@@ -167,14 +169,14 @@ void ParseSetting(std::string_view word, Settings* s, const ErrorFn& error) {
   } else if (key == "state") {
     auto st = ParseNodeState(Lower(value));
     if (!st) {
-      error(key, "expected up, draining, down or quarantined, got '" + std::string(value) + "'");
+      error(key, "expected up, draining, down or quarantined, got '" + Printable(value, 40) + "'");
     } else {
       s->state = st;
     }
   } else if (key.rfind("label.", 0) == 0 && key.size() > 6) {
     s->labels[std::string(word.substr(6, eq - 6))] = std::string(value);
   } else {
-    error(std::string(word.substr(0, eq)),
+    error(Printable(word.substr(0, eq), 64),
           "unknown key; expected cores, slots, gpus, memory, rack, switch, state or label.NAME");
   }
 }
@@ -200,12 +202,23 @@ NodeSpec NodeFrom(std::string name, const Settings& s) {
 std::vector<InventoryError> ParseInventory(std::string_view text, std::string_view file,
                                            std::vector<NodeSpec>* nodes) {
   std::vector<InventoryError> errors;
+  if (text.size() > kMaxInventoryBytes) {
+    errors.push_back({Printable(file, 4096), 1, "",
+                      "the inventory is " + std::to_string(text.size()) + " bytes; the limit is " +
+                          std::to_string(kMaxInventoryBytes)});
+    return errors;
+  }
   std::vector<NodeSpec> out;
   std::map<std::string, int> first_line;  // node id -> line that named it
   Settings defaults;
   int line_no = 0;
+  size_t more_errors = 0;  // past kMaxInventoryErrors: counted, not kept
   auto error = [&](std::string field, std::string message) {
-    errors.push_back({std::string(file), line_no, std::move(field), std::move(message)});
+    if (errors.size() >= kMaxInventoryErrors) {
+      ++more_errors;
+      return;
+    }
+    errors.push_back({Printable(file, 4096), line_no, Printable(field, 64), Printable(message, 1024)});
   };
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -224,13 +237,22 @@ std::vector<InventoryError> ParseInventory(std::string_view text, std::string_vi
     Settings s;
     size_t errors_before = errors.size();
     for (size_t w = 1; w < words.size(); ++w) ParseSetting(words[w], &s, error);
+    if (s.labels.size() > kMaxInventoryLabels) {  // every node of the line carries a copy
+      error("label", std::to_string(s.labels.size()) + " labels; the limit is " + std::to_string(kMaxInventoryLabels));
+      continue;
+    }
     if (is_defaults) {
       s.Over(defaults);
       defaults = std::move(s);
       continue;
     }
     std::string hl_error;
-    auto names = ExpandHostlist(words[0], &hl_error);
+    // The file's nodes in all are bounded, not only one line's: a billion names cost nothing to write.
+    auto names = ExpandHostlist(words[0], &hl_error, kMaxInventoryNodes - out.size());
+    if (names.empty() && hl_error.find("' names more than ") != std::string::npos) {
+      hl_error = "'" + Printable(words[0], 80) + "' takes the inventory past " + std::to_string(kMaxInventoryNodes) +
+                 " nodes; the limit is " + std::to_string(kMaxInventoryNodes);
+    }
     if (names.empty()) {
       error("name", hl_error);
       continue;
@@ -245,6 +267,9 @@ std::vector<InventoryError> ParseInventory(std::string_view text, std::string_vi
       }
       out.push_back(NodeFrom(std::move(name), s));
     }
+  }
+  if (more_errors > 0) {
+    errors.push_back({Printable(file, 4096), 0, "", "and " + std::to_string(more_errors) + " more errors"});
   }
   if (errors.empty()) *nodes = std::move(out);
   return errors;

@@ -13,7 +13,8 @@
 // state (up | draining | down | quarantined), label.NAME. A hostlist holds one bracketed list of numbers and
 // ranges: "n[1-4,7]", "rack1-n[01-18]".
 //
-// Errors name file:line, the field and the value; every error in the file is reported, not only the first.
+// Errors name file:line, the field and the value, escaped (common/printable.h); every error in the file is
+// reported, not only the first (up to kMaxInventoryErrors).
 // The parser does no I/O: the caller reads the file.
 #include <string>
 #include <string_view>
@@ -22,6 +23,13 @@
 #include "server/scheduler/cluster.h"
 
 namespace ladder::scheduler {
+
+// What an inventory may cost: its size, its nodes in all (hostlists expanded), the errors kept (the rest are
+// counted in one last error).
+inline constexpr size_t kMaxInventoryBytes = 16 << 20;
+inline constexpr size_t kMaxInventoryNodes = 1000000;
+inline constexpr size_t kMaxInventoryErrors = 1000;
+inline constexpr size_t kMaxInventoryLabels = 64;  // label.NAME settings of one line
 
 struct InventoryError {
   std::string file;

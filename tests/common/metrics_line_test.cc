@@ -58,6 +58,7 @@ TEST(MetricsLine, RejectsMalformedLines) {
       {"[1, 2, 3]", "not a JSON object"},
       {"{\"step\": -1, \"loss\": 1}", "non-negative integer"},
       {"{\"step\": 1.5, \"loss\": 1}", "non-negative integer"},
+      {"{\"step\": 18446744073709551615, \"loss\": 1}", "non-negative integer"},  // found by fuzz_metrics_line
       {"{\"step\": \"7\", \"loss\": 1}", "non-negative integer"},
       {"{\"step\": 4}", "no numeric values"},
       {"{\"name\": \"x\"}", "no numeric values"},
@@ -73,6 +74,41 @@ TEST(MetricsLine, RejectsMalformedLines) {
 
 TEST(MetricsLine, RejectsOverlongLine) {
   std::string line = "{\"a\": 1, \"pad\": \"" + std::string(kMaxMetricsLineBytes, 'x') + "\"}";
+  auto r = ParseMetricsLine(line);
+  EXPECT_FALSE(r.metrics);
+  EXPECT_NE(r.error.find("64 KiB"), std::string::npos);
+}
+
+// Python's json.dumps writes NaN, Infinity and -Infinity: the line is still read, the non-finite fields skipped
+// and named; a string that spells NaN is a string.
+TEST(MetricsLine, NonFiniteTokensAreSkippedAndNamed) {
+  auto r = ParseMetricsLine(R"({"step": 3, "loss": NaN, "grad": Infinity, "low": -Infinity, "acc": 0.5, "note": "NaN"})");
+  ASSERT_TRUE(r.metrics) << r.error;
+  EXPECT_EQ(*r.metrics->step, 3);
+  EXPECT_EQ(r.metrics->values.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.metrics->values.at("acc"), 0.5);
+  EXPECT_EQ(r.metrics->non_finite, (std::vector<std::string>{"grad", "loss", "low"}));
+  // A number too large for a double is not JSON the parser accepts: the line is malformed, not a metric.
+  EXPECT_EQ(ParseMetricsLine(R"({"loss": 1e999, "acc": 1})").error, "malformed JSON");
+  auto only = ParseMetricsLine(R"({"step": 1, "loss": NaN})");
+  EXPECT_FALSE(only.metrics);
+  EXPECT_NE(only.error.find("'loss' is NaN or infinite"), std::string::npos) << only.error;
+  EXPECT_FALSE(ParseMetricsLine(R"({"loss": NaNa})").metrics);
+}
+
+// Bytes that are not UTF-8, inside or outside a string, make a line malformed, never a metric name.
+TEST(MetricsLine, InvalidUtf8IsMalformed) {
+  for (std::string line : {std::string("{\"lo\xffss\": 1}"), std::string("{\"loss\": 1}\xfe"),
+                           std::string("{\"a\": 1, \"\xc0\xaf\": 2}")}) {
+    auto r = ParseMetricsLine(line);
+    EXPECT_FALSE(r.metrics) << line;
+    EXPECT_EQ(r.error, "malformed JSON") << line;
+  }
+}
+
+// A 10 MB line is refused by its length before any parsing (the worker never buffers more than 64 KiB of it).
+TEST(MetricsLine, TenMegabyteLineIsRefusedByLength) {
+  std::string line = "{\"loss\": [" + std::string(10 << 20, '1') + "]}";
   auto r = ParseMetricsLine(line);
   EXPECT_FALSE(r.metrics);
   EXPECT_NE(r.error.find("64 KiB"), std::string::npos);

@@ -238,7 +238,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"negative seed", kHead + "budget: {max_trials: 4}\nsampler: {type: random, seed: -1}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
                 "sampler.seed", 4, 0, "non-negative integer"},
         BadCase{"resources nodes", kHead + "budget: {max_trials: 4}\nresources: {nodes: 0}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
-                "resources.nodes", 4, 0, ">= 1"},
+                "resources.nodes", 4, 0, "must be between 1 and 65536"},
         BadCase{"empty float range", kHead + "budget: {max_trials: 4}\ncommand: [t]\nspace:\n  x: {type: float, low: 1, high: 1}\n",
                 "space.x.low", 6, 25, "empty range"},
         BadCase{"inverted int range", kHead + "budget: {max_trials: 4}\ncommand: [t]\nspace:\n  x: {type: int, low: 5, high: 4}\n",
@@ -296,7 +296,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"duplicate key", "name: s\nname: t\nobjective: {metric: loss, mode: min}\nbudget: {max_trials: 4}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
                 "name", 2, 1, "duplicate field 'name'"},
         BadCase{"infinite bound", kHead + "budget: {max_trials: 4}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: .inf}\n",
-                "space.x.high", 6, 0, "expected a number"},
+                "space.x.high", 6, 0, "must be a finite number"},
         BadCase{"log not a bool", kHead + "budget: {max_trials: 4}\ncommand: [t]\nspace:\n  x: {type: float, low: 1, high: 2, log: maybe}\n",
                 "space.x.log", 6, 0, "expected true or false, got 'maybe'"}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
