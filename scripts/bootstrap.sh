@@ -17,6 +17,7 @@ PKGS=(
   nlohmann-json3-dev                 # metrics JSON lines, --json output
   libopenmpi-dev openmpi-bin          # trainer: the MPI backend (ranks started by mpirun/srun)
   libgtest-dev libgmock-dev          # tests
+  clang libclang-rt-14-dev           # tests: the libFuzzer targets (scripts/fuzz.sh; -fsanitize=fuzzer,address,undefined)
   sqlite3                            # inspecting ./ladder.db by hand and in docs
   libncurses-dev                     # cli: ladder watch's full-screen view
   tmux                               # tests: ladder watch driven in a real terminal

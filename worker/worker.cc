@@ -18,6 +18,7 @@
 #include "common/executable.h"
 #include "common/log.h"
 #include "common/metrics_line.h"
+#include "common/printable.h"
 #include "worker/log_tail.h"
 
 namespace ladder::worker {
@@ -426,13 +427,28 @@ void Worker::OnLine(int64_t trial_id, const std::string& line, bool truncated) {
   Running& r = it->second;
   MetricsLineResult parsed;
   if (!truncated) parsed = ParseMetricsLine(line);
+  // A trial can print anything, as much as it likes: the warnings name it and come at the 1st, 10th, 100th, ...
+  // occurrence, so that a flood of bad lines costs the log a few lines.
+  auto warn_at = [](int64_t n) {
+    while (n % 10 == 0) n /= 10;
+    return n == 1;
+  };
   if (!parsed.metrics) {
     if (!truncated && parsed.error.empty()) return;  // blank line
     ++r.ignored;
-    r.last_ignored = line.substr(0, 200);
+    r.last_ignored = Printable(line, 200);
     r.ignored_dirty = true;
+    if (warn_at(r.ignored)) {
+      LogWarning(kLog, "trial " + std::to_string(trial_id) + ": stdout line ignored (" +
+                           (truncated ? "longer than 64 KiB" : parsed.error) + "; " + std::to_string(r.ignored) +
+                           " so far): " + r.last_ignored);
+    }
     ArmFlush();
     return;
+  }
+  if (!parsed.metrics->non_finite.empty() && warn_at(++r.non_finite)) {
+    LogWarning(kLog, "trial " + std::to_string(trial_id) + ": '" + Printable(parsed.metrics->non_finite.front(), 64) +
+                         "' is NaN or infinite, skipped (" + std::to_string(r.non_finite) + " lines so far)");
   }
   v1::MetricPoint p;
   r.last_step = parsed.metrics->step ? *parsed.metrics->step : r.last_step + 1;

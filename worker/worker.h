@@ -99,7 +99,8 @@ class Worker {
     TrialProcess* metrics_rank() const { return ranks.empty() ? nullptr : ranks[0].get(); }
     int64_t last_step = -1;
     int64_t ignored = 0;
-    std::string last_ignored;
+    std::string last_ignored;            // Printable: a proto string must be UTF-8, a trial's bytes need not be
+    int64_t non_finite = 0;              // metrics lines with a NaN or infinite value (skipped)
     std::deque<v1::MetricPoint> points;  // every unacknowledged point, oldest first
     int64_t base_seq = 0;                // sequence number of points.front()
     size_t sent = 0;                     // points[0, sent) went out on the current session
