@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (tests/fuzz/, clang, -fsanitize=fuzzer,address,undefined) in build-fuzz/ and runs
 # each for SECONDS (default 60), all at once, from its checked-in seeds (tests/fuzz/TARGET/) plus the corpus the
 # earlier runs grew (build-fuzz/corpus/TARGET/). Fails on any crash, leak, sanitizer report, timeout (an input
-# that takes over 10 s) or out-of-memory (2 GiB); the input that did it is saved under build-fuzz/artifacts/.
+# that takes over FUZZ_TIMEOUT seconds, default 10) or out-of-memory (2 GiB); the input that did it is saved under build-fuzz/artifacts/.
 #
 #   scripts/fuzz.sh              # 60 s per target (CI: scripts/test.sh runs it after ctest)
 #   scripts/fuzz.sh 3600         # an hour each (docs/FUZZING.md has the last such run)
@@ -34,7 +34,7 @@ declare -A DICT=([spec]=tests/fuzz/spec.dict)
 pids=()
 for t in "${TARGETS[@]}"; do
   mkdir -p "$BUILD/corpus/$t" "$BUILD/artifacts/$t" "$BUILD/logs"
-  args=(-max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 -max_len="${MAX_LEN[$t]}"
+  args=(-max_total_time="$SECONDS_PER_TARGET" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -max_len="${MAX_LEN[$t]}"
         -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$t/")
   [[ -n ${DICT[$t]:-} ]] && args+=(-dict="${DICT[$t]}")
   # New inputs go to the first directory (the grown corpus); the seeds are read, never written.

@@ -90,7 +90,12 @@
 // The scheduler's resource must differ from the objective's metric; asha and hyperband need
 // min_resource < max_resource; pbt needs budget.parallelism >= 2 (its population is the trials running at once).
 //
-// ParseSpec reports every error it finds, each with file:line:column and the dotted field.
+// ParseSpec reports every error it finds, each with file:line:column and the dotted field, its text escaped
+// (common/printable.h). Its cost is linear in the text, which is bounded first (search/spec_limits.h): at most
+// 256 KiB of UTF-8 without control bytes, nested at most 32 deep, at most 10,000 entries in a list or mapping
+// (categorical values included), 50,000 values in all (an alias counted at each use), 64 KiB per value; a spec
+// past a limit is refused with one error naming the line, the field and the limit. Trial shape: nodes at most
+// 65,536, ranks_per_node 4,096, gpus_per_rank 1,024.
 #include <cstdint>
 #include <map>
 #include <optional>

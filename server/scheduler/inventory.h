@@ -27,7 +27,7 @@ namespace ladder::scheduler {
 // What an inventory may cost: its size, its nodes in all (hostlists expanded), the errors kept (the rest are
 // counted in one last error).
 inline constexpr size_t kMaxInventoryBytes = 16 << 20;
-inline constexpr size_t kMaxInventoryNodes = 100000;  // ten times the largest machines (Frontier: 9,408 nodes)
+inline constexpr size_t kMaxInventoryNodes = 65536;  // several times the largest machines (Frontier: 9,408 nodes)
 inline constexpr size_t kMaxInventoryErrors = 1000;
 inline constexpr size_t kMaxInventoryLabels = 64;  // label.NAME settings of one line
 
