@@ -9,8 +9,10 @@
 // The driver (seeded: --seed; every fault logged with its time) runs a plan of faults in a shuffled order, a few
 // seconds apart (--quick: 6 coordinator kills, 2 worker kills, 3 rank kills, 1 pause, 1 disk fill, 2-4 s apart;
 // the full run: 24, 8, 10, 4, 3, 9-15 s apart), and the plan again while the searches run, until both have ended:
-//   coordinator  kill -9 the coordinator, restart it on the same database and port
-//   worker       kill -9 a worker (its trials die with it: PR_SET_PDEATHSIG), restart it with the same node id
+//   coordinator  kill -9 the coordinator, restart it on the same database and port (one time in three, kill the
+//                restarted one again within a second, while workers re-attach)
+//   worker       kill -9 a worker (its trials die with it: PR_SET_PDEATHSIG), restart it with the same node id (one
+//                time in four, kill -9 the coordinator too while the worker is down)
 //   rank         kill -9 one rank of a running trial (that trial fails: a rank crashed)
 //   pause        SIGSTOP a worker for twice its lease, then SIGCONT (its trials go elsewhere; the stale runs are fenced)
 //   disk         fill the database's filesystem until the coordinator's commit fails (SQLITE_FULL: it stops itself),
@@ -36,7 +38,8 @@
 // "acked_points", "acked_points_lost", "duplicate_runs", "orphans", "integrity_ok", ...}. Exit 0 when every goal
 // holds, 1 when one does not, 2 on a usage error.
 //
-// Everything lives in one temp dir, removed at the end (also on SIGINT/SIGTERM: the processes are killed, the
+// Everything lives in one temp dir (with a copy of the binaries, so that a rebuild during the run cannot pull them
+// away), removed at the end (also on SIGINT/SIGTERM: the processes are killed, the
 // filesystem unmounted). --quick: about 1.5 minutes; the full run about 12 minutes.
 #include <signal.h>
 #include <sys/mount.h>
@@ -46,6 +49,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <iostream>
 #include <random>
 #include <set>
@@ -139,7 +143,7 @@ std::vector<pid_t> ProcessesWith(const std::string& exe, const std::string& mark
 struct Options {
   uint64_t seed = 1;
   bool quick = false;
-  int trials = 700, group_trials = 40;
+  int trials = 500, group_trials = 20;
   int min_steps = 60, max_steps = 180;  // per trial, 100 ms each
   int gap_min_ms = 9000, gap_max_ms = 15000;
   int lease_ms = 2000;
@@ -176,7 +180,7 @@ class Chaos {
   std::filesystem::path dir_;
   std::mt19937_64 rng_;
   std::unique_ptr<SmallFilesystem> fs_;
-  std::string address_, trial_exe_, records_;
+  std::string address_, bin_, trial_exe_, records_;
   Child server_;
   std::vector<std::unique_ptr<Child>> workers_;
   std::unique_ptr<v1::Ladder::Stub> stub_;
@@ -191,10 +195,14 @@ void Chaos::StartServer() {
   // The port can linger for a moment after a kill: try again briefly.
   for (int tries = 0;; ++tries) {
     try {
-      ladder::bench::StartServer(server_, Db(),
-                                 {"--heartbeat-timeout-ms", std::to_string(o_.lease_ms), "--quarantine-after", "0",
-                                  "--checkpoint-dir", (dir_ / "checkpoints").string()},
-                                 (dir_ / "server.log").string(), address_);
+      server_.Start({bin_ + "/ladder-server", "--listen", address_, "--db", Db(), "--no-token",
+                     "--heartbeat-timeout-ms", std::to_string(o_.lease_ms), "--quarantine-after", "0",
+                     "--checkpoint-dir", (dir_ / "checkpoints").string()},
+                    true, (dir_ / "server.log").string());
+      char line[512] = {};
+      if (!fgets(line, sizeof line, server_.out) || !std::strstr(line, "listening on ")) {
+        throw std::runtime_error("ladder-server did not start (see " + (dir_ / "server.log").string() + ")");
+      }
       ++server_starts_;
       return;
     } catch (const std::exception& e) {
@@ -208,7 +216,7 @@ void Chaos::StartServer() {
 void Chaos::StartWorker(int i) {
   const std::string node = "w" + std::to_string(i);
   setenv("LADDER_LOG", "debug", 1);  // the workers log every acknowledgement they receive
-  workers_[i]->Start({OwnDir() + "/ladder-worker", "--server", address_, "--node-id", node, "--slots", "4",
+  workers_[i]->Start({bin_ + "/ladder-worker", "--server", address_, "--node-id", node, "--slots", "4",
                       "--trial-dir", (dir_ / "nodes" / node).string()},
                      false, WorkerLog(i), "/dev/null");
   unsetenv("LADDER_LOG");
@@ -246,12 +254,17 @@ bool Chaos::SearchesRunning() {
 }
 
 void Chaos::KillCoordinator() {
-  if (!ServerAlive()) return;
-  Say("kill -9 coordinator (pid " + std::to_string(server_.pid) + ")");
-  server_.Stop(SIGKILL);
-  ++coordinator_kills_;
-  Sleep(Uniform(0.0, 1.5));
-  EnsureServer();
+  // One time in three the restarted coordinator is killed again while it recovers (workers re-attaching).
+  const int kills = Uniform(0, 1) < 1.0 / 3 ? 2 : 1;
+  for (int k = 0; k < kills; ++k) {
+    if (!ServerAlive()) return;
+    Say("kill -9 coordinator (pid " + std::to_string(server_.pid) + ")" + (k > 0 ? " while it recovers" : ""));
+    server_.Stop(SIGKILL);
+    ++coordinator_kills_;
+    Sleep(Uniform(0.0, 1.5));
+    EnsureServer();
+    if (k + 1 < kills) Sleep(Uniform(0.0, 1.0));
+  }
 }
 
 void Chaos::KillWorker() {
@@ -259,6 +272,13 @@ void Chaos::KillWorker() {
   Say("kill -9 worker w" + std::to_string(i) + " (pid " + std::to_string(workers_[i]->pid) + ")");
   workers_[i]->Stop(SIGKILL);
   ++worker_kills_;
+  if (Uniform(0, 1) < 0.25 && ServerAlive()) {  // the coordinator too, before the worker is back
+    Say("kill -9 coordinator (pid " + std::to_string(server_.pid) + ") while w" + std::to_string(i) + " is down");
+    server_.Stop(SIGKILL);
+    ++coordinator_kills_;
+    Sleep(Uniform(0.0, 1.0));
+    EnsureServer();
+  }
   Sleep(Uniform(0.5, 3.0));
   StartWorker(i);
   Say("worker w" + std::to_string(i) + " restarted (pid " + std::to_string(workers_[i]->pid) + ")");
@@ -344,7 +364,13 @@ void Chaos::Fault() {
 }
 
 int Chaos::Run() {
-  trial_exe_ = OwnDir() + "/ladder-chaos-trial";
+  // The binaries run from a copy: a rebuild of build/bin during the run must not pull them away mid-restart.
+  bin_ = (dir_ / "bin").string();
+  std::filesystem::create_directories(bin_);
+  for (const char* b : {"ladder-server", "ladder-worker", "ladder-chaos-trial"}) {
+    std::filesystem::copy_file(OwnDir() + "/" + b, bin_ + "/" + b);
+  }
+  trial_exe_ = bin_ + "/ladder-chaos-trial";
   records_ = (dir_ / "records").string();
   std::filesystem::create_directories(records_);
   fs_ = std::make_unique<SmallFilesystem>((dir_ / "dbfs").string(), o_.db_fs_mib);
@@ -432,13 +458,13 @@ int main(int argc, char** argv) {
   CLI::App app{"bench/chaos: a search under coordinator, worker and rank kills, pauses and a full disk"};
   Options o;
   app.add_option("--seed", o.seed, "seeds the fault driver and the searches' samplers")->capture_default_str();
-  app.add_flag("--quick", o.quick, "200 + 12 trials of 2-4 s, a fault every 2-4 s (about 1.5 minutes)");
+  app.add_flag("--quick", o.quick, "200 + 12 trials of 1.5-3 s, a fault every 2-4 s (about 1.5 minutes)");
   app.add_option("--trials", o.trials, "one-rank trials")->capture_default_str()->check(CLI::Range(1, 100000));
   app.add_option("--group-trials", o.group_trials, "trials of 2 nodes x 2 ranks")
       ->capture_default_str()->check(CLI::Range(0, 100000));
   CLI11_PARSE(app, argc, argv);
   if (o.quick) {
-    o.trials = 200, o.group_trials = 12, o.min_steps = 20, o.max_steps = 40;
+    o.trials = 200, o.group_trials = 12, o.min_steps = 15, o.max_steps = 30;
     o.gap_min_ms = 2000, o.gap_max_ms = 4000, o.db_fs_mib = 64;
     const int quick_plan[5] = {6, 2, 3, 1, 1};
     std::copy(quick_plan, quick_plan + 5, o.plan);
@@ -462,7 +488,9 @@ int main(int argc, char** argv) {
       }
     }  // the processes are killed and the filesystem unmounted before the directory goes
     // Trials of killed workers die with them (PR_SET_PDEATHSIG); anything else of this run goes now.
-    for (pid_t p : ProcessesWith(OwnDir() + "/ladder-chaos-trial", (dir.path / "records").string())) kill(p, SIGKILL);
+    for (pid_t p : ProcessesWith((dir.path / "bin/ladder-chaos-trial").string(), (dir.path / "records").string())) {
+      kill(p, SIGKILL);
+    }
   } catch (const std::exception& e) {
     std::cerr << "bench/chaos: " << e.what() << "\n";
     return 1;
