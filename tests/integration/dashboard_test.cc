@@ -96,7 +96,7 @@ TEST_F(DashboardTest, ABrowserSeesTheSearchLiveAfterLoggingInAndNothingBefore) {
   testing::HeadlessChromium browser(dir_, testing::FreePort());
   browser.Open(Url("/api/searches"));
   ASSERT_TRUE(browser.WaitFor("document.body && document.body.innerText.length > 0"));
-  EXPECT_NE(browser.Eval("document.body.innerText").get<std::string>().find("needs the coordinator's token"),
+  EXPECT_NE(browser.Eval("document.body.innerText").get<std::string>().find("needs a token of the coordinator"),
             std::string::npos)
       << "refused without the token";
 

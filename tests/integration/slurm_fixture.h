@@ -39,13 +39,14 @@ class SlurmTest : public ::testing::Test {
   }
   // Submits a 4-node job that runs `ladder up --slurm` (coordinator on 127.0.0.1:<free port>, database in the
   // test's directory); cli_ is the ladder command line that talks to it.
-  void SubmitLadderUp() {
+  // `extra`: more options of ladder up (e.g. --tls-dir DIR).
+  void SubmitLadderUp(const std::string& extra = "") {
     const int port = testing::FreePort();
     const std::string ladder = testing::BinDir() + "/ladder";
     {
       std::ofstream job(dir_ / "job.sh");
       job << "#!/bin/sh\nexec " << ladder << " up --slurm --advertise 127.0.0.1 --listen 127.0.0.1:" << port
-          << " --http '' --db " << (dir_ / "ladder.db").string() << "\n";
+          << " --http '' --db " << (dir_ / "ladder.db").string() << " " << extra << "\n";
     }
     auto submitted = slurm_.Run({"sbatch", "--parsable", "--nodes=4", "--exclusive", "--no-kill", "--output=" + (dir_ / "job.out").string(),
                                  (dir_ / "job.sh").string()});

@@ -77,6 +77,26 @@ TEST_F(SlurmTest, LadderUpInAnAllocationStartsAWorkerOnEachNodeLabelledBySlurm) 
   EXPECT_TRUE(gone) << "the job is still in the queue";
 }
 
+// Mutual TLS under Slurm: ladder up --tls-dir gives every node's worker (one srun step) its certificate through the
+// environment, and they all register; a client without the certificates is not served.
+TEST_F(SlurmTest, LadderUpWithTlsGivesEveryNodesWorkerItsCertificate) {
+  const std::string certs = (dir_ / "certs").string();
+  auto made = testing::RunCommand({testing::BinDir() + "/ladder", "certs", "create", certs}, dir_);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  ASSERT_NO_FATAL_FAILURE(SubmitLadderUp("--tls-dir " + certs));
+  std::vector<std::string> plain = cli_;
+  cli_.insert(cli_.end(), {"--tls-dir", certs, "--db", (dir_ / "ladder.db").string()});
+  auto nodes = WaitForNodes(cli_, dir_, 4);
+  size_t up = 0;
+  for (const auto& w : nodes) up += w.value("state", "") == "WORKER_UP";
+  EXPECT_EQ(up, 4u) << nodes.dump() << "\njob output:\n" << slurm_.Run({"cat", (dir_ / "job.out").string()}).out;
+  plain.insert(plain.end(), {"--db", (dir_ / "ladder.db").string(), "nodes"});
+  auto refused = testing::RunCommand(plain, dir_);
+  EXPECT_EQ(refused.exit_code, 3) << "plaintext to the TLS port: " << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("--tls-dir"), std::string::npos) << refused.err;
+  ASSERT_EQ(slurm_.Run({"scancel", job_id_}).exit_code, 0);
+  EXPECT_TRUE(WaitForEmptyQueue(std::chrono::seconds(30)));
+}
 
 // resources.launcher: srun — a 2-node trial is one Slurm step on exactly the two nodes it was given, its ranks in
 // ladder's order (whatever Slurm's node order).
