@@ -57,7 +57,9 @@ void AppendEscaped(std::string& out, char c) {
 
 }  // namespace
 
-std::string Printable(std::string_view s, size_t max_bytes) {
+namespace {
+
+std::string Escape(std::string_view s, size_t max_bytes, bool keep_lines) {
   std::string out;
   const size_t limit = s.size() > max_bytes ? max_bytes : s.size();
   out.reserve(limit + 16);
@@ -69,7 +71,7 @@ std::string Printable(std::string_view s, size_t max_bytes) {
       AppendEscaped(out, s[i]);
       ++i;
     } else if (n == 1) {
-      if (cp < 0x20 || cp == 0x7F) {
+      if ((cp < 0x20 || cp == 0x7F) && !(keep_lines && (cp == '\n' || cp == '\t'))) {
         AppendEscaped(out, s[i]);
       } else {
         out += s[i];
@@ -88,6 +90,12 @@ std::string Printable(std::string_view s, size_t max_bytes) {
   if (limit < s.size()) out += "... (" + std::to_string(s.size()) + " bytes)";
   return out;
 }
+
+}  // namespace
+
+std::string Printable(std::string_view s, size_t max_bytes) { return Escape(s, max_bytes, false); }
+
+std::string PrintableText(std::string_view s, size_t max_bytes) { return Escape(s, max_bytes, true); }
 
 bool IsValidUtf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {

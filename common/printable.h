@@ -19,6 +19,10 @@ inline constexpr size_t kDefaultPrintableBytes = 200;
 
 std::string Printable(std::string_view s, size_t max_bytes = kDefaultPrintableBytes);
 
+// As Printable, but newlines and tabs are kept: a log's tail shown as lines (a trial's stderr), still without raw
+// bytes or terminal escape sequences. Unbounded unless max_bytes says otherwise.
+std::string PrintableText(std::string_view s, size_t max_bytes = static_cast<size_t>(-1));
+
 // True when `s` is valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
 bool IsValidUtf8(std::string_view s);
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include "common/printable.h"
+
 namespace ladder::worker {
 
 int64_t FileSize(const std::string& path) {
@@ -44,7 +46,9 @@ std::string LogTail(const std::string& path, size_t max_bytes, int64_t* size, in
     text = nl == std::string::npos ? "" : text.substr(nl + 1);
   }
   const size_t end = text.find_last_not_of(" \t\r\n");
-  return end == std::string::npos ? "" : text.substr(0, end + 1);
+  // Escaped: it goes out in a proto string (which must be UTF-8: raw bytes made the coordinator drop the whole
+  // message) and onto terminals (no escape sequences).
+  return end == std::string::npos ? "" : PrintableText(std::string_view(text).substr(0, end + 1));
 }
 
 std::string LastLine(const std::string& path) {
@@ -55,7 +59,7 @@ std::string LastLine(const std::string& path) {
   size_t start = tail.find_last_of('\n', end);
   start = start == std::string::npos ? 0 : start + 1;
   std::string line = tail.substr(start, end - start + 1);
-  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
+  return line.size() > 200 ? Printable(line.substr(0, 200)) + "..." : Printable(line);
 }
 
 }  // namespace ladder::worker

@@ -104,7 +104,8 @@ TEST_F(HostileInput, CreateSearchRefusesASpecPastItsLimits) {
 }
 
 // The trial prints, in order: a 10 MB line, a line that is not UTF-8, a metrics line with NaN and Infinity, a
-// flood of 200,000 log lines, the bad line again, then its score. The search completes with the score; the
+// flood of 200,000 log lines, the bad line again, then its score, and bytes that are not UTF-8 on stderr (whose
+// tail goes out with its exit: raw, it made the coordinator drop that message). The search completes with the score; the
 // ignored lines are counted and the last one stored escaped; the worker warned naming the trial a handful of
 // times (1st, 10th, 100th, ...), not once per line; memory stayed bounded.
 TEST_F(HostileInput, HostileTrialOutputIsCountedEscapedAndWarnedAboutWithBoundedMemory) {
@@ -118,6 +119,7 @@ for i in range(200000):
     out.write(b'epoch %d: training, not a metrics line\n' % i)
 out.write(b'{"lo\xffss": 1}\n')
 out.write(b'{"step": 2, "score": 0.75}\n')
+sys.stderr.buffer.write(b'\xff\xfe binary \x1b[2J on stderr\n')
 )";
   const std::string yaml = "name: hostile\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 1}\n"
                            "command: [python3, " + script.string() + "]\nspace:\n  x: {type: float, low: 0, high: 1}\n";

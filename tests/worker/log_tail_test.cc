@@ -61,5 +61,18 @@ TEST_F(LogTailTest, SinceAnOffsetOnlyThatRunsLinesCount) {
   EXPECT_EQ(LogTail(path, kLogTailBytes, nullptr, 1 << 20), "") << "an offset past the end reads nothing";
 }
 
+// A trial's stderr may hold anything: the tail keeps its lines but escapes bytes that are not printable UTF-8 and
+// terminal escapes (a proto string that is not UTF-8 made the coordinator drop the whole message), and a cut
+// through a multi-byte character at the byte limit is escaped, not sent raw.
+TEST_F(LogTailTest, BytesThatAreNotPrintableUtf8AreEscaped) {
+  EXPECT_EQ(LogTail(Write("ok \xe2\x9c\x93\n\x1b[31mred\x1b[0m\tx\n\xff\xfe\x01" "bin\n")),
+            "ok \xe2\x9c\x93\n\\x1b[31mred\\x1b[0m\tx\n\\xff\\xfe\\x01bin");
+  EXPECT_EQ(LastLine(Write("first\nlast \xc3\n")), "last \\xc3");
+  std::string long_line = "x" + std::string(199, 'a') + "\xc3\xa9\n";  // 'é' cut at byte 200
+  EXPECT_EQ(LastLine(Write(long_line)), "x" + std::string(199, 'a') + "...");
+  std::string cut = std::string(198, 'b') + "\xe2\x9c\x93tail\n";  // the check mark cut at byte 200
+  EXPECT_EQ(LastLine(Write(cut)), std::string(198, 'b') + "\\xe2\\x9c...");
+}
+
 }  // namespace
 }  // namespace ladder::worker
