@@ -1,3 +1,4 @@
+#include "trainer/blas_threads.h"
 #include "trainer/train_loop.h"
 
 #include <torch/torch.h>
@@ -142,6 +143,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   TrainResult result;
   torch::manual_seed(a.seed);
   torch::set_num_threads(a.threads);
+  SetBlasThreads(a.threads);  // OpenBLAS's pool is its own: one thread per core unless told
   const int world = comm.size(), rank = comm.rank();
   const bool leader = rank == 0;
   std::string error;
