@@ -79,6 +79,12 @@ MetricsLineResult ParseMetricsLine(std::string_view line) {
   MetricsLine m;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const auto& v = it.value();
+    // A name goes to SQLite, the dashboards and terminals: printable text ("\u001b[2J" is valid JSON), bounded.
+    if (it.key().size() > kMaxMetricNameBytes || Printable(it.key(), kMaxMetricNameBytes) != it.key()) {
+      out.error = "a field name must be printable text of at most " + std::to_string(kMaxMetricNameBytes) +
+                  " bytes, got '" + Printable(it.key(), 64) + "'";
+      return out;
+    }
     if (it.key() == "step") {
       // An unsigned step above INT64_MAX (18446744073709551615) would wrap to a negative one: refused.
       if (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)) {

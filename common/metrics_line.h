@@ -33,5 +33,7 @@ MetricsLineResult ParseMetricsLine(std::string_view line);
 
 // Longest line the worker keeps; longer lines are counted as ignored.
 inline constexpr size_t kMaxMetricsLineBytes = 64 * 1024;
+// Longest field name; a longer one, or one with a control or format character, makes the line ignored.
+inline constexpr size_t kMaxMetricNameBytes = 256;
 
 }  // namespace ladder

@@ -64,6 +64,8 @@ TEST(MetricsLine, RejectsMalformedLines) {
       {"{\"name\": \"x\"}", "no numeric values"},
       {"{}", "no numeric values"},
       {"{\"a\": 1} trailing", "malformed JSON"},
+      {"{\"\\u001b[2Jloss\": 1}", "a field name must be printable text"},
+      {"{\"lo\\u202ess\": 1}", "a field name must be printable text"},
   };
   for (const auto& c : cases) {
     auto r = ParseMetricsLine(c.line);
@@ -107,6 +109,14 @@ TEST(MetricsLine, InvalidUtf8IsMalformed) {
 }
 
 // A 10 MB line is refused by its length before any parsing (the worker never buffers more than 64 KiB of it).
+TEST(MetricsLine, FieldNamesAreBounded) {
+  EXPECT_TRUE(ParseMetricsLine("{\"" + std::string(kMaxMetricNameBytes, 'a') + "\": 1}").metrics);
+  auto r = ParseMetricsLine("{\"" + std::string(kMaxMetricNameBytes + 1, 'a') + "\": 1}");
+  EXPECT_FALSE(r.metrics);
+  EXPECT_NE(r.error.find("at most 256 bytes"), std::string::npos) << r.error;
+  EXPECT_LT(r.error.size(), 200u);
+}
+
 TEST(MetricsLine, TenMegabyteLineIsRefusedByLength) {
   std::string line = "{\"loss\": [" + std::string(10 << 20, '1') + "]}";
   auto r = ParseMetricsLine(line);
