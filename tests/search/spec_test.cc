@@ -196,8 +196,8 @@ const std::string kHead = "name: s\nobjective: {metric: loss, mode: min}\n";  //
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadSpecTest,
     ::testing::Values(
-        BadCase{"syntax", "name: s\nobjective: [a, b\n", "", 3, 0, ""},
-        BadCase{"empty", "", "", 0, 0, "empty"},
+        BadCase{"syntax", "name: s\nobjective: [a, b\n", "objective", 3, 0, "end of sequence flow not found"},
+        BadCase{"empty", "", "", 1, 1, "the spec is empty"},
         BadCase{"top not a mapping", "- a\n- b\n", "", 1, 1, "expected a mapping"},
         BadCase{"unknown top field", kHead + "budget: {max_trials: 4}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\nsamplr: grid\n",
                 "samplr", 7, 1, "unknown field 'samplr' (did you mean 'sampler'?)"},
@@ -220,7 +220,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"max_trials zero", kHead + "budget: {max_trials: 0}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
                 "budget.max_trials", 3, 0, "between 1 and 1000000"},
         BadCase{"parallelism zero", kHead + "budget: {max_trials: 3, parallelism: 0}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
-                "budget.parallelism", 3, 0, "must be >= 1"},
+                "budget.parallelism", 3, 0, "must be between 1 and 1000000"},
         BadCase{"missing max_trials", kHead + "command: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
                 "budget.max_trials", 1, 1, "missing required field 'max_trials'"},
         BadCase{"missing name", "objective: {metric: loss, mode: min}\nbudget: {max_trials: 4}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
