@@ -116,12 +116,22 @@ bool FetchSearchAndTrials(Client& client, int64_t search_id, const std::string& 
   sreq.set_search_id(search_id);
   v1::GetSearchResponse sresp;
   if (!client.Call(&v1::Ladder::Stub::GetSearch, sreq, &sresp, what, exit_code)) return false;
+  if (!ListAllTrials(client, search_id, what, trials, exit_code)) return false;
+  *search = sresp.search();
+  return true;
+}
+
+bool ListAllTrials(Client& client, int64_t search_id, const std::string& what, std::vector<v1::Trial>* trials,
+                   int* exit_code, bool quiet) {
+  trials->clear();
   v1::ListTrialsRequest req;
   req.set_search_id(search_id);
-  v1::ListTrialsResponse resp;
-  if (!client.Call(&v1::Ladder::Stub::ListTrials, req, &resp, what, exit_code)) return false;
-  trials->assign(resp.trials().begin(), resp.trials().end());
-  *search = sresp.search();
+  do {
+    v1::ListTrialsResponse resp;
+    if (!client.Call(&v1::Ladder::Stub::ListTrials, req, &resp, what, exit_code, quiet)) return false;
+    for (auto& t : *resp.mutable_trials()) trials->push_back(std::move(t));
+    req.set_page_token(resp.next_page_token());
+  } while (req.page_token() != 0);
   return true;
 }
 

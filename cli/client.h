@@ -73,6 +73,11 @@ class Client {
 bool FetchSearchAndTrials(Client& client, int64_t search_id, const std::string& what, v1::Search* search,
                           std::vector<v1::Trial>* trials, int* exit_code);
 
+// Every trial of a search, page after page (ListTrials answers at most 5,000 at a time). On an RPC error: reports
+// it as `what` (unless quiet), sets *exit_code, false.
+bool ListAllTrials(Client& client, int64_t search_id, const std::string& what, std::vector<v1::Trial>* trials,
+                   int* exit_code, bool quiet = false);
+
 // The token for talking to `server` per the rules above ("" if none found).
 std::string ResolveToken(const std::string& explicit_token, const std::string& db = "");
 // The coordinator's address per the rules above: --server/LADDER_SERVER, else <db>.server, else the default.

@@ -340,12 +340,10 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
 }
 
 int PrintResultTable(Client& client, const v1::Search& s, const GlobalOptions& g, size_t top) {
-  v1::ListTrialsRequest req;
-  req.set_search_id(s.id());
-  v1::ListTrialsResponse resp;
+  std::vector<v1::Trial> trials;
   int code = kOk;
-  if (!client.Call(&v1::Ladder::Stub::ListTrials, req, &resp, "list trials", &code)) return code;
-  auto ranked = RankTrials(s, {resp.trials().begin(), resp.trials().end()});
+  if (!ListAllTrials(client, s.id(), "list trials", &trials, &code)) return code;
+  auto ranked = RankTrials(s, std::move(trials));
   if (g.json) {
     v1::ListTrialsResponse out;
     for (auto& t : ranked) *out.add_trials() = t;

@@ -200,7 +200,9 @@ void PrintServing(const LocalStack& stack, const LocalStackOptions& opt, bool sl
             << (found ? "  token in " + opt.db_path + ".token (the CLI in this directory reads it)\n"
                       : "  token in " + opt.db_path + ".token: ladder --db " + opt.db_path +
                             " ... finds this coordinator and its token\n")
+            << (opt.tls_dir.empty() ? "" : "  mutual TLS with the certificates in " + opt.tls_dir + "\n")
             << "  try: ladder" << (stack.address() == "127.0.0.1:50051" ? "" : " --db " + opt.db_path)
+            << (opt.tls_dir.empty() || opt.tls_dir == opt.db_path + ".tls" ? "" : " --tls-dir " + opt.tls_dir)
             << " search start data/demo.yaml --wait      Ctrl-C stops\n";
   if (!stack.dashboard_url().empty()) {
     std::cout << "  web dashboard: " << stack.dashboard_url() << "login?token=" << stack.token()

@@ -422,13 +422,11 @@ void Tui::SeedTrials() {
   }
   Client client(g_);
   for (int64_t id : ids) {
-    v1::ListTrialsRequest req;
-    req.set_search_id(id);
-    v1::ListTrialsResponse resp;
-    auto ctx = client.Context(std::chrono::seconds(5));
-    if (!client.stub().ListTrials(ctx.get(), req, &resp).ok()) continue;
+    std::vector<v1::Trial> trials;
+    int code = 0;
+    if (!ListAllTrials(client, id, "watch", &trials, &code, /*quiet=*/true)) continue;
     std::lock_guard<std::mutex> g(mu_);
-    for (const auto& t : resp.trials()) {
+    for (const auto& t : trials) {
       if (!model_.trials.count(t.id())) model_.trials[t.id()] = t;  // a live update may have come meanwhile
     }
     dirty_ = true;

@@ -13,6 +13,9 @@ using Clock = std::chrono::steady_clock;
 
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
+// ListTrials pages: what a call without page_size gets, and the most one call may ask for.
+inline constexpr size_t kDefaultTrialsPage = 5000;
+inline constexpr size_t kMaxTrialsPage = 50000;
 inline constexpr std::chrono::milliseconds kDefaultFlushInterval{50};
 inline constexpr int kDefaultQuarantineAfter = 3;
 inline constexpr std::chrono::seconds kDefaultQuarantineWindow{600};

@@ -38,8 +38,18 @@ grpc::Status Coordinator::ListTrials(const v1::ListTrialsRequest& req, v1::ListT
   if (!searches_.Has(req.search_id())) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(req.search_id()));
   }
+  if (req.page_size() < 0 || req.page_size() > kMaxTrialsPage) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "page_size " + std::to_string(req.page_size()) +
+                                                                ": at most " + std::to_string(kMaxTrialsPage));
+  }
+  const size_t page = req.page_size() == 0 ? kDefaultTrialsPage : static_cast<size_t>(req.page_size());
   const double now = WallNow();
-  for (int64_t id : trials_.Of(req.search_id()).ids) *resp->add_trials() = trials_.View(trials_.Get(id), now);
+  const auto& ids = trials_.Of(req.search_id()).ids;  // ascending: trials are created in id order
+  auto it = std::upper_bound(ids.begin(), ids.end(), req.page_token());
+  for (; it != ids.end() && static_cast<size_t>(resp->trials_size()) < page; ++it) {
+    *resp->add_trials() = trials_.View(trials_.Get(*it), now);
+  }
+  if (it != ids.end()) resp->set_next_page_token(resp->trials(resp->trials_size() - 1).id());
   return grpc::Status::OK;
 }
 

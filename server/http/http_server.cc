@@ -12,6 +12,7 @@
 #include <cmath>
 #include <atomic>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -342,6 +343,10 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     if (parts.size() == 3 && parts[0] == "searches" && id && parts[2] == "trials") {
       v1::ListTrialsRequest req;
       req.set_search_id(*id);
+      // ?page_size=N&page_token=T as ListTrials (the answer's next_page_token: the next page's page_token).
+      req.set_page_size(static_cast<int32_t>(std::min<int64_t>(Id(Param(query, "page_size").value_or("")).value_or(0),
+                                                               std::numeric_limits<int32_t>::max())));
+      req.set_page_token(Id(Param(query, "page_token").value_or("")).value_or(0));
       // ?view=table: what a table of thousands of trials shows (no command, checkpoint, last point, group).
       const bool table = Param(query, "view").value_or("") == "table";
       return Call<v1::ListTrialsResponse>([req, table](Coordinator& c, v1::ListTrialsResponse* r) {

@@ -97,8 +97,18 @@ function showSearchesAgain() { if (location.hash === '' || location.hash === '#/
 
 // ---------------------------------------------------------------------------------------------------------------
 // #/search/ID : its history, the trial table, live
+// Every trial of a search: the API answers a page (5,000 by default) and the token of the next.
+async function allTrials(id) {
+  let trials = [], token = '0';
+  do {
+    const page = await api('searches/' + id + '/trials?view=table&page_size=50000&page_token=' + token);
+    trials = trials.concat(page.trials || []);
+    token = page.next_page_token || '0';
+  } while (token !== '0');
+  return trials;
+}
 async function showSearch(id) {
-  const [{search}, {trials}] = await Promise.all([api('searches/' + id), api('searches/' + id + '/trials?view=table')]);
+  const [{search}, trials] = await Promise.all([api('searches/' + id), allTrials(id)]);
   // The curves' request goes out now; the other charts are drawn while the server reads them.
   const perTrial = Math.max(10, Math.min(1000, Math.floor(150000 / Math.max(1, (trials || []).length))));
   const rungs = (search.rungs || []).length && search.rung_metric !== 'nodes' ?
