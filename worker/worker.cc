@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/metrics_line.h"
 #include "common/printable.h"
+#include "worker/leftovers.h"
 #include "worker/log_tail.h"
 
 namespace ladder::worker {
@@ -71,6 +72,10 @@ void Worker::Start() {
   std::error_code ec;
   std::filesystem::create_directories(opt_.trial_dir, ec);
   if (ec) throw std::runtime_error("cannot create trial directory '" + opt_.trial_dir + "': " + ec.message());
+  // What an earlier worker on this trial directory started and left behind when it was killed (worker/leftovers.h).
+  for (const auto& p : KillLeftoverTrialProcesses(opt_.trial_dir)) {
+    LogWarning(kLog, "killed " + p + ": left running by an earlier worker on " + opt_.trial_dir);
+  }
   // Reconnect quickly after a coordinator restart (gRPC's own default backoff grows to minutes).
   grpc::ChannelArguments args;
   const int backoff_max = static_cast<int>(std::max<int64_t>(100, opt_.reconnect_max.count()));

@@ -1,0 +1,46 @@
+// Leftover trial processes of an earlier worker (worker/leftovers.h): found by the LADDER_TRIAL_DIR in their
+// environment and killed; processes of another trial directory are left alone.
+#include "worker/leftovers.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace ladder::worker {
+namespace {
+
+// `sleep 60` with LADDER_TRIAL_DIR=trial_dir/trial-7 as its only environment variable.
+pid_t SleepUnder(const std::filesystem::path& trial_dir) {
+  std::string var = "LADDER_TRIAL_DIR=" + (trial_dir / "trial-7").string();
+  char* envp[] = {var.data(), nullptr};
+  std::string sleep = "/bin/sleep", secs = "60";
+  char* argv[] = {sleep.data(), secs.data(), nullptr};
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv, envp), 0);
+  return pid;
+}
+
+TEST(LeftoversTest, KillsTheProcessesLeftUnderThisTrialDirectoryOnly) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ladder-leftovers-" + std::to_string(getpid()));
+  const pid_t ours = SleepUnder(dir / "trials");
+  const pid_t other = SleepUnder(dir / "trials-of-another-worker");
+  ASSERT_GT(ours, 0);
+  ASSERT_GT(other, 0);
+  usleep(100000);  // until exec has put the environment in place
+  const auto killed = KillLeftoverTrialProcesses((dir / "trials").string());
+  ASSERT_EQ(killed.size(), 1u);
+  EXPECT_EQ(killed[0], "pid " + std::to_string(ours) + " (trial-7)");
+  int status = 0;
+  ASSERT_EQ(waitpid(ours, &status, 0), ours);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(waitpid(other, &status, WNOHANG), 0) << "another trial directory's process runs on";
+  kill(other, SIGKILL);
+  waitpid(other, &status, 0);
+}
+
+}  // namespace
+}  // namespace ladder::worker

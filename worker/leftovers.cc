@@ -1,0 +1,37 @@
+#include "worker/leftovers.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace ladder::worker {
+
+std::vector<std::string> KillLeftoverTrialProcesses(const std::string& trial_dir) {
+  std::error_code ec;
+  const std::string marker = "LADDER_TRIAL_DIR=" + std::filesystem::absolute(trial_dir, ec).string() + "/trial-";
+  if (ec) return {};
+  std::vector<std::string> killed;
+  const pid_t self = getpid();
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == self) continue;
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // One variable per NUL-terminated entry: the marker must start an entry.
+    size_t at = env.rfind(marker, 0) == 0 ? 0 : env.find(std::string(1, '\0') + marker);
+    if (at == std::string::npos) continue;
+    if (at > 0) ++at;
+    if (kill(pid, SIGKILL) != 0) continue;
+    const size_t start = at + marker.size() - 6;  // "trial-..."
+    killed.push_back("pid " + name + " (" + env.substr(start, env.find('\0', start) - start) + ")");
+  }
+  return killed;
+}
+
+}  // namespace ladder::worker
