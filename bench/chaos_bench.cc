@@ -30,7 +30,8 @@
 //   acked_points_lost   acknowledged points missing from the metrics table (goal 0)
 //   duplicate_runs      a (trial, epoch, rank) started more than once, from the records (goal 0); a run on two
 //                       nodes at once with the same epoch shows here
-//   orphans             trial processes left once every worker has stopped (goal 0)
+//   orphans             trial processes left once every worker has stopped (goal 0); every rank forks a helper
+//                       that a killed worker leaves behind: leftovers_killed counts those the next worker killed
 //   trials ended exactly once: every trial COMPLETED, FAILED or CANCELLED with a finish time, one end entry in the
 //   journal each, failed ones with an error; every run (allocation) closed with an outcome; every search
 //   COMPLETED; no point stored twice or stored without having been printed; PRAGMA integrity_check ok.
@@ -53,6 +54,7 @@
 #include <iostream>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "bench/chaos_checks.h"
@@ -284,8 +286,27 @@ void Chaos::KillWorker() {
   Say("worker w" + std::to_string(i) + " restarted (pid " + std::to_string(workers_[i]->pid) + ")");
 }
 
+// The parent pid of `pid` (0 when unknown).
+pid_t ParentOf(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  auto close_paren = line.rfind(')');
+  if (close_paren == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close_paren + 2));
+  std::string state;
+  pid_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
 void Chaos::KillRank() {
-  auto ranks = ProcessesWith(trial_exe_, records_);
+  const auto found = ProcessesWith(trial_exe_, records_);
+  const std::set<pid_t> trial_processes(found.begin(), found.end());
+  std::vector<pid_t> ranks;  // not the ranks' helpers (children of a rank)
+  for (pid_t p : found) {
+    if (!trial_processes.count(ParentOf(p))) ranks.push_back(p);
+  }
   if (ranks.empty()) {
     Say("no trial rank running to kill");
     return;
@@ -424,6 +445,12 @@ int Chaos::Run() {
   std::vector<std::string> logs;
   for (size_t i = 0; i < workers_.size(); ++i) logs.push_back(WorkerLog(static_cast<int>(i)));
   const auto f = chaos::Check(Db(), records_, chaos::ReadAcks(logs));
+  int leftovers_killed = 0;  // helpers of a killed worker's ranks, killed by the next worker (worker/leftovers.h)
+  for (const auto& path : logs) {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) leftovers_killed += line.find("left running by an earlier worker") != std::string::npos;
+  }
   for (const auto& e : f.examples) Say("problem: " + e);
   std::string states;
   for (const auto& [s, n] : f.trial_states) states += " " + s + " " + std::to_string(n);
@@ -439,7 +466,7 @@ int Chaos::Run() {
       "\"acked_points\": %lld, \"acked_points_lost\": %lld, \"stored_points\": %lld, \"duplicate_points\": %lld, "
       "\"phantom_points\": %lld, \"runs\": %lld, \"duplicate_runs\": %lld, \"overlapping_epochs\": %lld, "
       "\"trials_not_ended\": %lld, \"trials_ended_not_once\": %lld, \"open_runs\": %lld, \"search_completed\": %s, "
-      "\"orphans\": %zu, \"integrity_ok\": %s, \"ok\": %s}\n",
+      "\"orphans\": %zu, \"leftovers_killed\": %d, \"integrity_ok\": %s, \"ok\": %s}\n",
       static_cast<unsigned long long>(o_.seed), o_.quick ? "true" : "false", wall_s, coordinator_kills_,
       worker_kills_, rank_kills_, pauses_, disk_fills_, disk_full_exits_, coordinator_crashes_, static_cast<long long>(f.trials),
       static_cast<long long>(f.acked_points), static_cast<long long>(f.acked_points_lost),
@@ -447,7 +474,7 @@ int Chaos::Run() {
       static_cast<long long>(f.phantom_points), static_cast<long long>(f.runs),
       static_cast<long long>(f.duplicate_runs), static_cast<long long>(f.overlapping_epochs),
       static_cast<long long>(f.trials_not_ended), static_cast<long long>(f.trials_ended_not_once),
-      static_cast<long long>(f.open_runs), f.searches_completed ? "true" : "false", left.size(),
+      static_cast<long long>(f.open_runs), f.searches_completed ? "true" : "false", left.size(), leftovers_killed,
       f.integrity_ok ? "true" : "false", ok ? "true" : "false");
   return ok ? 0 : 1;
 }

@@ -10,7 +10,8 @@
 //   start EPOCH RANK TRIAL_DIR PID TIME
 //   point EPOCH RANK STEP TAG TIME
 //   end EPOCH RANK TIME
-// A killed rank has no end line. Exit 0 after the last step.
+// A killed rank has no end line. Exit 0 after the last step. Every rank also forks a helper that sleeps about as
+// long (its own child, not a rank): what a worker killed -9 leaves behind unless the next worker kills it.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -67,6 +68,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ladder-chaos-trial: cannot open %s: %s\n", path.c_str(), std::strerror(errno));
       return 3;
     }
+  }
+  // A helper process of its own (as `sh -c "python train.py"` has one): it outlives a worker killed -9, and the next
+  // worker on the trial directory must kill it, or the bench counts it as an orphan.
+  if (fork() == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);  // not holding the trial's stdout open
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long long>(interval_ms) * (steps + 10)));
+    _exit(0);
   }
   char buf[512];
   std::snprintf(buf, sizeof buf, "start %lld %d %s %d %.6f\n", epoch, rank, Env("LADDER_TRIAL_DIR", "?").c_str(),
