@@ -10,7 +10,7 @@
 
 namespace ladder::worker {
 
-std::vector<std::string> KillLeftoverTrialProcesses(const std::string& trial_dir) {
+std::vector<std::string> KillLeftoverTrialProcesses(const std::string& trial_dir, const std::string& node_id) {
   std::error_code ec;
   const std::string marker = "LADDER_TRIAL_DIR=" + std::filesystem::absolute(trial_dir, ec).string() + "/trial-";
   if (ec) return {};
@@ -27,6 +27,8 @@ std::vector<std::string> KillLeftoverTrialProcesses(const std::string& trial_dir
     size_t at = env.rfind(marker, 0) == 0 ? 0 : env.find(std::string(1, '\0') + marker);
     if (at == std::string::npos) continue;
     if (at > 0) ++at;
+    const std::string node = "LADDER_NODE_ID=" + node_id;
+    if (env.rfind(node + '\0', 0) != 0 && env.find('\0' + node + '\0') == std::string::npos) continue;
     if (kill(pid, SIGKILL) != 0) continue;
     const size_t start = at + marker.size() - 6;  // "trial-..."
     killed.push_back("pid " + name + " (" + env.substr(start, env.find('\0', start) - start) + ")");

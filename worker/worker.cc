@@ -73,7 +73,7 @@ void Worker::Start() {
   std::filesystem::create_directories(opt_.trial_dir, ec);
   if (ec) throw std::runtime_error("cannot create trial directory '" + opt_.trial_dir + "': " + ec.message());
   // What an earlier worker on this trial directory started and left behind when it was killed (worker/leftovers.h).
-  for (const auto& p : KillLeftoverTrialProcesses(opt_.trial_dir)) {
+  for (const auto& p : KillLeftoverTrialProcesses(opt_.trial_dir, opt_.node_id)) {
     LogWarning(kLog, "killed " + p + ": left running by an earlier worker on " + opt_.trial_dir);
   }
   // Reconnect quickly after a coordinator restart (gRPC's own default backoff grows to minutes).
@@ -344,6 +344,7 @@ void Worker::StartTrial(const v1::StartTrial& m) {
   spec.argv.assign(m.argv().begin(), m.argv().end());
   for (const auto& [k, v] : m.env()) spec.env[k] = v;
   spec.env["LADDER_TRIAL_DIR"] = std::filesystem::absolute(dir, ec).string();
+  spec.env["LADDER_NODE_ID"] = opt_.node_id;  // with LADDER_TRIAL_DIR: what a restarted worker kills (leftovers.h)
   if (!m.checkpoint_dir().empty()) {
     std::error_code cec;
     std::filesystem::create_directories(m.checkpoint_dir(), cec);

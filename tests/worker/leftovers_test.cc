@@ -1,5 +1,5 @@
 // Leftover trial processes of an earlier worker (worker/leftovers.h): found by the LADDER_TRIAL_DIR in their
-// environment and killed; processes of another trial directory are left alone.
+// environment (with this node's LADDER_NODE_ID) and killed; processes of another trial directory or node are left alone.
 #include "worker/leftovers.h"
 
 #include <gtest/gtest.h>
@@ -13,10 +13,10 @@
 namespace ladder::worker {
 namespace {
 
-// `sleep 60` with LADDER_TRIAL_DIR=trial_dir/trial-7 as its only environment variable.
-pid_t SleepUnder(const std::filesystem::path& trial_dir) {
-  std::string var = "LADDER_TRIAL_DIR=" + (trial_dir / "trial-7").string();
-  char* envp[] = {var.data(), nullptr};
+// `sleep 60` with LADDER_TRIAL_DIR=trial_dir/trial-7 and LADDER_NODE_ID=node as its environment.
+pid_t SleepUnder(const std::filesystem::path& trial_dir, const std::string& node = "n1") {
+  std::string var = "LADDER_TRIAL_DIR=" + (trial_dir / "trial-7").string(), id = "LADDER_NODE_ID=" + node;
+  char* envp[] = {var.data(), id.data(), nullptr};
   std::string sleep = "/bin/sleep", secs = "60";
   char* argv[] = {sleep.data(), secs.data(), nullptr};
   pid_t pid = -1;
@@ -24,22 +24,27 @@ pid_t SleepUnder(const std::filesystem::path& trial_dir) {
   return pid;
 }
 
-TEST(LeftoversTest, KillsTheProcessesLeftUnderThisTrialDirectoryOnly) {
+TEST(LeftoversTest, KillsTheProcessesLeftUnderThisTrialDirectoryAndNodeOnly) {
   const auto dir = std::filesystem::temp_directory_path() / ("ladder-leftovers-" + std::to_string(getpid()));
   const pid_t ours = SleepUnder(dir / "trials");
   const pid_t other = SleepUnder(dir / "trials-of-another-worker");
+  const pid_t other_node = SleepUnder(dir / "trials", "n2");  // another node's worker on this process table
   ASSERT_GT(ours, 0);
   ASSERT_GT(other, 0);
+  ASSERT_GT(other_node, 0);
   usleep(100000);  // until exec has put the environment in place
-  const auto killed = KillLeftoverTrialProcesses((dir / "trials").string());
+  const auto killed = KillLeftoverTrialProcesses((dir / "trials").string(), "n1");
   ASSERT_EQ(killed.size(), 1u);
   EXPECT_EQ(killed[0], "pid " + std::to_string(ours) + " (trial-7)");
   int status = 0;
   ASSERT_EQ(waitpid(ours, &status, 0), ours);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   EXPECT_EQ(waitpid(other, &status, WNOHANG), 0) << "another trial directory's process runs on";
-  kill(other, SIGKILL);
-  waitpid(other, &status, 0);
+  EXPECT_EQ(waitpid(other_node, &status, WNOHANG), 0) << "another node's process runs on";
+  for (pid_t p : {other, other_node}) {
+    kill(p, SIGKILL);
+    waitpid(p, &status, 0);
+  }
 }
 
 }  // namespace
