@@ -75,6 +75,12 @@ void AddFlags(CLI::App* app, Flags* f) {
 
 // What CLI11 cannot check alone; fills the options derived from the flags. 0, or 2 (a usage error, said).
 int CheckFlags(Flags* f) {
+  try {
+    ladder::server::DatabaseLock::CheckDirectory(f->opt.db_path);  // bad input: exit 2, as ladder up
+  } catch (const std::exception& e) {
+    std::cerr << "ladder-server: " << e.what() << "\n";
+    return 2;
+  }
   ladder::TlsFromEnvironment(&f->opt.tls);
   if (std::string err = ladder::TlsFilesError(f->opt.tls, /*server=*/true); !err.empty()) {
     std::cerr << "ladder-server: " << err << "\n";

@@ -362,6 +362,9 @@ TEST(Cli, ASecondCoordinatorOnTheSamePortOrDatabaseIsRefusedAndLeavesNoFiles) {
     EXPECT_NE(nodir.err.find("--db /nonexistent/x.db: the directory /nonexistent does not exist"), std::string::npos)
         << cmd << ": " << nodir.err;
   }
+  auto server_nodir = testing::RunCommand({Bin("ladder-server"), "--listen", "127.0.0.1:0", "--db", "/nonexistent/x.db"}, dir);
+  EXPECT_EQ(server_nodir.exit_code, 2) << "ladder-server too\n" << server_nodir.err;
+  EXPECT_NE(server_nodir.err.find("the directory /nonexistent does not exist"), std::string::npos) << server_nodir.err;
   // A local stack that cannot listen leaves no token behind either.
   auto busy = testing::RunCommand({Bin("ladder"), "up", "--listen", address, "--db", "third.db"}, dir);
   EXPECT_EQ(busy.exit_code, 1) << busy.err;
