@@ -7,16 +7,12 @@
 
 #include "cli/format.h"
 #include "cli/slurm_workers.h"
+#include "common/tls.h"
 #include "common/token.h"
 
 namespace ladder::cli {
 
 namespace {
-
-bool IsLoopback(const std::string& address) {
-  const std::string host = address.substr(0, address.rfind(':'));
-  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]";
-}
 
 // The job's script: the workers as one step with the pool label; at the time limit's warning they stop (the hero
 // run checkpoints and waits, PENDING, for its pool's nodes: `sbatch SCRIPT` brings them back).
@@ -64,7 +60,7 @@ int SubmitHeroJob(Client& client, const GlobalOptions& g, const HeroJobOptions& 
   namespace fs = std::filesystem;
   std::error_code ec;
   const std::string server = o.advertise.empty() ? client.server() : o.advertise;
-  if (IsLoopback(server)) {
+  if (IsLoopbackAddress(server)) {
     std::cerr << "ladder promote: note: the hero job's workers will connect to " << server
               << ", a loopback address: right only when the job's nodes are this host (pass --advertise HOST:PORT, "
                  "the coordinator's address as the compute nodes reach it)\n";

@@ -35,8 +35,11 @@ std::string RoleName(v1::TokenRole role) {
 v1::TokenRole AccessControl::RoleOf(std::string_view token) const {
   if (token.empty()) return v1::TOKEN_ROLE_UNSPECIFIED;
   if (SameSecret(token, admin_token_)) return v1::TOKEN_ROLE_ADMIN;
+  return RoleOfHash(Sha256Hex(token));
+}
+
+v1::TokenRole AccessControl::RoleOfHash(const std::string& hash) const {
   // A hash lookup: the map's comparisons see only the hash, not the secret.
-  const std::string hash = Sha256Hex(token);
   std::lock_guard<std::mutex> g(mu_);
   auto it = valid_.find(hash);
   return it == valid_.end() ? v1::TOKEN_ROLE_UNSPECIFIED : it->second;
@@ -50,11 +53,16 @@ Access AccessControl::Check(std::string_view token, Need need) const {
     return a;
   }
   if (token.empty()) return a;  // kNoToken
-  a.role = RoleOf(token);
-  if (a.role == v1::TOKEN_ROLE_UNSPECIFIED) {
-    std::lock_guard<std::mutex> g(mu_);
-    a.verdict = revoked_.count(Sha256Hex(token)) ? Access::kRevoked : Access::kUnknownToken;
-    return a;
+  if (SameSecret(token, admin_token_)) {
+    a.role = v1::TOKEN_ROLE_ADMIN;
+  } else {
+    const std::string hash = Sha256Hex(token);  // once per call
+    a.role = RoleOfHash(hash);
+    if (a.role == v1::TOKEN_ROLE_UNSPECIFIED) {
+      std::lock_guard<std::mutex> g(mu_);
+      a.verdict = revoked_.count(hash) ? Access::kRevoked : Access::kUnknownToken;
+      return a;
+    }
   }
   a.verdict = RoleAllows(a.role, need) ? Access::kAllowed : Access::kWrongRole;
   return a;

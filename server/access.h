@@ -41,6 +41,8 @@ class AccessControl {
   void Revoke(const std::string& sha256);
 
  private:
+  v1::TokenRole RoleOfHash(const std::string& sha256) const;
+
   const std::string admin_token_;
   mutable std::mutex mu_;
   std::map<std::string, v1::TokenRole, std::less<>> valid_;  // sha256 hex -> role
