@@ -136,6 +136,8 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
                        one ladder-train run with those arguments, in a forked child whose stdout and stderr
                        go to OUT.out and OUT.err; its exit status is answered on stdout, one line per run.
                        LibTorch's start-up (about 0.5 s) is paid once for all of them (bench/extrapolation)
+  --zygote             (the only option) ladder-worker's warm start: forks one training per request on the
+                       socket at fd 3 (trainer/zygote_protocol.h); ladder-worker starts it itself
 
 Memory: ladder-train sets glibc's mmap threshold to 32 MiB and its trim threshold to 1 GiB, so that each
 step reuses the memory the previous one freed instead of faulting in fresh pages; setting GLIBC_TUNABLES (or
@@ -312,6 +314,10 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
     }
     if (flag == "--serve") {
       out.error = "--serve must be the only option (each request line carries a run's options)";
+      return out;
+    }
+    if (flag == "--zygote") {
+      out.error = "--zygote must be the only option (ladder-worker starts it; each request carries a run's options)";
       return out;
     }
     if (flag == "--nesterov") {

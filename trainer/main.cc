@@ -16,6 +16,8 @@
 #include "trainer/serve.h"
 #include "trainer/stop_request.h"
 #include "trainer/train_loop.h"
+#include "trainer/zygote.h"
+#include "trainer/zygote_protocol.h"
 
 namespace {
 
@@ -118,5 +120,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // --serve alone; with other options ParseArgs refuses it like any misplaced option.
   if (args == std::vector<std::string>{"--serve"}) return ladder::trainer::Serve(stdin, stdout, RunTrainer);
+  // --zygote alone: ladder-worker's warm start (trainer/zygote.h), on the socket it passed as fd 3.
+  if (args == std::vector<std::string>{"--zygote"}) {
+    return ladder::trainer::RunZygote(ladder::trainer::zygote::kSocketFd, RunTrainer);
+  }
   return RunTrainer(args);
 }

@@ -45,6 +45,11 @@ int main(int argc, char** argv) {
   app.add_flag("--slurm-topology", slurm_topology,
                "label this node rack=<its leaf switch> switch=<the switch above> from `scontrol show topology` "
                "(ladder up --slurm starts workers with it)");
+  bool cold_starts = false;
+  app.add_flag("--cold-starts", cold_starts,
+               "start every ladder-train rank as a new process (default: fork it from a warm ladder-train --zygote, "
+               "which saves LibTorch's start-up, about 0.5 s; any other command always starts cold); env "
+               "LADDER_COLD_STARTS=1");
   app.footer("Under Slurm (SLURMD_NODENAME set) the node id defaults to Slurm's node name. SIGTERM and SIGUSR1 stop "
              "the worker: its trials get SIGTERM (ladder-train saves its checkpoint) and go back to the queue.");
   try {
@@ -52,6 +57,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as the ladder CLI
   }
+  if (const char* c = std::getenv("LADDER_COLD_STARTS"); c && *c && std::string(c) != "0") cold_starts = true;
+  opt.warm_starts = !cold_starts;
   ladder::TlsFromEnvironment(&opt.tls);
   if (std::string err = ladder::TlsFilesError(opt.tls, /*server=*/false); !err.empty()) {
     std::cerr << "ladder-worker: " << err << "\n";

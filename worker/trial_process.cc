@@ -34,6 +34,7 @@ struct ChildArgs {
   char* const* envp = nullptr;
   const char* workdir = nullptr;  // null: the worker's cwd
   int stdout_fd = -1, stderr_fd = -1;
+  int pass_fd = -1;  // >= 0: becomes fd 3
   pid_t parent = 0;
   volatile int error = 0;  // the errno that kept the child from exec'ing
 };
@@ -70,7 +71,7 @@ LADDER_CHILD_CODE int ChildExec(void* arg) {
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, nullptr, 8);
   const long in = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
   if (in < 0 || ChildMoveFd(static_cast<int>(in), 0) < 0 || ChildMoveFd(args->stdout_fd, 1) < 0 ||
-      ChildMoveFd(args->stderr_fd, 2) < 0) {
+      ChildMoveFd(args->stderr_fd, 2) < 0 || (args->pass_fd >= 0 && ChildMoveFd(args->pass_fd, 3) < 0)) {
     ChildFail(args, errno);
   }
   if (args->workdir && syscall(SYS_chdir, args->workdir) != 0) ChildFail(args, errno);
@@ -79,6 +80,26 @@ LADDER_CHILD_CODE int ChildExec(void* arg) {
 }
 
 }  // namespace
+
+std::vector<std::string> TrialEnvironment(const LaunchSpec& spec) {
+  std::map<std::string, std::string> merged;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  // The coordinator's token stays with the worker (or the CLI that embeds one): trials are user code.
+  merged.erase("LADDER_TOKEN");
+  for (const auto& [k, v] : spec.env) merged[k] = v;
+  // The search directories come first on the child's PATH too, so that a launcher it runs (mpirun, a shell
+  // script) finds the same programs as argv[0] did.
+  std::string path;
+  for (const auto& d : spec.search_dirs) path += d + ":";
+  if (!path.empty()) merged["PATH"] = path + (merged.count("PATH") ? merged["PATH"] : "/usr/local/bin:/usr/bin:/bin");
+  std::vector<std::string> env;
+  for (const auto& [k, v] : merged) env.push_back(k + "=" + v);
+  return env;
+}
 
 std::string DescribeWaitStatus(int status, int* exit_code) {
   if (WIFEXITED(status)) {
@@ -105,22 +126,7 @@ std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop
   if (exe.empty()) return nullptr;
 
   // Everything the child needs is built before spawning.
-  std::vector<std::string> env_strings;
-  std::map<std::string, std::string> merged;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  // The coordinator's token stays with the worker (or the CLI that embeds one): trials are user code.
-  merged.erase("LADDER_TOKEN");
-  for (const auto& [k, v] : spec.env) merged[k] = v;
-  // The search directories come first on the child's PATH too, so that a launcher it runs (mpirun, a shell
-  // script) finds the same programs as argv[0] did.
-  std::string path;
-  for (const auto& d : spec.search_dirs) path += d + ":";
-  if (!path.empty()) merged["PATH"] = path + (merged.count("PATH") ? merged["PATH"] : "/usr/local/bin:/usr/bin:/bin");
-  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
+  std::vector<std::string> env_strings = TrialEnvironment(spec);
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -157,6 +163,7 @@ std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop
   child.workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
   child.stdout_fd = out_pipe[1];
   child.stderr_fd = err_fd;
+  child.pass_fd = spec.pass_fd;
   child.parent = getpid();
   int rc = 0;
   void* stack =
@@ -214,20 +221,58 @@ TrialProcess::TrialProcess(boost::asio::io_context& loop, int pid, int stdout_fd
       on_exit_(std::move(on_exit)),
       chunk_(64 * 1024) {}
 
+std::shared_ptr<TrialProcess> TrialProcess::Adopt(boost::asio::io_context& loop, int pid, int stdout_fd,
+                                                  int status_fd, std::string orphaned_reason, LineFn on_line,
+                                                  ExitFn on_exit) {
+  auto proc = std::shared_ptr<TrialProcess>(
+      new TrialProcess(loop, pid, stdout_fd, status_fd, std::move(on_line), std::move(on_exit)));
+  proc->adopted_ = true;
+  proc->orphaned_reason_ = std::move(orphaned_reason);
+  proc->Start();
+  return proc;
+}
+
 TrialProcess::~TrialProcess() {
   if (!exited_) {
     kill(-pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+    if (!adopted_) waitpid(pid_, nullptr, 0);  // an adopted process is reaped by its own parent
   }
 }
 
 void TrialProcess::Start() {
   ReadMore();
+  WaitForExit();
+}
+
+void TrialProcess::WaitForExit() {
   auto self = shared_from_this();
   pidfd_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                     [self](const boost::system::error_code& ec) {
-                      if (!ec) self->OnPidfdReadable();
+                      if (ec) return;
+                      if (self->adopted_) {
+                        self->OnStatusReadable();
+                      } else {
+                        self->OnPidfdReadable();
+                      }
                     });
+}
+
+void TrialProcess::OnStatusReadable() {
+  int status = 0;
+  ssize_t n;
+  while ((n = read(pidfd_.native_handle(), &status, sizeof status)) < 0 && errno == EINTR) {
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // spurious
+    WaitForExit();
+    return;
+  }
+  if (n == static_cast<ssize_t>(sizeof status)) {
+    description_ = DescribeWaitStatus(status, &exit_code_);
+  } else {  // end of file: the zygote died, and this process with it (PR_SET_PDEATHSIG)
+    exit_code_ = 128 + SIGKILL;
+    description_ = orphaned_reason_;
+  }
+  OnExited();
 }
 
 void TrialProcess::ReadMore() {
@@ -271,16 +316,16 @@ void TrialProcess::OnPidfdReadable() {
   int status = 0;
   pid_t r = waitpid(pid_, &status, WNOHANG);
   if (r == 0) {  // spurious
-    auto self = shared_from_this();
-    pidfd_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                      [self](const boost::system::error_code& ec) {
-                        if (!ec) self->OnPidfdReadable();
-                      });
+    WaitForExit();
     return;
   }
-  exited_ = true;
   description_ = r < 0 ? std::string("waitpid: ") + std::strerror(errno) : DescribeWaitStatus(status, &exit_code_);
   if (r < 0) exit_code_ = -1;
+  OnExited();
+}
+
+void TrialProcess::OnExited() {
+  exited_ = true;
   kill_timer_.cancel();
   // The leader is gone: take the rest of its group with it.
   kill(-pid_, SIGKILL);

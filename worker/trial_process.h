@@ -12,7 +12,8 @@
 //   leader exits the rest of its group is killed too, so no rank outlives its trial.
 // * PauseReading() stops reading stdout (the process blocks once the pipe is full: backpressure); on_exit
 //   waits while reading is paused, so no line is lost. ResumeReading() continues.
-// * Exit is detected with a pidfd (Linux ≥ 5.3), so there is no SIGCHLD handler and no process-wide state.
+// * Exit is detected with a pidfd (Linux ≥ 5.3), so there is no SIGCHLD handler and no process-wide state; an
+//   adopted process (a warm start: Adopt) reports its exit through the status pipe of the process that forked it.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -32,7 +33,12 @@ struct LaunchSpec {
   std::string stderr_path;                    // empty: /dev/null
   std::vector<std::string> search_dirs;       // e.g. the directory holding ladder-worker (for ladder-train);
                                               // also put first on the child's PATH
+  int pass_fd = -1;                           // >= 0: given to the child as its fd 3 (ladder-train --zygote's socket)
 };
+
+// The whole environment a trial of `spec` starts with: the worker's, without LADDER_TOKEN, with spec.env over
+// it and spec.search_dirs first on PATH. KEY=VALUE, sorted by key.
+std::vector<std::string> TrialEnvironment(const LaunchSpec& spec);
 
 class TrialProcess : public std::enable_shared_from_this<TrialProcess> {
  public:
@@ -43,6 +49,12 @@ class TrialProcess : public std::enable_shared_from_this<TrialProcess> {
   // a message naming the command and the reason.
   static std::shared_ptr<TrialProcess> Launch(boost::asio::io_context& loop, const LaunchSpec& spec, LineFn on_line,
                                               ExitFn on_exit, std::string* error);
+  // A process that another one started for this worker (a child of ladder-train --zygote: worker/warm_start.h),
+  // leader of its own process group. Its exit comes as the raw wait status (4 bytes) on `status_fd`; end of file
+  // without them means its parent died first (it was killed with it): exit code 137, `orphaned_reason`.
+  // Takes ownership of both descriptors. Everything else is as for Launch.
+  static std::shared_ptr<TrialProcess> Adopt(boost::asio::io_context& loop, int pid, int stdout_fd, int status_fd,
+                                             std::string orphaned_reason, LineFn on_line, ExitFn on_exit);
   ~TrialProcess();
 
   void Terminate(std::chrono::milliseconds grace = std::chrono::seconds(5));
@@ -55,15 +67,20 @@ class TrialProcess : public std::enable_shared_from_this<TrialProcess> {
  private:
   TrialProcess(boost::asio::io_context& loop, int pid, int stdout_fd, int pidfd, LineFn on_line, ExitFn on_exit);
   void Start();
+  void WaitForExit();
   void ReadMore();
   void OnPidfdReadable();
+  void OnStatusReadable();
+  void OnExited();
   void MaybeFinish();
   void ArmEofTimer();
 
   boost::asio::io_context& loop_;
   int pid_;
   boost::asio::posix::stream_descriptor out_;
-  boost::asio::posix::stream_descriptor pidfd_;
+  boost::asio::posix::stream_descriptor pidfd_;  // a pidfd; for an adopted process, its status pipe
+  bool adopted_ = false;
+  std::string orphaned_reason_;
   boost::asio::steady_timer kill_timer_;
   boost::asio::steady_timer eof_timer_;
   LineFn on_line_;

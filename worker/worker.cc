@@ -64,6 +64,7 @@ Worker::Worker(WorkerOptions options)
     : opt_(std::move(options)), flush_timer_(loop_), heartbeat_timer_(loop_) {
   if (opt_.node_id.empty()) opt_.node_id = DetectResources(opt_).hostname();
   if (opt_.search_dirs.empty()) opt_.search_dirs.push_back(OwnBinDir());
+  if (opt_.warm_starts) warm_ = std::make_unique<WarmStarter>(loop_, opt_.trial_dir);
 }
 
 Worker::~Worker() { Stop(); }
@@ -150,6 +151,7 @@ void Worker::Stop() {
     flush_timer_.cancel();
     heartbeat_timer_.cancel();
     trials_.clear();
+    warm_.reset();  // its zygotes exit (their children are gone with the trials)
     session_.reset();
   });
   work_.reset();
@@ -384,9 +386,12 @@ void Worker::StartTrial(const v1::StartTrial& m) {
       on_line = [this, id](const std::string& line, bool truncated) { OnLine(id, line, truncated); };
     }
     if (k == 0) r.stderr_start = std::max<int64_t>(0, FileSize(spec.stderr_path));
-    auto p = TrialProcess::Launch(
-        loop_, spec, std::move(on_line),
-        [this, id, k](int code, const std::string& desc) { OnRankExit(id, k, code, desc); }, &error);
+    TrialProcess::ExitFn on_exit = [this, id, k](int code, const std::string& desc) { OnRankExit(id, k, code, desc); };
+    // ladder-train forks from a warm process when one is ready; anything else, or no warm process, starts cold.
+    std::shared_ptr<TrialProcess> p;
+    std::string cold_because;
+    if (warm_) p = warm_->Launch(spec, on_line, on_exit, &cold_because);
+    if (!p) p = TrialProcess::Launch(loop_, spec, std::move(on_line), std::move(on_exit), &error);
     if (!p) break;
     r.ranks.push_back(std::move(p));
     r.stderr_paths.push_back(std::filesystem::absolute(spec.stderr_path, ec).string());

@@ -32,6 +32,7 @@
 #include "common/tls.h"
 #include "ladder/v1/ladder.grpc.pb.h"
 #include "worker/trial_process.h"
+#include "worker/warm_start.h"
 
 namespace ladder::worker {
 
@@ -56,6 +57,9 @@ struct WorkerOptions {
   std::chrono::milliseconds reconnect_max = std::chrono::milliseconds(2000);
   std::chrono::milliseconds terminate_grace = std::chrono::milliseconds(5000);
   size_t max_unacked_points = kDefaultMaxUnackedPoints;  // per trial; then its stdout is not read (backpressure)
+  // ladder-train ranks fork from a warm ladder-train --zygote (worker/warm_start.h) instead of starting cold;
+  // any other command always starts cold. ladder-worker --cold-starts (or LADDER_COLD_STARTS=1) turns it off.
+  bool warm_starts = true;
   // Called (from the session thread) when the coordinator refuses the worker's token (or its role); the worker then stops
   // reconnecting — a wrong token does not fix itself. Unset: it keeps retrying.
   std::function<void(const std::string&)> on_refused;
@@ -140,6 +144,7 @@ class Worker {
   std::shared_ptr<Session> session_;
   bool registered_ = false;
   std::map<int64_t, Running> trials_;
+  std::unique_ptr<WarmStarter> warm_;  // null with warm_starts off
   boost::asio::steady_timer flush_timer_;
   boost::asio::steady_timer heartbeat_timer_;
   bool flush_armed_ = false;

@@ -1,0 +1,38 @@
+#pragma once
+// ladder-train --zygote: the warm process from which ladder-worker forks its ladder-train trials
+// (worker/warm_start.h), so that a trial does not pay LibTorch's start-up (about 0.5 s: 285 shared libraries)
+// each time. Protocol: trainer/zygote_protocol.h, on fd 3.
+//
+// What the zygote holds, and why forking it gives a child that is a cold ladder-train in all but the loading:
+// * the loaded libraries and their static initialisation (LibTorch's operator registry, c10, Gloo, Open MPI's
+//   library — not MPI_Init), and TuneAllocator's malloc thresholds, which a cold start sets the same way;
+// * no LibTorch thread pool: the zygote runs no tensor operation, so intra-op (OpenMP) and inter-op pools are
+//   first made in the child, after its environment is set and `--threads` is applied (torch::set_num_threads);
+// * no OpenBLAS thread pool: OpenBLAS's pthread build starts one in its library constructor; the zygote shuts it
+//   down before serving (OpenBLAS starts it again on the child's first BLAS call, sized by --threads), and
+//   refuses to fork while it has any thread but its own — fork copies only the calling thread, so a child of a
+//   multi-threaded process can inherit a lock some other thread held;
+// * no CUDA context (CUDA is first touched in the child; a CUDA context does not survive fork);
+// * the environment it was started with. What a library reads from the environment when it is LOADED — the
+//   dynamic loader (LD_*), glibc's malloc (GLIBC_TUNABLES, MALLOC_*), libgomp (OMP_*, GOMP_*: parsed in its
+//   constructor), the BLAS (OPENBLAS_*, GOTO_*, BLIS_*, MKL_*) — is fixed in the zygote, so the worker keeps a
+//   zygote per distinct set of those variables (worker/warm_start.cc: LoadTimeEnvironment). Everything else is
+//   read at run time, and the child's environment is replaced by the request's before the training starts.
+// Each child: its own process group (setpgid by child and zygote, so the group exists when "started" is sent),
+// SIGKILL when the zygote dies (PR_SET_PDEATHSIG; the zygote itself dies with the worker's launching thread),
+// every signal disposition at its default and none blocked, stdin /dev/null, stdout/stderr the descriptors the
+// client sent, the request's working directory and environment, and no other descriptor of the zygote's.
+// Not the same as a cold start: /proc/PID/environ and /proc/PID/cmdline show the zygote's (they are the memory
+// the kernel set up at exec), and the child's parent is the zygote, not the worker.
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ladder::trainer {
+
+// Serves spawn requests on `sock` until the client closes it, then returns 0 (its children then die with it).
+// `run(args)` is one training (args without argv[0]); a child exits with its return value. Returns 1 when it
+// cannot serve at all (the reason on stderr). Call it before anything has started a thread except OpenBLAS's.
+int RunZygote(int sock, const std::function<int(const std::vector<std::string>&)>& run);
+
+}  // namespace ladder::trainer
