@@ -3,6 +3,7 @@
 // and the starts, which leave only after the commit of the allocation and epoch they carry.
 #include "common/id_set.h"
 #include "common/log.h"
+#include "common/token.h"
 #include "server/params_codec.h"
 #include "server/trial_manager.h"
 #include "server/wall_clock.h"
@@ -166,6 +167,9 @@ void TrialManager::SendStarts(TrialRecord& t, const std::vector<std::string>& co
     env["LOCAL_WORLD_SIZE"] = std::to_string(spec.group.ranks_per_node);
     env["MASTER_ADDR"] = master;
     env["MASTER_PORT"] = std::to_string(opt_.rendezvous_port_base + p.id() % std::max(1, opt_.rendezvous_port_span));
+    // Rank 0's rendezvous store admits only connections that bring this run's secret (trainer/comm/bound_store.h):
+    // another user who reaches MASTER_PORT cannot read or write the keys the ranks exchange. A new one per run.
+    env["LADDER_RENDEZVOUS_SECRET"] = GenerateToken();
   }
   if (spec.group.launcher == search::Launcher::kSrun) argv = SrunLine(t, spec.group.ranks_per_node, world, argv);
   for (auto& m : t.members) {

@@ -159,7 +159,8 @@ testing::CommandResult RunRanks(const std::string& backend, int ranks, const std
   std::string script;
   for (int r = 0; r < ranks; ++r) {
     script += "RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) + " WORLD_SIZE=" +
-              std::to_string(ranks) + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port;
+              std::to_string(ranks) + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port +
+              " LADDER_RENDEZVOUS_SECRET=group-secret";  // as the coordinator gives each run one
     for (auto& a : cmd) script += " '" + a + "'";
     script += " > rank" + std::to_string(r) + ".out 2> rank" + std::to_string(r) + ".err & ";
   }
@@ -250,7 +251,7 @@ TEST(RankStepTimesStraggler, TheSlowRankHasTheLargest) {
 }
 
 // Ranks that their worker gave a rendezvous file (all of a trial's ranks on its node) meet through it, a c10d
-// FileStore: no port is opened. MASTER_PORT is a port this test holds on every interface, where a TCPStore could
+// FileStore: no port is opened. MASTER_PORT is a port this test holds on every interface, where rank 0's store could
 // not listen.
 TEST(GlooRendezvous, RanksGivenAFileMeetThroughItAndOpenNoPort) {
   testing::TempDir dir("rendezvous-file");
@@ -278,6 +279,28 @@ TEST(GlooRendezvous, RanksGivenAFileMeetThroughItAndOpenNoPort) {
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   ASSERT_EQ(r.exit_code, 0) << text << r.err;
   EXPECT_NE(text.find("2 rank(s) over gloo"), std::string::npos) << text;
+}
+
+// A rank that does not bring the group's rendezvous secret (a stranger on the network who found MASTER_PORT) is
+// refused by rank 0's store and says why; rank 0 waits for its real peer (killed here).
+TEST(GlooRendezvous, ARankWithAnotherSecretIsRefusedAndSaysWhy) {
+  testing::TempDir dir("rendezvous-secret");
+  const std::string port = std::to_string(FreePort());
+  auto rank = [&](int r, const std::string& secret) {
+    std::string line = "RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) +
+                       " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port +
+                       " LADDER_RENDEZVOUS_SECRET=" + secret + " '" + Train() + "'";
+    for (auto& arg : TrainArgs(16, (dir / "gloo.bin").string(), "gloo")) line += " '" + arg + "'";
+    return line + " > rank" + std::to_string(r) + ".out 2> rank" + std::to_string(r) + ".err";
+  };
+  const std::string script = rank(0, "right") + " & r0=$!; " + rank(1, "wrong") +
+                             "; rc=$?; kill $r0; wait $r0; exit $rc";
+  auto r = testing::RunCommand({"/bin/bash", "-c", script}, dir);
+  std::ifstream log(dir / "rank1.err");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(r.exit_code, 0) << text;
+  EXPECT_NE(text.find("rendezvous at 127.0.0.1:" + port), std::string::npos) << text;
+  EXPECT_NE(text.find("LADDER_RENDEZVOUS_SECRET"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // Communicator: the narrow collective interface the trainer needs, one implementation per backend
 // (like c10d's ProcessGroup{Gloo,MPI,NCCL}, Horovod's ops/*_operations):
 //   * gloo — LibTorch's c10d ProcessGroupGloo; ranks started one by one with torchrun's variables
-//            (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and a TCPStore rendezvous.
+//            (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and a rendezvous store (rendezvous.h).
 //   * mpi  — MPI directly (OpenMPI); ranks started by mpirun or srun.
 //   * nccl — NCCL directly on CUDA tensors, torchrun-style ranks; built only when a CUDA LibTorch and NCCL are
 //            found (CPU builds say so at run time).

@@ -1,4 +1,5 @@
-// Gloo through LibTorch's c10d: TCPStore rendezvous at MASTER_ADDR:MASTER_PORT (rank 0 hosts it).
+// Gloo through LibTorch's c10d: rendezvous at MASTER_ADDR:MASTER_PORT (rendezvous.h; rank 0 hosts it). Each rank's
+// Gloo pairs listen on its own node's address toward MASTER_ADDR (not on MASTER_ADDR, which only rank 0's node has).
 // Sub-communicators (Split) are new ProcessGroupGloo instances over a c10d::PrefixStore of the same store, one
 // prefix per split and color, so their rendezvous keys never collide.
 //
@@ -12,6 +13,7 @@
 #include <cstdlib>
 
 #include "trainer/comm/communicator.h"
+#include "trainer/comm/bound_store.h"
 #include "trainer/comm/rendezvous.h"
 
 namespace ladder::trainer::comm {
@@ -111,7 +113,7 @@ std::unique_ptr<GroupCommunicator> MakeGloo(std::string* error) {
   try {
     auto opts = c10d::ProcessGroupGloo::Options::create();
     opts->timeout = kGlooTimeout;
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(rv.addr));
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(LocalAddressToward(rv.addr)));
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(rv.store, rv.rank, rv.size, opts);
     return std::make_unique<Gloo>(std::move(rv.store), std::move(opts), std::move(pg), rv.rank, rv.size,
                                   rv.local_rank);

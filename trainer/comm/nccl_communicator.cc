@@ -1,6 +1,6 @@
 // NCCL directly (nccl.h + the CUDA runtime), on CUDA tensors. Ranks are started torchrun-style (RANK,
 // WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT); rank 0 creates the ncclUniqueId and shares it through a
-// c10d::TCPStore; each rank uses device LOCAL_RANK.
+// the rendezvous store (rendezvous.h); each rank uses device LOCAL_RANK.
 //
 // Streams: collectives run on a dedicated communication stream that first waits on an event recorded on the
 // compute stream (so they see the gradients the backward pass wrote). Work::Wait() makes the compute stream wait

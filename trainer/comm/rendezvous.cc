@@ -1,7 +1,8 @@
 #include "trainer/comm/rendezvous.h"
 
+#include "trainer/comm/bound_store.h"
+
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstdlib>
 
@@ -59,14 +60,12 @@ bool JoinRendezvous(const std::string& backend, std::chrono::milliseconds timeou
     }
     return true;
   }
+  // Ranks on several nodes: rank 0 serves the store on MASTER_ADDR's address only (not every interface, as
+  // c10d's TCPStore would), and with the group's secret a connection without it is closed before it reads a key.
+  const char* secret = std::getenv("LADDER_RENDEZVOUS_SECRET");
   try {
-    c10d::TCPStoreOptions so;
-    so.port = static_cast<uint16_t>(port);
-    so.isServer = out->rank == 0;
-    so.numWorkers = out->size;
-    so.waitWorkers = true;
-    so.timeout = timeout;
-    out->store = c10::make_intrusive<c10d::TCPStore>(out->addr, so);
+    out->store = c10::make_intrusive<BoundTcpStore>(out->addr, static_cast<uint16_t>(port), out->rank == 0,
+                                                    secret ? secret : "", timeout);
   } catch (const std::exception& e) {
     *error = backend + " backend: rendezvous at " + out->addr + ":" + out->port + " failed: " + e.what();
     return false;

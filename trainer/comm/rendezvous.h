@@ -1,7 +1,7 @@
 #pragma once
 // Rendezvous of torchrun-style ranks (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): reads and
-// checks the variables and joins the c10d TCPStore at MASTER_ADDR:MASTER_PORT (rank 0 hosts it, and waits for
-// all ranks), or, when LADDER_RENDEZVOUS_FILE is set (a worker that starts every rank of a trial on its node),
+// checks the variables and joins the store at MASTER_ADDR:MASTER_PORT (bound_store.h: rank 0 serves it on that
+// address only, admitting connections that bring LADDER_RENDEZVOUS_SECRET when it is set), or, when LADDER_RENDEZVOUS_FILE is set (a worker that starts every rank of a trial on its node),
 // a c10d FileStore in that file: nothing listens. Shared by the Gloo and NCCL backends.
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
