@@ -148,15 +148,21 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     std::vector<v1::Trial> listed;
     if (!FetchSearchAndTrials(client, opt->search_id, "promote", &s, &listed, &exit_code)) return;
     std::vector<v1::Trial> trials;
+    std::vector<std::string> notes;
     for (const auto& t : listed) {
       v1::GetTrialRequest treq;
       treq.set_trial_id(t.id());
       treq.set_include_metrics(true);
+      treq.set_max_metric_points(100000);  // the most GetTrial gives: the fit reads the whole curve
       v1::GetTrialResponse tresp;
       if (!client.Call(&v1::Ladder::Stub::GetTrial, treq, &tresp, "promote", &exit_code)) return;
+      if (tresp.metrics_step_stride() > 0) {
+        notes.push_back("trial " + std::to_string(t.id()) + " reported more points than one answer carries; its " +
+                        "curve is read at the multiples of step " + std::to_string(tresp.metrics_step_stride()) +
+                        " and its last step");
+      }
       trials.push_back(tresp.trial());
     }
-    std::vector<std::string> notes;
     auto scale = ScaleTrialsFrom(s, trials, &notes);
     auto report = search::FitScaling(scale);
     if (!report.ok()) {

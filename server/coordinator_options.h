@@ -16,6 +16,11 @@ inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
 // ListTrials pages: what a call without page_size gets, and the most one call may ask for.
 inline constexpr size_t kDefaultTrialsPage = 5000;
 inline constexpr size_t kMaxTrialsPage = 50000;
+// GetTrial's metric points: what a call without max_metric_points gets, the most one may ask for, and the most
+// values (rows) one answer carries (about 30 bytes each: well inside gRPC's 4 MB per message).
+inline constexpr int64_t kDefaultMetricPoints = 10000;
+inline constexpr int64_t kMaxMetricPoints = 100000;
+inline constexpr int64_t kMaxMetricRows = 100000;
 inline constexpr std::chrono::milliseconds kDefaultFlushInterval{50};
 inline constexpr int kDefaultQuarantineAfter = 3;
 inline constexpr std::chrono::seconds kDefaultQuarantineWindow{600};

@@ -56,10 +56,20 @@ grpc::Status Coordinator::ListTrials(const v1::ListTrialsRequest& req, v1::ListT
 grpc::Status Coordinator::GetTrial(const v1::GetTrialRequest& req, v1::GetTrialResponse* resp) {
   const TrialRecord* t = trials_.Find(req.trial_id());
   if (!t) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no trial with id " + std::to_string(req.trial_id()));
+  if (req.max_metric_points() < 0 || req.max_metric_points() > kMaxMetricPoints) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "max_metric_points " + std::to_string(req.max_metric_points()) + " is out of range (0 for " +
+                            std::to_string(kDefaultMetricPoints) + ", at most " + std::to_string(kMaxMetricPoints) +
+                            ")");
+  }
   *resp->mutable_trial() = trials_.View(*t, WallNow());
   trials_.AddHistory(*t, resp->mutable_trial());
   if (req.include_metrics()) {
-    for (auto& p : store_.LoadMetrics(req.trial_id())) *resp->mutable_trial()->add_metrics() = std::move(p);
+    auto view = store_.LoadMetricsView(req.trial_id(),
+                                       req.max_metric_points() ? req.max_metric_points() : kDefaultMetricPoints,
+                                       kMaxMetricRows);
+    for (auto& p : view.points) *resp->mutable_trial()->add_metrics() = std::move(p);
+    resp->set_metrics_step_stride(view.step_stride);
   }
   return grpc::Status::OK;
 }

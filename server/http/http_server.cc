@@ -375,6 +375,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       v1::GetTrialRequest req;
       req.set_trial_id(*id);
       req.set_include_metrics(Param(query, "metrics").value_or("0") == "1");
+      req.set_max_metric_points(Id(Param(query, "max_points").value_or("")).value_or(0));  // GetTrial checks it
       return Call<v1::GetTrialResponse>([req](Coordinator& c, v1::GetTrialResponse* r) { return c.GetTrial(req, r); },
                                         keep);
     }

@@ -74,6 +74,14 @@ class Store {
   std::vector<v1::Trial> LoadTrials(std::vector<int64_t>* assignment_epochs);
   int64_t MaxAssignmentEpoch();
   std::vector<v1::MetricPoint> LoadMetrics(int64_t trial_id);
+  // What a reader gets (GetTrial): every point when the trial's steps span at most max_points (and the rows fit
+  // max_rows), in the order stored; otherwise the steps that are multiples of step_stride (1, 2 or 5 x 10^k, the
+  // smallest that fits) and the last step, in step order. Cost: two index seeks plus one per returned step.
+  struct MetricsView {
+    std::vector<v1::MetricPoint> points;
+    int64_t step_stride = 0;  // 0: not thinned
+  };
+  MetricsView LoadMetricsView(int64_t trial_id, int64_t max_points, int64_t max_rows);
   // Every stored point of the search's trials that carries one of `names`, in the order they were stored
   // (across trials), only those values: what a restarted trial scheduler replays.
   struct SearchPoint {

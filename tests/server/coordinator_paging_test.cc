@@ -54,5 +54,30 @@ TEST_F(CoordinatorTest, ListTrialsPagesThroughEveryTrialOnceInIdOrder) {
   EXPECT_NE(st.error_message().find("at most 50000"), std::string::npos) << st.error_message();
 }
 
+// GetTrial's metric points are bounded (Store::LoadMetricsView: StoreTest.MetricsView...): a bound past the limit
+// is refused with the limit.
+TEST_F(CoordinatorTest, GetTrialRefusesAMetricPointBoundPastItsLimit) {
+  Open();
+  const int64_t sid = CreateSearch(kSeven);
+  auto link = Connect("n1", 7);
+  Drain();
+  v1::ListTrialsRequest all;
+  all.set_search_id(sid);
+  v1::ListTrialsResponse whole;
+  ASSERT_TRUE(coord_->ListTrials(all, &whole).ok());
+  ASSERT_GT(whole.trials_size(), 0);
+  v1::GetTrialRequest req;
+  req.set_trial_id(whole.trials(0).id());
+  req.set_include_metrics(true);
+  v1::GetTrialResponse ok;
+  ASSERT_TRUE(coord_->GetTrial(req, &ok).ok());
+  EXPECT_EQ(ok.metrics_step_stride(), 0);
+  req.set_max_metric_points(kMaxMetricPoints + 1);
+  v1::GetTrialResponse refused;
+  const grpc::Status st = coord_->GetTrial(req, &refused);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("at most 100000"), std::string::npos) << st.error_message();
+}
+
 }  // namespace
 }  // namespace ladder::server

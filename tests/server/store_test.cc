@@ -223,5 +223,54 @@ TEST_F(StoreTest, TransactionRollsBackUnlessCommitted) {
   EXPECT_EQ(q.Text(0), "2");
 }
 
+// A trial's points for a reader (GetTrial): all of them while its steps span the budget, else the multiples of a
+// round stride and the last step, within the row budget too.
+TEST_F(StoreTest, MetricsViewThinsALongCurveToRoundStepsAndKeepsTheLast) {
+  Store st(path_);
+  auto s = MakeSearch();
+  st.InsertSearch(&s);
+  v1::Trial t;
+  t.set_search_id(s.id());
+  t.set_state(v1::TRIAL_RUNNING);
+  st.InsertTrial(&t);
+  for (int step = 1; step <= 1003; ++step) {  // loss every step, val_loss every 100th and at the end
+    v1::MetricPoint p;
+    p.set_step(step);
+    p.set_time_unix(2000 + step);
+    (*p.mutable_values())["loss"] = 1.0 / step;
+    if (step % 100 == 0 || step == 1003) (*p.mutable_values())["val_loss"] = 2.0 / step;
+    st.AppendMetrics(t.id(), p);
+  }
+  st.Flush();
+
+  auto all = st.LoadMetricsView(t.id(), 2000, 100000);  // 1,003 steps fit: every point, nothing thinned
+  EXPECT_EQ(all.step_stride, 0);
+  ASSERT_EQ(all.points.size(), 1003u);
+  EXPECT_EQ(all.points[0].step(), 1);
+  EXPECT_EQ(all.points.back().values().at("val_loss"), 2.0 / 1003);
+
+  auto thin = st.LoadMetricsView(t.id(), 100, 100000);
+  EXPECT_EQ(thin.step_stride, 20);  // 1,003 steps in at most 100 points: every 11th at least, rounded to 20
+  ASSERT_LE(thin.points.size(), 100u);
+  ASSERT_EQ(thin.points.size(), 51u);  // 20, 40, ..., 1000 and 1003
+  int val_points = 0;
+  for (size_t i = 0; i + 1 < thin.points.size(); ++i) {
+    EXPECT_EQ(thin.points[i].step(), 20 * static_cast<int64_t>(i + 1));
+    EXPECT_DOUBLE_EQ(thin.points[i].values().at("loss"), 1.0 / thin.points[i].step());
+    val_points += thin.points[i].values().count("val_loss");
+  }
+  EXPECT_EQ(val_points, 10) << "a round stride keeps the evaluations logged every 100 steps";
+  EXPECT_EQ(thin.points.back().step(), 1003);
+  EXPECT_DOUBLE_EQ(thin.points.back().values().at("val_loss"), 2.0 / 1003);
+
+  // Two values per step (the last step's count) and 50 rows: at most 25 points.
+  auto rows = st.LoadMetricsView(t.id(), 100, 50);
+  EXPECT_EQ(rows.step_stride, 50);
+  EXPECT_LE(rows.points.size(), 25u);
+  EXPECT_EQ(rows.points.back().step(), 1003);
+
+  EXPECT_TRUE(st.LoadMetricsView(t.id() + 1, 100, 100).points.empty());
+}
+
 }  // namespace
 }  // namespace ladder::store
