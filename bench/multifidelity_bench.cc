@@ -12,12 +12,15 @@
 //
 // Live mode (--live): the same loop on real ladder-train processes (digits data, --threads 1, the record_curves
 // space drawn afresh with the seed), W at once, each started with --epochs R and killed (SIGTERM) when its
-// scheduler stops it or the budget is spent.
+// scheduler stops it or the budget is spent. The runs fork from one `ladder-train --zygote` (as ladder-worker
+// starts ladder-train trials: worker/warm_start.h) so that a trial start costs milliseconds, not LibTorch's
+// start-up (about 0.5 s, more than a digits epoch); --live-start cold starts each as a new process instead.
 //
 // Regret: the best val_loss any trial reported (at any epoch) minus the best val_loss in the whole table.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +45,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/trial_scheduler.h"
+#include "trainer/zygote_protocol.h"
 
 namespace {
 
@@ -64,13 +68,14 @@ struct Options {
   int live_budget = 100;
   int live_seeds = 5;
   int live_workers = 2;
+  bool live_warm = true;  // --live-start warm|cold
 };
 
 [[noreturn]] void Usage(int code) {
   (code == 0 ? std::cout : std::cerr)
       << "usage: ladder-multifidelity-bench --table CSV [--budgets A,B,..] [--budget N] [--seeds N] [--workers N]\n"
          "         [--eta X] [--min-resource X] [--live --train PATH [--live-budget N] [--live-seeds N]\n"
-         "         [--live-workers N]]\n"
+         "         [--live-workers N] [--live-start warm|cold]]\n"
          "Runs random search, ASHA, Hyperband and median stopping at equal total epochs on the learning curves\n"
          "of the table (and with --live on real ladder-train runs); regret = best val_loss found - the table's\n"
          "best. The last line is one JSON object. Normally run through bench/multifidelity.\n";
@@ -111,6 +116,7 @@ Options Parse(int argc, char** argv) {
       else if (a == "--live-budget") o.live_budget = std::stoi(v);
       else if (a == "--live-seeds") o.live_seeds = std::stoi(v);
       else if (a == "--live-workers") o.live_workers = std::stoi(v);
+      else if (a == "--live-start" && (v == "warm" || v == "cold")) o.live_warm = v == "warm";
       else {
         std::cerr << "ladder-multifidelity-bench: unknown option '" << a << "'\n";
         Usage(2);
@@ -334,16 +340,74 @@ LiveConfig DrawConfig(uint64_t seed, int64_t number) {
   return c;
 }
 
+// ladder-train --zygote, started once: each live run is forked from it (trainer/zygote_protocol.h).
+class WarmTrainer {
+ public:
+  explicit WarmTrainer(const std::string& train) {
+    namespace z = ladder::trainer::zygote;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) Fail("socketpair");
+    pid_ = fork();
+    if (pid_ == 0) {
+      if ((sv[1] == z::kSocketFd ? fcntl(sv[1], F_SETFD, 0) : dup2(sv[1], z::kSocketFd)) < 0) _exit(127);
+      execl(train.c_str(), train.c_str(), "--zygote", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(sv[1]);
+    sock_ = sv[0];
+    std::string msg;
+    std::vector<int> fds;
+    if (pid_ < 0 || z::ReceiveMessage(sock_, &msg, &fds) <= 0 || msg.rfind("ready ", 0) != 0) {
+      Fail("ladder-train --zygote did not start (" + msg + ")");
+    }
+  }
+  ~WarmTrainer() {
+    close(sock_);  // it exits at end of file
+    waitpid(pid_, nullptr, 0);
+  }
+  // Forks `args` with stdout to `out_fd` and stderr to /dev/null; returns its pid and sets *status_fd, from which
+  // its wait status is read when it has ended.
+  pid_t Spawn(const std::vector<std::string>& args, int out_fd, int* status_fd) {
+    namespace z = ladder::trainer::zygote;
+    z::SpawnRequest req;
+    req.argv = args;
+    for (char** e = environ; *e; ++e) req.env.emplace_back(*e);
+    int status[2];
+    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null < 0 || pipe2(status, O_CLOEXEC) != 0) Fail("pipe");
+    const int fds[3] = {out_fd, null, status[1]};
+    const std::string err = z::SendMessage(sock_, z::EncodeSpawn(req), fds, 3);
+    close(null);
+    close(status[1]);
+    std::string reply;
+    std::vector<int> junk;
+    if (!err.empty() || z::ReceiveMessage(sock_, &reply, &junk) <= 0 || reply.rfind("started ", 0) != 0) {
+      Fail("the zygote did not start a run: " + err + reply);
+    }
+    *status_fd = status[0];
+    return static_cast<pid_t>(std::atoi(reply.c_str() + 8));
+  }
+
+ private:
+  [[noreturn]] static void Fail(const std::string& what) {
+    std::cerr << "ladder-multifidelity-bench: " << what << "\n";
+    std::exit(1);
+  }
+  pid_t pid_ = -1;
+  int sock_ = -1;
+};
+
 struct Process {
   pid_t pid = -1;
   int fd = -1;
+  int status_fd = -1;  // a warm run's: its wait status comes from the zygote
   std::string buffer;
   int64_t number = 0;
   int epoch = 0;
   bool stopping = false;
 };
 
-Process Spawn(const std::string& train, const LiveConfig& c, int epochs, int64_t number) {
+Process Spawn(const std::string& train, const LiveConfig& c, int epochs, int64_t number, WarmTrainer* warm) {
   std::vector<std::string> args = {train, "--epochs", std::to_string(epochs), "--threads", "1", "--log-every",
                                    "1000000000", "--eval-train-rows", "0", "--noise-scale-every", "0", "--seed",
                                    std::to_string(number), "--lr", std::to_string(c.lr), "--optimizer", c.optimizer,
@@ -354,6 +418,14 @@ Process Spawn(const std::string& train, const LiveConfig& c, int epochs, int64_t
   if (pipe2(fds, O_CLOEXEC) != 0) {
     std::perror("pipe");
     std::exit(1);
+  }
+  if (warm) {
+    Process p;
+    p.pid = warm->Spawn(args, fds[1], &p.status_fd);
+    close(fds[1]);
+    p.fd = fds[0];
+    p.number = number;
+    return p;
   }
   pid_t pid = fork();
   if (pid == 0) {
@@ -378,6 +450,12 @@ void Reap(Process& p, bool kill_it) {
   if (kill_it) kill(p.pid, SIGTERM);
   close(p.fd);
   int status = 0;
+  if (p.status_fd >= 0) {  // a warm run: the zygote reaps it and writes its status
+    if (read(p.status_fd, &status, sizeof status) < 0) { /* end of file: the zygote is gone, and the run with it */
+    }
+    close(p.status_fd);
+    return;
+  }
   waitpid(p.pid, &status, 0);
 }
 
@@ -387,7 +465,7 @@ struct LiveResult {
   double seconds = 0;
 };
 
-LiveResult RunLive(const std::string& algorithm, const Options& o, int max_epochs, uint64_t seed) {
+LiveResult RunLive(const std::string& algorithm, const Options& o, int max_epochs, uint64_t seed, WarmTrainer* warm) {
   std::unique_ptr<TrialScheduler> scheduler = MakeTrialScheduler(SchedulerFor(algorithm, o, max_epochs), false);
   LiveResult r;
   const auto t0 = std::chrono::steady_clock::now();
@@ -395,7 +473,7 @@ LiveResult RunLive(const std::string& algorithm, const Options& o, int max_epoch
   int64_t next = 0;
   int spent = 0;
   auto start = [&] {
-    running.push_back(Spawn(o.train, DrawConfig(seed, next), max_epochs, next));
+    running.push_back(Spawn(o.train, DrawConfig(seed, next), max_epochs, next, warm));
     ++next;
     ++r.trials;
   };
@@ -506,14 +584,18 @@ int main(int argc, char** argv) {
   out["max_epochs"] = table.epochs;
 
   if (o.live) {
-    std::printf("\nlive: ladder-train %s, %d epochs per trial at most, budget %d epochs, %d trials at once, %d seeds\n",
-                o.train.c_str(), table.epochs, o.live_budget, o.live_workers, o.live_seeds);
+    std::printf("\nlive: ladder-train %s, %d epochs per trial at most, budget %d epochs, %d trials at once, %d seeds, "
+                "%s starts\n",
+                o.train.c_str(), table.epochs, o.live_budget, o.live_workers, o.live_seeds,
+                o.live_warm ? "warm (forked from ladder-train --zygote)" : "cold");
+    std::unique_ptr<WarmTrainer> warm;
+    if (o.live_warm) warm = std::make_unique<WarmTrainer>(o.train);
     std::printf("%-10s | %-30s | %6s | %s\n", "algorithm", "regret median [q1, q3]", "trials", "seconds");
     for (const auto& a : kAlgorithms) {
       std::vector<double> regrets, trials;
       double seconds = 0;
       for (int s = 0; s < o.live_seeds; ++s) {
-        LiveResult r = RunLive(a, o, table.epochs, static_cast<uint64_t>(s));
+        LiveResult r = RunLive(a, o, table.epochs, static_cast<uint64_t>(s), warm.get());
         regrets.push_back(r.best - table.best);
         trials.push_back(r.trials);
         seconds += r.seconds;
@@ -522,8 +604,10 @@ int main(int argc, char** argv) {
       std::printf("%-10s | %-30s | %6.1f | %.1f\n", a.c_str(), Cell(sum).c_str(), sum.trials, seconds);
       std::fflush(stdout);
       out["live_" + a + "_regret"] = Round(sum.median);
+      out["live_" + a + "_seconds"] = std::round(seconds * 10) / 10;
     }
     out["live_budget_epochs"] = o.live_budget;
+    out["live_start"] = o.live_warm ? "warm" : "cold";
   }
   std::printf("%s\n", out.dump().c_str());
   return 0;
