@@ -110,9 +110,13 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
   --micro-batches M    gradient accumulation: split each rank's batch into M equal micro-batches
   --batch-ramp S:K,..  batch-size ramp: from step S on, the global batch is K x the base (the sample order
                        stays exact: every step takes the next samples of the same stream)
-  --comm NAME          collectives: auto | none | gloo | mpi | nccl (default auto: mpi under mpirun/srun,
+  --comm NAME          collectives: auto | none | gloo | shm | mpi | nccl (default auto: nccl on GPUs, mpi
+                       under mpirun/srun, shm when all WORLD_SIZE > 1 ranks are on this node (shared memory),
                        gloo when WORLD_SIZE > 1, else none). --batch-size is per rank.
   --bucket-cap-mb X    gradient bucket size for the overlapped allreduce (default 25)
+  --overlap MODE       auto | on | off: start each bucket's allreduce during the backward pass (on), or all
+                       after it (off); auto: on for CUDA tensors, and on CPU only when this rank has a core
+                       beyond its --threads for the communication (default auto)
   --hierarchical       hierarchical allreduce: reduce inside each node, allreduce across the node leaders,
                        broadcast back inside the node
   --ranks-per-node N   ranks per node (default: from LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE or
@@ -200,6 +204,12 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
        [&](const std::string& v) -> std::string {
          if (v != "auto" && v != "cpu" && v != "cuda") return "expected auto, cpu or cuda";
          a.device = v;
+         return "";
+       }},
+      {"--overlap",
+       [&](const std::string& v) -> std::string {
+         if (v != "auto" && v != "on" && v != "off") return "expected auto, on or off";
+         a.overlap = v;
          return "";
        }},
       {"--precision",
@@ -291,8 +301,8 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       {"--checkpoint-every", integer(&a.checkpoint_every, 0, int64_t{1} << 50)},
       {"--comm",
        [&](const std::string& v) -> std::string {
-         if (v != "auto" && v != "none" && v != "gloo" && v != "mpi" && v != "nccl") {
-           return "expected auto, none, gloo, mpi or nccl";
+         if (v != "auto" && v != "none" && v != "gloo" && v != "shm" && v != "mpi" && v != "nccl") {
+           return "expected auto, none, gloo, shm, mpi or nccl";
          }
          a.comm = v;
          return "";

@@ -53,8 +53,9 @@ struct TrainArgs {
   int64_t curvature_rows = 1024; // on the first N training rows
   std::vector<RampPoint> batch_ramp;  // global batch × multiplier from a step on (exact sample order)         // gradient accumulation: the per-rank batch is split into this many
   // Distributed data parallelism: --batch-size is per rank; the global batch is batch_size × ranks.
-  std::string comm = "auto";            // auto | none | gloo | mpi | nccl
+  std::string comm = "auto";            // auto | none | gloo | shm | mpi | nccl
   double bucket_cap_mb = 25.0;          // gradient bucket cap (DDP's default)
+  std::string overlap = "auto";         // auto | on | off: allreduce during the backward pass (train_loop.cc)
   bool hierarchical = false;             // reduce in node, allreduce across node leaders, broadcast back
   int ranks_per_node = 0;                // 0: from the launcher's variables
   std::string checkpoint;                // write checkpoints here (atomically)

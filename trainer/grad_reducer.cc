@@ -10,8 +10,9 @@
 namespace ladder::trainer {
 
 GradientReducer::GradientReducer(std::vector<torch::Tensor> params, comm::Communicator& comm,
-                                 int64_t bucket_cap_bytes, int64_t first_bucket_cap_bytes)
-    : params_(std::move(params)),
+                                 int64_t bucket_cap_bytes, int64_t first_bucket_cap_bytes, bool overlap)
+    : overlap_(overlap),
+      params_(std::move(params)),
       comm_(comm),
       grad_views_(params_.size()),
       spans_(params_.size()),
@@ -106,7 +107,7 @@ void GradientReducer::Prepare() {
 }
 
 void GradientReducer::MarkReady(size_t k) {
-  if (!final_ || ready_[k]) return;
+  if (!overlap_ || !final_ || ready_[k]) return;
   ready_[k] = 1;
   for (size_t bi = spans_[k].first; bi < spans_[k].second; ++bi) {
     Bucket& b = buckets_[bi];

@@ -45,9 +45,11 @@ inline constexpr int64_t kDefaultFirstBucketCapBytes = 1024 * 1024;      // as D
 
 class GradientReducer {
  public:
+  // overlap false: no allreduce starts during the backward pass; Finish() starts them all (for CPU ranks with no
+  // core to spare: there the communication only takes cycles from the backward pass and adds hand-offs).
   GradientReducer(std::vector<torch::Tensor> params, comm::Communicator& comm,
                   int64_t bucket_cap_bytes = kDefaultBucketCapBytes,
-                  int64_t first_bucket_cap_bytes = kDefaultFirstBucketCapBytes);
+                  int64_t first_bucket_cap_bytes = kDefaultFirstBucketCapBytes, bool overlap = true);
   ~GradientReducer();
   // Zeroes every gradient (the buffers) and makes sure each .grad is its buffer view again.
   void ZeroGrad();
@@ -77,6 +79,7 @@ class GradientReducer {
     std::unique_ptr<comm::Work> work;
   };
 
+  bool overlap_;
   std::vector<torch::Tensor> params_;
   comm::Communicator& comm_;
   std::vector<torch::Tensor> buffers_;

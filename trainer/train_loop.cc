@@ -20,6 +20,7 @@
 #include "trainer/models.h"
 #include "trainer/noise_scale.h"
 #include "trainer/optim.h"
+#include "trainer/overlap_rule.h"
 #include "trainer/sample_stream.h"
 #include "trainer/schedule.h"
 #include "trainer/stop_request.h"
@@ -150,6 +151,9 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   torch::Device device = torch::kCPU;
   if (!PickDevice(a.device, comm.local_rank(), &device, &error)) return Fail(2, error);
   if (comm.backend().rfind("nccl", 0) == 0 && !device.is_cuda()) return Fail(2, "--comm nccl needs a CUDA device (--device cuda)");
+  if (comm.backend() == "shm" && device.is_cuda()) {
+    return Fail(2, "--comm shm works on CPU tensors; use --comm nccl (or gloo) with --device cuda");
+  }
   if (comm.backend().rfind("mpi", 0) == 0 && device.is_cuda()) {
     return Fail(2, "--comm mpi works on CPU tensors here; use --comm nccl (or gloo) with --device cuda");
   }
@@ -167,7 +171,11 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
   if (world > 1) {
     torch::NoGradGuard no_grad;
     for (auto& p : params) comm.Broadcast(p, 0);
-    reducer = std::make_unique<GradientReducer>(params, comm, static_cast<int64_t>(a.bucket_cap_mb * 1024 * 1024));
+    const bool overlap = OverlapAllreduce(a, device);
+    const auto cap = static_cast<int64_t>(a.bucket_cap_mb * 1024 * 1024);
+    // Without overlap nothing starts early: no small first bucket either.
+    reducer = std::make_unique<GradientReducer>(params, comm, cap, overlap ? kDefaultFirstBucketCapBytes : cap,
+                                                overlap);
   }
   auto opt = MakeOptimizer(OptimizerOptionsFrom(a), params, &error);
   if (!opt) return Fail(2, error);

@@ -7,6 +7,7 @@
 
 #include "trainer/comm/communicator.h"
 #include "trainer/comm/node_layout.h"
+#include "trainer/overlap_rule.h"
 
 namespace ladder::trainer::comm {
 namespace {
@@ -144,6 +145,23 @@ TEST(Factory, NcclBuildListsNccl) {
   EXPECT_EQ(std::count(backends.begin(), backends.end(), "nccl"), 1);
 }
 #endif
+
+// --overlap auto: the allreduce overlaps the backward pass only where it has something of its own to run on.
+TEST(OverlapRule, OverlapsOnGpusAndOnCpuRanksWithACoreToSpare) {
+  // A launcher that bound the rank (mpirun --bind-to core): its affinity; else the online CPUs shared by the
+  // node's ranks.
+  EXPECT_EQ(CoresForRank(1, 2, 2), 1);
+  EXPECT_EQ(CoresForRank(4, 16, 4), 4);
+  EXPECT_EQ(CoresForRank(2, 2, 2), 1);
+  EXPECT_EQ(CoresForRank(16, 16, 4), 4);
+  EXPECT_EQ(CoresForRank(2, 2, 8), 1);  // oversubscribed: still one
+  EXPECT_FALSE(OverlapAllreduce("auto", false, 1, 1));  // 2 ranks on 2 cores, 1 thread each
+  EXPECT_TRUE(OverlapAllreduce("auto", false, 1, 4));
+  EXPECT_FALSE(OverlapAllreduce("auto", false, 4, 4));  // the intra-op threads use every core
+  EXPECT_TRUE(OverlapAllreduce("auto", true, 4, 1));    // NCCL runs on the GPU
+  EXPECT_TRUE(OverlapAllreduce("on", false, 1, 1));
+  EXPECT_FALSE(OverlapAllreduce("off", true, 1, 8));
+}
 
 }  // namespace
 }  // namespace ladder::trainer::comm

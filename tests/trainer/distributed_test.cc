@@ -56,10 +56,12 @@ TEST_P(Distributed, NRanksTimesBatchEqualsOneRankTimesNBatch) {
     // torchrun style: one process per rank with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT.
     const std::string port = std::to_string(FreePort());
     std::string script;
+    // shm: 4 KB chunks, so that every collective takes several rounds through the segment.
+    const std::string chunk = backend == "shm" ? " LADDER_SHM_CHUNK_BYTES=4096" : "";
     for (int r = 0; r < ranks; ++r) {
       script += "RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) + " WORLD_SIZE=" +
-                std::to_string(ranks) + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " '" + Train() + "'";
-      for (auto& a : TrainArgs(b, out, "gloo")) script += " '" + a + "'";
+                std::to_string(ranks) + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + chunk + " '" + Train() + "'";
+      for (auto& a : TrainArgs(b, out, backend)) script += " '" + a + "'";
       script += " > rank" + std::to_string(r) + ".log 2>&1 & ";
     }
     script += "fail=0; for p in $(jobs -p); do wait $p || fail=1; done; exit $fail";
@@ -67,7 +69,7 @@ TEST_P(Distributed, NRanksTimesBatchEqualsOneRankTimesNBatch) {
     std::ifstream log(dir / "rank0.log");
     std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
     ASSERT_EQ(r.exit_code, 0) << text << r.err;
-    EXPECT_NE(text.find(std::to_string(ranks) + " rank(s) over gloo"), std::string::npos) << text;
+    EXPECT_NE(text.find(std::to_string(ranks) + " rank(s) over " + backend), std::string::npos) << text;
   }
   auto want = ReadParams(dir / "ref.bin");
   auto got = ReadParams(out);
@@ -77,7 +79,7 @@ TEST_P(Distributed, NRanksTimesBatchEqualsOneRankTimesNBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Distributed,
-                         ::testing::Combine(::testing::Values("mpi", "gloo"), ::testing::Values(2, 4)),
+                         ::testing::Combine(::testing::Values("mpi", "gloo", "shm"), ::testing::Values(2, 4)),
                          [](const auto& info) {
                            return std::get<0>(info.param) + std::to_string(std::get<1>(info.param));
                          });
@@ -154,7 +156,7 @@ testing::CommandResult RunRanks(const std::string& backend, int ranks, const std
     cmd.insert(cmd.begin(), {"/usr/bin/env", "mpirun", "-n", std::to_string(ranks), "--oversubscribe"});
   }
   cmd.insert(cmd.end(), args.begin(), args.end());
-  if (backend != "gloo") return testing::RunCommand(cmd, dir);
+  if (backend != "gloo" && backend != "shm") return testing::RunCommand(cmd, dir);
   const std::string port = std::to_string(FreePort());
   std::string script;
   for (int r = 0; r < ranks; ++r) {
@@ -219,7 +221,7 @@ TEST_P(RankStepTimes, TwoRanksEachReportTheirOwn) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, RankStepTimes, ::testing::Values("mpi", "gloo"),
+INSTANTIATE_TEST_SUITE_P(Backends, RankStepTimes, ::testing::Values("mpi", "gloo", "shm"),
                          [](const auto& info) { return info.param; });
 
 TEST(RankStepTimesOneProcess, HasNoPerRankFields) {
@@ -279,6 +281,36 @@ TEST(GlooRendezvous, RanksGivenAFileMeetThroughItAndOpenNoPort) {
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   ASSERT_EQ(r.exit_code, 0) << text << r.err;
   EXPECT_NE(text.find("2 rank(s) over gloo"), std::string::npos) << text;
+}
+
+// Ranks that are all on one node (LOCAL_WORLD_SIZE == WORLD_SIZE, as a worker starts a one-node trial's) get the
+// shared-memory backend by default, and its segment is gone from /dev/shm as soon as every rank has mapped it.
+TEST(ShmBackend, AutoPicksItForRanksOnOneNodeAndLeavesNoSegment) {
+  testing::TempDir dir("shm-auto");
+  auto segments = [] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+      n += e.path().filename().string().rfind("ladder-shm-", 0) == 0;
+    }
+    return n;
+  };
+  const int before = segments();
+  std::vector<std::string> args = {"--epochs", "2", "--width", "32", "--seed", "1"};
+  const std::string port = std::to_string(FreePort());
+  std::string script;
+  for (int r = 0; r < 2; ++r) {
+    script += "RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) +
+              " WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " '" + Train() + "'";
+    for (auto& a : args) script += " '" + a + "'";
+    script += " > rank" + std::to_string(r) + ".out 2> rank" + std::to_string(r) + ".err & ";
+  }
+  script += "fail=0; for p in $(jobs -p); do wait $p || fail=1; done; exit $fail";
+  auto r = testing::RunCommand({"/bin/bash", "-c", script}, dir);
+  std::ifstream log(dir / "rank0.err");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(r.exit_code, 0) << text;
+  EXPECT_NE(text.find("2 rank(s) over shm"), std::string::npos) << text;
+  EXPECT_EQ(segments(), before);
 }
 
 // A rank that does not bring the group's rendezvous secret (a stranger on the network who found MASTER_PORT) is

@@ -426,8 +426,10 @@ namespace {
 // Waits until fd is ready for `events` or the deadline passes (false).
 bool PollUntil(int fd, short events, Clock::time_point deadline) {
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    // Rounded up: poll() counts whole milliseconds, and a wait must not end before its deadline.
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
     pollfd p{fd, events, 0};
     const int rc = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
     if (rc > 0) return true;

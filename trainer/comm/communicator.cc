@@ -34,7 +34,7 @@ int EnvInt(const char* name, int fallback) {
 std::unique_ptr<Communicator> MakeSingleProcess() { return std::make_unique<SingleProcess>(); }
 
 std::vector<std::string> AvailableBackends() {
-  std::vector<std::string> out = {"none", "gloo"};
+  std::vector<std::string> out = {"none", "gloo", "shm"};
 #ifdef LADDER_HAVE_MPI
   out.push_back("mpi");
 #endif
@@ -49,7 +49,7 @@ namespace {
 // The backend "auto" stands for: nccl when this build has it, CUDA devices are present, the model is not kept
 // on the CPU and WORLD_SIZE > 1 (torchrun-style ranks); mpi under mpirun/srun with several ranks; gloo when
 // WORLD_SIZE > 1; else none.
-std::string ResolveAuto(bool cpu_only) {
+std::string ResolveAuto(bool cpu_only, bool hierarchical) {
   const int mpi_size = EnvInt("OMPI_COMM_WORLD_SIZE", EnvInt("PMIX_SIZE", EnvInt("PMI_SIZE", 1)));
   const int world_size = EnvInt("WORLD_SIZE", 1);
 #ifdef LADDER_HAVE_NCCL
@@ -58,6 +58,9 @@ std::string ResolveAuto(bool cpu_only) {
   (void)cpu_only;
 #endif
   if (mpi_size > 1) return "mpi";
+  const char* file = std::getenv("LADDER_RENDEZVOUS_FILE");
+  const bool one_node = (file && *file) || EnvInt("LOCAL_WORLD_SIZE", 0) == world_size;
+  if (world_size > 1 && one_node && !hierarchical) return "shm";
   if (world_size > 1) return "gloo";
   return "none";
 }
@@ -76,9 +79,9 @@ std::unique_ptr<GroupCommunicator> MakeGroupBackend(const std::string& b, std::s
 
 std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, const CommOptions& options,
                                                std::string* error) {
-  const std::string b = backend == "auto" ? ResolveAuto(options.cpu_only) : backend;
-  if (b != "none" && b != "gloo" && b != "mpi" && b != "nccl") {
-    *error = "unknown backend '" + backend + "' (auto, none, gloo, mpi, nccl)";
+  const std::string b = backend == "auto" ? ResolveAuto(options.cpu_only, options.hierarchical) : backend;
+  if (b != "none" && b != "gloo" && b != "mpi" && b != "nccl" && b != "shm") {
+    *error = "unknown backend '" + backend + "' (auto, none, gloo, shm, mpi, nccl)";
     return nullptr;
   }
 #ifndef LADDER_HAVE_MPI
@@ -99,6 +102,7 @@ std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, const
   if (b == "none") return MakeSingleProcess();  // one rank: hierarchical or not is the same
   if (!options.hierarchical) {
     if (b == "gloo") return MakeGloo(error);
+    if (b == "shm") return MakeShm(error);
 #ifdef LADDER_HAVE_MPI
     if (b == "mpi") return MakeMpi(error);
 #endif

@@ -6,6 +6,8 @@
 //   * mpi  — MPI directly (OpenMPI); ranks started by mpirun or srun.
 //   * nccl — NCCL directly on CUDA tensors, torchrun-style ranks; built only when a CUDA LibTorch and NCCL are
 //            found (CPU builds say so at run time).
+//   * shm  — ranks that are all on one node (torchrun-style), through a shared-memory segment
+//            (shm_communicator.cc); CPU tensors.
 //   * none — one process.
 // and one composition: the hierarchical allreduce (hierarchical_communicator.cc) built from the sub-communicators
 // of a GroupCommunicator (gloo, mpi).
@@ -72,8 +74,9 @@ struct CommOptions {
 std::vector<std::string> AvailableBackends();
 
 // Creates the communicator for `backend` ("auto": nccl when this build has it, options.cpu_only is false, a CUDA
-// device is visible and WORLD_SIZE > 1; else mpi when started by mpirun/srun with several ranks; gloo when
-// WORLD_SIZE > 1; else none).
+// device is visible and WORLD_SIZE > 1; else mpi when started by mpirun/srun with several ranks; shm when
+// WORLD_SIZE > 1 ranks are all on this node (LOCAL_WORLD_SIZE == WORLD_SIZE, or a worker's LADDER_RENDEZVOUS_FILE)
+// and no hierarchical allreduce is asked for; gloo when WORLD_SIZE > 1; else none).
 // With options.hierarchical (gloo, mpi) the result is the hierarchical composition (MakeHierarchical) over
 // the node layout of node_layout.h; rank 0 prints "hierarchical: N nodes x M ranks" to stderr. On failure
 // returns nullptr and sets *error (naming the missing variable, the invalid layout, or the backend this build
@@ -90,6 +93,7 @@ std::unique_ptr<Communicator> MakeSingleProcess();
 std::unique_ptr<GroupCommunicator> MakeGloo(std::string* error);
 std::unique_ptr<GroupCommunicator> MakeMpi(std::string* error);
 std::unique_ptr<Communicator> MakeNccl(std::string* error);
+std::unique_ptr<Communicator> MakeShm(std::string* error);
 // Whether this process sees at least one CUDA device (nccl builds only).
 bool NcclDevicesPresent();
 
