@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "common/token.h"
@@ -59,6 +60,8 @@ void LocalStack::Start() {
   wo.node_id = "local";
   const auto db_dir = fs::absolute(opt_.db_path).parent_path();
   wo.trial_dir = opt_.trial_dir.empty() ? (db_dir / "ladder-trials").string() : opt_.trial_dir;
+  // As ladder-worker: LADDER_COLD_STARTS=1 starts every ladder-train rank as a new process (worker/warm_start.h).
+  if (const char* c = std::getenv("LADDER_COLD_STARTS"); c && *c && std::string(c) != "0") wo.warm_starts = false;
   worker_ = std::make_unique<worker::Worker>(wo);
   worker_->Start();
   if (!worker_->WaitRegistered(std::chrono::seconds(10))) {
