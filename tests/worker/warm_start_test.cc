@@ -231,6 +231,32 @@ TEST_F(WarmStartTest, AWarmTrialGetsItsEnvironmentAndWorkingDirectory) {
   EXPECT_NE(warm_->ZygotePid(omp), warm_->ZygotePid(first));
 }
 
+// A trial of two local ranks, as the worker starts them (RANK, WORLD_SIZE, a FileStore rendezvous): both forked
+// warm, they meet (Gloo, or the local backend the trainer picks) and train together.
+TEST_F(WarmStartTest, TwoWarmRanksTrainTogether) {
+  WarmUp(Train(kShortRun));
+  std::vector<Outcome> out(2);
+  std::vector<std::shared_ptr<TrialProcess>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    LaunchSpec spec = Train(kShortRun);
+    spec.env = {{"RANK", std::to_string(r)},          {"WORLD_SIZE", "2"},
+                {"LOCAL_RANK", std::to_string(r)},    {"LOCAL_WORLD_SIZE", "2"},
+                {"MASTER_ADDR", "127.0.0.1"},         {"MASTER_PORT", "1"},
+                {"LADDER_RENDEZVOUS_FILE", (dir_ / "rendezvous").string()}};
+    spec.stderr_path = (dir_ / ("stderr-rank" + std::to_string(r) + ".log")).string();
+    ranks.push_back(StartWarm(spec, &out[r]));
+    ASSERT_TRUE(ranks.back());
+  }
+  ASSERT_TRUE(RunUntil(loop_, [&] { return out[0].exited && out[1].exited; }));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(out[r].code, 0) << "rank " << r << ": " << out[r].desc << "\n"
+                              << ReadFile(dir_ / ("stderr-rank" + std::to_string(r) + ".log"));
+  }
+  EXPECT_NE(ReadFile(dir_ / "stderr-rank0.log").find("2 rank(s) over "), std::string::npos)
+      << ReadFile(dir_ / "stderr-rank0.log");
+  EXPECT_FALSE(out[0].lines.empty());
+}
+
 // The worker's stop and preemption: Terminate sends SIGTERM to the trial's process group. With a checkpoint
 // ladder-train saves it and exits 143; without, SIGTERM kills it.
 TEST_F(WarmStartTest, TerminateStopsAWarmTrialAsACold) {
