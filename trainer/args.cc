@@ -114,6 +114,8 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
                        under mpirun/srun, shm when all WORLD_SIZE > 1 ranks are on this node (shared memory),
                        gloo when WORLD_SIZE > 1, else none). --batch-size is per rank.
   --bucket-cap-mb X    gradient bucket size for the overlapped allreduce (default 25)
+  --fused MODE         auto | off: train a plain MLP (no dropout, fp32 CPU, classification, one micro-batch) with
+                       a fused forward and backward pass of BLAS calls instead of autograd (default auto)
   --overlap MODE       auto | on | off: start each bucket's allreduce during the backward pass (on), or all
                        after it (off); auto: on for CUDA tensors, and on CPU only when this rank has a core
                        beyond its --threads for the communication (default auto)
@@ -204,6 +206,12 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
        [&](const std::string& v) -> std::string {
          if (v != "auto" && v != "cpu" && v != "cuda") return "expected auto, cpu or cuda";
          a.device = v;
+         return "";
+       }},
+      {"--fused",
+       [&](const std::string& v) -> std::string {
+         if (v != "auto" && v != "off") return "expected auto or off";
+         a.fused = v;
          return "";
        }},
       {"--overlap",

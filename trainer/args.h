@@ -55,6 +55,7 @@ struct TrainArgs {
   // Distributed data parallelism: --batch-size is per rank; the global batch is batch_size × ranks.
   std::string comm = "auto";            // auto | none | gloo | shm | mpi | nccl
   double bucket_cap_mb = 25.0;          // gradient bucket cap (DDP's default)
+  std::string fused = "auto";           // auto | off: the fused MLP step (fused_mlp.h) where it applies
   std::string overlap = "auto";         // auto | on | off: allreduce during the backward pass (train_loop.cc)
   bool hierarchical = false;             // reduce in node, allreduce across node leaders, broadcast back
   int ranks_per_node = 0;                // 0: from the launcher's variables

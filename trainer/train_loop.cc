@@ -15,6 +15,7 @@
 #include "trainer/batch_prefetcher.h"
 #include "trainer/checkpoint.h"
 #include "trainer/curvature.h"
+#include "trainer/fused_mlp.h"
 #include "trainer/predictions.h"
 #include "trainer/grad_reducer.h"
 #include "trainer/models.h"
@@ -177,6 +178,13 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     reducer = std::make_unique<GradientReducer>(params, comm, cap, overlap ? kDefaultFirstBucketCapBytes : cap,
                                                 overlap);
   }
+  // The fused MLP step (fused_mlp.h) replaces autograd's forward and backward where it computes the same thing.
+  std::unique_ptr<FusedMlpStep> fused;
+  if (a.fused == "auto" && ModelOptionsFrom(a, train).name == "mlp" && a.dropout == 0 && device.is_cpu() && !bf16 &&
+      train.task == Task::kClassify && a.micro_batches == 1) {
+    std::string why;
+    fused = FusedMlpStep::Make(params, train.features, &why);
+  }
   auto opt = MakeOptimizer(OptimizerOptionsFrom(a), params, &error);
   if (!opt) return Fail(2, error);
   // Squared norm of each backward pass's gradient (tensor hooks see a pass's gradient before it is accumulated).
@@ -278,9 +286,17 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     } else {
       opt->ZeroGrad();
     }
-    torch::Tensor loss = torch::zeros({}, torch::TensorOptions().device(device));
+    torch::Tensor loss;
     double small_sq = 0;  // Σ over micro-batches of ‖g_micro‖²
-    for (int64_t m = 0; m < micro; ++m) {
+    // A step that measures the noise scale reads each pass's gradient through autograd's hooks: not fused.
+    if (fused && !measure_noise) {
+      phases.Mark(PhaseTimes::kRest);
+      loss = torch::scalar_tensor(fused->Step(xb, yb, rank_scale), torch::kFloat64);
+      phases.Mark(PhaseTimes::kBackward);  // forward and backward, one pass
+    } else {
+      loss = torch::zeros({}, torch::TensorOptions().device(device));
+    }
+    for (int64_t m = 0; m < micro && !(fused && !measure_noise); ++m) {
       const int64_t mstart = m * mlen, mcount = m + 1 == micro ? len - m * mlen : mlen;
       if (reducer) reducer->SetFinalMicroBatch(m + 1 == micro);
       pass_sq = 0;
