@@ -25,6 +25,7 @@ class MomentumFamily final : public Optimizer {  // sgd, lars, larc
       if (!p.grad().defined()) continue;
       auto d = p.grad();
       const bool decay = Decays(p);
+      if (o_.name == "sgd" && SgdInPlace(p, d, buf_[i], decay ? o_.weight_decay : 0.0, lr)) continue;
       double local = 1.0;
       if (o_.name != "sgd" && decay) {
         const double wn = p.norm().item<double>(), gn = d.norm().item<double>();
@@ -58,6 +59,29 @@ class MomentumFamily final : public Optimizer {  // sgd, lars, larc
   void set_step_count(int64_t s) override { steps_ = s; }
 
  private:
+  // Plain SGD on contiguous fp32 CPU tensors with its momentum buffer started: one loop over raw memory doing
+  // what the tensor ops below do, element by element in the same order (d = g + wd p; buf = m buf + d;
+  // d = nesterov ? d + m buf : buf; p -= lr d), instead of three or four dispatched ops per parameter, which
+  // dominate the optimizer's time on small models. false: take the general path.
+  bool SgdInPlace(torch::Tensor& p, const torch::Tensor& grad, torch::Tensor& buf, double wd, double lr) {
+    if (o_.momentum == 0 || !buf.defined() || !p.is_cpu() || p.scalar_type() != torch::kFloat32 ||
+        grad.scalar_type() != torch::kFloat32 || buf.scalar_type() != torch::kFloat32 || !p.is_contiguous() ||
+        !grad.is_contiguous() || !buf.is_contiguous() || grad.numel() != p.numel()) {
+      return false;
+    }
+    float* w = p.data_ptr<float>();
+    const float* gr = grad.data_ptr<float>();
+    float* b = buf.data_ptr<float>();
+    const auto m = static_cast<float>(o_.momentum), decay = static_cast<float>(wd), step = static_cast<float>(-lr);
+    const bool nesterov = o_.nesterov;
+    for (int64_t k = 0, n = p.numel(); k < n; ++k) {
+      const float dk = decay != 0 ? gr[k] + decay * w[k] : gr[k];
+      b[k] = b[k] * m + dk;
+      w[k] += step * (nesterov ? dk + m * b[k] : b[k]);
+    }
+    return true;
+  }
+
   OptimizerOptions o_;
   std::vector<torch::Tensor> buf_;
   int64_t steps_ = 0;

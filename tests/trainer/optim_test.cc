@@ -51,6 +51,37 @@ TEST(Optimizers, SgdAdamAdamWMatchLibTorchWithoutWeightDecay) {
             1e-6);
 }
 
+// SGD with momentum and weight decay (its in-place loop over raw memory) against LibTorch's, on weights only (ours
+// does not decay biases, LibTorch's does).
+TEST(Optimizers, SgdMomentumWithWeightDecayMatchesLibTorchOnWeights) {
+  for (bool nesterov : {false, true}) {
+    torch::manual_seed(2);
+    torch::nn::Linear a(torch::nn::LinearOptions(8, 4).bias(false)), b(torch::nn::LinearOptions(8, 4).bias(false));
+    {
+      torch::NoGradGuard g;
+      b->weight.copy_(a->weight);
+    }
+    OptimizerOptions o;
+    o.name = "sgd";
+    o.momentum = 0.9;
+    o.weight_decay = 0.01;
+    o.nesterov = nesterov;
+    std::string err;
+    auto mine = MakeOptimizer(o, a->parameters(), &err);
+    torch::optim::SGD ref(b->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01).nesterov(nesterov));
+    for (int s = 0; s < 20; ++s) {
+      auto x = torch::randn({16, 8});
+      mine->ZeroGrad();
+      a->forward(x).pow(2).mean().backward();
+      mine->Step(0.1);
+      ref.zero_grad();
+      b->forward(x).pow(2).mean().backward();
+      ref.step();
+    }
+    EXPECT_LT((a->weight - b->weight).abs().max().item<double>(), 1e-6) << "nesterov " << nesterov;
+  }
+}
+
 TEST(Optimizers, WeightDecaySkipsBiases) {
   torch::nn::Linear lin(4, 4);
   OptimizerOptions o;
