@@ -119,9 +119,10 @@ void WarmStarter::StartZygote(Zygote& z, const std::string& exe, const std::vect
   for (auto& [key, p] : zygotes_) {
     if (p.get() == &z) weak = p;
   }
-  auto on_exit = [weak, log = zs.stderr_path](int, const std::string& description) {
+  // Captures the zygote's number: an exit reported after a later start of the same key concerns the old one.
+  auto on_exit = [weak, log = zs.stderr_path, start = z.starts](int, const std::string& description) {
     auto zp = weak.lock();
-    if (!zp) return;
+    if (!zp || zp->starts != start) return;
     const bool was_up = zp->state != Zygote::State::kDead;
     zp->Close();
     zp->state = Zygote::State::kDead;
