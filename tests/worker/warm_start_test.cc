@@ -257,6 +257,26 @@ TEST_F(WarmStartTest, TwoWarmRanksTrainTogether) {
   EXPECT_FALSE(out[0].lines.empty());
 }
 
+// The zygote blocks SIGCHLD (its signalfd) and ignores SIGPIPE; a trial forked from it starts with neither, as a
+// cold one does (TrialProcess.ATrialStartsWithDefaultSignals).
+TEST_F(WarmStartTest, AWarmTrialStartsWithDefaultSignals) {
+  const LaunchSpec spec = Train({"--data", "synthetic:4096", "--epochs", "1000", "--log-every", "1", "--prefetch", "0"});
+  WarmUp(spec);
+  Outcome out;
+  auto p = StartWarm(spec, &out);
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(RunUntil(loop_, [&] { return !out.lines.empty() || out.exited; }));
+  std::ifstream status("/proc/" + std::to_string(p->pid()) + "/status");
+  std::string line;
+  std::vector<std::string> masks;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigBlk:", 0) == 0 || line.rfind("SigIgn:", 0) == 0) masks.push_back(line);
+  }
+  EXPECT_EQ(masks, (std::vector<std::string>{"SigBlk:\t0000000000000000", "SigIgn:\t0000000000000000"}));
+  p->Terminate(std::chrono::seconds(5));
+  ASSERT_TRUE(RunUntil(loop_, [&] { return out.exited; }));
+}
+
 // The worker's stop and preemption: Terminate sends SIGTERM to the trial's process group. With a checkpoint
 // ladder-train saves it and exits 143; without, SIGTERM kills it.
 TEST_F(WarmStartTest, TerminateStopsAWarmTrialAsACold) {
