@@ -100,7 +100,8 @@ double FusedMlpStep::Step(const torch::Tensor& x, const torch::Tensor& y, double
     for (int64_t r = 0; r < rows; ++r) std::memcpy(&z[r * l.out], bias, sizeof(float) * l.out);
     Gemm(false, true, rows, l.out, l.in, 1.0f, h, l.in, l.w.data_ptr<float>(), l.in, 1.0f, z.data(), l.out);
     if (i + 1 < nl) {
-      for (float& v : z) v = v > 0 ? v : 0;
+      float* v = z.data();
+      for (size_t k = 0; k < z.size(); ++k) v[k] = v[k] > 0 ? v[k] : 0.0f;
     }
     h = z.data();
   }
@@ -141,9 +142,8 @@ double FusedMlpStep::Step(const torch::Tensor& x, const torch::Tensor& y, double
     Gemm(false, false, rows, l.in, l.out, 1.0f, grad_a_.data(), l.out, l.w.data_ptr<float>(), l.in, 0.0f,
          grad_b_.data(), l.in);
     const float* act = acts_[i - 1].data();
-    for (int64_t k = 0; k < rows * l.in; ++k) {
-      if (!(act[k] > 0)) grad_b_[k] = 0;
-    }
+    float* dh = grad_b_.data();
+    for (int64_t k = 0; k < rows * l.in; ++k) dh[k] = act[k] > 0 ? dh[k] : 0.0f;  // a select: vectorizes
     std::swap(grad_a_, grad_b_);
   }
   return loss / static_cast<double>(rows);

@@ -73,11 +73,24 @@ class MomentumFamily final : public Optimizer {  // sgd, lars, larc
     const float* gr = grad.data_ptr<float>();
     float* b = buf.data_ptr<float>();
     const auto m = static_cast<float>(o_.momentum), decay = static_cast<float>(wd), step = static_cast<float>(-lr);
-    const bool nesterov = o_.nesterov;
-    for (int64_t k = 0, n = p.numel(); k < n; ++k) {
-      const float dk = decay != 0 ? gr[k] + decay * w[k] : gr[k];
-      b[k] = b[k] * m + dk;
-      w[k] += step * (nesterov ? dk + m * b[k] : b[k]);
+    const int64_t n = p.numel();
+    // One loop per case, without branches inside: each vectorizes (the file is built with -O3).
+    if (o_.nesterov) {
+      for (int64_t k = 0; k < n; ++k) {
+        const float dk = gr[k] + decay * w[k];
+        b[k] = b[k] * m + dk;
+        w[k] += step * (dk + m * b[k]);
+      }
+    } else if (decay != 0) {
+      for (int64_t k = 0; k < n; ++k) {
+        b[k] = b[k] * m + (gr[k] + decay * w[k]);
+        w[k] += step * b[k];
+      }
+    } else {
+      for (int64_t k = 0; k < n; ++k) {
+        b[k] = b[k] * m + gr[k];
+        w[k] += step * b[k];
+      }
     }
     return true;
   }
