@@ -39,13 +39,19 @@ constexpr const char* kLog = "http";
 constexpr const char* kCookie = "ladder_session";
 constexpr size_t kMaxSessions = 4096;
 
+// The HTTP thread's io_context, with shutdown() (protected in asio::execution_context) callable: it destroys the
+// handlers left in it.
+struct HttpLoop : asio::io_context {
+  using asio::io_context::shutdown;
+};
+
 }  // namespace
 
 // Shared by every connection; touched only on the HTTP thread (sessions_) or read-only (the rest).
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(HttpOptions o, asio::io_context& loop, Coordinator& c) : opt(std::move(o)), coord_loop(loop), coord(c) {}
   HttpOptions opt;
-  asio::io_context ioc;
+  HttpLoop ioc;
   asio::io_context& coord_loop;
   Coordinator& coord;
   std::optional<tcp::acceptor> acceptor;
@@ -605,6 +611,10 @@ void HttpServer::Stop() {
   });
   impl_->ioc.stop();
   thread_.join();
+  // The handlers still queued (the accept, each connection's pending read or write, replies the coordinator
+  // posted back) hold their connections, and through them impl_, whose io_context they wait in: destroying them
+  // breaks that cycle, else every stopped server's Impl leaked with its connections' sockets open.
+  impl_->ioc.shutdown();
 }
 
 }  // namespace ladder::server
