@@ -69,7 +69,7 @@ std::unique_ptr<FusedMlpStep> FusedMlpStep::Make(const std::vector<torch::Tensor
   return std::unique_ptr<FusedMlpStep>(new FusedMlpStep(std::move(layers)));
 }
 
-double FusedMlpStep::Step(const torch::Tensor& x, const torch::Tensor& y, double scale) {
+double FusedMlpStep::Step(const torch::Tensor& x, const torch::Tensor& y, double scale, bool accumulate) {
   const int64_t rows = x.size(0);
   const auto xc = x.reshape({rows, -1}).contiguous();
   const auto yc = y.reshape({-1}).contiguous();
@@ -86,7 +86,7 @@ double FusedMlpStep::Step(const torch::Tensor& x, const torch::Tensor& y, double
   for (auto& l : layers_) {
     // The gradient the step accumulates into: the caller's (zeroed) one, or a new zero tensor as autograd would.
     for (auto* t : {&l.w, &l.b}) {
-      if (!t->grad().defined()) t->mutable_grad() = torch::zeros_like(*t);
+      if (!t->grad().defined()) t->mutable_grad() = accumulate ? torch::zeros_like(*t) : torch::empty_like(*t);
     }
   }
 
@@ -131,9 +131,10 @@ double FusedMlpStep::Step(const torch::Tensor& x, const torch::Tensor& y, double
   for (size_t i = nl; i-- > 0;) {
     const Layer& l = layers_[i];
     const float* below = i == 0 ? input : acts_[i - 1].data();
-    Gemm(true, false, l.out, l.in, rows, 1.0f, grad_a_.data(), l.out, below, l.in, 1.0f,
+    Gemm(true, false, l.out, l.in, rows, 1.0f, grad_a_.data(), l.out, below, l.in, accumulate ? 1.0f : 0.0f,
          l.w.mutable_grad().data_ptr<float>(), l.in);
     float* db = l.b.mutable_grad().data_ptr<float>();
+    if (!accumulate) std::memset(db, 0, sizeof(float) * l.out);
     for (int64_t r = 0; r < rows; ++r) {
       const float* dz = &grad_a_[r * l.out];
       for (int64_t c = 0; c < l.out; ++c) db[c] += dz[c];

@@ -12,7 +12,8 @@
 // logsumexp(z) - z[label]; then, scaled by `scale` (the caller's share of the batch and 1/ranks),
 // dZ = (softmax(z) - onehot) * scale / rows, dW += dZ^T H, db += sum of dZ's rows, dH = dZ W masked by H > 0.
 // Gradients are accumulated into each parameter's .grad (defined and zeroed by the caller's ZeroGrad, or
-// created here), so the gradient reducer and the optimizer see them as after backward().
+// created here), so the gradient reducer and the optimizer see them as after backward(); or, without accumulate,
+// written over whatever .grad held (no zeroing pass over them each step).
 //
 // BLAS: Fortran sgemm_ from the library LibTorch itself loaded (Debian's libblas.so.3 alternative); where none
 // is exported (a LibTorch with MKL linked in statically), ATen's mm into the same buffers.
@@ -31,9 +32,10 @@ class FusedMlpStep {
   static std::unique_ptr<FusedMlpStep> Make(const std::vector<torch::Tensor>& params, int64_t features,
                                             std::string* why);
 
-  // One pass over the batch x [rows, features...] (fp32, contiguous) with int64 labels y [rows]: accumulates
-  // scale * d(mean loss)/d(param) into every parameter's .grad and returns the mean loss.
-  double Step(const torch::Tensor& x, const torch::Tensor& y, double scale);
+  // One pass over the batch x [rows, features...] (fp32, contiguous) with int64 labels y [rows]: adds
+  // scale * d(mean loss)/d(param) to every parameter's .grad (accumulate), or writes it there (!accumulate: the
+  // caller need not zero the gradients first), and returns the mean loss.
+  double Step(const torch::Tensor& x, const torch::Tensor& y, double scale, bool accumulate = true);
 
  private:
   struct Layer {

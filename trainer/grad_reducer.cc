@@ -32,7 +32,7 @@ GradientReducer::GradientReducer(std::vector<torch::Tensor> params, comm::Commun
       elems += params_[order[run_end]].numel();
       ++run_end;
     }
-    auto buffer = torch::zeros({elems}, first.options().requires_grad(false));
+    auto buffer = comm_.NewBuffer(elems, first.options().requires_grad(false));
     // Buckets: consecutive ranges of exactly the cap (the first bucket of all: the first-bucket cap).
     const int64_t esize = static_cast<int64_t>(first.element_size());
     const size_t first_bucket = buckets_.size();

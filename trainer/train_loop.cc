@@ -280,23 +280,28 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     const auto xb = batch->x.to(device, /*non_blocking=*/true), yb = batch->y.to(device, /*non_blocking=*/true);
     const int64_t len = xb.size(0), micro = a.micro_batches, mlen = len / micro;
     measure_noise = world * micro > 1 && a.noise_scale_every > 0 && step % a.noise_scale_every == 0;
+    // The fused step writes the gradients over the last step's: nothing to zero first.
     if (reducer) {
-      reducer->ZeroGrad();
+      if (!fused) reducer->ZeroGrad();
       reducer->Prepare();
-    } else {
+    } else if (!fused) {
       opt->ZeroGrad();
     }
     torch::Tensor loss;
     double small_sq = 0;  // Σ over micro-batches of ‖g_micro‖²
-    // A step that measures the noise scale reads each pass's gradient through autograd's hooks: not fused.
-    if (fused && !measure_noise) {
+    if (fused) {
       phases.Mark(PhaseTimes::kRest);
-      loss = torch::scalar_tensor(fused->Step(xb, yb, rank_scale), torch::kFloat64);
+      loss = torch::scalar_tensor(fused->Step(xb, yb, rank_scale, /*accumulate=*/false), torch::kFloat64);
       phases.Mark(PhaseTimes::kBackward);  // forward and backward, one pass
+      if (measure_noise) {  // one pass (one micro-batch): its gradient is all of .grad before the allreduce
+        pass_sq = 0;
+        for (const auto& p : params) pass_sq += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+        small_sq = pass_sq / (rank_scale * rank_scale);
+      }
     } else {
       loss = torch::zeros({}, torch::TensorOptions().device(device));
     }
-    for (int64_t m = 0; m < micro && !(fused && !measure_noise); ++m) {
+    for (int64_t m = 0; m < micro && !fused; ++m) {
       const int64_t mstart = m * mlen, mcount = m + 1 == micro ? len - m * mlen : mlen;
       if (reducer) reducer->SetFinalMicroBatch(m + 1 == micro);
       pass_sq = 0;

@@ -64,6 +64,13 @@ TEST_P(FusedMlp, LossAndGradientsAreAutogradsAndAccumulate) {
     ASSERT_TRUE(params[i].grad().defined()) << "parameter " << i;
     EXPECT_LE(MaxRelative(params[i].grad(), want[i]), 1e-5) << "parameter " << i << " " << params[i].sizes();
   }
+  // Without accumulate it writes over what .grad held (the training loop then zeroes nothing): one pass's
+  // gradient, half of the two passes' above.
+  for (auto& p : params) p.grad().fill_(123.0f);
+  fused->Step(x, y, scale, /*accumulate=*/false);
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_LE(MaxRelative(params[i].grad() * 2, want[i]), 1e-5) << "parameter " << i << " overwritten";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FusedMlp,

@@ -42,6 +42,12 @@ class Communicator {
   // Overwrites `t` on every rank with rank `root`'s values.
   virtual void Broadcast(torch::Tensor& t, int root) = 0;
   virtual void Barrier() = 0;
+  // A zeroed buffer for tensors this communicator will reduce often (the gradient buckets). Collective: every rank
+  // calls it in the same order with the same size. A backend may place it where its collectives read it without
+  // a copy (shm: in a segment every rank maps); by default it is an ordinary tensor.
+  virtual torch::Tensor NewBuffer(int64_t numel, const torch::TensorOptions& options) {
+    return torch::zeros({numel}, options);
+  }
 };
 
 // The capability to form sub-communicators and to reduce to one rank: what the hierarchical allreduce is
