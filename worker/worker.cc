@@ -365,8 +365,8 @@ void Worker::StartTrial(const v1::StartTrial& m) {
   r.checkpoint_dir = m.checkpoint_dir();
   const int nranks = std::max(1, m.local_ranks());
   // Every rank of the trial is here: they meet through a c10d FileStore in the trial's directory (a new file for
-  // each run: a killed run's keys must not be read by the next one) rather than a TCPStore that rank 0 would open
-  // on every interface of the node.
+  // each run: a killed run's keys must not be read by the next one), so no rendezvous port is opened at all; and
+  // ladder-train's --comm auto then reduces over shared memory (shm).
   if (const auto world = m.env().find("WORLD_SIZE"); nranks > 1 && world != m.env().end() &&
                                                     world->second == std::to_string(nranks)) {
     const std::string file = spec.env["LADDER_TRIAL_DIR"] + "/rendezvous-" + std::to_string(m.assignment_epoch());
