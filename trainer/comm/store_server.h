@@ -1,0 +1,24 @@
+#pragma once
+// The rendezvous store's server (bound_store.h): a thread of rank 0's process, poll() over the socket listening on
+// one address, the connections and a pipe that stops it. Internal to trainer/comm.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ladder::trainer::comm {
+
+class StoreServer {
+ public:
+  // Binds host:port (the first address it resolves to that binds) and starts the thread; throws
+  // std::runtime_error ("cannot listen on HOST:PORT: why") when it cannot.
+  StoreServer(const std::string& host, uint16_t port, std::string secret);
+  ~StoreServer();
+  // The numeric address it listens on.
+  const std::string& address() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ladder::trainer::comm
