@@ -14,6 +14,8 @@
 #include <future>
 #include <thread>
 
+#include "tests/support/free_port.h"
+
 namespace ladder::trainer::comm {
 namespace {
 
@@ -23,17 +25,7 @@ std::vector<uint8_t> Bytes(const std::string& s) { return {s.begin(), s.end()}; 
 std::string Text(const std::vector<uint8_t>& v) { return {v.begin(), v.end()}; }
 
 // A port free on 127.0.0.1 just now.
-uint16_t FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+uint16_t FreePort() { return static_cast<uint16_t>(testing::FreePort()); }
 
 // connect() to ip:port; 0 or errno.
 int ConnectError(const char* ip, uint16_t port) {
