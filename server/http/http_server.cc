@@ -14,6 +14,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -66,6 +67,29 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   bool stopping = false;
 
   void Accept();
+
+  // Posts f onto this loop from another thread (the coordinator's). Once the loop is shut down (Shutdown), f is
+  // destroyed here instead: a handler left in a shut-down loop would keep this Impl, which owns the loop, alive.
+  template <class F>
+  void PostFromOutside(F&& f) {
+    std::lock_guard<std::mutex> lock(shutdown_mu);
+    if (!shut_down) {
+      asio::post(ioc, std::forward<F>(f));
+      return;
+    }
+    [[maybe_unused]] auto dropped = std::move(f);  // destroyed under the lock, never during Shutdown
+  }
+  // After the HTTP thread has ended: destroys every handler left in the loop (the accept, each connection's
+  // pending read or write, replies posted back), which hold the connections and through them this Impl.
+  void Shutdown() {
+    std::lock_guard<std::mutex> lock(shutdown_mu);
+    shut_down = true;
+    ioc.shutdown();
+  }
+
+ private:
+  std::mutex shutdown_mu;
+  bool shut_down = false;  // guarded by shutdown_mu
 };
 
 namespace {
@@ -311,7 +335,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
           st = grpc::Status(grpc::StatusCode::INTERNAL, e.what());
         }
       }
-      asio::post(self->impl_->ioc, [self, st, resp, keep] {
+      self->impl_->PostFromOutside([self, st, resp, keep] {
         if (!st.ok()) return self->SendError(HttpStatusOf(st), st.error_message(), keep);
         self->SendJson(Json(*resp) + "\n", keep);
       });
@@ -466,11 +490,11 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       // the HTTP side's io_context outlives every watcher.
       int64_t id = impl->coord.AddWatcher(watch, [weak, impl](const v1::Event& ev) {
         auto copy = std::make_shared<const v1::Event>(ev);
-        asio::post(impl->ioc, [weak, copy] {
+        impl->PostFromOutside([weak, copy] {
           if (auto c = weak.lock()) c->Push(copy);
         });
       });
-      asio::post(impl->ioc, [weak, id, impl] {
+      impl->PostFromOutside([weak, id, impl] {
         auto c = weak.lock();
         if (!c || c->closed_) {
           asio::post(impl->coord_loop, [impl, id] { impl->coord.RemoveWatcher(id); });
@@ -611,10 +635,8 @@ void HttpServer::Stop() {
   });
   impl_->ioc.stop();
   thread_.join();
-  // The handlers still queued (the accept, each connection's pending read or write, replies the coordinator
-  // posted back) hold their connections, and through them impl_, whose io_context they wait in: destroying them
-  // breaks that cycle, else every stopped server's Impl leaked with its connections' sockets open.
-  impl_->ioc.shutdown();
+  // Else every stopped server's Impl leaked, with its connections' sockets open.
+  impl_->Shutdown();
 }
 
 }  // namespace ladder::server
