@@ -9,6 +9,15 @@ LADDER=$1
 SRC=$2
 TIME_LIMIT_S=10
 MEM_LIMIT_KB=$((1024 * 1024))  # virtual memory: the binary and its libraries take ~400 MiB of it
+# Under AddressSanitizer (scripts/sanitize.sh sets ASAN_OPTIONS) a binary cannot start with ulimit -v: it reserves
+# terabytes of address space for its shadow memory. There the same number bounds its resident memory instead
+# (ASan's hard_rss_limit_mb: past it the process dies and ASan writes a report).
+if [[ -n ${ASAN_OPTIONS:-} ]]; then
+  export ASAN_OPTIONS="$ASAN_OPTIONS:hard_rss_limit_mb=$((MEM_LIMIT_KB / 1024))"
+  limit_memory() { :; }
+else
+  limit_memory() { ulimit -v $MEM_LIMIT_KB; }
+fi
 
 work=$(mktemp -d /tmp/ladder-bad-specs-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -19,7 +28,7 @@ checked=0
 check() {
   local file=$1 expect=$2 name err rc lines
   name=$(basename "$file")
-  err=$( (ulimit -v $MEM_LIMIT_KB; exec timeout $TIME_LIMIT_S "$LADDER" search validate --no-command-check "$file") 2>&1 >/dev/null)
+  err=$( (limit_memory; exec timeout $TIME_LIMIT_S "$LADDER" search validate --no-command-check "$file") 2>&1 >/dev/null)
   rc=$?
   lines=$(printf '%s\n' "$err" | wc -l)
   checked=$((checked + 1))
