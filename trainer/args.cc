@@ -73,7 +73,8 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
                        none, or a comma list (default auto)
   --device NAME        auto | cpu | cuda (default auto: cuda:LOCAL_RANK when a GPU is there)
   --precision P        fp32 | bf16 (bf16 autocast for forward and loss; fp32 master weights) (default fp32)
-  --prefetch N         batches assembled ahead on a background thread, 0 = off (default 2)
+  --prefetch N         batches assembled ahead on a background thread, 0 = off (default: 2 on GPUs and on CPU
+                       ranks with a core beyond their --threads, else 0, as --overlap auto)
   --eval-train-rows N  training rows evaluated at each epoch end for train_loss (default 10000)
   --eval-every N       also evaluate every N steps (default 0: only at epoch ends); such a line's epoch is
                        the fraction of the epochs done

@@ -17,7 +17,7 @@ struct TrainArgs {
   std::string class_weights = "auto";  // segmentation loss weights: auto (inverse sqrt frequency) | none | list
   std::string device = "auto";   // auto | cpu | cuda
   std::string precision = "fp32";  // fp32 | bf16 (autocast)
-  int prefetch = 2;              // batches prepared ahead on a background thread (0: none)
+  int prefetch = -1;             // batches prepared ahead on a background thread (0: none; -1: overlap_rule.h)
   int64_t eval_every = 0;        // also evaluate every N steps (0: only at epoch ends)
   int64_t eval_train_rows = 10000;  // rows of the training set evaluated for the epoch's train_loss
   double val_fraction = 0.2;     // held out with a fixed seed, the same for every trial

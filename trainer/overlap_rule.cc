@@ -19,7 +19,7 @@ bool OverlapAllreduce(const std::string& mode, bool cuda, int threads, int cores
   return cuda || cores_for_rank > std::max(1, threads);
 }
 
-bool OverlapAllreduce(const TrainArgs& a, torch::Device device) {
+int CoresForThisRank() {
   int local_ranks = 1;
   for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"}) {
     if (const char* v = std::getenv(name); v && std::atoi(v) > 0) {  // SLURM's "2(x3)": its leading count
@@ -31,7 +31,16 @@ bool OverlapAllreduce(const TrainArgs& a, torch::Device device) {
   CPU_ZERO(&set);
   const int affinity = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
   const int online = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  return OverlapAllreduce(a.overlap, device.is_cuda(), a.threads, CoresForRank(affinity, online, local_ranks));
+  return CoresForRank(affinity, online, local_ranks);
+}
+
+bool OverlapAllreduce(const TrainArgs& a, torch::Device device) {
+  return OverlapAllreduce(a.overlap, device.is_cuda(), a.threads, CoresForThisRank());
+}
+
+int PrefetchDepth(const TrainArgs& a, torch::Device device) {
+  if (a.prefetch >= 0) return a.prefetch;
+  return OverlapAllreduce("auto", device.is_cuda(), a.threads, CoresForThisRank()) ? 2 : 0;
 }
 
 }  // namespace ladder::trainer

@@ -1,5 +1,6 @@
 #pragma once
-// Whether a rank starts its gradient allreduces during the backward pass (--overlap auto).
+// Whether a rank starts its gradient allreduces during the backward pass (--overlap auto), and whether it assembles
+// batches on a background thread (--prefetch's default): the same question, whether it has a core to spare.
 //
 // Overlap pays when the communication runs on something the backward pass does not need: a GPU's copy engines
 // and NCCL's kernels, or a CPU core of its own. A CPU rank that uses every core it has for its intra-op threads
@@ -21,8 +22,15 @@ int CoresForRank(int affinity_cpus, int online_cpus, int local_ranks);
 // --overlap on/off as given; auto: on for CUDA tensors, on CPU only with a core beyond the --threads.
 bool OverlapAllreduce(const std::string& mode, bool cuda, int threads, int cores_for_rank);
 
-// The same for this process: its affinity, the online CPUs, and the node's ranks from the launcher
+// CoresForRank for this process: its affinity, the online CPUs, and the node's ranks from the launcher
 // (LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE; 1 when none says).
+int CoresForThisRank();
+
+// OverlapAllreduce for this process and its --overlap.
 bool OverlapAllreduce(const TrainArgs& a, torch::Device device);
+
+// Batches assembled ahead on a background thread: --prefetch when given, else 2 where the allreduce would overlap
+// (a GPU, or a core to spare) and 0 where the thread would take its cycles from the training step.
+int PrefetchDepth(const TrainArgs& a, torch::Device device);
 
 }  // namespace ladder::trainer

@@ -244,7 +244,7 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     return true;
   };
   PrefetchOptions po;
-  po.depth = a.prefetch;
+  po.depth = PrefetchDepth(a, device);
   po.rank = rank;
   po.world = world;
   po.epochs = a.epochs;
