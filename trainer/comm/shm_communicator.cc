@@ -273,8 +273,13 @@ class Shm final : public Communicator {
         std::random_device rd;
         *name = "/ladder-shm-" + std::to_string(getpid()) + "-" + std::to_string(rd()) + std::to_string(rd());
         fd = shm_open(name->c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-        if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-          *error = "shm backend: cannot create the shared segment " + *name + " (" + std::strerror(errno) + ")";
+        // posix_fallocate, not only ftruncate: a sparse segment in a /dev/shm too small for it (a container's
+        // 64 MB) would kill the ranks with SIGBUS at the first write instead of failing here.
+        int rc = fd < 0 ? errno : ftruncate(fd, static_cast<off_t>(bytes)) != 0 ? errno : 0;
+        if (rc == 0) rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+        if (rc != 0) {
+          *error = "shm backend: cannot create a shared segment of " + std::to_string(bytes) + " bytes in /dev/shm (" +
+                   std::strerror(rc) + ")";
           if (fd >= 0) close(fd), shm_unlink(name->c_str());
           name->clear();
           rv_.store->set(key, {});  // the others learn that there is none
