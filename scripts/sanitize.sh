@@ -30,7 +30,8 @@ run_tests() {
   local name=$1 dir=$2
   shift 2
   local reports=$root/$dir/sanitizer-reports
-  rm -rf "$reports" && mkdir -p "$reports"
+  if [ -z "${KEEP_REPORTS:-}" ]; then rm -rf "$reports"; fi  # a second pass of the same run keeps the first's
+  mkdir -p "$reports"
   local start=$SECONDS rc=0
   (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 600 "$@") > "$root/$dir/ctest.log" 2>&1 || rc=$?
   local summary
@@ -54,7 +55,11 @@ if [ "$what" = asan ] || [ "$what" = all ]; then
   export UBSAN_OPTIONS="log_path=$root/build-asan/sanitizer-reports/ubsan:halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp"
   mkdir -p build-asan/sanitizer-reports
   cmake --build build-asan -j "$jobs"
-  run_tests "asan+ubsan" build-asan || status=1
+  run_tests "asan+ubsan" build-asan -LE '^extrapolation_test$' || status=1
+  # extrapolation_test unwinds fast: the slow unwind at every allocation (kept above for Open MPI's leaks; this
+  # binary has no MPI) made one of its Eigen-heavy tests take 278 s instead of 1 s, and the binary never finished.
+  ASAN_OPTIONS="${ASAN_OPTIONS/fast_unwind_on_malloc=0/fast_unwind_on_malloc=1}" KEEP_REPORTS=1 \
+    run_tests "asan+ubsan (extrapolation_test)" build-asan -L '^extrapolation_test$' || status=1
   unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
 fi
 if [ "$what" = tsan ] || [ "$what" = all ]; then
