@@ -94,7 +94,7 @@ struct SharedBuffers {
 
 class Shm final : public Communicator {
  public:
-  Shm(Rendezvous rv) : rv_(std::move(rv)), chunk_(ChunkBytes(rv_.size)) {}
+  explicit Shm(Rendezvous rv) : rv_(std::move(rv)), chunk_(ChunkBytes(rv_.size)) {}
 
   ~Shm() override {
     if (base_) munmap(base_, bytes_);
