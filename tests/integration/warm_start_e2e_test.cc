@@ -14,26 +14,13 @@
 #include "tests/integration/system_support.h"
 #include "tests/integration/test_support.h"
 #include "worker/worker.h"
+#include "tests/support/proc_stat.h"
 
 namespace ladder {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Stat {
-  char state = '?';
-  int ppid = 0, pgrp = 0;
-};
-Stat ReadStat(int pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  Stat s;
-  const auto close_paren = all.rfind(')');
-  if (close_paren == std::string::npos) return s;
-  std::istringstream rest(all.substr(close_paren + 2));
-  rest >> s.state >> s.ppid >> s.pgrp;
-  return s;
-}
 
 // This process's child running `ladder-train --zygote` (the in-process worker's), or 0.
 int FindZygote() {
@@ -43,7 +30,8 @@ int FindZygote() {
     const int pid = std::stoi(name);
     std::ifstream f(e.path() / "cmdline");
     std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (cmd.find(std::string("ladder-train\0--zygote", 21)) != std::string::npos && ReadStat(pid).ppid == getpid()) {
+    if (cmd.find(std::string("ladder-train\0--zygote", 21)) != std::string::npos &&
+        testing::ReadProcStat(pid).ppid == getpid()) {
       return pid;
     }
   }
@@ -143,7 +131,7 @@ TEST_F(WarmStartE2E, LadderTrainTrialsForkFromTheZygoteReportAndStop) {
     pid = rows[0][0].substr(rows[0][0].rfind(' ') + 1);  // "w1 pid N"
     return true;
   })) << "the long trial reported no metrics";
-  const Stat st = ReadStat(std::stoi(pid));
+  const testing::ProcStat st = testing::ReadProcStat(std::stoi(pid));
   EXPECT_EQ(st.ppid, zygote) << "forked by the worker's zygote";
   EXPECT_EQ(st.pgrp, std::stoi(pid)) << "the leader of its own process group";
   {
@@ -155,7 +143,7 @@ TEST_F(WarmStartE2E, LadderTrainTrialsForkFromTheZygoteReportAndStop) {
     ASSERT_TRUE(stub_->CancelSearch(&ctx, req, &resp).ok());
   }
   EXPECT_TRUE(Within(std::chrono::seconds(30), [&] {
-    const char s = ReadStat(std::stoi(pid)).state;
+    const char s = testing::ReadProcStat(std::stoi(pid)).state;
     return s == '?' || s == 'Z';
   })) << "the cancelled trial still runs";
   EXPECT_TRUE(Within(std::chrono::seconds(30), [&] {

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "trainer/zygote_protocol.h"
+#include "tests/support/proc_stat.h"
 
 namespace ladder::worker {
 namespace {
@@ -53,23 +54,8 @@ bool RunUntil(boost::asio::io_context& loop, const std::function<bool()>& done,
   return done();
 }
 
-// /proc/PID/stat: state, parent, process group.
-struct Stat {
-  char state = '?';
-  int ppid = 0, pgrp = 0;
-};
-Stat ReadStat(int pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  Stat s;
-  const auto close_paren = all.rfind(')');
-  if (close_paren == std::string::npos) return s;
-  std::istringstream rest(all.substr(close_paren + 2));
-  rest >> s.state >> s.ppid >> s.pgrp;
-  return s;
-}
 bool Running(int pid) {
-  const char state = ReadStat(pid).state;
+  const char state = testing::ReadProcStat(pid).state;
   return state != '?' && state != 'Z';
 }
 bool GoneWithin(int pid, std::chrono::seconds timeout) {
@@ -176,7 +162,7 @@ TEST_F(WarmStartTest, AWarmTrialReportsItsMetricsStderrAndExitCode) {
   Outcome out;
   auto p = StartWarm(spec, &out);
   ASSERT_TRUE(p);
-  const Stat st = ReadStat(p->pid());
+  const testing::ProcStat st = testing::ReadProcStat(p->pid());
   EXPECT_EQ(st.ppid, zygote) << "forked by the zygote";
   EXPECT_EQ(st.pgrp, p->pid()) << "the leader of its own process group";
   ASSERT_TRUE(RunUntil(loop_, [&] { return out.exited; }));
