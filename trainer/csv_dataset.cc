@@ -236,9 +236,9 @@ void Standardize(Dataset* train, Dataset* val) {
   }
 }
 
-std::string DefaultDataPath(std::string* tried) {
+std::string DefaultDataPath(std::string* tried, const char* data_dir) {
   std::vector<std::string> candidates;
-  if (const char* d = std::getenv("LADDER_DATA_DIR"); d && *d) candidates.push_back(std::string(d) + "/digits.csv.gz");
+  if (data_dir && *data_dir) candidates.push_back(std::string(data_dir) + "/digits.csv.gz");
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {

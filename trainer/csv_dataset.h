@@ -3,6 +3,7 @@
 // 0..K-1 in the last column. A first line with non-numeric fields is taken as a header and skipped.
 // Plain C++ (no LibTorch) so the loader is cheap to build and test.
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ void Standardize(Dataset* train, Dataset* val);
 
 // The default data file: $LADDER_DATA_DIR/digits.csv.gz, then <exe dir>/../../data/digits.csv.gz (a build
 // tree), <exe dir>/../share/ladder/digits.csv.gz, ./data/digits.csv.gz. Returns "" and lists what it tried.
-std::string DefaultDataPath(std::string* tried);
+// `data_dir` stands for $LADDER_DATA_DIR (nullptr: unset).
+std::string DefaultDataPath(std::string* tried, const char* data_dir = std::getenv("LADDER_DATA_DIR"));
 
 }  // namespace ladder::trainer

@@ -156,6 +156,16 @@ static bool ParseCounts(const std::string& kind, const std::string& rest, const 
   return true;
 }
 
+std::vector<std::string> DataFiles(const std::string& spec) {
+  auto colon = spec.find(':');
+  const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
+  const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (kind == "idx" || kind == "cifar10") return Split(rest, ',');
+  if (kind == "synthetic" || kind == "climate" || kind == "markov") return {};
+  if (kind == "text") return {rest};
+  return {spec};
+}
+
 bool LoadData(const std::string& spec, const DataOptions& options, Dataset* out, std::string* error) {
   auto colon = spec.find(':');
   const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);

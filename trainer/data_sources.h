@@ -13,6 +13,7 @@
 // (ladder-train --input-shape gives them an image shape).
 // Errors name the file and what is wrong with it.
 #include <string>
+#include <vector>
 
 #include "trainer/csv_dataset.h"
 
@@ -23,6 +24,8 @@ struct DataOptions {
 };
 
 bool LoadData(const std::string& spec, const DataOptions& options, Dataset* out, std::string* error);
+// The files LoadData(spec) reads, as the spec names them (relative paths stay relative); none for generated data.
+std::vector<std::string> DataFiles(const std::string& spec);
 inline bool LoadData(const std::string& spec, Dataset* out, std::string* error) {
   return LoadData(spec, DataOptions{}, out, error);
 }

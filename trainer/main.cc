@@ -11,12 +11,14 @@
 #include "trainer/allocator_tuning.h"
 #include "trainer/args.h"
 #include "trainer/csv_dataset.h"
+#include "trainer/data_cache.h"
 #include "trainer/data_sources.h"
 #include "trainer/metrics_writer.h"
 #include "trainer/serve.h"
 #include "trainer/stop_request.h"
 #include "trainer/train_loop.h"
 #include "trainer/zygote.h"
+#include "trainer/zygote_hooks.h"
 #include "trainer/zygote_protocol.h"
 
 namespace {
@@ -76,15 +78,19 @@ int RunTrainer(const std::vector<std::string>& argv) {
   // With a checkpoint to save, SIGTERM/SIGUSR1 stop the run cleanly at a step the ranks agree on (installed before
   // the data loads and the ranks meet, so a stop asked for during start-up is kept too).
   if (!args.checkpoint.empty()) StopRequest::Install();
-  Dataset all, train, val;
+  Dataset loaded, train, val;
   std::string error;
   DataOptions data_options;
   data_options.seq_len = args.seq_len;
-  if (!LoadData(args.data, data_options, &all, &error) ||
-      (!args.input_shape.empty() && !SetSampleShape(args.input_shape, &all, &error))) {
+  // A trial forked from ladder-train --zygote finds its data loaded already (trainer/data_cache.h).
+  const Dataset* preloaded = FindData(args.data, data_options);
+  if (preloaded && !args.input_shape.empty()) loaded = *preloaded;  // its shape is set below, on this copy
+  if ((!preloaded && !LoadData(args.data, data_options, &loaded, &error)) ||
+      (!args.input_shape.empty() && !SetSampleShape(args.input_shape, &loaded, &error))) {
     std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
     return 2;
   }
+  const Dataset& all = preloaded && args.input_shape.empty() ? *preloaded : loaded;
   ladder::trainer::comm::CommOptions comm_options;
   comm_options.hierarchical = args.hierarchical;
   comm_options.ranks_per_node = args.ranks_per_node;
@@ -98,9 +104,10 @@ int RunTrainer(const std::vector<std::string>& argv) {
   Standardize(&train, &val);
   if (comm->rank() == 0) {
     std::fprintf(stderr,
-                 "ladder-train: %s: %lld train / %lld validation rows, %lld features, %lld classes (task %s); "
+                 "ladder-train: %s%s: %lld train / %lld validation rows, %lld features, %lld classes (task %s); "
                  "%d rank(s) over %s\n",
-                 args.data.c_str(), static_cast<long long>(train.rows), static_cast<long long>(val.rows),
+                 args.data.c_str(), preloaded ? " (loaded by the zygote)" : "", static_cast<long long>(train.rows),
+                 static_cast<long long>(val.rows),
                  static_cast<long long>(all.features), static_cast<long long>(all.classes), TaskName(all.task),
                  comm->size(), comm->backend().c_str());
   }
@@ -122,7 +129,11 @@ int main(int argc, char** argv) {
   if (args == std::vector<std::string>{"--serve"}) return ladder::trainer::Serve(stdin, stdout, RunTrainer);
   // --zygote alone: ladder-worker's warm start (trainer/zygote.h), on the socket it passed as fd 3.
   if (args == std::vector<std::string>{"--zygote"}) {
-    return ladder::trainer::RunZygote(ladder::trainer::zygote::kSocketFd, RunTrainer);
+    ladder::trainer::ZygoteHooks hooks;
+    hooks.run = RunTrainer;
+    hooks.warm_up = ladder::trainer::WarmUpForForking;
+    hooks.prepare = ladder::trainer::PrepareTrialData;
+    return ladder::trainer::RunZygote(ladder::trainer::zygote::kSocketFd, hooks);
   }
   return RunTrainer(args);
 }

@@ -51,8 +51,7 @@ struct Child {
 
 class Zygote {
  public:
-  Zygote(int sock, int sigfd, const std::function<int(const std::vector<std::string>&)>& run)
-      : sock_(sock), sigfd_(sigfd), run_(run) {}
+  Zygote(int sock, int sigfd, const ZygoteHooks& hooks) : sock_(sock), sigfd_(sigfd), hooks_(hooks) {}
 
   int Serve() {
     for (;;) {
@@ -118,6 +117,8 @@ class Zygote {
       Reply("failed " + std::to_string(EINVAL) + " bad request: " + error);
       return;
     }
+    std::vector<std::string> args(req.argv.begin() + 1, req.argv.end());
+    Prepare(req, args);
     if (const int threads = ThreadCount(); threads != 1) {
       close_all();
       Reply("failed " + std::to_string(EAGAIN) + " the zygote runs " + std::to_string(threads) +
@@ -134,7 +135,6 @@ class Zygote {
     // Everything the child needs, built before fork.
     std::vector<char*> env;
     for (auto& e : req.env) env.push_back(e.data());
-    std::vector<std::string> args(req.argv.begin() + 1, req.argv.end());
     std::fflush(stdout);
     std::fflush(stderr);
     const pid_t zygote = ::getpid();
@@ -167,6 +167,23 @@ class Zygote {
     }
     children_[pid].status_fd = fds[2];
     Reply("started " + std::to_string(pid));
+  }
+
+  // hooks_.prepare in the request's working directory (the zygote is single-threaded: nothing else sees the
+  // change), then back in its own.
+  void Prepare(const z::SpawnRequest& req, const std::vector<std::string>& args) {
+    if (!hooks_.prepare) return;
+    const int here = ::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (here < 0) return;
+    if (req.cwd.empty() || ::chdir(req.cwd.c_str()) == 0) {
+      try {
+        hooks_.prepare(args, req.env);
+      } catch (const std::exception& e) {
+        Say(std::string("preparing a run: ") + e.what());
+      }
+    }
+    if (::fchdir(here) != 0) Say(std::string("fchdir: ") + std::strerror(errno));
+    ::close(here);
   }
 
   // In the forked child: become the trial (see zygote.h), then train and exit.
@@ -202,12 +219,12 @@ class Zygote {
     ::close(ack[1]);  // set up: the zygote answers "started"
     int code = 1;
     try {
-      code = run_(args);
+      code = hooks_.run(args);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ladder-train: %s\n", e.what());
     }
     // Ends as returning from main would, less the libraries' static destructors: stdio and the C++ streams are
-    // flushed, every file and communicator of the run was closed inside `run_`; what is skipped is LibTorch
+    // flushed, every file and communicator of the run was closed inside `run`; what is skipped is LibTorch
     // tearing down its operator registry and the like (about 0.1 s per process, measured), which a process that
     // is about to vanish does not need.
     std::fflush(nullptr);
@@ -217,13 +234,13 @@ class Zygote {
   }
 
   int sock_, sigfd_;
-  const std::function<int(const std::vector<std::string>&)>& run_;
+  const ZygoteHooks& hooks_;
   std::map<pid_t, Child> children_;
 };
 
 }  // namespace
 
-int RunZygote(int sock, const std::function<int(const std::vector<std::string>&)>& run) {
+int RunZygote(int sock, const ZygoteHooks& hooks) {
   // A reply to a client that has gone must not kill the zygote; SIGCHLD arrives through a signalfd (its
   // disposition must not be "ignore", which would reap the children before their status is read).
   ::signal(SIGPIPE, SIG_IGN);
@@ -241,6 +258,13 @@ int RunZygote(int sock, const std::function<int(const std::vector<std::string>&)
     Say("fd " + std::to_string(sock) + " is not open: start it with the client's socket there");
     return 1;
   }
+  if (hooks.warm_up) {
+    try {
+      hooks.warm_up();
+    } catch (const std::exception& e) {  // only a loss of speed: every child initialises what it needs
+      Say(std::string("warm-up: ") + e.what());
+    }
+  }
   StopBlasThreads();
   if (const int threads = ThreadCount(); threads != 1) {
     Say("refusing to serve: " + std::to_string(threads) + " threads (fork needs a single-threaded zygote)");
@@ -249,7 +273,7 @@ int RunZygote(int sock, const std::function<int(const std::vector<std::string>&)
     return 1;
   }
   z::SendMessage(sock, "ready " + std::to_string(::getpid()) + " " + std::to_string(z::kProtocolVersion), nullptr, 0);
-  return Zygote(sock, sigfd, run).Serve();
+  return Zygote(sock, sigfd, hooks).Serve();
 }
 
 }  // namespace ladder::trainer

@@ -6,8 +6,10 @@
 // What the zygote holds, and why forking it gives a child that is a cold ladder-train in all but the loading:
 // * the loaded libraries and their static initialisation (LibTorch's operator registry, c10, Gloo, Open MPI's
 //   library — not MPI_Init), and TuneAllocator's malloc thresholds, which a cold start sets the same way;
-// * no LibTorch thread pool: the zygote runs no tensor operation, so intra-op (OpenMP) and inter-op pools are
-//   first made in the child, after its environment is set and `--threads` is applied (torch::set_num_threads);
+// * no LibTorch thread pool: the zygote's warm-up runs its few tensor operations with one thread (no OpenMP
+//   or pthreadpool worker is started), so intra-op and inter-op pools are first made in the child, after its
+//   environment is set and `--threads` is applied (torch::set_num_threads);
+// * the datasets its trials train on, loaded once (trainer/data_cache.h);
 // * no OpenBLAS thread pool: OpenBLAS's pthread build starts one in its library constructor; the zygote shuts it
 //   down before serving (OpenBLAS starts it again on the child's first BLAS call, sized by --threads), and
 //   refuses to fork while it has any thread but its own — fork copies only the calling thread, so a child of a
@@ -30,9 +32,21 @@
 
 namespace ladder::trainer {
 
+struct ZygoteHooks {
+  // One training (args without argv[0]), in the child; the child exits with its return value.
+  std::function<int(const std::vector<std::string>&)> run;
+  // Once, before the zygote serves: whatever first use costs every child otherwise (LibTorch's and the BLAS's
+  // lazily initialised state, the dynamic linker's lazy symbol binding). It must leave no thread running.
+  std::function<void()> warm_up;
+  // In the zygote before each fork, in the request's working directory: loads what the child will need and
+  // can find in the memory it inherits (trainer/data_cache.h). Best effort: what it cannot do, the child does
+  // (and reports) itself.
+  std::function<void(const std::vector<std::string>& args, const std::vector<std::string>& env)> prepare;
+};
+
 // Serves spawn requests on `sock` until the client closes it, then returns 0 (its children then die with it).
-// `run(args)` is one training (args without argv[0]); a child exits with its return value. Returns 1 when it
-// cannot serve at all (the reason on stderr). Call it before anything has started a thread except OpenBLAS's.
-int RunZygote(int sock, const std::function<int(const std::vector<std::string>&)>& run);
+// Returns 1 when it cannot serve at all (the reason on stderr). Call it before anything has started a thread
+// except OpenBLAS's.
+int RunZygote(int sock, const ZygoteHooks& hooks);
 
 }  // namespace ladder::trainer

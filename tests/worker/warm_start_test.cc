@@ -171,7 +171,9 @@ TEST_F(WarmStartTest, AWarmTrialReportsItsMetricsStderrAndExitCode) {
   for (const auto& l : out.lines) metrics += l.find("\"train_loss\"") != std::string::npos;
   EXPECT_GE(metrics, 8) << "2 epochs of 7 steps at --log-every 1";
   EXPECT_NE(out.lines.back().find("\"val_loss\""), std::string::npos) << out.lines.back();
-  EXPECT_NE(ReadFile(dir_ / "stderr.log").find("ladder-train: synthetic:256: "), std::string::npos);
+  EXPECT_NE(ReadFile(dir_ / "stderr.log").find("ladder-train: synthetic:256 (loaded by the zygote): "),
+            std::string::npos)
+      << ReadFile(dir_ / "stderr.log");
 
   Outcome bad;
   auto q = StartWarm(Train({"--bogus-option"}), &bad);
@@ -201,7 +203,8 @@ TEST_F(WarmStartTest, AWarmTrialGetsItsEnvironmentAndWorkingDirectory) {
   ASSERT_TRUE(p);
   ASSERT_TRUE(RunUntil(loop_, [&] { return out.exited; }));
   EXPECT_EQ(out.code, 0) << out.desc;
-  EXPECT_NE(ReadFile(dir_ / "stderr.log").find("ladder-train: " + (data / "digits.csv.gz").string() + ": "),
+  EXPECT_NE(ReadFile(dir_ / "stderr.log")
+                .find("ladder-train: " + (data / "digits.csv.gz").string() + " (loaded by the zygote): "),
             std::string::npos)
       << ReadFile(dir_ / "stderr.log");
   EXPECT_TRUE(fs::exists(work / "out/params.bin"));
@@ -215,6 +218,47 @@ TEST_F(WarmStartTest, AWarmTrialGetsItsEnvironmentAndWorkingDirectory) {
   EXPECT_FALSE(warm_->Launch(omp, Lines(&ignored), Exit(&ignored), &why));
   EXPECT_EQ(why, "its warm-start process is starting");
   EXPECT_NE(warm_->ZygotePid(omp), warm_->ZygotePid(first));
+}
+
+// The zygote loads a trial's data before forking it (trainer/data_cache.h): the trial says so, a relative --data
+// is the trial's working directory's file, and a file rewritten between two trials is read again, never served
+// stale.
+TEST_F(WarmStartTest, AWarmTrialTrainsOnDataTheZygoteLoadedAndAChangedFileIsReadAgain) {
+  LaunchSpec first = Train(kShortRun);
+  WarmUp(first);
+  const fs::path work = dir_ / "work";
+  fs::create_directories(work);
+  auto write_csv = [&](int rows) {
+    std::ofstream f(work / "rows.csv");
+    for (int r = 0; r < rows; ++r) f << r << "," << (r * 7) % 5 << "," << r % 3 << "\n";
+  };
+  auto run = [&](const std::string& expect) {
+    LaunchSpec spec =
+        Train({"--data", "rows.csv", "--epochs", "1", "--width", "8", "--batch-size", "8", "--prefetch", "0"});
+    spec.workdir = work.string();
+    fs::remove(dir_ / "stderr.log");
+    Outcome out;
+    auto p = StartWarm(spec, &out);
+    ASSERT_TRUE(p);
+    ASSERT_TRUE(RunUntil(loop_, [&] { return out.exited; }));
+    const std::string err = ReadFile(dir_ / "stderr.log");
+    EXPECT_EQ(out.code, 0) << out.desc << "\n" << err;
+    EXPECT_NE(err.find(expect), std::string::npos) << err;
+  };
+  write_csv(50);
+  run("ladder-train: rows.csv (loaded by the zygote): 40 train / 10 validation rows");
+  usleep(20000);
+  write_csv(100);
+  run("ladder-train: rows.csv (loaded by the zygote): 80 train / 20 validation rows");
+  fs::remove(work / "rows.csv");
+  LaunchSpec gone = Train({"--data", "rows.csv", "--epochs", "1"});
+  gone.workdir = work.string();
+  Outcome out;
+  auto p = StartWarm(gone, &out);
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(RunUntil(loop_, [&] { return out.exited; }));
+  EXPECT_EQ(out.code, 2) << "a file deleted since is the trial's own error, as in a cold start";
+  EXPECT_NE(ReadFile(dir_ / "stderr.log").find("rows.csv"), std::string::npos);
 }
 
 // A trial of two local ranks, as the worker starts them (RANK, WORLD_SIZE, a FileStore rendezvous): both forked
