@@ -405,6 +405,7 @@ struct Process {
   int64_t number = 0;
   int epoch = 0;
   bool stopping = false;
+  std::chrono::steady_clock::time_point started;  // when Spawn returned
 };
 
 Process Spawn(const std::string& train, const LiveConfig& c, int epochs, int64_t number, WarmTrainer* warm) {
@@ -463,7 +464,14 @@ struct LiveResult {
   double best = std::numeric_limits<double>::infinity();
   int trials = 0;
   double seconds = 0;
+  // Where a trial's start and end go, summed over trials: starting it (Spawn), from then to its first epoch's
+  // line (set-up and the first epoch), and stopping it (Reap: until its exit status is known).
+  double spawn_s = 0, first_line_s = 0, reap_s = 0;
 };
+
+double Since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 LiveResult RunLive(const std::string& algorithm, const Options& o, int max_epochs, uint64_t seed, WarmTrainer* warm) {
   std::unique_ptr<TrialScheduler> scheduler = MakeTrialScheduler(SchedulerFor(algorithm, o, max_epochs), false);
@@ -473,9 +481,17 @@ LiveResult RunLive(const std::string& algorithm, const Options& o, int max_epoch
   int64_t next = 0;
   int spent = 0;
   auto start = [&] {
+    const auto t = std::chrono::steady_clock::now();
     running.push_back(Spawn(o.train, DrawConfig(seed, next), max_epochs, next, warm));
+    r.spawn_s += Since(t);
+    running.back().started = std::chrono::steady_clock::now();
     ++next;
     ++r.trials;
+  };
+  auto reap = [&](Process& p, bool kill_it) {
+    const auto t = std::chrono::steady_clock::now();
+    Reap(p, kill_it);
+    r.reap_s += Since(t);
   };
   for (int w = 0; w < o.live_workers; ++w) start();
   while (!running.empty()) {
@@ -503,6 +519,7 @@ LiveResult RunLive(const std::string& algorithm, const Options& o, int max_epoch
         nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
         if (!j.is_object() || !j.contains("val_loss") || !j["val_loss"].is_number()) continue;
         const double v = j["val_loss"].get<double>();
+        if (p.epoch == 0) r.first_line_s += Since(p.started);
         ++p.epoch;
         ++spent;
         r.best = std::min(r.best, v);
@@ -518,13 +535,13 @@ LiveResult RunLive(const std::string& algorithm, const Options& o, int max_epoch
       }
       if (p.stopping || ended) {
         if (ended && scheduler && !p.stopping) scheduler->Complete(p.number, std::nullopt);
-        Reap(p, p.stopping);
+        reap(p, p.stopping);
         p.pid = -1;
       }
     }
     std::erase_if(running, [](const Process& p) { return p.pid < 0; });
     if (spent >= o.live_budget) {
-      for (Process& p : running) Reap(p, true);
+      for (Process& p : running) reap(p, true);
       running.clear();
       break;
     }
@@ -590,18 +607,32 @@ int main(int argc, char** argv) {
                 o.live_warm ? "warm (forked from ladder-train --zygote)" : "cold");
     std::unique_ptr<WarmTrainer> warm;
     if (o.live_warm) warm = std::make_unique<WarmTrainer>(o.train);
-    std::printf("%-10s | %-30s | %6s | %s\n", "algorithm", "regret median [q1, q3]", "trials", "seconds");
+    // Seed by seed, each algorithm in turn (the order rotating with the seed), so that a change in the machine's
+    // load during the run falls on every algorithm alike.
+    std::map<std::string, std::vector<LiveResult>> runs;
+    for (int s = 0; s < o.live_seeds; ++s) {
+      for (size_t i = 0; i < kAlgorithms.size(); ++i) {
+        const std::string& a = kAlgorithms[(i + static_cast<size_t>(s)) % kAlgorithms.size()];
+        runs[a].push_back(RunLive(a, o, table.epochs, static_cast<uint64_t>(s), warm.get()));
+      }
+    }
+    std::printf("%-10s | %-30s | %6s | %7s | %s\n", "algorithm", "regret median [q1, q3]", "trials", "seconds",
+                "per trial: start, set-up + first epoch, stop (ms)");
     for (const auto& a : kAlgorithms) {
       std::vector<double> regrets, trials;
-      double seconds = 0;
-      for (int s = 0; s < o.live_seeds; ++s) {
-        LiveResult r = RunLive(a, o, table.epochs, static_cast<uint64_t>(s), warm.get());
+      double seconds = 0, spawn = 0, first = 0, reaped = 0;
+      for (const LiveResult& r : runs[a]) {
         regrets.push_back(r.best - table.best);
         trials.push_back(r.trials);
         seconds += r.seconds;
+        spawn += r.spawn_s;
+        first += r.first_line_s;
+        reaped += r.reap_s;
       }
       Summary sum = Summarize(regrets, trials);
-      std::printf("%-10s | %-30s | %6.1f | %.1f\n", a.c_str(), Cell(sum).c_str(), sum.trials, seconds);
+      const double n = sum.trials * o.live_seeds;
+      std::printf("%-10s | %-30s | %6.1f | %7.1f | %.1f, %.1f, %.1f\n", a.c_str(), Cell(sum).c_str(), sum.trials,
+                  seconds, 1e3 * spawn / n, 1e3 * first / n, 1e3 * reaped / n);
       std::fflush(stdout);
       out["live_" + a + "_regret"] = Round(sum.median);
       out["live_" + a + "_seconds"] = std::round(seconds * 10) / 10;

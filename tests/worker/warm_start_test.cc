@@ -307,6 +307,36 @@ TEST_F(WarmStartTest, AWarmTrialStartsWithDefaultSignals) {
   ASSERT_TRUE(RunUntil(loop_, [&] { return out.exited; }));
 }
 
+// The fork starts no thread the trial did not ask for: OpenBLAS's fork handler would start its pool again in
+// every child, and a new pool thread spins on sched_yield for milliseconds, a core taken from the other trials.
+// A --threads 2 trial still gets its second BLAS thread when it asks for it.
+TEST_F(WarmStartTest, AOneThreadWarmTrialRunsOneThreadAndATwoThreadTrialGetsItsPool) {
+  const std::vector<std::string> long_run = {"--data", "synthetic:4096", "--epochs", "1000", "--log-every", "1",
+                                             "--prefetch", "0", "--width", "256"};
+  WarmUp(Train(long_run));
+  auto threads_of = [](int pid) {
+    int n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) ++n;
+    return n;
+  };
+  for (const int threads : {1, 2}) {
+    std::vector<std::string> args = long_run;
+    args.insert(args.end(), {"--threads", std::to_string(threads)});
+    Outcome out;
+    auto p = StartWarm(Train(args), &out);
+    ASSERT_TRUE(p);
+    ASSERT_TRUE(RunUntil(loop_, [&] { return out.lines.size() >= 3 || out.exited; }));
+    ASSERT_FALSE(out.exited) << out.desc;
+    if (threads == 1) {
+      EXPECT_EQ(threads_of(p->pid()), 1) << "--threads 1 --prefetch 0: the training thread alone";
+    } else {
+      EXPECT_GE(threads_of(p->pid()), 2) << "--threads 2: a second compute thread";
+    }
+    p->Terminate(std::chrono::seconds(5));
+    ASSERT_TRUE(RunUntil(loop_, [&] { return out.exited; }));
+  }
+}
+
 // The worker's stop and preemption: Terminate sends SIGTERM to the trial's process group. With a checkpoint
 // ladder-train saves it and exits 143; without, SIGTERM kills it.
 TEST_F(WarmStartTest, TerminateStopsAWarmTrialAsACold) {
