@@ -6,12 +6,12 @@
 // What the zygote holds, and why forking it gives a child that is a cold ladder-train in all but the loading:
 // * the loaded libraries and their static initialisation (LibTorch's operator registry, c10, Gloo, Open MPI's
 //   library — not MPI_Init), and TuneAllocator's malloc thresholds, which a cold start sets the same way;
-// * no LibTorch thread pool: the zygote's warm-up runs its few tensor operations with one thread (no OpenMP
-//   or pthreadpool worker is started), so intra-op and inter-op pools are first made in the child, after its
-//   environment is set and `--threads` is applied (torch::set_num_threads);
+// * what its warm-up bound and initialised: a tiny one-thread training of each MLP path (trainer/zygote_hooks.h);
+//   no LibTorch thread pool (one thread: no OpenMP or pthreadpool worker is started), so intra-op and inter-op
+//   pools are first made in the child, after its environment is set and `--threads` is applied;
 // * the datasets its trials train on, loaded once (trainer/data_cache.h);
-// * no OpenBLAS thread pool: OpenBLAS's pthread build starts one in its library constructor; the zygote shuts it
-//   down before serving (OpenBLAS starts it again on the child's first BLAS call, sized by --threads), and
+// * no OpenBLAS thread pool: OpenBLAS's pthread build starts one in its library constructor and in each child
+//   of a fork; the zygote shuts it down and sizes it to none before serving (the child's --threads grows it), and
 //   refuses to fork while it has any thread but its own — fork copies only the calling thread, so a child of a
 //   multi-threaded process can inherit a lock some other thread held;
 // * no CUDA context (CUDA is first touched in the child; a CUDA context does not survive fork);

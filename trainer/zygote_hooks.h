@@ -6,9 +6,10 @@
 
 namespace ladder::trainer {
 
-// Runs a small MLP's forward, backward and update with one thread, so that each child finds LibTorch's and the
-// BLAS's lazily initialised state (symbol bindings, kernels' first-call set-up, the BLAS's buffers) made, and
-// LibTorch's pthreadpool sized to one thread (a child then starts no pool thread unless its --threads asks).
+// Trains a tiny MLP for one epoch on each path (the fused SGD step; autograd with dropout and Adam) with one
+// thread, so that each child finds LibTorch's and the BLAS's lazily initialised state (symbol bindings, kernels'
+// first-call set-up, the BLAS's buffers) made, and LibTorch's pthreadpool sized to one thread (a child then
+// starts no pool thread unless its --threads asks). Leaves no thread running; a trial seeds its own RNG.
 void WarmUpForForking();
 
 // For a spawn request's arguments (without argv[0]) and environment: loads the dataset the trial will train on

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -305,6 +306,45 @@ TEST_F(WarmStartTest, AWarmTrialStartsWithDefaultSignals) {
   EXPECT_EQ(masks, (std::vector<std::string>{"SigBlk:\t0000000000000000", "SigIgn:\t0000000000000000"}));
   p->Terminate(std::chrono::seconds(5));
   ASSERT_TRUE(RunUntil(loop_, [&] { return out.exited; }));
+}
+
+// The zygote's warm-up trains in the zygote itself (trainer/zygote_hooks.cc) and its data cache hands the child
+// rows it did not read: neither may change what a trial computes. The same arguments, warm and cold, give the
+// same metrics to the last digit (the timing fields aside), with the fused SGD step and with autograd.
+TEST_F(WarmStartTest, AWarmTrialComputesWhatAColdOneDoes) {
+  LaunchSpec first = Train(kShortRun);
+  WarmUp(first);
+  auto without_timings = [](const std::vector<std::string>& lines) {
+    std::vector<nlohmann::json> out;
+    for (const auto& l : lines) {
+      nlohmann::json j = nlohmann::json::parse(l, nullptr, false);
+      if (j.is_discarded()) continue;
+      for (const char* k : {"samples_per_s", "step_time_s", "allreduce_s"}) j.erase(k);
+      out.push_back(j);
+    }
+    return out;
+  };
+  for (const std::vector<std::string>& config : {std::vector<std::string>{"--optimizer", "sgd", "--momentum", "0.9"},
+                                                 std::vector<std::string>{"--optimizer", "adam", "--dropout", "0.2"}}) {
+    std::vector<std::string> args = {"--epochs", "2", "--batch-size", "32", "--width", "32", "--seed", "5",
+                                     "--threads", "1", "--prefetch", "0"};
+    args.insert(args.end(), config.begin(), config.end());
+    Outcome warm;
+    auto p = StartWarm(Train(args), &warm);
+    ASSERT_TRUE(p);
+    ASSERT_TRUE(RunUntil(loop_, [&] { return warm.exited; }));
+    ASSERT_EQ(warm.code, 0) << warm.desc;
+    std::string command = BinDir() + "/ladder-train";
+    for (const auto& a : args) command += " " + a;
+    std::vector<std::string> cold;
+    FILE* f = ::popen((command + " 2>/dev/null").c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, f)) cold.emplace_back(buf);
+    ASSERT_EQ(::pclose(f), 0) << command;
+    ASSERT_GE(cold.size(), 2u);
+    EXPECT_EQ(without_timings(warm.lines), without_timings(cold)) << config[1];
+  }
 }
 
 // The fork starts no thread the trial did not ask for: OpenBLAS's fork handler would start its pool again in
