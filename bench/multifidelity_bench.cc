@@ -447,7 +447,8 @@ Process Spawn(const std::string& train, const LiveConfig& c, int epochs, int64_t
   return p;
 }
 
-void Reap(Process& p, bool kill_it) {
+// Returns the wait status.
+int Reap(Process& p, bool kill_it) {
   if (kill_it) kill(p.pid, SIGTERM);
   close(p.fd);
   int status = 0;
@@ -455,9 +456,10 @@ void Reap(Process& p, bool kill_it) {
     if (read(p.status_fd, &status, sizeof status) < 0) { /* end of file: the zygote is gone, and the run with it */
     }
     close(p.status_fd);
-    return;
+    return status;
   }
   waitpid(p.pid, &status, 0);
+  return status;
 }
 
 struct LiveResult {
@@ -488,10 +490,19 @@ LiveResult RunLive(const std::string& algorithm, const Options& o, int max_epoch
     ++next;
     ++r.trials;
   };
+  int failed_in_a_row = 0;  // runs that ended without reporting an epoch: a bad argument would loop forever
   auto reap = [&](Process& p, bool kill_it) {
     const auto t = std::chrono::steady_clock::now();
-    Reap(p, kill_it);
+    const int status = Reap(p, kill_it);
     r.reap_s += Since(t);
+    failed_in_a_row = !kill_it && p.epoch == 0 ? failed_in_a_row + 1 : 0;
+    if (failed_in_a_row == 3) {
+      std::fprintf(stderr,
+                   "ladder-multifidelity-bench: 3 ladder-train runs in a row ended without reporting an epoch "
+                   "(the last: wait status %d); run one by hand to see why\n",
+                   status);
+      std::exit(1);
+    }
   };
   for (int w = 0; w < o.live_workers; ++w) start();
   while (!running.empty()) {
@@ -605,6 +616,8 @@ int main(int argc, char** argv) {
                 "%s starts\n",
                 o.train.c_str(), table.epochs, o.live_budget, o.live_workers, o.live_seeds,
                 o.live_warm ? "warm (forked from ladder-train --zygote)" : "cold");
+    // As ladder-worker tells its trials how many ranks it may run on the node at once (its slots).
+    setenv("LADDER_WORKER_SLOTS", std::to_string(o.live_workers).c_str(), 1);
     std::unique_ptr<WarmTrainer> warm;
     if (o.live_warm) warm = std::make_unique<WarmTrainer>(o.train);
     // Seed by seed, each algorithm in turn (the order rotating with the seed), so that a change in the machine's

@@ -27,6 +27,10 @@ int CoresForThisRank() {
       break;
     }
   }
+  // ladder-worker runs up to its slot count of ranks on this node at once, this trial's and others': a rank's
+  // share of the cores is the node's over that many (measured: with two one-thread trials on two cores, a
+  // prefetch thread in each made both 15-20% slower, bench/multifidelity --live).
+  if (const char* v = std::getenv("LADDER_WORKER_SLOTS"); v && std::atoi(v) > local_ranks) local_ranks = std::atoi(v);
   cpu_set_t set;
   CPU_ZERO(&set);
   const int affinity = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;

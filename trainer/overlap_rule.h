@@ -22,8 +22,9 @@ int CoresForRank(int affinity_cpus, int online_cpus, int local_ranks);
 // --overlap on/off as given; auto: on for CUDA tensors, on CPU only with a core beyond the --threads.
 bool OverlapAllreduce(const std::string& mode, bool cuda, int threads, int cores_for_rank);
 
-// CoresForRank for this process: its affinity, the online CPUs, and the node's ranks from the launcher
-// (LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE; 1 when none says).
+// CoresForRank for this process: its affinity, the online CPUs, and the node's ranks: the launcher's
+// (LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE; 1 when none says), or, when more,
+// LADDER_WORKER_SLOTS (set by ladder-worker: the ranks it may run on the node at once, other trials' included).
 int CoresForThisRank();
 
 // OverlapAllreduce for this process and its --overlap.

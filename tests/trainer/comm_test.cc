@@ -1,9 +1,13 @@
 // The communicator factory's decisions that need no second process: where the node layout of the
 // hierarchical allreduce comes from (and its errors), and what a build without a backend says.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
+#include <string>
 
 #include "trainer/comm/communicator.h"
 #include "trainer/comm/node_layout.h"
@@ -161,6 +165,29 @@ TEST(OverlapRule, OverlapsOnGpusAndOnCpuRanksWithACoreToSpare) {
   EXPECT_TRUE(OverlapAllreduce("auto", true, 4, 1));    // NCCL runs on the GPU
   EXPECT_TRUE(OverlapAllreduce("on", false, 1, 1));
   EXPECT_FALSE(OverlapAllreduce("off", true, 1, 8));
+}
+
+// A worker's other trials share the node: LADDER_WORKER_SLOTS (its slot count) counts them among the node's ranks.
+TEST(OverlapRule, AWorkersSlotsShareTheCores) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  if (cpus < 2 || cpus != sysconf(_SC_NPROCESSORS_ONLN)) GTEST_SKIP() << "needs 2+ CPUs and no affinity mask";
+  for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"}) unsetenv(name);
+  unsetenv("LADDER_WORKER_SLOTS");
+  EXPECT_EQ(CoresForThisRank(), cpus) << "one rank alone on the node";
+  setenv("LADDER_WORKER_SLOTS", std::to_string(cpus).c_str(), 1);
+  EXPECT_EQ(CoresForThisRank(), 1) << "as many slots as cores: one core each";
+  TrainArgs a;
+  a.threads = 1;
+  a.prefetch = -1;
+  EXPECT_EQ(PrefetchDepth(a, torch::kCPU), 0) << "no spare core for a prefetch thread";
+  setenv("LOCAL_WORLD_SIZE", "1", 1);
+  EXPECT_EQ(CoresForThisRank(), 1) << "the larger count wins";
+  unsetenv("LOCAL_WORLD_SIZE");
+  unsetenv("LADDER_WORKER_SLOTS");
+  EXPECT_EQ(PrefetchDepth(a, torch::kCPU), 2) << "alone with a core to spare";
 }
 
 }  // namespace
