@@ -81,6 +81,15 @@ bool PreloadData(const std::string& spec, const DataOptions& options, std::strin
   if (Find(spec, options, stamps) != cache.end()) return true;
   // Entries of the same spec are stale now (their files changed): drop them before loading.
   cache.remove_if([&](const Entry& e) { return e.spec == spec && e.seq_len == options.seq_len; });
+  // Files larger than the bound are not read at all (a trial of them loads them itself, as a cold start does):
+  // the zygote would block every other start while it read them, only to drop the rows.
+  int64_t on_disk = 0;
+  for (const FileStamp& f : stamps) on_disk += f.size;
+  if (on_disk > max_bytes) {
+    *error = spec + ": " + std::to_string(on_disk) + " bytes on disk, more than the cache keeps (" +
+             std::to_string(max_bytes) + ")";
+    return false;
+  }
   Entry e{spec, options.seq_len, stamps, {}, 0};
   if (!LoadData(spec, options, &e.data, error)) return false;
   // A file changed while it was read: its rows may be neither the old nor the new file's.

@@ -10,7 +10,7 @@
 // in the child's own working directory. A file rewritten, replaced or moved since is loaded again by the child,
 // as a cold start would. Generated data (synthetic:, climate:, markov:) has no file and is always the same.
 // Bounded: at most kMaxDataCacheBytes of rows in all (the least recently used entry goes first); a dataset
-// larger than that is not cached, and each of its trials loads it itself.
+// larger than that (or whose files are) is not cached, and each of its trials loads it itself.
 #include <cstdint>
 #include <string>
 

@@ -101,6 +101,9 @@ TEST_F(DataCache, ItFailsWithTheLoadersErrorAndStaysWithinItsBound) {
   error.clear();
   EXPECT_FALSE(PreloadData(big, {}, &error, bound)) << "larger than the bound: not kept";
   EXPECT_NE(error.find("more than the cache keeps"), std::string::npos) << error;
+  error.clear();
+  EXPECT_FALSE(PreloadData(big, {}, &error, /*max_bytes=*/100)) << "its file alone is over the bound";
+  EXPECT_NE(error.find("bytes on disk, more than the cache keeps (100)"), std::string::npos) << error;
   EXPECT_EQ(FindData(big, {}), nullptr);
   ASSERT_NE(FindData(a, {}), nullptr);  // a is now the most recently used
   const std::string c = WriteCsv("c.csv", 100);
