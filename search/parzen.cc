@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "search/sampler_internal.h"
 
@@ -13,6 +14,23 @@ constexpr double kPriorWeight = 1.0;
 constexpr double kLogSqrt2Pi = 0.91893853320467274178;
 
 double NormalCdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+
+// log of a standard normal's mass over [a, b], a < b, accurate in both tails (erfc of the nearer side).
+double LogNormalMass(double a, double b) {
+  constexpr double kInvSqrt2 = 0.70710678118654752440;
+  double m;
+  if (a >= 0) {
+    m = 0.5 * (std::erfc(a * kInvSqrt2) - std::erfc(b * kInvSqrt2));
+  } else if (b <= 0) {
+    m = 0.5 * (std::erfc(-b * kInvSqrt2) - std::erfc(-a * kInvSqrt2));
+  } else {
+    m = 1.0 - 0.5 * std::erfc(b * kInvSqrt2) - 0.5 * std::erfc(-a * kInvSqrt2);
+  }
+  if (m > 1e-300) return std::log(m);
+  // Far in one tail: the mass beyond the nearer edge (Mills' ratio), an upper bound that keeps the order.
+  const double z = std::max(std::min(std::abs(a), std::abs(b)), 1.0);
+  return -0.5 * z * z - kLogSqrt2Pi - std::log(z);
+}
 
 size_t ChoiceOf(double u, size_t k) {
   auto c = static_cast<size_t>(std::clamp(u, 0.0, 1.0) * static_cast<double>(k));
@@ -111,6 +129,17 @@ ParzenEstimator::ParzenEstimator(const UnitSpace& unit, std::vector<size_t> dims
     for (size_t j = 0; j < nn; ++j) mu_[j * components_ + k] = k == n ? 0.5 : (*points[k])[dims_[numeric_[j]]];
   }
   const double log_min_sigma = std::log(min_sigma);
+  mass_of_.assign(nn, -1);
+  for (size_t j = 0; j < nn; ++j) {
+    const uint64_t levels = unit_.levels(dims_[numeric_[j]]);
+    if (levels == 0 || levels > kMaxMassLevels) continue;
+    mass_of_[j] = static_cast<int>(mass_.size());
+    MassDim md;
+    for (uint64_t k = 0; k <= levels; ++k) md.edges.push_back(unit_.LevelEdge(dims_[numeric_[j]], k));
+    md.edges.front() = 0.0;
+    md.edges.back() = 1.0;
+    mass_.push_back(std::move(md));
+  }
   std::vector<std::pair<double, uint32_t>> sorted(components_);  // (centre, component)
   for (size_t j = 0; j < nn; ++j) {
     for (size_t k = 0; k < components_; ++k) sorted[k] = {mu_[j * components_ + k], static_cast<uint32_t>(k)};
@@ -130,16 +159,25 @@ ParzenEstimator::ParzenEstimator(const UnitSpace& unit, std::vector<size_t> dims
       if (k == n) sigma = 1.0;  // the prior
       sigma = std::clamp(sigma, min_sigma, 1.0);
       const double mu = sorted[i].first;
+      if (mass_of_[j] >= 0) {  // an int's values: at least the width of the observation's value (see parzen.h)
+        const std::vector<double>& e = mass_[static_cast<size_t>(mass_of_[j])].edges;
+        const size_t levels = e.size() - 1;
+        const auto v = std::min(levels - 1, static_cast<size_t>(std::upper_bound(e.begin() + 1, e.end() - 1, mu) -
+                                                                (e.begin() + 1)));
+        sigma = std::min(std::max(sigma, e[v + 1] - e[v]), 1.0);
+      }
+      mu_[j * components_ + k] = mu;
+      sigma_[j * components_ + k] = sigma;
+      inv_sigma_[j * components_ + k] = 1.0 / sigma;
+      if (mass_of_[j] >= 0) continue;  // its values' masses come from FillMassTable below
       // Mass of the Gaussian inside [0, 1]; 1 to double precision when both ends are 9 sigma away.
       double z = mu - 9 * sigma > 0 && mu + 9 * sigma < 1
                      ? 1.0
                      : std::max(NormalCdf((1.0 - mu) / sigma) - NormalCdf((0.0 - mu) / sigma), 1e-300);
-      mu_[j * components_ + k] = mu;
-      sigma_[j * components_ + k] = sigma;
-      inv_sigma_[j * components_ + k] = 1.0 / sigma;
       log_const_[k] -= (sigma == min_sigma ? log_min_sigma : std::log(sigma)) + (z == 1.0 ? 0.0 : std::log(z)) +
                        kLogSqrt2Pi;
     }
+    if (mass_of_[j] >= 0) FillMassTable(j);
   }
   // Categorical: a component puts (base + 1) / sum on its observed choice and base / sum on the others
   // (base = prior / components, sum = K base + 1); the prior component is uniform.
@@ -162,6 +200,30 @@ ParzenEstimator::ParzenEstimator(const UnitSpace& unit, std::vector<size_t> dims
   }
 }
 
+void ParzenEstimator::FillMassTable(size_t j) {
+  MassDim& md = mass_[static_cast<size_t>(mass_of_[j])];
+  const size_t levels = md.edges.size() - 1;
+  md.row.resize(components_);
+  std::map<std::pair<double, double>, uint32_t> rows;  // (mu, sigma) -> row; few (values x distinct gaps)
+  std::vector<double> mass(levels);
+  for (size_t k = 0; k < components_; ++k) {
+    const double mu = mu_[j * components_ + k], sigma = sigma_[j * components_ + k];
+    auto [it, added] = rows.try_emplace({mu, sigma}, static_cast<uint32_t>(rows.size()));
+    md.row[k] = it->second;
+    if (!added) continue;
+    // log P(value v) = log mass over [edges[v], edges[v+1]) - log mass over [0, 1] (the truncation).
+    double best = -std::numeric_limits<double>::infinity();
+    for (size_t v = 0; v < levels; ++v) {
+      mass[v] = LogNormalMass((md.edges[v] - mu) / sigma, (md.edges[v + 1] - mu) / sigma);
+      best = std::max(best, mass[v]);
+    }
+    double total = 0;
+    for (size_t v = 0; v < levels; ++v) total += std::exp(mass[v] - best);
+    const double log_total = best + std::log(total);
+    for (size_t v = 0; v < levels; ++v) md.log_mass.push_back(mass[v] - log_total);
+  }
+}
+
 double ParzenEstimator::LogPdf(const std::vector<double>& u) const {
   const size_t nn = numeric_.size();
   std::vector<double> x(nn);
@@ -175,6 +237,18 @@ double ParzenEstimator::LogPdf(const std::vector<double>& u) const {
   std::vector<double> terms(log_const_);
   for (size_t j = 0; j < nn; ++j) {
     const double xj = x[j];
+    if (mass_of_[j] >= 0) {
+      const MassDim& md = mass_[static_cast<size_t>(mass_of_[j])];
+      const size_t levels = md.edges.size() - 1;
+      size_t v = static_cast<size_t>(std::upper_bound(md.edges.begin() + 1, md.edges.end() - 1, xj) -
+                                     (md.edges.begin() + 1));
+      v = std::min(v, levels - 1);
+      const uint32_t* row = md.row.data();
+      const double* lm = md.log_mass.data();
+      double* t = terms.data();
+      for (size_t k = 0; k < components_; ++k) t[k] += lm[row[k] * levels + v];
+      continue;
+    }
     const double* mu = &mu_[j * components_];
     const double* is = &inv_sigma_[j * components_];
     double* t = terms.data();

@@ -87,6 +87,20 @@ double UnitSpace::Snap(size_t i, double u) const {
   return *ToUnit(i, FromUnit(i, u));
 }
 
+uint64_t UnitSpace::levels(size_t i) const {
+  const ParamSpec& p = space_.params[i];
+  if (p.kind != ParamKind::kInt) return 0;
+  return static_cast<uint64_t>(p.high - p.low) + 1;
+}
+
+double UnitSpace::LevelEdge(size_t i, uint64_t k) const {
+  const ParamSpec& p = space_.params[i];
+  Scale s = ScaleOf(p);
+  double x = p.low - 0.5 + static_cast<double>(k);
+  double t = s.log ? std::log(x) : x;
+  return std::clamp((t - s.a) / (s.b - s.a), 0.0, 1.0);
+}
+
 bool UnitSpace::ActiveUnder(size_t i, const std::vector<double>& u) const {
   const int j = parents_[i];
   if (j < 0) return true;

@@ -8,6 +8,7 @@
 // Decode() drops the parameters that are inactive under the decoded values (conditions), so every sampler
 // that goes through it respects types, bounds, log scales and conditions. Pure value type, no state.
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -32,6 +33,10 @@ class UnitSpace {
   std::optional<double> ToUnit(size_t i, const Value& v) const;
   // u snapped to what a value decodes back to (an int's or a choice's centre); floats unchanged, clamped.
   double Snap(size_t i, double u) const;
+  // An int parameter's values low..high are its levels 0..levels-1 (0 for float/categorical); level k owns the
+  // unit coordinates [LevelEdge(i, k), LevelEdge(i, k + 1)) (equal shares unless `log`).
+  uint64_t levels(size_t i) const;
+  double LevelEdge(size_t i, uint64_t k) const;
 
   // u has dims() coordinates; inactive parameters are left out of the result.
   Params Decode(const std::vector<double>& u) const;
