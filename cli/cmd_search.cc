@@ -18,6 +18,7 @@
 #include "cli/slurm_job.h"
 #include "common/executable.h"
 #include "common/printable.h"
+#include "search/auto_sampler.h"
 #include "search/spec.h"
 
 namespace ladder::cli {
@@ -88,9 +89,13 @@ SpecCheck CheckSpec(const std::string& path, bool check_command) {
     }
   }
   const auto& sp = *parsed.spec;
+  // auto says what it resolved to and why: "sampler auto -> gp (0 of 5 parameters categorical, ...)".
+  const search::SamplerChoice choice = search::ResolveSampler(sp);
+  const std::string sampler =
+      choice.sampler == sp.sampler ? sp.sampler : sp.sampler + " -> " + choice.sampler + " (" + choice.reason + ")";
   c.summary = "search '" + sp.name + "', " + std::to_string(sp.space.params.size()) + " parameters, " +
               std::to_string(sp.max_trials) + " trials, " + std::to_string(sp.parallelism) + " at a time, sampler " +
-              sp.sampler + ", " + (sp.objective.maximize ? "maximize " : "minimize ") + Printable(sp.objective.metric);
+              sampler + ", " + (sp.objective.maximize ? "maximize " : "minimize ") + Printable(sp.objective.metric);
   c.ok = true;
   return c;
 }

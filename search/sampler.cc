@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "search/auto_sampler.h"
 #include "search/sampler_internal.h"
 #include "search/samplers.h"
 #include "search/sobol.h"
@@ -173,6 +174,11 @@ int64_t GridSize(const SearchSpace& space) {
 }
 
 std::unique_ptr<Sampler> MakeSampler(const SearchSpec& spec) {
+  if (spec.sampler == "auto") {
+    SearchSpec resolved = spec;
+    resolved.sampler = ResolveSampler(spec).sampler;
+    return MakeSampler(resolved);
+  }
   if (spec.sampler == "grid") return std::make_unique<GridSampler>(spec);
   if (spec.sampler == "sobol") return std::make_unique<SobolSampler>(spec);
   if (spec.sampler == "tpe") return internal::MakeTpeSampler(spec);

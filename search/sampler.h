@@ -1,5 +1,6 @@
 #pragma once
 // Samplers behind an ask/tell interface, chosen by the spec's `sampler:` field:
+//   auto    (the default) one of random, sobol, tpe, gp, picked from the spec alone (search/auto_sampler.h)
 //   random  independent uniform draws (log-uniform where `log`)
 //   grid    the Cartesian product of GridValues, in order
 //   sobol   a scrambled Sobol' sequence over the unit cube of the space (see unit_space.h)

@@ -165,14 +165,15 @@ class SpecReader {
   }
 
   void ReadSampler(const YAML::Node& n) {
-    const std::vector<std::string> types = {"random", "grid", "sobol", "tpe", "gp", "cmaes"};
+    const std::vector<std::string> types = {"auto", "random", "grid", "sobol", "tpe", "gp", "cmaes"};
     if (n.IsScalar()) {
       if (auto s = internal::ReadEnum(sink_, n, "sampler", types)) spec_.sampler = *s;
       return;
     }
     if (!n.IsMap()) {
-      sink_.At(n, "sampler", "expected a sampler type (random, grid, sobol, tpe, gp, cmaes) or a mapping, got " +
-                                 internal::Describe(n));
+      sink_.At(n, "sampler",
+               "expected a sampler type (auto, random, grid, sobol, tpe, gp, cmaes) or a mapping, got " +
+                   internal::Describe(n));
       return;
     }
     auto m = internal::ReadMapping(sink_, n, "sampler",

@@ -11,8 +11,8 @@
 //     parallelism: 2                 # trials at once (default 1)
 //     max_failed_trials: 3           # the search fails after this many failed trials (default max(3, 10%))
 //     max_retries: 2                 # requeues of a trial whose worker was lost (default 2)
-//   sampler:                         # a type name, or a mapping (default random, seed 0)
-//     type: tpe                      # random | grid | sobol | tpe | gp | cmaes
+//   sampler:                         # a type name, or a mapping (default auto, seed 0)
+//     type: tpe                      # auto | random | grid | sobol | tpe | gp | cmaes (auto: search/auto_sampler.h)
 //     seed: 1
 //     n_startup_trials: 10           # tpe, gp, cmaes: Sobol points before the model is used (default: see below)
 //     n_ei_candidates: 24            # tpe: candidates drawn from l(x) per suggestion
@@ -155,7 +155,7 @@ struct SearchSpec {
   int parallelism = 1;
   int max_failed_trials = 0;
   int max_retries = 2;
-  std::string sampler = "random";
+  std::string sampler = "auto";  // resolved to a concrete sampler by ResolveSampler (search/auto_sampler.h)
   uint64_t seed = 0;
   SamplerOptions sampler_options;
   GroupRequest group;

@@ -99,7 +99,7 @@ TEST(SpecTest, DefaultsAreFilledIn) {
   EXPECT_EQ(s.parallelism, 1);
   EXPECT_EQ(s.max_failed_trials, 3);  // max(3, 4 / 10)
   EXPECT_EQ(s.max_retries, 2);
-  EXPECT_EQ(s.sampler, "random");
+  EXPECT_EQ(s.sampler, "auto");  // resolved by search/auto_sampler.h (tests/search/auto_sampler_test.cc)
   EXPECT_EQ(s.seed, 0u);
   EXPECT_EQ(s.group.nodes, 1);
   EXPECT_EQ(s.group.ranks_per_node, 1);
@@ -234,7 +234,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"bad mode", "name: s\nobjective: {metric: loss, mode: up}\nbudget: {max_trials: 4}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
                 "objective.mode", 2, 33, "expected 'max' or 'min', got 'up'"},
         BadCase{"bad sampler", kHead + "budget: {max_trials: 4}\nsampler: bayes\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
-                "sampler", 4, 10, "expected 'random', 'grid', 'sobol', 'tpe', 'gp', or 'cmaes', got 'bayes'"},
+                "sampler", 4, 10, "expected 'auto', 'random', 'grid', 'sobol', 'tpe', 'gp', or 'cmaes', got 'bayes'"},
         BadCase{"negative seed", kHead + "budget: {max_trials: 4}\nsampler: {type: random, seed: -1}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
                 "sampler.seed", 4, 0, "non-negative integer"},
         BadCase{"resources nodes", kHead + "budget: {max_trials: 4}\nresources: {nodes: 0}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
