@@ -3,6 +3,7 @@
 //   ladder-search-bench regret (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]
 //                              [--checkpoints 25,50,100,200]
 //   ladder-search-bench timing --sampler S [--history 100,1000,10000] [--asks K]
+//   ladder-search-bench resolve (--problem NAME | --table PATH) [--budget N]   (what `auto` picks there)
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,11 +11,13 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench/search_problems.h"
+#include "search/auto_sampler.h"
 #include "search/sampler.h"
 
 namespace {
@@ -28,7 +31,7 @@ using ladder::search::SearchSpec;
 constexpr const char* kUsage =
     "usage: ladder-search-bench regret (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]"
     " [--checkpoints 25,50,100,200]\n       ladder-search-bench timing --sampler S [--history 100,1000,10000]"
-    " [--asks K]\nThe ladder side of bench/search_vs_optuna; one JSON line per seed (regret) or history size (timing).\n";
+    " [--asks K]\n       ladder-search-bench resolve (--problem NAME | --table PATH) [--budget N]\nThe ladder side of bench/search_vs_optuna; one JSON line per seed (regret) or history size (timing).\n";
 
 int Usage(const std::string& msg) {
   std::cerr << "ladder-search-bench: " << msg << "\n" << kUsage;
@@ -43,41 +46,74 @@ std::vector<int> IntList(const std::string& s) {
   return out;
 }
 
-int Regret(const std::map<std::string, std::string>& a) {
+// The problem named by --problem or --table; nullptr after printing the usage error (*rc set).
+std::unique_ptr<ladder::bench::Problem> LoadProblem(const std::map<std::string, std::string>& a, std::string* name,
+                                                    int* rc) {
   std::unique_ptr<ladder::bench::Problem> problem;
-  std::string name;
   if (a.count("problem")) {
-    name = a.at("problem");
-    problem = ladder::bench::MakeSyntheticProblem(name);
-    if (!problem) return Usage("unknown problem '" + name + "'");
+    *name = a.at("problem");
+    problem = ladder::bench::MakeSyntheticProblem(*name);
+    if (!problem) *rc = Usage("unknown problem '" + *name + "'");
   } else if (a.count("table")) {
     std::string error;
     problem = ladder::bench::LoadTableProblem(a.at("table"), &error);
-    if (!problem) return Usage(error);
-    name = a.at("table");
+    if (!problem) *rc = Usage(error);
+    *name = a.at("table");
   } else {
-    return Usage("regret needs --problem or --table");
+    *rc = Usage("needs --problem or --table");
   }
+  return problem;
+}
+
+// The spec a run uses: the problem's space, the budget as max_trials, one trial at a time.
+SearchSpec RunSpec(const ladder::bench::Problem& problem, const std::string& sampler, uint64_t seed, int budget) {
+  SearchSpec spec;
+  spec.name = "bench";
+  spec.sampler = sampler;
+  spec.seed = seed;
+  spec.objective.maximize = problem.maximize();
+  spec.space = problem.space();
+  spec.max_trials = budget;  // auto decides from the budget (and the parallelism, 1 here)
+  spec.parallelism = 1;
+  return spec;
+}
+
+// What `auto` runs on this problem with this budget, and why (the bench reuses that sampler's runs).
+int Resolve(const std::map<std::string, std::string>& a) {
+  std::string name;
+  int rc = 0;
+  auto problem = LoadProblem(a, &name, &rc);
+  if (!problem) return rc;
+  const int budget = a.count("budget") ? std::atoi(a.at("budget").c_str()) : 200;
+  ladder::search::SamplerChoice c = ladder::search::ResolveSampler(RunSpec(*problem, "auto", 0, budget));
+  std::printf("{\"problem\": \"%s\", \"budget\": %d, \"sampler\": \"%s\", \"reason\": \"%s\"}\n", name.c_str(),
+              budget, c.sampler.c_str(), c.reason.c_str());
+  return 0;
+}
+
+int Regret(const std::map<std::string, std::string>& a) {
+  std::string name;
+  int rc = 0;
+  auto problem = LoadProblem(a, &name, &rc);
+  if (!problem) return rc;
   const std::string sampler = a.count("sampler") ? a.at("sampler") : "tpe";
   const int seeds = a.count("seeds") ? std::atoi(a.at("seeds").c_str()) : 20;
   const int seed0 = a.count("seed0") ? std::atoi(a.at("seed0").c_str()) : 0;
   std::vector<int> checkpoints = IntList(a.count("checkpoints") ? a.at("checkpoints") : "25,50,100,200");
   const int budget = checkpoints.back();
   for (int s = seed0; s < seed0 + seeds; ++s) {
-    SearchSpec spec;
-    spec.name = "bench";
-    spec.sampler = sampler;
-    spec.seed = static_cast<uint64_t>(s);
-    spec.objective.maximize = problem->maximize();
-    spec.space = problem->space();
+    SearchSpec spec = RunSpec(*problem, sampler, static_cast<uint64_t>(s), budget);
+    const std::string resolved = ladder::search::ResolveSampler(spec).sampler;
     auto smp = MakeSampler(spec);
     double best = 0;
     Params incumbent;
     std::vector<double> regrets;
+    std::set<Params> seen;  // distinct configurations evaluated (a repeat only redraws a table's noise)
     auto t0 = std::chrono::steady_clock::now();
     size_t next_cp = 0;
     for (int n = 0; n < budget; ++n) {
       Params p = *smp->Ask(n);
+      seen.insert(p);
       double y = problem->Evaluate(p, static_cast<uint64_t>(s), n);
       if (n == 0 || (problem->maximize() ? y > best : y < best)) {
         best = y;
@@ -93,7 +129,7 @@ int Regret(const std::map<std::string, std::string>& a) {
     std::printf("{\"problem\": \"%s\", \"sampler\": \"ladder-%s\", \"seed\": %d, \"seconds\": %.4f, \"regret\": [", name.c_str(),
                 sampler.c_str(), s, secs);
     for (size_t i = 0; i < regrets.size(); ++i) std::printf("%s%.10g", i ? ", " : "", regrets[i]);
-    std::printf("]}\n");
+    std::printf("], \"distinct\": %zu, \"resolved\": \"%s\"}\n", seen.size(), resolved.c_str());
     std::fflush(stdout);
   }
   return 0;
@@ -176,5 +212,6 @@ int main(int argc, char** argv) {
   }
   if (cmd == "regret") return Regret(a);
   if (cmd == "timing") return Timing(a);
+  if (cmd == "resolve") return Resolve(a);
   return Usage("unknown command '" + cmd + "'");
 }
