@@ -92,10 +92,15 @@ void Coordinator::Fatal(const std::string& what) {
 
 void Coordinator::ArmTick() {
   if (stopped_) return;
-  tick_timer_.expires_after(std::max(opt_.heartbeat_interval / 2, std::chrono::milliseconds(10)));
+  tick_timer_.expires_after(TickPeriod());
   tick_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
     try {
+      // How late this tick runs is how long the loop was away (stopped, busy, behind a backlog): the workers'
+      // messages waited that long too, so a lease is not judged on it (NodeManager::LoopWasLate).
+      const auto now = Clock::now();
+      const auto late = now - tick_timer_.expiry();
+      if (late > TickPeriod()) nodes_.LoopWasLate(now, late);
       Tick();
     } catch (const store::SqliteError& e) {
       return Fatal(e.what());

@@ -88,6 +88,9 @@ class Coordinator {
   // The periodic checks (every half heartbeat): leases, the watchdog, re-attach deadlines, scheduler aging.
   void ArmTick();
   void Tick();
+  std::chrono::milliseconds TickPeriod() const {
+    return std::max(opt_.heartbeat_interval / 2, std::chrono::milliseconds(10));
+  }
 
   boost::asio::io_context& loop_;
   store::Store& store_;

@@ -162,7 +162,22 @@ void NodeManager::Disconnected(const std::shared_ptr<WorkerLink>& link, const st
   MarkDown(nit->second, "worker " + node + " disconnected: " + reason);
 }
 
+bool NodeManager::LoopWasLate(Clock::time_point now, Clock::duration late) {
+  const auto until = now + opt_.heartbeat_timeout;
+  if (until <= stall_grace_until_) return false;
+  stall_grace_until_ = until;
+  bool any = false;
+  for (const auto& [node, n] : nodes_) any = any || (n.info.state() == v1::WORKER_UP && n.lease_deadline < until);
+  if (any && late >= std::chrono::seconds(1)) {
+    LogWarning(kLog, "the coordinator's loop ran " +
+                         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(late).count()) +
+                         " ms late; the workers' leases are judged from now (their messages waited as long)");
+  }
+  return any;
+}
+
 void NodeManager::CheckLeases(Clock::time_point now) {
+  if (now <= stall_grace_until_) return;
   for (auto& [node, n] : nodes_) {
     if (n.info.state() == v1::WORKER_UP && now > n.lease_deadline) {
       LogWarning(kLog, "worker " + node + " missed its heartbeats; lease expired");

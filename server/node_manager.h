@@ -69,8 +69,12 @@ class NodeManager {
   void Renew(const std::string& node);
   // The stream ended: the node is down (when it was this node's current stream).
   void Disconnected(const std::shared_ptr<WorkerLink>& link, const std::string& reason);
-  // Nodes whose lease expired: their stream is closed and they are down.
+  // Nodes whose lease expired: their stream is closed and they are down. A lease is judged on the coordinator's
+  // own time: after LoopWasLate, no lease expires before a whole heartbeat timeout of an on-time loop has passed.
   void CheckLeases(Clock::time_point now);
+  // The coordinator's loop ran `late` behind (a stopped process, a long handler, a backlog): the workers' messages
+  // waited as long, so every lease is given until now + heartbeat_timeout. Returns true when that extended any.
+  bool LoopWasLate(Clock::time_point now, Clock::duration late);
   // The node's worker is shutting down: it drains (no new trials) until its stream ends.
   void Drain(const std::string& node, const std::string& reason);
   // ladder nodes release: lifts a quarantine.
@@ -125,6 +129,7 @@ class NodeManager {
   std::map<std::string, Node> nodes_;                     // by node id
   std::map<const WorkerLink*, std::string> link_nodes_;  // registered streams → node id
   int64_t next_worker_epoch_ = 1;
+  Clock::time_point stall_grace_until_{};  // no lease expires before this (LoopWasLate)
 };
 
 }  // namespace ladder::server

@@ -1,0 +1,63 @@
+// Leases are judged on the coordinator's own time: a stall of its loop (a long handler, a backlog, a SIGSTOP of the
+// process) held the workers' heartbeats back as long, so it expires no lease; a worker that stays silent once the
+// loop runs again still does.
+#include <thread>
+
+#include "tests/server/coordinator_fixture.h"
+
+namespace ladder::server {
+namespace {
+
+void Heartbeat(Coordinator& coord, const std::shared_ptr<FakeLink>& link) {
+  v1::WorkerMessage m;
+  m.mutable_heartbeat();
+  coord.OnWorkerMessage(link, m);
+}
+
+v1::WorkerState StateOf(Coordinator& coord, const std::string& node) {
+  v1::ServerInfoResponse info;
+  coord.ServerInfo({}, &info);
+  for (const auto& w : info.workers()) {
+    if (w.node_id() == node) return w.state();
+  }
+  return v1::WORKER_STATE_UNSPECIFIED;
+}
+
+TEST_F(CoordinatorTest, AStallOfTheCoordinatorsOwnLoopExpiresNoLease) {
+  auto a = Connect("a", 1);
+  auto b = Connect("b", 1);
+  // The loop does not run for three leases (the fixture's lease is 200 ms): nothing is handled, as under SIGSTOP.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  // It runs again: the overdue checks come first, then the heartbeats that waited behind the stall.
+  loop_.restart();
+  loop_.run_for(std::chrono::milliseconds(50));
+  Heartbeat(*coord_, a);
+  Heartbeat(*coord_, b);
+  Drain();
+  EXPECT_FALSE(a->closed) << a->close_status.error_message();
+  EXPECT_FALSE(b->closed) << b->close_status.error_message();
+  EXPECT_EQ(StateOf(*coord_, "a"), v1::WORKER_UP);
+  EXPECT_EQ(StateOf(*coord_, "b"), v1::WORKER_UP);
+}
+
+TEST_F(CoordinatorTest, AfterAStallAWorkerThatStaysSilentStillExpires) {
+  auto a = Connect("a", 1);
+  auto b = Connect("b", 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  // The loop is back; b heartbeats every 50 ms, a never again: a is down once a whole lease of the loop's own
+  // time has passed, b stays up.
+  for (int i = 0; i < 20 && !a->closed; ++i) {
+    loop_.restart();
+    loop_.run_for(std::chrono::milliseconds(50));
+    Heartbeat(*coord_, b);
+    Drain();
+  }
+  EXPECT_TRUE(a->closed);
+  EXPECT_EQ(a->close_status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(StateOf(*coord_, "a"), v1::WORKER_DOWN);
+  EXPECT_FALSE(b->closed) << b->close_status.error_message();
+  EXPECT_EQ(StateOf(*coord_, "b"), v1::WORKER_UP);
+}
+
+}  // namespace
+}  // namespace ladder::server
