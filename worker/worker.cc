@@ -13,6 +13,7 @@
 #include <fstream>
 #include <future>
 #include <regex>
+#include <thread>
 
 #include "common/address.h"
 #include "common/executable.h"
@@ -21,6 +22,7 @@
 #include "common/printable.h"
 #include "worker/leftovers.h"
 #include "worker/log_tail.h"
+#include "worker/reconnect_backoff.h"
 
 namespace ladder::worker {
 
@@ -168,7 +170,11 @@ bool Worker::WaitRegistered(std::chrono::milliseconds timeout) {
 // ------------------------------------------------------------------------------------------------------
 
 void Worker::SessionLoop() {
-  auto backoff = std::chrono::milliseconds(100);
+  // Jittered exponential waits that start again only after a session that stayed up (worker/reconnect_backoff.h):
+  // a fleet that lost the coordinator together does not come back in one wave, nor every 100 ms.
+  ReconnectBackoff backoff(kDefaultReconnectInitial, opt_.reconnect_max, kDefaultReconnectStableAfter,
+                           std::hash<std::string>{}(opt_.node_id) ^ static_cast<uint64_t>(getpid()) ^
+                               static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
   for (;;) {
     auto s = std::make_shared<Session>();
     if (!opt_.token.empty()) s->ctx.AddMetadata("authorization", "Bearer " + opt_.token);
@@ -194,6 +200,7 @@ void Worker::SessionLoop() {
       }
     }
     s->stream = stub_->Connect(&s->ctx);
+    const auto connected_at = std::chrono::steady_clock::now();
     boost::asio::post(loop_, [this, s] { OnConnected(s); });
     v1::CoordinatorMessage msg;
     bool got_any = false;
@@ -221,11 +228,11 @@ void Worker::SessionLoop() {
         return;
       }
     }
-    if (got_any) backoff = std::chrono::milliseconds(100);
+    const auto wait = backoff.Next(got_any ? std::chrono::steady_clock::now() - connected_at
+                                           : std::chrono::steady_clock::duration::zero());
     std::unique_lock<std::mutex> g(mu_);
     current_.reset();
-    if (cv_.wait_for(g, backoff, [this] { return stopping_; })) return;
-    backoff = std::min(backoff * 2, opt_.reconnect_max);
+    if (cv_.wait_for(g, wait, [this] { return stopping_; })) return;
   }
 }
 
@@ -347,6 +354,10 @@ void Worker::StartTrial(const v1::StartTrial& m) {
   for (const auto& [k, v] : m.env()) spec.env[k] = v;
   spec.env["LADDER_TRIAL_DIR"] = std::filesystem::absolute(dir, ec).string();
   spec.env["LADDER_NODE_ID"] = opt_.node_id;  // with LADDER_TRIAL_DIR: what a restarted worker kills (leftovers.h)
+  // The ranks this worker may run on the node at once, other trials' included: a rank's share of the node's cores
+  // counts them (trainer/overlap_rule.h).
+  spec.env["LADDER_WORKER_SLOTS"] =
+      std::to_string(opt_.slots > 0 ? opt_.slots : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   if (!m.checkpoint_dir().empty()) {
     std::error_code cec;
     std::filesystem::create_directories(m.checkpoint_dir(), cec);
