@@ -6,6 +6,8 @@
 #include <future>
 #include <mutex>
 
+#include "worker/reconnect_backoff.h"
+
 namespace ladder::bench {
 
 namespace v1 = ::ladder::v1;
@@ -66,7 +68,11 @@ class WorkerSession final : public grpc::ClientBidiReactor<v1::WorkerMessage, v1
 class EmulatedWorker {
  public:
   EmulatedWorker(Fleet& fleet, int index)
-      : fleet_(fleet), heartbeat_(fleet.loop_), reconnect_(fleet.loop_), backoff_(fleet.opt_.reconnect_initial) {
+      : fleet_(fleet),
+        heartbeat_(fleet.loop_),
+        reconnect_(fleet.loop_),
+        backoff_(fleet.opt_.reconnect_initial, fleet.opt_.reconnect_max, worker::kDefaultReconnectStableAfter,
+                 static_cast<uint64_t>(index) * 0x9e3779b97f4a7c15ull + 1) {
     char name[32];
     std::snprintf(name, sizeof name, "f%05d", index);
     node_ = name;
@@ -100,6 +106,7 @@ class EmulatedWorker {
       rt->set_exited(run.exited);
     }
     session_ = std::make_shared<WorkerSession>(fleet_, this);
+    session_since_ = std::chrono::steady_clock::now();
     ++fleet_.live_sessions_;
     session_->Begin(*stub_, session_, m);
   }
@@ -163,10 +170,9 @@ class EmulatedWorker {
     if (fleet_.stopping_) return;
     ++fleet_.counters_.stream_ends;
     if (st.error_message().find("lease expired") != std::string::npos) ++fleet_.counters_.lease_closes;
-    // ladder-worker's policy: back to the initial delay once a stream carried a message, else double.
-    if (got_any) backoff_ = fleet_.opt_.reconnect_initial;
-    reconnect_.expires_after(backoff_);
-    backoff_ = std::min(backoff_ * 2, fleet_.opt_.reconnect_max);
+    // ladder-worker's policy (worker/reconnect_backoff.h).
+    reconnect_.expires_after(backoff_.Next(got_any ? std::chrono::steady_clock::now() - session_since_
+                                                   : std::chrono::steady_clock::duration::zero()));
     reconnect_.async_wait([this](const boost::system::error_code& ec) {
       if (!ec) Connect();
     });
@@ -277,7 +283,8 @@ class EmulatedWorker {
   bool registered_ = false;
   std::chrono::milliseconds interval_{1000};
   boost::asio::steady_timer heartbeat_, reconnect_;
-  std::chrono::milliseconds backoff_;
+  worker::ReconnectBackoff backoff_;
+  std::chrono::steady_clock::time_point session_since_;
   std::map<int64_t, Run> runs_;
 };
 

@@ -6,8 +6,8 @@
 // Summit), one slot; heartbeats at the interval the coordinator gives it, listing its unacknowledged runs; answers a
 // StartTrial with TrialStarted, `points` metric points `point_interval` apart and a TrialExited (exit 0), and
 // resends what is unacknowledged after a reconnect, as ladder-worker does — without starting any process.
-// Reconnects follow ladder-worker's policy (WorkerOptions: 100 ms doubling to 2 s, back to 100 ms once a stream
-// carried a message).
+// Reconnects follow ladder-worker's policy (worker/reconnect_backoff.h: 100 ms doubling to 2 s with jitter, started
+// again only after a session that stayed up 30 s).
 //
 // Threads: every worker's state lives on one Boost.Asio loop (the emulator's thread); gRPC's callback threads only
 // post what they read there. The bench's main thread reads the counters (atomics) and asks for the start receipts
