@@ -160,12 +160,21 @@ TEST_F(WarmStartTest, AWarmTrialReportsItsMetricsStderrAndExitCode) {
   bool ready = false;
   const int zygote = warm_->ZygotePid(spec, &ready);
   ASSERT_GT(zygote, 0);
+  {
+    // Who its parent and group are, read while it runs: a long run (the short one below can end, and be reaped,
+    // before /proc is read).
+    Outcome running;
+    auto p = StartWarm(Train({"--data", "synthetic:4096", "--epochs", "1000", "--prefetch", "0"}), &running);
+    ASSERT_TRUE(p);
+    const testing::ProcStat st = testing::ReadProcStat(p->pid());
+    EXPECT_EQ(st.ppid, zygote) << "forked by the zygote";
+    EXPECT_EQ(st.pgrp, p->pid()) << "the leader of its own process group";
+    p->Terminate(std::chrono::seconds(5));
+    ASSERT_TRUE(RunUntil(loop_, [&] { return running.exited; }));
+  }
   Outcome out;
   auto p = StartWarm(spec, &out);
   ASSERT_TRUE(p);
-  const testing::ProcStat st = testing::ReadProcStat(p->pid());
-  EXPECT_EQ(st.ppid, zygote) << "forked by the zygote";
-  EXPECT_EQ(st.pgrp, p->pid()) << "the leader of its own process group";
   ASSERT_TRUE(RunUntil(loop_, [&] { return out.exited; }));
   EXPECT_EQ(out.code, 0) << out.desc << "\n" << ReadFile(dir_ / "stderr.log");
   int metrics = 0;
