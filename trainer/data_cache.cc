@@ -105,8 +105,7 @@ bool PreloadData(const std::string& spec, const DataOptions& options, std::strin
              std::to_string(max_bytes) + ")";
     return false;
   }
-  int64_t total = e.bytes;
-  for (const Entry& old : cache) total += old.bytes;
+  int64_t total = e.bytes + DataCacheBytes();
   while (total > max_bytes && !cache.empty()) {
     total -= cache.back().bytes;
     cache.pop_back();

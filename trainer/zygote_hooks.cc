@@ -49,16 +49,13 @@ void PrepareTrialData(const std::vector<std::string>& args, const std::vector<st
   const ParsedArgs parsed = ParseArgs(args);
   if (!parsed.error.empty() || parsed.help || parsed.version) return;
   std::string data = parsed.args.data;
-  if (data.empty()) {
-    std::string data_dir, tried;
-    bool set = false;
+  if (data.empty()) {  // the default, found as the child would: with the request's LADDER_DATA_DIR
+    const char* data_dir = nullptr;
     for (const std::string& e : env) {
-      if (e.rfind("LADDER_DATA_DIR=", 0) == 0) {
-        data_dir = e.substr(16);
-        set = true;
-      }
+      if (e.rfind("LADDER_DATA_DIR=", 0) == 0) data_dir = e.c_str() + 16;
     }
-    data = DefaultDataPath(&tried, set ? data_dir.c_str() : nullptr);
+    std::string tried;
+    data = DefaultDataPath(&tried, data_dir);
     if (data.empty()) return;
   }
   DataOptions options;
