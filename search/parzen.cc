@@ -79,16 +79,32 @@ void SortByCentre(std::vector<std::pair<double, uint32_t>>* v) {
 
 }  // namespace
 
-std::vector<double> DefaultTpeWeights(size_t n) {
-  std::vector<double> w(n, 1.0);
-  if (n < 25) return w;
+double DefaultTpeWeight(size_t i, size_t n) {
+  if (n < 25 || i >= n - 25) return 1.0;
   const size_t ramp = n - 25;
-  for (size_t i = 0; i < ramp; ++i) {
-    // numpy.linspace(1/n, 1, ramp)
-    w[i] = ramp == 1 ? 1.0 / static_cast<double>(n)
-                     : 1.0 / static_cast<double>(n) +
-                           (1.0 - 1.0 / static_cast<double>(n)) * static_cast<double>(i) / static_cast<double>(ramp - 1);
+  // numpy.linspace(1/n, 1, ramp)
+  return ramp == 1 ? 1.0 / static_cast<double>(n)
+                   : 1.0 / static_cast<double>(n) +
+                         (1.0 - 1.0 / static_cast<double>(n)) * static_cast<double>(i) / static_cast<double>(ramp - 1);
+}
+
+double DefaultTpeWeightSum(size_t a, size_t b, size_t n) {
+  if (b <= a) return 0;
+  const size_t ramp = n < 25 ? 0 : n - 25;
+  double sum = static_cast<double>(b - std::max(a, std::min(b, ramp)));  // the ones
+  const size_t e = std::min(b, ramp);
+  if (a < e) {  // the ramp's part: count / n + slope * (a + ... + e - 1)
+    const double count = static_cast<double>(e - a);
+    if (ramp == 1) return sum + count / static_cast<double>(n);
+    const double slope = (1.0 - 1.0 / static_cast<double>(n)) / static_cast<double>(ramp - 1);
+    sum += count / static_cast<double>(n) + slope * (static_cast<double>(a) + static_cast<double>(e - 1)) * count / 2;
   }
+  return sum;
+}
+
+std::vector<double> DefaultTpeWeights(size_t n) {
+  std::vector<double> w(n);
+  for (size_t i = 0; i < n; ++i) w[i] = DefaultTpeWeight(i, n);
   return w;
 }
 
@@ -125,7 +141,13 @@ ParzenEstimator::ParzenEstimator(const UnitSpace& unit, std::vector<size_t> dims
   // (the prior's 0.5 included, the box ends as outer neighbours, the two outermost taking their inner gap),
   // clipped to [1 / min(100, n + 2), 1]. Components still pair coordinates (joint sampling and density).
   const double min_sigma = 1.0 / std::min(100.0, static_cast<double>(components_) + 1);
-  for (size_t k = 0; k < components_; ++k) {  // one pass over the observations, into dim-major columns
+  // One pass over the observations, into dim-major columns. The observations are scattered over a long
+  // history (a subsample of it, tpe_history.h): each is two dependent loads (the vector, then its
+  // coordinates), prefetched a few components ahead, which halves the estimator's construction there.
+  constexpr size_t kAhead = 8;
+  for (size_t k = 0; k < components_; ++k) {
+    if (k + 2 * kAhead < n) __builtin_prefetch(points[k + 2 * kAhead]);
+    if (k + kAhead < n) __builtin_prefetch(points[k + kAhead]->data());
     for (size_t j = 0; j < nn; ++j) mu_[j * components_ + k] = k == n ? 0.5 : (*points[k])[dims_[numeric_[j]]];
   }
   const double log_min_sigma = std::log(min_sigma);

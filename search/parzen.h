@@ -73,5 +73,8 @@ constexpr uint64_t kMaxMassLevels = 64;
 // Optuna's default_weights: 1 for everything when n < 25, else a ramp from 1/n to 1 over the oldest n - 25
 // followed by 25 ones (n in trial-number order).
 std::vector<double> DefaultTpeWeights(size_t n);
+// Element i of DefaultTpeWeights(n), and the sum of its elements [a, b), each in O(1).
+double DefaultTpeWeight(size_t i, size_t n);
+double DefaultTpeWeightSum(size_t a, size_t b, size_t n);
 
 }  // namespace ladder::search::internal

@@ -128,11 +128,10 @@ std::optional<Params> HistorySampler::Ask(int64_t trial_number) {
   if (trial_number < 0) return std::nullopt;
   if (auto it = pending_params_.find(trial_number); it != pending_params_.end()) return it->second;
   if (auto it = told_.find(trial_number); it != told_.end()) return unit_.Decode(it->second.u);
-  std::vector<const Observation*> told, pending;
-  told.reserve(told_.size());
-  for (const auto& [n, o] : told_) told.push_back(&o);
+  std::vector<const Observation*> pending;
+  pending.reserve(pending_.size());
   for (const auto& [n, o] : pending_) pending.push_back(&o);
-  std::vector<double> u = Suggest(trial_number, told, pending);
+  std::vector<double> u = Suggest(trial_number, told_order_, pending);
   Params params = unit_.Decode(u);
   AddPending(trial_number, params);
   return params;
@@ -141,9 +140,19 @@ std::optional<Params> HistorySampler::Ask(int64_t trial_number) {
 void HistorySampler::Tell(int64_t trial_number, const Params& params, std::optional<double> objective) {
   pending_.erase(trial_number);
   pending_params_.erase(trial_number);
-  Observation o = Make(trial_number, params, objective);
-  told_[trial_number] = o;
-  OnTold(o);
+  auto it = told_.find(trial_number);
+  if (it != told_.end()) {  // told again: the stored observation is replaced in place
+    OnForget(it->second);
+    completed_ -= it->second.loss ? 1 : 0;
+    it->second = Make(trial_number, params, objective);
+  } else {
+    it = told_.emplace(trial_number, Make(trial_number, params, objective)).first;
+    auto by_number = [](const Observation* o, int64_t n) { return o->number < n; };
+    told_order_.insert(std::lower_bound(told_order_.begin(), told_order_.end(), trial_number, by_number),
+                       &it->second);
+  }
+  completed_ += it->second.loss ? 1 : 0;
+  OnTold(it->second);
 }
 
 void HistorySampler::AddPending(int64_t trial_number, const Params& params) {

@@ -60,6 +60,8 @@ struct Observation {
 // A restarted coordinator that replays Tell for the finished trials (and AddPending for the running ones)
 // gets the same suggestions as one that never stopped. Ask(n) for an n that is pending returns the
 // configuration it gave before; for an n already told, the told configuration.
+// The told trials are kept in trial-number order as they are told (an append in a search that tells them in
+// order), so an Ask costs nothing that grows with the history here; what a Suggest reads of it is its own.
 // Single-threaded, like every Sampler.
 class HistorySampler : public Sampler {
  public:
@@ -73,8 +75,13 @@ class HistorySampler : public Sampler {
   // Completed (loss set) and failed trials, by trial number; and the pending ones other than the one asked.
   virtual std::vector<double> Suggest(int64_t trial_number, const std::vector<const Observation*>& told,
                                       const std::vector<const Observation*>& pending) = 0;
-  // Called when the told set changed (a sampler with a cached model drops it).
+  // Called when the told set changed (a sampler with a cached model drops it), with the stored observation
+  // (its address stays valid while the sampler lives).
   virtual void OnTold(const Observation&) {}
+  // Called before a told trial is told again (its stored observation is then overwritten in place).
+  virtual void OnForget(const Observation&) {}
+  // The number of told trials with a loss (completed, not failed).
+  size_t completed() const { return completed_; }
 
   const UnitSpace& unit() const { return unit_; }
   uint64_t seed() const { return seed_; }
@@ -90,6 +97,8 @@ class HistorySampler : public Sampler {
   uint64_t seed_;
   bool maximize_;
   std::map<int64_t, Observation> told_;
+  std::vector<const Observation*> told_order_;  // told_'s observations by trial number, kept as trials are told
+  size_t completed_ = 0;
   std::map<int64_t, Observation> pending_;
   std::map<int64_t, Params> pending_params_;
 };

@@ -4,6 +4,10 @@
 // Optuna's weights (older trials ramp down) and bandwidth rule (parzen.h). Pending trials are constant liars:
 // they join the bad group, so g(x) is high around them and the next suggestion goes elsewhere.
 //
+// Cost: the history is kept per group of coordinates as trials are told (tpe_history.h): the good group is
+// read off an ordered set, and past kKernelTermBudget the bad mixture is a stratified subsample with the
+// group's weights preserved, so a suggestion's cost stops growing with the history (issue 24).
+//
 // Conditional parameters: the always-active parameters are modelled jointly; each conditional parameter gets
 // its own one-dimensional estimator over the trials in which it was active (split into good and bad among
 // those trials), added to a candidate's score only when the candidate activates it.
@@ -15,6 +19,7 @@
 #include "search/parzen.h"
 #include "search/sampler_internal.h"
 #include "search/samplers.h"
+#include "search/tpe_history.h"
 
 namespace ladder::search::internal {
 namespace {
@@ -23,6 +28,12 @@ constexpr int kDefaultStartup = 10;
 constexpr int kDefaultCandidates = 24;
 constexpr double kDefaultGamma = 0.1;
 constexpr size_t kMaxGood = 25;
+// Cost bound of one suggestion (tpe_history.h): the kernel terms (candidate x component x coordinate) of
+// log g(x) over the candidates. 2^19 terms take about 1 ms on one core of the bench machine (about 2 ns a
+// term), half of the 2 ms a suggestion may take at 100,000 trials (issue 24); with Optuna's 24 candidates and
+// 9 coordinates the bad mixture keeps 2,427 components, exact up to that many bad trials.
+constexpr size_t kKernelTermBudget = size_t{1} << 19;
+constexpr size_t kMinComponents = 256;
 
 class TpeSampler : public HistorySampler {
  public:
@@ -32,68 +43,54 @@ class TpeSampler : public HistorySampler {
     candidates_ = o.n_ei_candidates > 0 ? o.n_ei_candidates : kDefaultCandidates;
     gamma_ = o.gamma > 0 ? o.gamma : kDefaultGamma;
     for (size_t i = 0; i < unit().dims(); ++i) (unit().parent(i) < 0 ? joint_ : conditional_).push_back(i);
+    dims_.push_back(joint_);
+    for (size_t d : conditional_) dims_.push_back({d});
+    history_.resize(dims_.size());
   }
 
  protected:
-  std::vector<double> Suggest(int64_t trial_number, const std::vector<const Observation*>& told,
+  void OnTold(const Observation& o) override {
+    for (size_t g = 0; g < dims_.size(); ++g) {
+      if (o.loss && Has(o, g)) history_[g].Add(&o);
+    }
+  }
+  void OnForget(const Observation& o) override {
+    for (size_t g = 0; g < dims_.size(); ++g) {
+      if (o.loss && Has(o, g)) history_[g].Remove(&o);
+    }
+  }
+
+  std::vector<double> Suggest(int64_t trial_number, const std::vector<const Observation*>& /*told*/,
                               const std::vector<const Observation*>& pending) override {
-    size_t completed = 0;
-    for (const Observation* o : told) completed += o->loss ? 1 : 0;
-    if (completed < static_cast<size_t>(startup_)) {
+    if (completed() < static_cast<size_t>(startup_)) {
       std::vector<double> u = SobolPoint(static_cast<uint64_t>(trial_number));
       SnapAll(&u);
       return u;
     }
     std::mt19937_64 rng = TrialRng(seed(), trial_number, 0x7e5);
 
-    // Trials considered for one set of coordinates: the completed ones that have all of them, plus the
-    // pending ones (constant liar: worse than any completed trial).
+    // The good and bad groups of one group of coordinates (group 0: the joint ones; 1 + i: conditional_[i]):
+    // its completed trials plus the pending ones that have them (constant liar: worse than any completed one).
     struct Split {
       std::vector<const std::vector<double>*> good, bad;
       std::vector<double> good_w, bad_w;
     };
-    auto split = [&](const std::vector<size_t>& dims) {
-      auto has = [&](const Observation* o) {
-        return std::all_of(dims.begin(), dims.end(), [&](size_t d) { return bool(o->active[d]); });
-      };
-      std::vector<const Observation*> done, liars;
-      for (const Observation* o : told) {
-        if (o->loss && has(o)) done.push_back(o);
-      }
+    auto split = [&](size_t group) {
+      std::vector<const Observation*> liars;
       for (const Observation* o : pending) {
-        if (has(o)) liars.push_back(o);
+        if (Has(*o, group)) liars.push_back(o);
       }
-      const size_t n = done.size() + liars.size();
-      size_t n_good = std::min({static_cast<size_t>(std::ceil(gamma_ * static_cast<double>(n))), kMaxGood, done.size()});
-      // The good trials are the first n_good by (loss, number); found with nth_element, then both groups are
-      // read off `done`, which is in trial-number order, so no sort of the (large) bad group is needed.
-      std::vector<std::pair<double, int64_t>> keys;
-      keys.reserve(done.size());
-      for (const Observation* o : done) keys.emplace_back(*o->loss, o->number);
-      std::pair<double, int64_t> cut{-std::numeric_limits<double>::infinity(), std::numeric_limits<int64_t>::min()};
-      if (n_good > 0) {
-        std::nth_element(keys.begin(), keys.begin() + static_cast<long>(n_good - 1), keys.end());
-        cut = keys[n_good - 1];
-      }
-      std::vector<const Observation*> good, bad;
-      good.reserve(n_good);
-      bad.reserve(n - n_good);
-      for (const Observation* o : done) {
-        (n_good > 0 && std::make_pair(*o->loss, o->number) <= cut ? good : bad).push_back(o);
-      }
-      const auto mid = static_cast<long>(bad.size());
-      bad.insert(bad.end(), liars.begin(), liars.end());  // pending trials, in trial-number order too
-      auto by_number = [](const Observation* a, const Observation* b) { return a->number < b->number; };
-      std::inplace_merge(bad.begin(), bad.begin() + mid, bad.end(), by_number);
+      std::mt19937_64 subsample = TrialRng(seed(), trial_number, 0x5b5a + group);
+      TpeHistory::Split ts =
+          history_[group].Make(liars, gamma_, kMaxGood, MaxComponents(dims_[group].size()), subsample);
       Split s;
-      for (const Observation* o : good) s.good.push_back(&o->u);
-      for (const Observation* o : bad) s.bad.push_back(&o->u);
-      s.good_w = DefaultTpeWeights(good.size());
-      s.bad_w = DefaultTpeWeights(bad.size());
+      for (const Observation* o : ts.good.trials) s.good.push_back(&o->u);
+      for (const Observation* o : ts.bad.trials) s.bad.push_back(&o->u);
+      s.good_w = std::move(ts.good.weights);
+      s.bad_w = std::move(ts.bad.weights);
       return s;
     };
-
-    Split js = split(joint_);
+    Split js = split(0);
     ParzenEstimator l(unit(), joint_, js.good, js.good_w), g(unit(), joint_, js.bad, js.bad_w);
     std::vector<std::vector<double>> cand(static_cast<size_t>(candidates_), std::vector<double>(unit().dims(), 0.5));
     std::vector<double> score(cand.size());
@@ -101,8 +98,9 @@ class TpeSampler : public HistorySampler {
       l.Sample(rng, &cand[c]);
       score[c] = l.LogPdf(cand[c]) - g.LogPdf(cand[c]);
     }
-    for (size_t d : conditional_) {
-      Split cs = split({d});
+    for (size_t i = 0; i < conditional_.size(); ++i) {
+      const size_t d = conditional_[i];
+      Split cs = split(1 + i);
       bool any = !cs.good.empty() || !cs.bad.empty();
       ParzenEstimator lc(unit(), {d}, cs.good, cs.good_w), gc(unit(), {d}, cs.bad, cs.bad_w);
       for (size_t c = 0; c < cand.size(); ++c) {
@@ -123,7 +121,21 @@ class TpeSampler : public HistorySampler {
   int startup_;
   int candidates_;
   double gamma_;
+  // Whether trial o has every coordinate of a group.
+  bool Has(const Observation& o, size_t group) const {
+    return std::all_of(dims_[group].begin(), dims_[group].end(), [&](size_t d) { return bool(o.active[d]); });
+  }
+  // The bad mixture's bound for a group of `coordinates` (tpe_history.h): each candidate's log g(x) costs
+  // components x coordinates kernel terms, so components = kKernelTermBudget / (candidates x coordinates),
+  // at least kMinComponents.
+  size_t MaxComponents(size_t coordinates) const {
+    const size_t per_component = static_cast<size_t>(candidates_) * std::max<size_t>(coordinates, 1);
+    return std::max(kMinComponents, kKernelTermBudget / per_component);
+  }
+
   std::vector<size_t> joint_, conditional_;
+  std::vector<std::vector<size_t>> dims_;  // per group: 0 the joint coordinates, 1 + i conditional_[i]
+  std::vector<TpeHistory> history_;        // per group, kept as trials are told
 };
 
 }  // namespace
