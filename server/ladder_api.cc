@@ -38,7 +38,7 @@ grpc::Status Coordinator::ListTrials(const v1::ListTrialsRequest& req, v1::ListT
   if (!searches_.Has(req.search_id())) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(req.search_id()));
   }
-  if (req.page_size() < 0 || req.page_size() > kMaxTrialsPage) {
+  if (req.page_size() < 0 || static_cast<size_t>(req.page_size()) > kMaxTrialsPage) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "page_size " + std::to_string(req.page_size()) +
                                                                 ": at most " + std::to_string(kMaxTrialsPage));
   }
