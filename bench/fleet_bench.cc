@@ -100,7 +100,7 @@ struct Result {
   int64_t storm_expiries = 0, work_expiries = 0, idle_expiries = 0, stall_expiries = 0;
   int trials = 0;
   double trials_per_s = 0, start_p50_ms = 0, start_p99_ms = 0, coordinator_cores = 0, idle_cores = 0, rss_mb = 0;
-  int64_t stall_reregistrations = 0;
+  int64_t stall_reregistrations = 0, storm_retries_told = 0;
   double stall_reconverge_s = 0;
   std::string load;
 
@@ -112,12 +112,13 @@ struct Result {
                   "\"idle_coordinator_cores\": %.4f, \"coordinator_rss_mb\": %.1f, \"start_p99_ms\": %.2f, "
                   "\"trials_per_s\": %.1f, \"spurious_expiries\": %lld, \"start_p50_ms\": %.2f, \"trials\": %d, "
                   "\"expiries_by_phase\": {\"storm\": %lld, \"work\": %lld, \"idle\": %lld, \"stall\": %lld}, "
-                  "\"stall_reregistrations\": %lld, \"stall_reconverge_s\": %.2f, \"load_average\": \"%s\"}",
+                  "\"stall_reregistrations\": %lld, \"stall_reconverge_s\": %.2f, \"storm_retries_told\": %lld, "
+                  "\"load_average\": \"%s\"}",
                   workers, storm_converge_s, coordinator_cores, idle_cores, rss_mb, start_p99_ms, trials_per_s,
                   static_cast<long long>(spurious()), start_p50_ms, trials, static_cast<long long>(storm_expiries),
                   static_cast<long long>(work_expiries), static_cast<long long>(idle_expiries),
                   static_cast<long long>(stall_expiries), static_cast<long long>(stall_reregistrations),
-                  stall_reconverge_s, load.c_str());
+                  stall_reconverge_s, static_cast<long long>(storm_retries_told), load.c_str());
     return b;
   }
 };
@@ -176,10 +177,12 @@ Result RunOne(int n, const Settings& s) {
   const double storm_limit = 120;
   r.storm_converge_s = WaitFor([&] { return c.registered >= n; }, std::chrono::seconds(static_cast<int>(storm_limit)));
   r.storm_expiries = lease_lines();
-  std::fprintf(stderr, "  storm: %d of %d registered after %.2f s (%lld registrations, %lld stream ends, %lld lease "
-                       "expiries)\n",
+  r.storm_retries_told = c.retries_told;
+  std::fprintf(stderr, "  storm: %d of %d registered after %.2f s (%lld registrations, %lld told to retry later, %lld "
+                       "stream ends, %lld lease expiries, %lld heartbeat interval changes)\n",
                c.registered.load(), n, r.storm_converge_s, static_cast<long long>(c.registrations.load()),
-               static_cast<long long>(c.stream_ends.load()), static_cast<long long>(r.storm_expiries));
+               static_cast<long long>(r.storm_retries_told), static_cast<long long>(c.stream_ends.load()),
+               static_cast<long long>(r.storm_expiries), static_cast<long long>(c.interval_changes.load()));
   if (r.storm_converge_s < 0) {
     r.load = LoadAverage();
     return r;  // the rest would measure a fleet that is not there

@@ -118,7 +118,7 @@ class EmulatedWorker {
     if (session_) session_->Cancel();
   }
 
-  void Handle(WorkerSession* s, const v1::CoordinatorMessage& m) {
+  void Handle(WorkerSession* s, const v1::CoordinatorMessage& m, double received_unix) {
     if (s != session_.get()) return;
     s->got_any = true;
     switch (m.body_case()) {
@@ -140,7 +140,7 @@ class EmulatedWorker {
         ArmHeartbeat();
         break;
       }
-      case v1::CoordinatorMessage::kStart: OnStart(m.start()); break;
+      case v1::CoordinatorMessage::kStart: OnStart(m.start(), received_unix); break;
       case v1::CoordinatorMessage::kCancel: {
         auto it = runs_.find(m.cancel().trial_id());
         if (it == runs_.end() || it->second.exited || it->second.epoch != m.cancel().assignment_epoch()) break;
@@ -149,6 +149,14 @@ class EmulatedWorker {
         SendExit(it->first, it->second, true);
         break;
       }
+      case v1::CoordinatorMessage::kRetryRegistration:  // refused for now: the stream ends next
+        retry_after_ = std::chrono::milliseconds(m.retry_registration().retry_after_ms());
+        ++fleet_.counters_.retries_told;
+        break;
+      case v1::CoordinatorMessage::kHeartbeatInterval:
+        interval_ = std::chrono::milliseconds(std::max(10, m.heartbeat_interval().heartbeat_interval_ms()));
+        ++fleet_.counters_.interval_changes;
+        break;
       case v1::CoordinatorMessage::kAck:
         for (const auto& a : m.ack().trials()) {
           auto it = runs_.find(a.trial_id());
@@ -171,8 +179,11 @@ class EmulatedWorker {
     ++fleet_.counters_.stream_ends;
     if (st.error_message().find("lease expired") != std::string::npos) ++fleet_.counters_.lease_closes;
     // ladder-worker's policy (worker/reconnect_backoff.h).
-    reconnect_.expires_after(backoff_.Next(got_any ? std::chrono::steady_clock::now() - session_since_
-                                                   : std::chrono::steady_clock::duration::zero()));
+    auto wait = backoff_.Next(got_any ? std::chrono::steady_clock::now() - session_since_
+                                      : std::chrono::steady_clock::duration::zero());
+    if (retry_after_.count() >= 0) wait = backoff_.RetryAfter(retry_after_, wait);
+    retry_after_ = std::chrono::milliseconds(-1);
+    reconnect_.expires_after(wait);
     reconnect_.async_wait([this](const boost::system::error_code& ec) {
       if (!ec) Connect();
     });
@@ -191,9 +202,9 @@ class EmulatedWorker {
     if (registered_ && session_) session_->Write(m);
   }
 
-  void OnStart(const v1::StartTrial& st) {
+  void OnStart(const v1::StartTrial& st, double received_unix) {
     ++fleet_.counters_.starts;
-    fleet_.receipts_.push_back({st.trial_id(), WallNow()});
+    fleet_.receipts_.push_back({st.trial_id(), received_unix});
     const int64_t id = st.trial_id();
     if (auto old = runs_.find(id); old != runs_.end()) {
       if (!old->second.exited) return;
@@ -282,6 +293,7 @@ class EmulatedWorker {
   std::shared_ptr<WorkerSession> session_;
   bool registered_ = false;
   std::chrono::milliseconds interval_{1000};
+  std::chrono::milliseconds retry_after_{-1};  // told by a RetryRegistration on this session
   boost::asio::steady_timer heartbeat_, reconnect_;
   worker::ReconnectBackoff backoff_;
   std::chrono::steady_clock::time_point session_since_;
@@ -300,7 +312,10 @@ void WorkerSession::Begin(v1::WorkerService::Stub& stub, std::shared_ptr<WorkerS
 
 void WorkerSession::OnReadDone(bool ok) {
   if (!ok) return;  // OnDone follows with the status
-  boost::asio::post(fleet_.loop_, [this, m = in_] { worker_->Handle(this, m); });
+  // A start's receipt is stamped here, as gRPC hands it over, not when the emulator's loop gets to it: the
+  // emulator's own queue (4,608 workers on one thread) is no part of the coordinator's latency.
+  const double received = in_.has_start() ? WallNow() : 0;
+  boost::asio::post(fleet_.loop_, [this, m = in_, received] { worker_->Handle(this, m, received); });
   in_.Clear();
   StartRead(&in_);
 }

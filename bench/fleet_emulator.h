@@ -7,7 +7,8 @@
 // StartTrial with TrialStarted, `points` metric points `point_interval` apart and a TrialExited (exit 0), and
 // resends what is unacknowledged after a reconnect, as ladder-worker does — without starting any process.
 // Reconnects follow ladder-worker's policy (worker/reconnect_backoff.h: 100 ms doubling to 2 s with jitter, started
-// again only after a session that stayed up 30 s).
+// again only after a session that stayed up 30 s; after a RetryRegistration, the slot it names plus jitter), and it
+// heartbeats at the interval it is told last (Registered, HeartbeatInterval).
 //
 // Threads: every worker's state lives on one Boost.Asio loop (the emulator's thread); gRPC's callback threads only
 // post what they read there. The bench's main thread reads the counters (atomics) and asks for the start receipts
@@ -46,6 +47,8 @@ struct FleetCounters {
   std::atomic<int64_t> lease_closes{0};   // of those, closed by the coordinator with "lease expired"
   std::atomic<int64_t> starts{0};         // StartTrial messages received
   std::atomic<int64_t> exits_sent{0};
+  std::atomic<int64_t> interval_changes{0};  // HeartbeatInterval messages received (the fleet grew)
+  std::atomic<int64_t> retries_told{0};      // RetryRegistration messages received (admission control)
 };
 
 // One start as a worker received it: the trial, and when (wall clock, seconds since the epoch).

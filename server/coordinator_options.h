@@ -13,6 +13,18 @@ using Clock = std::chrono::steady_clock;
 
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
+// Heartbeats the coordinator asks for per second, fleet-wide: past this many workers x the interval, the interval
+// (and every lease with it) grows with the fleet, so an idle fleet's cost stays flat (NodeManager).
+inline constexpr int kDefaultHeartbeatsPerSecond = 250;
+// Registrations admitted per second (a bucket of one second's worth): past it, a registering worker is told to come
+// back later (v1::RetryRegistration) at a slot of its own, so a storm is spread over the time it needs instead of
+// piling up. A worker that reports running trials is always admitted (its trials wait on it). At most
+// kMaxRegistrationRetry ahead.
+inline constexpr int kDefaultRegistrationsPerSecond = 1000;
+inline constexpr std::chrono::seconds kMaxRegistrationRetry{60};
+// A scheduling pass commits and sends its starts every this many launches, so that the first trials of a large pass
+// (thousands of free nodes) start while the rest are placed, instead of all waiting for the end of the pass.
+inline constexpr int kDefaultStartsPerCommit = 128;
 // ListTrials pages: what a call without page_size gets, and the most one call may ask for.
 inline constexpr size_t kDefaultTrialsPage = 5000;
 inline constexpr size_t kMaxTrialsPage = 50000;
@@ -27,7 +39,10 @@ inline constexpr std::chrono::seconds kDefaultQuarantineWindow{600};
 
 struct CoordinatorOptions {
   std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
-  std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;  // the lease
+  std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;  // the lease (at heartbeat_interval)
+  int heartbeats_per_second = kDefaultHeartbeatsPerSecond;
+  int registrations_per_second = kDefaultRegistrationsPerSecond;  // 0: no bound
+  int starts_per_commit = kDefaultStartsPerCommit;
   std::chrono::milliseconds flush_interval = kDefaultFlushInterval;
   std::string master_addr = "127.0.0.1";  // rendezvous address given to rank 0 of 1-node trials
   // The rendezvous port of a multi-rank trial (MASTER_PORT, where rank 0 serves the c10d store): base + trial id

@@ -39,7 +39,66 @@ const char* StateWord(v1::WorkerState st) {
 
 NodeManager::NodeManager(store::Store& store, scheduler::NodeGroupScheduler& sched, EventHub& hub,
                          const CoordinatorOptions& options, std::function<void()> request_schedule)
-    : store_(store), sched_(sched), hub_(hub), opt_(options), request_schedule_(std::move(request_schedule)) {}
+    : store_(store),
+      sched_(sched),
+      hub_(hub),
+      opt_(options),
+      request_schedule_(std::move(request_schedule)),
+      interval_(options.heartbeat_interval),
+      lease_(options.heartbeat_timeout),
+      admit_tokens_(std::max(1, options.registrations_per_second)),
+      admit_at_(Clock::now()) {}
+
+bool NodeManager::Admit(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg) {
+  const int rate = opt_.registrations_per_second;
+  if (rate <= 0 || reg.running_size() > 0) return true;
+  const auto now = Clock::now();
+  admit_tokens_ = std::min<double>(rate, admit_tokens_ + rate * std::chrono::duration<double>(now - admit_at_).count());
+  admit_at_ = now;
+  if (admit_tokens_ >= 1) {
+    admit_tokens_ -= 1;
+    return true;
+  }
+  // Refused: its own slot, one period after the last one given (the bucket refills at that pace), at most
+  // kMaxRegistrationRetry ahead.
+  const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / rate));
+  next_retry_slot_ = std::min(std::max(next_retry_slot_, now) + period, now + kMaxRegistrationRetry);
+  const auto wait = std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::milliseconds>(next_retry_slot_ - now).count());
+  const std::string reason = "registrations are coming faster than " + std::to_string(rate) +
+                             " a second; retry after " + std::to_string(wait) + " ms";
+  v1::CoordinatorMessage m;
+  m.mutable_retry_registration()->set_retry_after_ms(static_cast<int32_t>(wait));
+  m.mutable_retry_registration()->set_reason(reason);
+  link->Send(m);
+  link->Close(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, reason));
+  ++refused_;
+  if (now - refused_log_at_ >= std::chrono::seconds(1)) {
+    LogInfo(kLog, std::to_string(refused_ - refused_logged_) + " registrations told to retry later (" + reason + ")");
+    refused_logged_ = refused_;
+    refused_log_at_ = now;
+  }
+  return false;
+}
+
+void NodeManager::ScaleHeartbeats(const WorkerLink* registering) {
+  if (opt_.heartbeats_per_second <= 0 || opt_.heartbeat_interval.count() <= 0) return;
+  const auto wanted = std::chrono::milliseconds(static_cast<int64_t>(link_nodes_.size()) * 1000 /
+                                                opt_.heartbeats_per_second);
+  if (wanted < 2 * interval_) return;
+  while (interval_ * 2 <= wanted) interval_ *= 2;
+  lease_ = opt_.heartbeat_timeout * (interval_ / opt_.heartbeat_interval);
+  LogInfo(kLog, std::to_string(link_nodes_.size()) + " workers connected: heartbeat interval " +
+                    std::to_string(interval_.count()) + " ms, lease " + std::to_string(lease_.count()) + " ms");
+  v1::CoordinatorMessage m;
+  m.mutable_heartbeat_interval()->set_heartbeat_interval_ms(static_cast<int32_t>(interval_.count()));
+  const auto now = Clock::now();
+  for (auto& [id, n] : nodes_) {
+    if (!n.link) continue;
+    if (n.link.get() != registering) n.link->Send(m);  // that one hears it in its Registered
+    n.lease_deadline = std::max(n.lease_deadline, now + lease_);
+  }
+}
 
 void NodeManager::Load() {
   for (auto& node : store_.LoadNodes()) {
@@ -82,7 +141,7 @@ std::optional<std::set<int64_t>> NodeManager::Connect(const std::shared_ptr<Work
   *n.info.mutable_resources() = reg.resources();
   n.info.set_epoch(next_worker_epoch_++);
   n.info.set_last_seen_unix(WallNow());
-  n.lease_deadline = Clock::now() + opt_.heartbeat_timeout;
+  n.lease_deadline = Clock::now() + lease_;
   // The node joins the cluster (or comes back with what it reports now).
   auto spec = NodeSpecOf(n.info, scheduler::NodeState::kDown);
   scheduler::Status st = sched_.cluster().IndexOf(node) ? sched_.UpdateNode(spec) : sched_.AddNode(spec);
@@ -92,15 +151,17 @@ std::optional<std::set<int64_t>> NodeManager::Connect(const std::shared_ptr<Work
 }
 
 void NodeManager::Register(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg) {
+  if (!Admit(link, reg)) return;
   std::string node;
   auto previous = Connect(link, reg, &node);
   if (!previous) return;
+  ScaleHeartbeats(link.get());  // before the answer: the new worker is told the interval the fleet has now
   Node& n = nodes_.at(node);
   v1::CoordinatorMessage reply;
   auto* r = reply.mutable_registered();
   r->set_node_id(node);
   r->set_worker_epoch(n.info.epoch());
-  r->set_heartbeat_interval_ms(static_cast<int32_t>(opt_.heartbeat_interval.count()));
+  r->set_heartbeat_interval_ms(static_cast<int32_t>(interval_.count()));
   for (const auto& run : reg.running()) {
     if (listener_->Reattach(node, link, run)) {
       previous->erase(run.trial_id());
@@ -145,7 +206,7 @@ std::optional<std::string> NodeManager::NodeOf(const std::shared_ptr<WorkerLink>
 
 void NodeManager::Renew(const std::string& node) {
   Node& n = nodes_.at(node);
-  n.lease_deadline = Clock::now() + opt_.heartbeat_timeout;
+  n.lease_deadline = Clock::now() + lease_;
   n.info.set_last_seen_unix(WallNow());
 }
 
@@ -163,7 +224,7 @@ void NodeManager::Disconnected(const std::shared_ptr<WorkerLink>& link, const st
 }
 
 bool NodeManager::LoopWasLate(Clock::time_point now, Clock::duration late) {
-  const auto until = now + opt_.heartbeat_timeout;
+  const auto until = now + lease_;
   if (until <= stall_grace_until_) return false;
   stall_grace_until_ = until;
   bool any = false;
@@ -185,7 +246,7 @@ void NodeManager::CheckLeases(Clock::time_point now) {
         link_nodes_.erase(n.link.get());
         n.link->Close(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "lease expired"));
       }
-      MarkDown(n, "lease expired (no heartbeat for " + std::to_string(opt_.heartbeat_timeout.count()) + " ms)");
+      MarkDown(n, "lease expired (no heartbeat for " + std::to_string(lease_.count()) + " ms)");
     }
   }
 }

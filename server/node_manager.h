@@ -62,9 +62,20 @@ class NodeManager {
   // --- a worker's stream ------------------------------------------------------------------------------------
   // A worker registers on `link`: fences an older stream of the node, gives it a new epoch and a lease, hands the
   // runs it reports to the listener, answers `registered` (with the runs to cancel), and puts the node up.
+  // Admission: past registrations_per_second (a bucket of one second's worth), a worker that reports no running
+  // trial is answered RetryRegistration with a slot of its own (each refused one a period after the last) and its
+  // stream is closed RESOURCE_EXHAUSTED.
   void Register(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg);
+  // Registrations refused so far (admission).
+  int64_t refused_registrations() const { return refused_; }
   // The node a registered stream belongs to; nullopt for an unknown or replaced stream.
   std::optional<std::string> NodeOf(const std::shared_ptr<WorkerLink>& link) const;
+  // The heartbeat interval workers are told now, and the lease that goes with it (heartbeat_timeout in the same
+  // ratio): both grow with the fleet — the interval doubles, and every connected worker is told (v1::HeartbeatInterval),
+  // whenever connected workers / heartbeats_per_second reaches twice it — so the heartbeats the coordinator receives
+  // per second stay under heartbeats_per_second, as slurmctld spaces its node pings. They never shrink back.
+  std::chrono::milliseconds heartbeat_interval() const { return interval_; }
+  std::chrono::milliseconds lease() const { return lease_; }
   // Any message on the node's stream renews its lease.
   void Renew(const std::string& node);
   // The stream ended: the node is down (when it was this node's current stream).
@@ -118,6 +129,11 @@ class NodeManager {
   void MarkDown(Node& n, const std::string& reason);
   // Counts a failure of the node; quarantines it at quarantine_after failures inside the window.
   void RecordFailure(Node& n, const std::string& reason);
+  // Admission of a registration (see Register): true to go on; false when the worker was told to retry.
+  bool Admit(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg);
+  // Lengthens the heartbeat interval (and the lease) when the connected fleet has grown past what it allows, and
+  // tells every connected worker but `registering` (whose Registered carries it).
+  void ScaleHeartbeats(const WorkerLink* registering);
 
   store::Store& store_;
   scheduler::NodeGroupScheduler& sched_;
@@ -130,6 +146,13 @@ class NodeManager {
   std::map<const WorkerLink*, std::string> link_nodes_;  // registered streams → node id
   int64_t next_worker_epoch_ = 1;
   Clock::time_point stall_grace_until_{};  // no lease expires before this (LoopWasLate)
+  std::chrono::milliseconds interval_;      // told to workers (Registered, HeartbeatInterval)
+  std::chrono::milliseconds lease_;         // heartbeat_timeout x interval_ / heartbeat_interval
+  double admit_tokens_ = 0;                 // registrations the bucket admits now (at most one second's worth)
+  Clock::time_point admit_at_{};            // when admit_tokens_ was counted
+  Clock::time_point next_retry_slot_{};     // the last slot given to a refused registration
+  int64_t refused_ = 0, refused_logged_ = 0;
+  Clock::time_point refused_log_at_{};      // refusals are logged once a second, summed
 };
 
 }  // namespace ladder::server

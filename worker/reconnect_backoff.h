@@ -35,6 +35,13 @@ class ReconnectBackoff {
     return std::chrono::milliseconds(d(rng_));
   }
   int tries() const { return tries_; }
+  // The coordinator refused a registration and named when to come back (v1::RetryRegistration): that, plus a jitter
+  // of up to a quarter, so that the workers given nearby slots do not arrive in step. At least `backoff`.
+  std::chrono::milliseconds RetryAfter(std::chrono::milliseconds told, std::chrono::milliseconds backoff) {
+    const int64_t t = std::max<int64_t>(0, told.count());
+    std::uniform_int_distribution<int64_t> d(t, t + t / 4);
+    return std::max(backoff, std::chrono::milliseconds(d(rng_)));
+  }
 
  private:
   int64_t Cap() const {

@@ -204,8 +204,14 @@ void Worker::SessionLoop() {
     boost::asio::post(loop_, [this, s] { OnConnected(s); });
     v1::CoordinatorMessage msg;
     bool got_any = false;
+    std::chrono::milliseconds retry_after{-1};  // the coordinator refused the registration for now: when to retry
     while (s->stream->Read(&msg)) {
       got_any = true;
+      if (msg.has_retry_registration()) {
+        retry_after = std::chrono::milliseconds(msg.retry_registration().retry_after_ms());
+        Log(LogLevel::kDebug, kLog, "registration refused for now: " + msg.retry_registration().reason());
+        continue;
+      }
       boost::asio::post(loop_, [this, msg] { Handle(msg); });
     }
     grpc::Status st;
@@ -228,8 +234,9 @@ void Worker::SessionLoop() {
         return;
       }
     }
-    const auto wait = backoff.Next(got_any ? std::chrono::steady_clock::now() - connected_at
-                                           : std::chrono::steady_clock::duration::zero());
+    auto wait = backoff.Next(got_any ? std::chrono::steady_clock::now() - connected_at
+                                     : std::chrono::steady_clock::duration::zero());
+    if (retry_after.count() >= 0) wait = backoff.RetryAfter(retry_after, wait);
     std::unique_lock<std::mutex> g(mu_);
     current_.reset();
     if (cv_.wait_for(g, wait, [this] { return stopping_; })) return;
@@ -304,6 +311,9 @@ void Worker::Handle(const v1::CoordinatorMessage& m) {
       CancelTrial(m.cancel().trial_id(), m.cancel().assignment_epoch(), m.cancel().reason());
       break;
     case v1::CoordinatorMessage::kAck: OnAck(m.ack()); break;
+    case v1::CoordinatorMessage::kHeartbeatInterval:  // the fleet grew: heartbeat less often from the next one on
+      heartbeat_interval_ = std::chrono::milliseconds(std::max(10, m.heartbeat_interval().heartbeat_interval_ms()));
+      break;
     case v1::CoordinatorMessage::kRelease:
       LogInfo(kLog, "released by the coordinator: " + m.release().reason());
       if (opt_.on_released) opt_.on_released(m.release().reason());

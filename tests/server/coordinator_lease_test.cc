@@ -1,7 +1,8 @@
 // Leases are judged on the coordinator's own time: a stall of its loop (a long handler, a backlog, a SIGSTOP of the
 // process) held the workers' heartbeats back as long, so it expires no lease; a worker that stays silent once the
-// loop runs again still does.
+// loop runs again still does. The heartbeat interval, and the lease with it, grow with the fleet.
 #include <thread>
+#include <vector>
 
 #include "tests/server/coordinator_fixture.h"
 
@@ -57,6 +58,39 @@ TEST_F(CoordinatorTest, AfterAStallAWorkerThatStaysSilentStillExpires) {
   EXPECT_EQ(StateOf(*coord_, "a"), v1::WORKER_DOWN);
   EXPECT_FALSE(b->closed) << b->close_status.error_message();
   EXPECT_EQ(StateOf(*coord_, "b"), v1::WORKER_UP);
+}
+
+int IntervalOf(const FakeLink& link) {  // the last heartbeat interval the worker was told (Registered or later)
+  int ms = 0;
+  for (const auto& m : link.sent) {
+    if (m.has_registered()) ms = m.registered().heartbeat_interval_ms();
+    if (m.has_heartbeat_interval()) ms = m.heartbeat_interval().heartbeat_interval_ms();
+  }
+  return ms;
+}
+
+TEST_F(CoordinatorTest, TheHeartbeatIntervalAndTheLeaseGrowWithTheFleet) {
+  Close();
+  options_.heartbeats_per_second = 40;  // the fixture's interval is 50 ms: 2 workers are 40 heartbeats a second
+  Open();
+  std::vector<std::shared_ptr<FakeLink>> links;
+  for (int i = 0; i < 3; ++i) links.push_back(Connect("n" + std::to_string(i), 1));
+  for (const auto& l : links) EXPECT_EQ(IntervalOf(*l), 50) << "3 workers want 75 ms: under twice the interval";
+  // A fourth wants 100 ms: the interval doubles, and every connected worker is told.
+  links.push_back(Connect("n3", 1));
+  for (const auto& l : links) EXPECT_EQ(IntervalOf(*l), 100);
+  EXPECT_EQ(links[3]->sent.front().registered().heartbeat_interval_ms(), 100) << "the new one in its Registered";
+  // The lease doubles with it (400 ms): silent 300 ms, past the 200 ms lease of a 50 ms interval, they stay up...
+  loop_.restart();
+  loop_.run_for(std::chrono::milliseconds(300));
+  for (const auto& l : links) EXPECT_FALSE(l->closed) << l->close_status.error_message();
+  // ...and silent past 400 ms they are down.
+  for (int i = 0; i < 40 && !links[0]->closed; ++i) {
+    loop_.restart();
+    loop_.run_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(links[0]->closed);
+  EXPECT_EQ(StateOf(*coord_, "n0"), v1::WORKER_DOWN);
 }
 
 }  // namespace

@@ -42,5 +42,18 @@ TEST(ReconnectBackoff, AFleetThatLostTheCoordinatorTogetherSpreadsOut) {
   EXPECT_GE(third.size(), 150u) << "and their third waits most of the 201 in [200, 400] ms";
 }
 
+TEST(ReconnectBackoff, ARefusedRegistrationWaitsForItsSlotWithJitterAndAtLeastTheBackoff) {
+  std::set<int64_t> waits;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    ReconnectBackoff b(milliseconds(100), milliseconds(2000), milliseconds(30000), seed);
+    const auto w = b.RetryAfter(milliseconds(800), milliseconds(60)).count();
+    EXPECT_GE(w, 800) << "never before the slot the coordinator named";
+    EXPECT_LE(w, 1000) << "jitter of at most a quarter";
+    waits.insert(w);
+    EXPECT_EQ(b.RetryAfter(milliseconds(10), milliseconds(1500)).count(), 1500) << "the backoff when it is longer";
+  }
+  EXPECT_GE(waits.size(), 50u) << "workers told the same slot spread over it";
+}
+
 }  // namespace
 }  // namespace ladder::worker
