@@ -73,6 +73,11 @@ void CommitOutbox::Commit() {
   if (hooks_.before_commit) hooks_.before_commit();
   store_.Flush();
   if (hooks_.after_commit) hooks_.after_commit();
+  // Starts and cancels first: a worker waits on them, while an acknowledgement only lets it forget; each stream
+  // writes in the order it is given, so a start queued behind an ack would wait for the ack's write.
+  auto outbox = std::move(outbox_);
+  outbox_.clear();
+  for (auto& [link, msg] : outbox) link->Send(msg);
   auto owed = std::move(acks_owed_);
   acks_owed_.clear();
   for (auto& [ptr, batch] : owed) {
@@ -80,9 +85,11 @@ void CommitOutbox::Commit() {
     for (auto& [id, a] : batch.trials) *msg.mutable_ack()->add_trials() = std::move(a);
     batch.link->Send(msg);
   }
-  auto outbox = std::move(outbox_);
-  outbox_.clear();
-  for (auto& [link, msg] : outbox) link->Send(msg);
+}
+
+void CommitOutbox::CommitIfSending() {
+  if (outbox_.empty() || stopped_ || failed_) return;
+  Commit();
 }
 
 void CommitOutbox::SendAfterCommit(const std::shared_ptr<WorkerLink>& link, v1::CoordinatorMessage msg) {

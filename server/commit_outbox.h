@@ -64,6 +64,9 @@ class CommitOutbox {
   // Commits the store's batch (after before_commit), then sends the acknowledgements owed and the outbox.
   // Throws SqliteError when the database fails.
   void Commit();
+  // Commits now when starts or cancels wait (the scheduling pass's, at its end): a posted commit would wait behind
+  // every worker message queued on the loop meanwhile (thousands, with thousands of workers).
+  void CommitIfSending();
 
  private:
   struct AckBatch {

@@ -143,6 +143,7 @@ void Coordinator::Schedule() {
     searches_.CreateTrials();
     trials_.RunScheduler();
     searches_.FinishEnded();
+    outbox_.CommitIfSending();  // the pass's starts leave now, not behind the loop's queue
   } catch (const store::SqliteError& e) {
     Fatal(e.what());
   } catch (const std::exception& e) {

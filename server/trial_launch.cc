@@ -92,9 +92,9 @@ void TrialManager::Launch(TrialRecord& t, const scheduler::NodeGroup& group) {
     nodes += (nodes.empty() ? "" : ",") + m.node_id;
     where += (where.empty() ? "" : " ") + m.node_id + ":s[" + FormatIdSet(m.slots) + "]";
   }
-  t.run_since = WallNow();  // the same instant as the stored run's start: node-seconds agree after a restart
+  // The same instant as the stored run's start: node-seconds agree after a restart.
+  OpenRun(t, WallNow(), static_cast<int>(t.members.size()));
   store_.OpenAllocation(p.id(), p.attempt(), nodes, group.ToString(), t.epoch, t.run_since);
-  t.run_nodes = static_cast<int>(t.members.size());
   t.log_tail.clear();
   Save(t);
   hub_.Record("trial_assigned", p.search_id(), p.id(), where + " epoch " + std::to_string(t.epoch));

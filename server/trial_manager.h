@@ -110,6 +110,10 @@ struct SearchTrials {
   std::set<int64_t> pending, running;  // by trial id (pending in requeue order = id order)
   int completed = 0, failed = 0, cancelled = 0;
   double ended_node_seconds = 0;       // of its trials' ended runs
+  // Its open runs, summed so that NodeSeconds costs O(1) whatever runs (it is asked on every trial event): their
+  // nodes, and nodes x (start - open_origin), with the origin the first open run's start (small sums stay exact).
+  int open_nodes = 0;
+  double open_node_starts = 0, open_origin = 0;
 };
 
 class TrialManager : public NodeManager::Listener {
@@ -206,7 +210,7 @@ class TrialManager : public NodeManager::Listener {
   int Nodes(const TrialRecord& t) const;
   // The trial as the API shows it: node_seconds with the open run's share up to `now`.
   v1::Trial View(const TrialRecord& t, double now) const;
-  // Node-seconds of the search's trials (ended runs, and the running ones' up to `now`).
+  // Node-seconds of the search's trials (ended runs, and the running ones' up to `now`). O(1).
   double NodeSeconds(int64_t search_id, double now) const;
   // GetTrial's extras: the log tail, every run, the trial's journal entries.
   void AddHistory(const TrialRecord& t, v1::Trial* out);
@@ -225,6 +229,8 @@ class TrialManager : public NodeManager::Listener {
   void SetState(TrialRecord& t, v1::TrialState state);
   void Save(TrialRecord& t);
   void CloseAllocation(TrialRecord& t, const std::string& outcome);
+  // The trial's open run starts at `since` on `nodes` nodes (its search's open sums follow), or ends (OpenRun(t, 0, 0)).
+  void OpenRun(TrialRecord& t, double since, int nodes);
   TrialRecord::Member* MemberOn(TrialRecord& t, const std::string& node, int64_t epoch);
   // The member stopped (exited, or its node is gone): it no longer holds the node.
   void MemberGone(TrialRecord& t, TrialRecord::Member& m);

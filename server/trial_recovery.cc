@@ -81,8 +81,7 @@ void TrialManager::Load(Clock::time_point reattach_deadline) {
         // A preemption decided before the crash holds: its cancelled exit puts the trial back in the queue with its
         // attempt (not a retry), and a re-attached run is told again to stop (Reattach).
         t.preempting = StoppingToWait(store_.LoadTrialJournal(t.proto.id(), kJournalLookback));
-        t.run_since = t.proto.started_unix();  // its open run counts on from its start
-        t.run_nodes = static_cast<int>(t.members.size());
+        OpenRun(t, t.proto.started_unix(), static_cast<int>(t.members.size()));  // counts on from its start
         t.reattach_deadline = reattach_deadline;
         t.last_progress = Clock::now();
         // Rebuild the objective seen so far from the stored points.

@@ -128,9 +128,23 @@ void TrialManager::CloseAllocation(TrialRecord& t, const std::string& outcome) {
     const double used = t.OpenNodeSeconds(now);
     t.proto.set_node_seconds(t.proto.node_seconds() + used);
     by_search_[t.proto.search_id()].ended_node_seconds += used;
-    t.run_since = 0;
-    t.run_nodes = 0;
+    OpenRun(t, 0, 0);
   }
+}
+
+void TrialManager::OpenRun(TrialRecord& t, double since, int nodes) {
+  SearchTrials& idx = by_search_[t.proto.search_id()];
+  if (t.run_since > 0) {
+    idx.open_nodes -= t.run_nodes;
+    idx.open_node_starts -= (t.run_since - idx.open_origin) * t.run_nodes;
+  }
+  if (idx.open_nodes == 0) idx.open_node_starts = 0;  // no rounding carried past the last open run
+  t.run_since = since;
+  t.run_nodes = since > 0 ? nodes : 0;
+  if (since <= 0) return;
+  if (idx.open_nodes == 0) idx.open_origin = since;
+  idx.open_nodes += t.run_nodes;
+  idx.open_node_starts += (since - idx.open_origin) * t.run_nodes;
 }
 
 v1::Trial TrialManager::View(const TrialRecord& t, double now) const {
@@ -142,7 +156,8 @@ v1::Trial TrialManager::View(const TrialRecord& t, double now) const {
 double TrialManager::NodeSeconds(int64_t search_id, double now) const {
   const SearchTrials& idx = Of(search_id);
   double total = idx.ended_node_seconds;
-  for (int64_t id : idx.running) total += trials_.at(id).OpenNodeSeconds(now);
+  // Sum over the open runs of nodes x (now - start), from the sums OpenRun keeps.
+  if (idx.open_nodes > 0) total += std::max(0.0, (now - idx.open_origin) * idx.open_nodes - idx.open_node_starts);
   return total;
 }
 
@@ -256,6 +271,7 @@ void TrialManager::Submit(int64_t trial_id) {
 }
 
 void TrialManager::RunScheduler() {
+  int launched = 0;
   for (const auto& d : sched_.Schedule(SchedNow())) {
     auto it = trials_.find(d.trial_id);
     if (it == trials_.end()) continue;
@@ -265,6 +281,8 @@ void TrialManager::RunScheduler() {
     } else {
       t.sched = TrialRecord::Sched::kRunning;
       Launch(t, d.group);
+      // The starts so far leave now (committed first, as every start), while the rest of the pass is placed.
+      if (opt_.starts_per_commit > 0 && ++launched % opt_.starts_per_commit == 0) outbox_.CommitIfSending();
     }
   }
 }
