@@ -2,7 +2,7 @@
 // one JSON line per seed with the regret after each checkpoint, or times suggestions at a given history size.
 //   ladder-search-bench regret (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]
 //                              [--checkpoints 25,50,100,200]
-//   ladder-search-bench timing --sampler S [--history 100,1000,10000] [--asks K]
+//   ladder-search-bench timing --sampler S [--history 100,1000,10000,100000] [--asks K]
 //   ladder-search-bench resolve (--problem NAME | --table PATH) [--budget N]   (what `auto` picks there)
 #include <chrono>
 #include <cmath>
@@ -30,7 +30,7 @@ using ladder::search::SearchSpec;
 
 constexpr const char* kUsage =
     "usage: ladder-search-bench regret (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]"
-    " [--checkpoints 25,50,100,200]\n       ladder-search-bench timing --sampler S [--history 100,1000,10000]"
+    " [--checkpoints 25,50,100,200]\n       ladder-search-bench timing --sampler S [--history 100,1000,10000,100000]"
     " [--asks K]\n       ladder-search-bench resolve (--problem NAME | --table PATH) [--budget N]\nThe ladder side of bench/search_vs_optuna; one JSON line per seed (regret) or history size (timing).\n";
 
 int Usage(const std::string& msg) {
@@ -170,7 +170,7 @@ double TimingObjective(const Params& p) {
 
 int Timing(const std::map<std::string, std::string>& a) {
   const std::string sampler = a.count("sampler") ? a.at("sampler") : "tpe";
-  std::vector<int> history = IntList(a.count("history") ? a.at("history") : "100,1000,10000");
+  std::vector<int> history = IntList(a.count("history") ? a.at("history") : "100,1000,10000,100000");
   const int asks = a.count("asks") ? std::atoi(a.at("asks").c_str()) : 20;
   for (int h : history) {
     auto smp = MakeSampler(TimingSpec(sampler));
