@@ -4,7 +4,8 @@
 //   random  independent uniform draws (log-uniform where `log`)
 //   grid    the Cartesian product of GridValues, in order
 //   sobol   a scrambled Sobol' sequence over the unit cube of the space (see unit_space.h)
-//   tpe     multivariate Tree-structured Parzen Estimator (Optuna-like), constant liar for pending trials
+//   tpe     multivariate Tree-structured Parzen Estimator (Optuna-like), constant liar for pending trials; past a
+//           cost bound its bad density is a stratified subsample of the history (tpe_history.h)
 //   gp      Gaussian-process BO: Matérn-5/2 ARD kernel fitted by marginal likelihood, expected improvement,
 //           kriging believer for pending trials; the model holds at most `max_history` trials
 //   cmaes   CMA-ES over the float/int parameters (categoricals drawn at random)

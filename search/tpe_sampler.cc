@@ -29,9 +29,10 @@ constexpr int kDefaultCandidates = 24;
 constexpr double kDefaultGamma = 0.1;
 constexpr size_t kMaxGood = 25;
 // Cost bound of one suggestion (tpe_history.h): the kernel terms (candidate x component x coordinate) of
-// log g(x) over the candidates. 2^19 terms take about 1 ms on one core of the bench machine (about 2 ns a
-// term), half of the 2 ms a suggestion may take at 100,000 trials (issue 24); with Optuna's 24 candidates and
-// 9 coordinates the bad mixture keeps 2,427 components, exact up to that many bad trials.
+// log g(x) over the candidates. 2^19 terms take about 0.4 ms on one core of the bench machine (about 1 ns a
+// term) and building the mixture about as much, so a suggestion costs about 1.1 ms at 100,000 trials, under
+// the 2 ms of issue 24 with room for a loaded machine; with Optuna's 24 candidates and 9 coordinates the bad
+// mixture keeps 2,427 components, exact up to that many bad trials.
 constexpr size_t kKernelTermBudget = size_t{1} << 19;
 constexpr size_t kMinComponents = 256;
 
