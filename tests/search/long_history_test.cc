@@ -59,9 +59,10 @@ double MedianDistanceAfter(const std::string& sampler, int64_t history, int asks
 }
 
 TEST(LongHistoryTest, TpeWithItsBoundedModelStillSuggestsNearTheOptimum) {
-  // 20,000 trials: the bad mixture is a subsample (2,427 of 19,975 components here). A random point's median
-  // distance from the optimum in this cube is about 0.45; the good group (the best 25 of 20,000) sits within
-  // about 0.05 of it, and the suggestions must stay there as they do with the exact model at 2,000 trials.
+  // 20,000 trials: the bad mixture is a subsample (7,281 of 19,975 components: 2^19 / (24 x 3)). A random
+  // point's median distance from the optimum in this cube is about 0.45; the good group (the best 25 of 20,000)
+  // sits within about 0.05 of it, and the suggestions must stay there as they do with the exact model at 2,000
+  // trials.
   const double bounded = MedianDistanceAfter("tpe", 20000, 30);
   const double exact = MedianDistanceAfter("tpe", 2000, 30);
   EXPECT_LT(bounded, 0.1);
