@@ -100,24 +100,27 @@ struct Result {
   int64_t storm_expiries = 0, work_expiries = 0, idle_expiries = 0, stall_expiries = 0;
   int trials = 0;
   double trials_per_s = 0, start_p50_ms = 0, start_p99_ms = 0, coordinator_cores = 0, idle_cores = 0, rss_mb = 0;
+  double first_wave_p99_ms = 0, rest_p50_ms = 0, rest_p99_ms = 0;  // the first n starts decided, and the others
   int64_t stall_reregistrations = 0, storm_retries_told = 0;
   double stall_reconverge_s = 0;
   std::string load;
 
   int64_t spurious() const { return storm_expiries + work_expiries + idle_expiries + stall_expiries; }
   std::string Json() const {
-    char b[1024];
+    char b[2048];
     std::snprintf(b, sizeof b,
                   "{\"workers\": %d, \"storm_converge_s\": %.3f, \"coordinator_cores\": %.3f, "
                   "\"idle_coordinator_cores\": %.4f, \"coordinator_rss_mb\": %.1f, \"start_p99_ms\": %.2f, "
                   "\"trials_per_s\": %.1f, \"spurious_expiries\": %lld, \"start_p50_ms\": %.2f, \"trials\": %d, "
                   "\"expiries_by_phase\": {\"storm\": %lld, \"work\": %lld, \"idle\": %lld, \"stall\": %lld}, "
+                  "\"start_p99_ms_first_wave\": %.2f, \"start_p50_ms_later\": %.2f, \"start_p99_ms_later\": %.2f, "
                   "\"stall_reregistrations\": %lld, \"stall_reconverge_s\": %.2f, \"storm_retries_told\": %lld, "
                   "\"load_average\": \"%s\"}",
                   workers, storm_converge_s, coordinator_cores, idle_cores, rss_mb, start_p99_ms, trials_per_s,
                   static_cast<long long>(spurious()), start_p50_ms, trials, static_cast<long long>(storm_expiries),
                   static_cast<long long>(work_expiries), static_cast<long long>(idle_expiries),
-                  static_cast<long long>(stall_expiries), static_cast<long long>(stall_reregistrations),
+                  static_cast<long long>(stall_expiries), first_wave_p99_ms, rest_p50_ms, rest_p99_ms,
+                  static_cast<long long>(stall_reregistrations),
                   stall_reconverge_s, static_cast<long long>(storm_retries_told), load.c_str());
     return b;
   }
@@ -219,17 +222,29 @@ Result RunOne(int n, const Settings& s) {
   r.trials_per_s = (done.completed() + done.failed()) / std::max(1e-9, done.finished_unix() - done.created_unix());
   {
     auto decided = StartDecisions(*stub, sid);
-    std::vector<double> lat;
+    std::vector<std::pair<double, double>> by_decision;  // (decided, latency ms)
     for (const auto& rc : fleet.Collect()) {
       auto it = decided.find(rc.trial_id);
-      if (it != decided.end() && it->second > 0) lat.push_back(1000 * (rc.received_unix - it->second));
+      if (it != decided.end() && it->second > 0) by_decision.emplace_back(it->second, 1000 * (rc.received_unix - it->second));
+    }
+    std::sort(by_decision.begin(), by_decision.end());
+    // The first n decided are the first wave (one pass places a trial on every worker); the rest start as others end.
+    std::vector<double> lat, first, rest;
+    for (size_t i = 0; i < by_decision.size(); ++i) {
+      lat.push_back(by_decision[i].second);
+      (i < static_cast<size_t>(n) ? first : rest).push_back(by_decision[i].second);
     }
     r.start_p50_ms = Quantile(lat, 0.5);
     r.start_p99_ms = Quantile(lat, 0.99);
+    r.first_wave_p99_ms = Quantile(first, 0.99);
+    r.rest_p50_ms = Quantile(rest, 0.5);
+    r.rest_p99_ms = Quantile(rest, 0.99);
   }
-  std::fprintf(stderr, "  work: %d trials (%d completed, %d failed) at %.1f/s; start p50 %.2f ms p99 %.2f ms; "
-                       "coordinator %.3f cores, peak RSS %.1f MB; %lld lease expiries\n",
+  std::fprintf(stderr, "  work: %d trials (%d completed, %d failed) at %.1f/s; start p50 %.2f ms p99 %.2f ms (first "
+                       "wave p99 %.2f ms; later starts p50 %.2f ms p99 %.2f ms); coordinator %.3f cores, peak RSS %.1f "
+                       "MB; %lld lease expiries\n",
                r.trials, done.completed(), done.failed(), r.trials_per_s, r.start_p50_ms, r.start_p99_ms,
+               r.first_wave_p99_ms, r.rest_p50_ms, r.rest_p99_ms,
                r.coordinator_cores, r.rss_mb, static_cast<long long>(r.work_expiries));
 
   // 3. idle

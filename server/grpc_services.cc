@@ -3,6 +3,8 @@
 
 #include <boost/asio/post.hpp>
 #include <deque>
+#include <iterator>
+#include <list>
 #include <mutex>
 
 #include "common/log.h"
@@ -223,11 +225,18 @@ class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
     delete this;
   }
 
-  // Called through ReactorLink, under its mutex, so the reactor is alive.
+  // Called through ReactorLink, under its mutex, so the reactor is alive. A start or a cancel goes ahead of the
+  // acknowledgements still queued behind the write in flight: the worker waits on it, while an acknowledgement only
+  // lets it forget (and a run's acknowledgement after its new start is ignored by epoch). Nothing else is reordered.
   void Send(const v1::CoordinatorMessage& msg) {
     std::lock_guard<std::mutex> g(mu_);
     if (finish_requested_) return;
-    out_.push_back(msg);
+    auto pos = out_.end();
+    if (msg.has_start() || msg.has_cancel()) {
+      const auto first_queued = writing_ ? std::next(out_.begin()) : out_.begin();
+      while (pos != first_queued && std::prev(pos)->has_ack()) --pos;
+    }
+    out_.insert(pos, msg);
     WriteNextLocked();
   }
   void Close(const grpc::Status& st) {
@@ -263,7 +272,7 @@ class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
   std::shared_ptr<ReactorLink> link_;
   v1::WorkerMessage in_;
   std::mutex mu_;
-  std::deque<v1::CoordinatorMessage> out_;
+  std::list<v1::CoordinatorMessage> out_;  // a list: the one in flight stays put when a start is put ahead of acks
   bool writing_ = false, finished_ = false, finish_requested_ = false;
   grpc::Status pending_status_;
 

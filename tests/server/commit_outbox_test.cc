@@ -103,5 +103,26 @@ TEST_F(CommitOutboxTest, AfterADatabaseFailureNothingIsCommittedOrSent) {
   EXPECT_EQ(StoredEvents("half of an operation"), 0);  // the batch was dropped, not committed
 }
 
+TEST_F(CommitOutboxTest, ACommitSendsStartsAndCancelsBeforeAcknowledgements) {
+  auto link = std::make_shared<FakeLink>();
+  outbox_->OweAck(link, 3, 1, 10, true);  // owed first...
+  outbox_->SendAfterCommit(link, Cancel(7));  // ...but the worker waits on this one
+  outbox_->Commit();
+  ASSERT_EQ(link->sent.size(), 2u);
+  EXPECT_TRUE(link->sent[0].has_cancel());
+  EXPECT_TRUE(link->sent[1].has_ack());
+}
+
+TEST_F(CommitOutboxTest, CommitIfSendingCommitsOnlyWhenAStartOrCancelWaits) {
+  auto link = std::make_shared<FakeLink>();
+  outbox_->OweAck(link, 3, 1, 10, false);
+  outbox_->CommitIfSending();
+  EXPECT_TRUE(link->sent.empty()) << "acknowledgements alone wait for the flush timer";
+  outbox_->SendAfterCommit(link, Cancel(7));
+  outbox_->CommitIfSending();
+  ASSERT_EQ(link->sent.size(), 2u) << "at once, without running the loop";
+  EXPECT_TRUE(link->sent[0].has_cancel());
+}
+
 }  // namespace
 }  // namespace ladder::server
