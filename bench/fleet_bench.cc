@@ -92,6 +92,7 @@ struct Settings {
   int point_interval_ms = 50;
   double idle_s = 10, stall_s = 10, after_s = 10;
   int emulator_nice = 10;
+  std::vector<std::string> server_args;  // passed on to ladder-server
 };
 
 struct Result {
@@ -162,7 +163,7 @@ Result RunOne(int n, const Settings& s) {
   TempDir dir("fleet");
   const std::string log = (dir.path / "ladder-server.log").string();
   Child server;
-  const std::string address = StartServer(server, (dir.path / "ladder.db").string(), {}, log);
+  const std::string address = StartServer(server, (dir.path / "ladder.db").string(), s.server_args, log);
   const pid_t pid = server.pid;
   auto lease_lines = [&] { return CountInLog(log, "lease expired"); };
 
@@ -295,6 +296,8 @@ int main(int argc, char** argv) {
   app.add_option("--emulator-nice", s.emulator_nice,
                  "niceness the emulated fleet's threads take above the coordinator's (so the emulation does not starve it)")
       ->capture_default_str()->check(CLI::Range(0, 19));
+  app.add_option("--server-arg", s.server_args, "a flag for ladder-server (repeat; e.g. --server-arg=--starts-per-commit=32)")
+      ->allow_extra_args(false);
   CLI11_PARSE(app, argc, argv);
   if (sizes.empty()) sizes = quick ? std::vector<int>{64, 512} : std::vector<int>{64, 512, 4608};
   {  // one connection per worker, and the coordinator's as many: raise the soft limit of open files

@@ -68,7 +68,9 @@ void CommitOutbox::OweAck(const std::shared_ptr<WorkerLink>& link, int64_t trial
   a.set_exit_durable(a.exit_durable() || exit_durable);
 }
 
-void CommitOutbox::Commit() {
+void CommitOutbox::Commit() { CommitAndSend(/*acks=*/true); }
+
+void CommitOutbox::CommitAndSend(bool acks) {
   if (failed_) return;  // the batch was dropped: committing now could store half of an operation
   if (hooks_.before_commit) hooks_.before_commit();
   store_.Flush();
@@ -78,6 +80,7 @@ void CommitOutbox::Commit() {
   auto outbox = std::move(outbox_);
   outbox_.clear();
   for (auto& [link, msg] : outbox) link->Send(msg);
+  if (!acks) return;  // they rest on this commit too, and leave with the next (merged with what comes meanwhile)
   auto owed = std::move(acks_owed_);
   acks_owed_.clear();
   for (auto& [ptr, batch] : owed) {
@@ -89,7 +92,7 @@ void CommitOutbox::Commit() {
 
 void CommitOutbox::CommitIfSending() {
   if (outbox_.empty() || stopped_ || failed_) return;
-  Commit();
+  CommitAndSend(/*acks=*/false);
 }
 
 void CommitOutbox::SendAfterCommit(const std::shared_ptr<WorkerLink>& link, v1::CoordinatorMessage msg) {

@@ -64,11 +64,14 @@ class CommitOutbox {
   // Commits the store's batch (after before_commit), then sends the acknowledgements owed and the outbox.
   // Throws SqliteError when the database fails.
   void Commit();
-  // Commits now when starts or cancels wait (the scheduling pass's, at its end): a posted commit would wait behind
-  // every worker message queued on the loop meanwhile (thousands, with thousands of workers).
+  // Commits now when starts or cancels wait (the scheduling pass's, at its end and every starts_per_commit
+  // launches): a posted commit would wait behind every worker message queued on the loop meanwhile (thousands, with
+  // thousands of workers). Sends the starts and cancels only: the acknowledgements owed, committed by it too, leave
+  // with the next commit, merged with what comes meanwhile (one message per stream per flush, however many passes).
   void CommitIfSending();
 
  private:
+  void CommitAndSend(bool acks);
   struct AckBatch {
     std::shared_ptr<WorkerLink> link;
     std::map<int64_t, v1::TrialAck> trials;

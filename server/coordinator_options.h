@@ -24,7 +24,7 @@ inline constexpr int kDefaultRegistrationsPerSecond = 1000;
 inline constexpr std::chrono::seconds kMaxRegistrationRetry{60};
 // A scheduling pass commits and sends its starts every this many launches, so that the first trials of a large pass
 // (thousands of free nodes) start while the rest are placed, instead of all waiting for the end of the pass.
-inline constexpr int kDefaultStartsPerCommit = 128;
+inline constexpr int kDefaultStartsPerCommit = 32;
 // ListTrials pages: what a call without page_size gets, and the most one call may ask for.
 inline constexpr size_t kDefaultTrialsPage = 5000;
 inline constexpr size_t kMaxTrialsPage = 50000;

@@ -42,6 +42,10 @@ void AddFlags(CLI::App* app, Flags* f) {
                   "fleet-wide heartbeats to ask for: a larger fleet is told a longer interval (and leases grow with it)")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+  app->add_option("--starts-per-commit", f->opt.coordinator.starts_per_commit,
+                  "a scheduling pass commits and sends its starts every this many launches (0: at its end only)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
   app->add_option("--registrations-per-second", f->opt.coordinator.registrations_per_second,
                   "registrations admitted per second; past it a worker is told to retry later (0: no bound)")
       ->check(CLI::Range(0, 1000000))

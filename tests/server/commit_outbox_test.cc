@@ -113,15 +113,22 @@ TEST_F(CommitOutboxTest, ACommitSendsStartsAndCancelsBeforeAcknowledgements) {
   EXPECT_TRUE(link->sent[1].has_ack());
 }
 
-TEST_F(CommitOutboxTest, CommitIfSendingCommitsOnlyWhenAStartOrCancelWaits) {
+TEST_F(CommitOutboxTest, CommitIfSendingCommitsWhenAStartOrCancelWaitsAndLeavesAcksToTheNext) {
   auto link = std::make_shared<FakeLink>();
   outbox_->OweAck(link, 3, 1, 10, false);
   outbox_->CommitIfSending();
   EXPECT_TRUE(link->sent.empty()) << "acknowledgements alone wait for the flush timer";
   outbox_->SendAfterCommit(link, Cancel(7));
   outbox_->CommitIfSending();
-  ASSERT_EQ(link->sent.size(), 2u) << "at once, without running the loop";
+  ASSERT_EQ(link->sent.size(), 1u) << "the cancel at once, without running the loop";
   EXPECT_TRUE(link->sent[0].has_cancel());
+  // The acknowledgement, committed too, leaves with the next commit (the flush), merged with what came meanwhile.
+  outbox_->OweAck(link, 3, 1, 12, false);
+  outbox_->Commit();
+  ASSERT_EQ(link->sent.size(), 2u);
+  ASSERT_TRUE(link->sent[1].has_ack());
+  ASSERT_EQ(link->sent[1].ack().trials_size(), 1);
+  EXPECT_EQ(link->sent[1].ack().trials(0).durable_seq(), 12);
 }
 
 }  // namespace
