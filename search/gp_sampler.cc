@@ -23,8 +23,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <set>
 
+#include "search/completed_trials.h"
 #include "search/gp_model.h"
 #include "search/sampler_internal.h"
 #include "search/samplers.h"
@@ -42,8 +42,6 @@ constexpr double kRefineScales[] = {0.05, 0.02, 0.008};
 
 double NormalPdf(double z) { return 0.3989422804014327 * std::exp(-0.5 * z * z); }
 double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
-
-bool NumberBefore(const Observation* o, int64_t n) { return o->number < n; }
 
 // The number of completed trials the hyperparameters are fitted on, for `completed` trials.
 size_t FitPoint(size_t completed) {
@@ -71,19 +69,12 @@ class GpSampler : public HistorySampler {
  protected:
   void OnTold(const Observation& o) override {
     if (!o.loss) return;
-    if (done_.empty() || done_.back()->number < o.number) {
-      done_.push_back(&o);
-    } else {
-      done_.insert(std::lower_bound(done_.begin(), done_.end(), o.number, NumberBefore), &o);
-    }
-    by_loss_.insert(ByLoss{*o.loss, o.number, &o});
+    done_.Add(&o);
     if (o.number <= fit_last_) fit_dirty_ = true;
   }
   void OnForget(const Observation& o) override {
     if (!o.loss) return;
-    auto it = std::lower_bound(done_.begin(), done_.end(), o.number, NumberBefore);
-    if (it != done_.end() && (*it)->number == o.number) done_.erase(it);
-    by_loss_.erase(ByLoss{*o.loss, o.number, &o});
+    done_.Remove(&o);
     if (o.number <= fit_last_) fit_dirty_ = true;
   }
 
@@ -100,8 +91,9 @@ class GpSampler : public HistorySampler {
     // when FitPoint moves or a trial among them is told (again).
     const size_t fit_n = FitPoint(done_.size());
     if (fit_n != fit_n_ || fit_dirty_) {
-      std::vector<const Observation*> fit_set = Cap(
-          std::vector<const Observation*>(done_.begin(), done_.begin() + static_cast<long>(fit_n)));
+      const auto& done = done_.by_number();
+      std::vector<const Observation*> fit_set =
+          Cap(std::vector<const Observation*>(done.begin(), done.begin() + static_cast<long>(fit_n)));
       std::vector<int64_t> key;
       for (const Observation* o : fit_set) key.push_back(o->number);
       if (key != fit_key_) {
@@ -112,7 +104,7 @@ class GpSampler : public HistorySampler {
         fit_key_ = key;
       }
       fit_n_ = fit_n;
-      fit_last_ = done_[fit_n - 1]->number;
+      fit_last_ = done[fit_n - 1]->number;
       fit_dirty_ = false;
     }
 
@@ -187,10 +179,8 @@ class GpSampler : public HistorySampler {
   }
   // The same over every completed trial, from the maintained orders: O(max_history) per suggestion.
   std::vector<const Observation*> ModelSet() const {
-    if (done_.size() <= max_history_) return done_;
-    std::vector<const Observation*> best;
-    for (auto it = by_loss_.begin(); best.size() < max_history_ / 4; ++it) best.push_back(it->o);
-    return CapFrom(best, done_);
+    if (done_.size() <= max_history_) return done_.by_number();
+    return CapFrom(done_.Best(max_history_ / 4), done_.by_number());
   }
   // `best`, then the most recent others of `obs` (trial-number order) up to max_history_, by trial number.
   std::vector<const Observation*> CapFrom(std::vector<const Observation*> keep,
@@ -281,15 +271,7 @@ class GpSampler : public HistorySampler {
   std::vector<size_t> offset_;
   std::vector<int64_t> fit_key_;
   GpHyper hyper_;
-  // Kept as trials are told: the completed trials by number, and by (loss, number).
-  struct ByLoss {
-    double loss;
-    int64_t number;
-    const Observation* o;
-    bool operator<(const ByLoss& b) const { return loss < b.loss || (loss == b.loss && number < b.number); }
-  };
-  std::vector<const Observation*> done_;
-  std::set<ByLoss> by_loss_;
+  CompletedTrials done_;  // kept as trials are told
   // The fit set's cache: FitPoint when last computed, the number of its last trial, and whether a trial at or
   // before that one was told since.
   size_t fit_n_ = 0;

@@ -6,56 +6,32 @@
 #include "search/parzen.h"
 
 namespace ladder::search::internal {
-namespace {
-
-bool NumberBefore(const Observation* o, int64_t n) { return o->number < n; }
-
-}  // namespace
-
-void TpeHistory::Add(const Observation* o) {
-  if (by_number_.empty() || by_number_.back()->number < o->number) {
-    by_number_.push_back(o);  // told in order: the common case
-  } else {
-    by_number_.insert(std::lower_bound(by_number_.begin(), by_number_.end(), o->number, NumberBefore), o);
-  }
-  by_loss_.insert(ByLoss{*o->loss, o->number, o});
-}
-
-void TpeHistory::Remove(const Observation* o) {
-  auto it = std::lower_bound(by_number_.begin(), by_number_.end(), o->number, NumberBefore);
-  if (it == by_number_.end() || (*it)->number != o->number) return;
-  by_number_.erase(it);
-  by_loss_.erase(ByLoss{*o->loss, o->number, o});
-}
-
 TpeHistory::Split TpeHistory::Make(const std::vector<const Observation*>& liars, double gamma, size_t max_good,
                                    size_t max_components, std::mt19937_64& rng) const {
-  const size_t done = by_number_.size();
+  const std::vector<const Observation*>& by_number = this->by_number();
+  const size_t done = by_number.size();
   const size_t n = done + liars.size();
   const size_t n_good =
       std::min({static_cast<size_t>(std::ceil(gamma * static_cast<double>(n))), max_good, done});
   Split s;
-  auto it = by_loss_.begin();
-  for (size_t i = 0; i < n_good; ++i, ++it) s.good.trials.push_back(it->o);
-  auto by_number = [](const Observation* a, const Observation* b) { return a->number < b->number; };
-  std::sort(s.good.trials.begin(), s.good.trials.end(), by_number);
+  s.good.trials = Best(n_good);
+  std::sort(s.good.trials.begin(), s.good.trials.end(),
+            [](const Observation* a, const Observation* b) { return a->number < b->number; });
   s.good.weights = DefaultTpeWeights(n_good);
 
-  // The bad group, positions 0..nb-1 in trial-number order, is by_number_ without the good trials, merged with
-  // the liars. good_index: the good trials' indices in by_number_; liar_pos: the liars' positions.
+  // The bad group, positions 0..nb-1 in trial-number order, is by_number without the good trials, merged with
+  // the liars. good_index: the good trials' indices in by_number; liar_pos: the liars' positions.
   const size_t nb = n - n_good;
   s.bad_trials = nb;
   std::vector<size_t> good_index;
   std::vector<int64_t> good_numbers;
   for (const Observation* g : s.good.trials) {
-    good_index.push_back(static_cast<size_t>(
-        std::lower_bound(by_number_.begin(), by_number_.end(), g->number, NumberBefore) - by_number_.begin()));
+    good_index.push_back(LowerBound(g->number));
     good_numbers.push_back(g->number);
   }
   std::vector<size_t> liar_pos(liars.size());
   for (size_t i = 0; i < liars.size(); ++i) {
-    const auto before = static_cast<size_t>(
-        std::lower_bound(by_number_.begin(), by_number_.end(), liars[i]->number, NumberBefore) - by_number_.begin());
+    const size_t before = LowerBound(liars[i]->number);
     const auto good_before = static_cast<size_t>(
         std::lower_bound(good_numbers.begin(), good_numbers.end(), liars[i]->number) - good_numbers.begin());
     liar_pos[i] = i + before - good_before;
@@ -64,11 +40,11 @@ TpeHistory::Split TpeHistory::Make(const std::vector<const Observation*>& liars,
     auto lp = std::lower_bound(liar_pos.begin(), liar_pos.end(), p);
     if (lp != liar_pos.end() && *lp == p) return liars[static_cast<size_t>(lp - liar_pos.begin())];
     size_t idx = p - static_cast<size_t>(lp - liar_pos.begin());  // index among the completed bad trials
-    for (size_t g : good_index) {  // ... and in by_number_, past the good ones (ascending)
+    for (size_t g : good_index) {  // ... and in by_number, past the good ones (ascending)
       if (g > idx) break;
       ++idx;
     }
-    return by_number_[idx];
+    return by_number[idx];
   };
 
   if (nb <= max_components) {

@@ -3,9 +3,9 @@
 // conditional parameter), kept up to date as trials are told so that a suggestion costs nothing that grows
 // with the history.
 //
-// It holds the completed trials that have every coordinate of the group, in two orders: by trial number
-// (a vector; telling trials in order appends) and by (loss, trial number) (an ordered set, a maintained order
-// statistic: the good group is its first n_good entries, never a sort of the history).
+// It holds the completed trials that have every coordinate of the group, in the two orders of
+// CompletedTrials (completed_trials.h): the good group is the first n_good by (loss, number), never a sort of
+// the history.
 //
 // Split() gives the two Parzen mixtures' components, as TPE defines them: n = completed + pending trials of the
 // group, the good group is the first n_good = min(ceil(gamma n), max_good, completed) by (loss, number), the
@@ -27,14 +27,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
-#include <set>
 #include <vector>
 
+#include "search/completed_trials.h"
 #include "search/sampler_internal.h"
 
 namespace ladder::search::internal {
 
-class TpeHistory {
+class TpeHistory : public CompletedTrials {
  public:
   struct Mixture {
     std::vector<const Observation*> trials;  // in trial-number order
@@ -45,25 +45,11 @@ class TpeHistory {
     size_t bad_trials = 0;  // the bad group's size (more than bad.trials.size() when bounded)
   };
 
-  // A completed trial (o->loss set) that has all of the group's coordinates.
-  void Add(const Observation* o);
-  // Before a trial added here changes (told again); o->loss must still be the value it was added with.
-  void Remove(const Observation* o);
-  size_t size() const { return by_number_.size(); }
+  // Add and Remove (CompletedTrials) take the completed trials that have all of the group's coordinates.
 
   // liars: the pending trials that have the group's coordinates, in trial-number order.
   Split Make(const std::vector<const Observation*>& liars, double gamma, size_t max_good, size_t max_components,
              std::mt19937_64& rng) const;
-
- private:
-  struct ByLoss {
-    double loss;
-    int64_t number;
-    const Observation* o;
-    bool operator<(const ByLoss& b) const { return loss < b.loss || (loss == b.loss && number < b.number); }
-  };
-  std::vector<const Observation*> by_number_;
-  std::set<ByLoss> by_loss_;
 };
 
 }  // namespace ladder::search::internal

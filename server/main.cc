@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <absl/synchronization/mutex.h>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -189,8 +188,5 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as the ladder CLI
   }
   if (int rc = CheckFlags(&flags); rc != 0) return rc;
-  // gRPC's mutexes are abseil's, and this system's abseil is built with their deadlock detection on: a lock-order
-  // graph kept on every lock, 7% of the coordinator's CPU with 4,608 workers connected (bench/fleet, perf). Off.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   return Serve(flags);
 }
