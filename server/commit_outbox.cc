@@ -13,8 +13,8 @@ constexpr const char* kLog = "coordinator";
 }  // namespace
 
 CommitOutbox::CommitOutbox(boost::asio::io_context& loop, store::Store& store,
-                           std::chrono::milliseconds flush_interval)
-    : loop_(loop), store_(store), flush_interval_(flush_interval), flush_timer_(loop) {}
+                           std::chrono::milliseconds flush_interval, std::chrono::milliseconds ack_delay)
+    : loop_(loop), store_(store), flush_interval_(flush_interval), ack_delay_(ack_delay), flush_timer_(loop) {}
 
 void CommitOutbox::Start() { ArmFlushTimer(); }
 
@@ -23,7 +23,7 @@ void CommitOutbox::Stop() {
   flush_timer_.cancel();
   if (failed_) return;  // after a failure the open batch was dropped: nothing more is committed
   try {
-    Commit();
+    CommitAndSend(Acks::kAll);
   } catch (const std::exception& e) {
     LogError(kLog, std::string("final flush failed: ") + e.what());
   }
@@ -35,6 +35,7 @@ void CommitOutbox::Abandon() {
   flush_timer_.cancel();
   store_.Abandon();
   acks_owed_.clear();
+  next_ack_due_ = Clock::time_point::max();
   outbox_.clear();
 }
 
@@ -44,7 +45,7 @@ void CommitOutbox::ArmFlushTimer() {
   flush_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
     try {
-      if (store_.pending_writes() || !acks_owed_.empty() || (hooks_.has_writes && hooks_.has_writes())) Commit();
+      if (store_.pending_writes() || AnyAckDue(Clock::now()) || (hooks_.has_writes && hooks_.has_writes())) Commit();
     } catch (const store::SqliteError& e) {
       if (hooks_.on_fatal) hooks_.on_fatal(e.what());
       return;
@@ -56,10 +57,17 @@ void CommitOutbox::ArmFlushTimer() {
 }
 
 void CommitOutbox::OweAck(const std::shared_ptr<WorkerLink>& link, int64_t trial_id, int64_t epoch,
-                          int64_t durable_seq, bool exit_durable) {
+                          int64_t durable_seq, bool exit_durable, bool urgent) {
   if (!link) return;
-  AckBatch& b = acks_owed_[link.get()];
-  b.link = link;
+  const auto now = Clock::now();
+  auto [it, fresh] = acks_owed_.try_emplace(link.get());
+  AckBatch& b = it->second;
+  if (fresh) {
+    b.link = link;
+    b.due = now + ack_delay_;
+  }
+  if (exit_durable || urgent) b.due = now;
+  next_ack_due_ = std::min(next_ack_due_, b.due);
   v1::TrialAck& a = b.trials[trial_id];
   if (a.assignment_epoch() != epoch) a.Clear();
   a.set_trial_id(trial_id);
@@ -68,9 +76,9 @@ void CommitOutbox::OweAck(const std::shared_ptr<WorkerLink>& link, int64_t trial
   a.set_exit_durable(a.exit_durable() || exit_durable);
 }
 
-void CommitOutbox::Commit() { CommitAndSend(/*acks=*/true); }
+void CommitOutbox::Commit() { CommitAndSend(Acks::kDue); }
 
-void CommitOutbox::CommitAndSend(bool acks) {
+void CommitOutbox::CommitAndSend(Acks acks) {
   if (failed_) return;  // the batch was dropped: committing now could store half of an operation
   if (hooks_.before_commit) hooks_.before_commit();
   store_.Flush();
@@ -80,19 +88,28 @@ void CommitOutbox::CommitAndSend(bool acks) {
   auto outbox = std::move(outbox_);
   outbox_.clear();
   for (auto& [link, msg] : outbox) link->Send(msg);
-  if (!acks) return;  // they rest on this commit too, and leave with the next (merged with what comes meanwhile)
-  auto owed = std::move(acks_owed_);
-  acks_owed_.clear();
-  for (auto& [ptr, batch] : owed) {
+  // Every acknowledgement owed now rests on this commit; those not sent stay owed and rest on it still when they
+  // leave with a later one (merged with what comes meanwhile).
+  const auto now = Clock::now();
+  if (acks == Acks::kNone || (acks == Acks::kDue && !AnyAckDue(now))) return;
+  next_ack_due_ = Clock::time_point::max();
+  for (auto it = acks_owed_.begin(); it != acks_owed_.end();) {
+    AckBatch& batch = it->second;
+    if (acks == Acks::kDue && batch.due > now) {
+      next_ack_due_ = std::min(next_ack_due_, batch.due);
+      ++it;
+      continue;
+    }
     v1::CoordinatorMessage msg;
     for (auto& [id, a] : batch.trials) *msg.mutable_ack()->add_trials() = std::move(a);
     batch.link->Send(msg);
+    it = acks_owed_.erase(it);
   }
 }
 
 void CommitOutbox::CommitIfSending() {
   if (outbox_.empty() || stopped_ || failed_) return;
-  CommitAndSend(/*acks=*/false);
+  CommitAndSend(Acks::kNone);
 }
 
 void CommitOutbox::SendAfterCommit(const std::shared_ptr<WorkerLink>& link, v1::CoordinatorMessage msg) {

@@ -7,6 +7,12 @@
 // forget something a worker was told. Commits are batched: the flush timer commits every flush_interval, and a
 // queued start or cancel posts one commit to run after the current handler.
 //
+// Acknowledgements only let a worker forget, so a stream's are held (merged) until one of them is due: an exit's
+// at once (the worker keeps the run until then), one the worker asked for (MetricReport.ack_wanted: its window is
+// half full) at once, the others ack_delay after the first was owed. A trial's metric points then cost one
+// acknowledgement message with its exit instead of one per flush interval (with thousands of short trials, most
+// of the coordinator's messages were these).
+//
 // Fail-stop: a store write or commit that throws SqliteError is fatal (the batch may hold half an operation):
 // Abandon() drops the batch, the acknowledgements and the outbox, and nothing is committed or sent afterwards.
 // The flush timer and the posted commit report such a failure through on_fatal.
@@ -44,7 +50,9 @@ class CommitOutbox {
     std::function<void(const std::string&)> on_fatal;
   };
 
-  CommitOutbox(boost::asio::io_context& loop, store::Store& store, std::chrono::milliseconds flush_interval);
+  // ack_delay: how long a stream's acknowledgements of metric points may wait for one that is due (0: none wait).
+  CommitOutbox(boost::asio::io_context& loop, store::Store& store, std::chrono::milliseconds flush_interval,
+               std::chrono::milliseconds ack_delay = std::chrono::milliseconds(0));
 
   void SetHooks(Hooks hooks) { hooks_ = std::move(hooks); }
   // Arms the flush timer.
@@ -56,12 +64,13 @@ class CommitOutbox {
   bool failed() const { return failed_; }
 
   // Owes `link` an acknowledgement of the trial's points up to durable_seq (and of its exit) once the current
-  // batch is committed.
+  // batch is committed. It leaves with the first commit after it is due: an exit's or an urgent one's at once,
+  // the others ack_delay after the stream's oldest unsent one was owed.
   void OweAck(const std::shared_ptr<WorkerLink>& link, int64_t trial_id, int64_t epoch, int64_t durable_seq,
-              bool exit_durable);
+              bool exit_durable, bool urgent = false);
   // Queues a start or cancel; it is sent after the next commit (one is posted to run after this handler).
   void SendAfterCommit(const std::shared_ptr<WorkerLink>& link, v1::CoordinatorMessage msg);
-  // Commits the store's batch (after before_commit), then sends the acknowledgements owed and the outbox.
+  // Commits the store's batch (after before_commit), then sends the outbox and the acknowledgements that are due.
   // Throws SqliteError when the database fails.
   void Commit();
   // Commits now when starts or cancels wait (the scheduling pass's, at its end and every starts_per_commit
@@ -71,20 +80,26 @@ class CommitOutbox {
   void CommitIfSending();
 
  private:
-  void CommitAndSend(bool acks);
+  using Clock = std::chrono::steady_clock;
+  // acks: none (the starts and cancels only), those that are due, or every one (the final commit).
+  enum class Acks { kNone, kDue, kAll };
+  void CommitAndSend(Acks acks);
   struct AckBatch {
     std::shared_ptr<WorkerLink> link;
     std::map<int64_t, v1::TrialAck> trials;
+    Clock::time_point due;  // when it leaves with a commit, at the latest
   };
+  bool AnyAckDue(Clock::time_point now) const { return !acks_owed_.empty() && now >= next_ack_due_; }
   void ArmFlushTimer();
 
   boost::asio::io_context& loop_;
   store::Store& store_;
-  std::chrono::milliseconds flush_interval_;
+  std::chrono::milliseconds flush_interval_, ack_delay_;
   Hooks hooks_;
   boost::asio::steady_timer flush_timer_;
   bool stopped_ = false, failed_ = false, commit_posted_ = false;
   std::map<const WorkerLink*, AckBatch> acks_owed_;
+  Clock::time_point next_ack_due_ = Clock::time_point::max();  // the earliest `due` in acks_owed_
   std::vector<std::pair<std::shared_ptr<WorkerLink>, v1::CoordinatorMessage>> outbox_;
 };
 

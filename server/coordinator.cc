@@ -21,7 +21,7 @@ Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, Coo
       opt_(std::move(options)),
       sched_(opt_.scheduling),
       hub_(store),
-      outbox_(loop, store, opt_.flush_interval),
+      outbox_(loop, store, opt_.flush_interval, opt_.ack_delay),
       nodes_(store, sched_, hub_, opt_, [this] { RequestSchedule(); }),
       trials_(store, sched_, nodes_, outbox_, hub_, opt_, [this] { RequestSchedule(); }),
       searches_(store, trials_, outbox_, hub_, [this] { RequestSchedule(); }),

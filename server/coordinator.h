@@ -70,6 +70,8 @@ class Coordinator {
   // coordinator stays paused until it stops. Returns the trials still running (RunningTrials follows them).
   int Pause(const std::string& reason);
   int RunningTrials() const { return trials_.Running(); }
+  // Trials whose start was sent and not yet heard of (the start window, CoordinatorOptions::starts_in_flight).
+  size_t StartsInFlight() const { return trials_.StartsInFlight(); }
 
   // Watch: sends the snapshot to `sink` at once (every worker; the watched search, or all; the watched search's
   // trials), then the journal entries the request asks for, then every later event. Returns an id for

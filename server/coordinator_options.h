@@ -25,6 +25,17 @@ inline constexpr std::chrono::seconds kMaxRegistrationRetry{60};
 // A scheduling pass commits and sends its starts every this many launches, so that the first trials of a large pass
 // (thousands of free nodes) start while the rest are placed, instead of all waiting for the end of the pass.
 inline constexpr int kDefaultStartsPerCommit = 32;
+// Trials whose start was sent and not yet heard of (TrialStarted, or a metric report): past this many, a scheduling
+// pass places no more until half of them are. A start's wait between the decision and the worker is then bounded
+// by this window over the rate the workers take starts at, instead of growing with every free node at once
+// (thousands, after a wave of ends on a large fleet: the decided starts queued in the transport behind each other
+// and everything else). Two commits' worth, so one can be acknowledged while the next is placed.
+inline constexpr int kDefaultStartsInFlight = 2 * kDefaultStartsPerCommit;
+// A start not heard of within this long no longer holds the window (a worker that went away; its lease decides).
+inline constexpr std::chrono::seconds kStartHeardWithin{10};
+// How long a stream's acknowledgements of metric points may wait to leave together (CommitOutbox); exits and
+// those a worker asks for (its window half full) leave with the next commit.
+inline constexpr std::chrono::milliseconds kDefaultAckDelay{1000};
 // ListTrials pages: what a call without page_size gets, and the most one call may ask for.
 inline constexpr size_t kDefaultTrialsPage = 5000;
 inline constexpr size_t kMaxTrialsPage = 50000;
@@ -43,6 +54,8 @@ struct CoordinatorOptions {
   int heartbeats_per_second = kDefaultHeartbeatsPerSecond;
   int registrations_per_second = kDefaultRegistrationsPerSecond;  // 0: no bound
   int starts_per_commit = kDefaultStartsPerCommit;
+  int starts_in_flight = kDefaultStartsInFlight;  // 0: no bound
+  std::chrono::milliseconds ack_delay = kDefaultAckDelay;
   std::chrono::milliseconds flush_interval = kDefaultFlushInterval;
   std::string master_addr = "127.0.0.1";  // rendezvous address given to rank 0 of 1-node trials
   // The rendezvous port of a multi-rank trial (MASTER_PORT, where rank 0 serves the c10d store): base + trial id

@@ -22,6 +22,7 @@ struct Flags {
   std::string token_file;
   bool no_token = false;
   int heartbeat_timeout_ms = static_cast<int>(ladder::server::kDefaultHeartbeatTimeout.count());
+  int ack_delay_ms = static_cast<int>(ladder::server::kDefaultAckDelay.count());
   std::string mpirun;
 };
 
@@ -44,6 +45,16 @@ void AddFlags(CLI::App* app, Flags* f) {
   app->add_option("--starts-per-commit", f->opt.coordinator.starts_per_commit,
                   "a scheduling pass commits and sends its starts every this many launches (0: at its end only)")
       ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app->add_option("--starts-in-flight", f->opt.coordinator.starts_in_flight,
+                  "trials whose start is sent but not yet heard of: past this many a pass places no more until half "
+                  "are (0: no bound)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app->add_option("--ack-delay-ms", f->ack_delay_ms,
+                  "how long a worker's acknowledgements of metric points may wait to leave together (exits' leave "
+                  "at once)")
+      ->check(CLI::Range(0, 60000))
       ->capture_default_str();
   app->add_option("--registrations-per-second", f->opt.coordinator.registrations_per_second,
                   "registrations admitted per second; past it a worker is told to retry later (0: no bound)")
@@ -121,6 +132,7 @@ int CheckFlags(Flags* f) {
     f->opt.coordinator.mpirun = std::move(words);
   }
   f->opt.coordinator.heartbeat_timeout = std::chrono::milliseconds(f->heartbeat_timeout_ms);
+  f->opt.coordinator.ack_delay = std::chrono::milliseconds(f->ack_delay_ms);
   f->opt.coordinator.heartbeat_interval =
       std::min(ladder::server::kDefaultHeartbeatInterval, f->opt.coordinator.heartbeat_timeout / 3);
   return 0;

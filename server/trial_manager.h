@@ -48,6 +48,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -155,8 +156,11 @@ class TrialManager : public NodeManager::Listener {
   // Stores a new PENDING trial (number `number` of the search); the caller submits it.
   const TrialRecord& Create(int64_t search_id, int number, search::Params params, bool workflow_step);
   void Submit(int64_t trial_id);
-  // One pass of the node-group scheduler: launches what it starts, preempts what it displaces.
+  // One pass of the node-group scheduler: launches what it starts, preempts what it displaces; at most as many
+  // starts as the window of starts not yet heard of leaves (CoordinatorOptions::starts_in_flight).
   void RunScheduler();
+  // Trials whose start was sent and not yet heard of (what the window counts now).
+  size_t StartsInFlight() const { return starts_unheard_.size(); }
 
   // --- worker reports (trial_reports.cc) ------------------------------------------------------------------
   void OnStarted(const std::string& node, const v1::TrialStarted& m);
@@ -283,6 +287,14 @@ class TrialManager : public NodeManager::Listener {
   int64_t next_assignment_epoch_ = 1;
   std::set<int64_t> progress_dirty_;  // trials whose metric count/ignored lines changed since the last commit
   std::set<int64_t> infeasible_logged_;  // searches warned once that no set of nodes can hold their group now
+  // The start window: trial -> (assignment epoch, when its start was decided) until a worker's TrialStarted or
+  // metric report for that epoch, the run's end, or kStartHeardWithin. window_full_: the last pass stopped at it
+  // with trials left queued, so hearing of starts asks for the next pass (at half the window: a commit's worth).
+  std::unordered_map<int64_t, std::pair<int64_t, Clock::time_point>> starts_unheard_;
+  bool window_full_ = false;
+  void StartHeard(int64_t trial_id, int64_t epoch);
+  // Forgets the starts that no longer hold the window: runs that ended or moved on, and those past kStartHeardWithin.
+  void ForgetStaleStarts(Clock::time_point now);
 };
 
 }  // namespace ladder::server

@@ -16,6 +16,7 @@ constexpr const char* kLog = "coordinator";
 void TrialManager::OnStarted(const std::string& node, const v1::TrialStarted& m) {
   auto it = trials_.find(m.trial_id());
   if (it == trials_.end() || it->second.epoch != m.assignment_epoch()) return;
+  StartHeard(m.trial_id(), m.assignment_epoch());
   hub_.Record("trial_started", it->second.proto.search_id(), m.trial_id(), node + " pid " + std::to_string(m.pid()));
 }
 
@@ -33,6 +34,7 @@ void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<Work
     return;
   }
   TrialRecord& t = it->second;
+  StartHeard(t.proto.id(), t.epoch);  // its TrialStarted may have been lost with a connection
   const v1::Search& s = owner_->Search(t.proto.search_id());
   const bool judged = owner_->JudgesPoints(t.proto.search_id());
   // metric_count is the number of this run's points stored so far, i.e. the next sequence number.
@@ -66,7 +68,7 @@ void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<Work
   t.proto.set_ignored_lines(m.ignored_lines());
   if (!m.last_ignored_line().empty()) t.proto.set_last_ignored_line(m.last_ignored_line());
   progress_dirty_.insert(t.proto.id());
-  outbox_.OweAck(link, t.proto.id(), t.epoch, t.proto.metric_count(), false);
+  outbox_.OweAck(link, t.proto.id(), t.epoch, t.proto.metric_count(), false, m.ack_wanted());
 }
 
 void TrialManager::OnExited(const std::string& node, const std::shared_ptr<WorkerLink>& link,

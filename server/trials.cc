@@ -3,6 +3,8 @@
 // trial_launch.cc, trial_reports.cc, trial_exploit.cc and trial_recovery.cc.
 #include <algorithm>
 
+#include <limits>
+
 #include "common/log.h"
 #include "server/params_codec.h"
 #include "server/trial_manager.h"
@@ -271,8 +273,19 @@ void TrialManager::Submit(int64_t trial_id) {
 }
 
 void TrialManager::RunScheduler() {
+  size_t budget = std::numeric_limits<size_t>::max();
+  if (opt_.starts_in_flight > 0) {
+    ForgetStaleStarts(Clock::now());
+    const size_t window = static_cast<size_t>(opt_.starts_in_flight);
+    budget = starts_unheard_.size() >= window ? 0 : window - starts_unheard_.size();
+    if (budget == 0) {  // hearing of a start asks for the next pass
+      window_full_ = sched_.queued() > 0;
+      return;
+    }
+  }
   int launched = 0;
-  for (const auto& d : sched_.Schedule(SchedNow())) {
+  size_t decided = 0;
+  for (const auto& d : sched_.Schedule(SchedNow(), budget)) {
     auto it = trials_.find(d.trial_id);
     if (it == trials_.end()) continue;
     TrialRecord& t = it->second;
@@ -280,10 +293,34 @@ void TrialManager::RunScheduler() {
       Preempt(t, d.for_trial_id);
     } else {
       t.sched = TrialRecord::Sched::kRunning;
+      ++decided;
       Launch(t, d.group);
+      if (opt_.starts_in_flight > 0 && t.AnyLive() && t.sched == TrialRecord::Sched::kRunning) {
+        starts_unheard_[t.proto.id()] = {t.epoch, Clock::now()};
+      }
       // The starts so far leave now (committed first, as every start), while the rest of the pass is placed.
       if (opt_.starts_per_commit > 0 && ++launched % opt_.starts_per_commit == 0) outbox_.CommitIfSending();
     }
+  }
+  window_full_ = decided >= budget && sched_.queued() > 0;
+}
+
+void TrialManager::StartHeard(int64_t trial_id, int64_t epoch) {
+  auto it = starts_unheard_.find(trial_id);
+  if (it == starts_unheard_.end() || it->second.first != epoch) return;
+  starts_unheard_.erase(it);
+  if (window_full_ && starts_unheard_.size() <= static_cast<size_t>(opt_.starts_in_flight) / 2) {
+    window_full_ = false;
+    request_schedule_();
+  }
+}
+
+void TrialManager::ForgetStaleStarts(Clock::time_point now) {
+  for (auto it = starts_unheard_.begin(); it != starts_unheard_.end();) {
+    auto t = trials_.find(it->first);
+    const bool stale = t == trials_.end() || t->second.epoch != it->second.first || !t->second.AnyLive() ||
+                       now - it->second.second > kStartHeardWithin;
+    it = stale ? starts_unheard_.erase(it) : std::next(it);
   }
 }
 

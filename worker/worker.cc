@@ -597,6 +597,8 @@ void Worker::FlushMetrics(Running& r) {
     for (size_t i = r.sent; i < end; ++i) *mr->add_points() = r.points[i];
     mr->set_ignored_lines(r.ignored);
     mr->set_last_ignored_line(r.last_ignored);
+    // The coordinator may hold metric acknowledgements for a while; past half the window it is asked not to.
+    mr->set_ack_wanted(r.points.size() >= opt_.max_unacked_points / 2);
     if (!session_->Write(out)) return;  // disconnected: everything is resent after the next registration
     r.sent = end;
     r.ignored_dirty = false;

@@ -292,6 +292,7 @@ void NodeGroupScheduler::StartOn(const GroupRequest& r, const NodeNeed& need, co
   for (size_t i = 0; i < nodes.size(); ++i) {
     g.group.slices.push_back(cluster_.Take(nodes[i], need, r.trial_id, static_cast<int>(i) * r.ranks_per_node));
   }
+  if (starts_left_ > 0) --starts_left_;
   g.start = now;
   g.end = now + Duration(r);
   g.submit = submit;
@@ -512,7 +513,7 @@ void NodeGroupScheduler::Backfill(const QueueKey& head, double now, double shado
     for (Bucket& b : buckets_) {
       if (b.mode != Bucket::Mode::kDone && (best == nullptr || *b.cur < *best->cur)) best = &b;
     }
-    if (best == nullptr || ++examined > opt_.backfill_depth || !cluster_.AnyFree()) break;
+    if (best == nullptr || starts_left_ == 0 || ++examined > opt_.backfill_depth || !cluster_.AnyFree()) break;
     Bucket& b = *best;
     const QueueKey key = *b.cur;
     counters_.examined++;
@@ -538,14 +539,15 @@ void NodeGroupScheduler::Backfill(const QueueKey& head, double now, double shado
   }
 }
 
-std::vector<Decision> NodeGroupScheduler::Schedule(double now) {
+std::vector<Decision> NodeGroupScheduler::Schedule(double now, size_t max_starts) {
   counters_.passes++;
   std::vector<Decision> out;
+  starts_left_ = max_starts;
   Age(now);
   ClearReservationMarks();
   reservation_.reset();
   // In queue order, start what fits until the first request that does not: the head.
-  for (auto it = queue_.begin(); it != queue_.end();) {
+  for (auto it = queue_.begin(); it != queue_.end() && starts_left_ > 0;) {
     const QueueKey key = it->first;
     const GroupRequest& r = it->second.req;
     ++it;

@@ -149,7 +149,9 @@ class NodeGroupScheduler {
   // One scheduling pass: Start and Preempt decisions, already applied to the scheduler's state (started
   // groups are RUNNING, victims PREEMPTING). Call after anything changed (submit, finish, requeue, node
   // state, estimate), and now and then (a timer) so that aging moves waiting requests up.
-  std::vector<Decision> Schedule(double now);
+  // At most max_starts Start decisions: the pass stops where it is (in queue order, before the head's
+  // reservation and backfill when it stops early), and the next pass goes on from there.
+  std::vector<Decision> Schedule(double now, size_t max_starts = std::numeric_limits<size_t>::max());
 
   // --- Queries ----------------------------------------------------------------------------------------
   size_t queued() const { return queued_.size(); }
@@ -238,6 +240,7 @@ class NodeGroupScheduler {
   std::set<int64_t> preempting_;                 // running groups in PREEMPTING
   int running_by_class_[3] = {0, 0, 0};
   uint64_t next_seq_ = 0;
+  size_t starts_left_ = 0;  // in the pass under way (Schedule's max_starts)
   std::optional<Reservation> reservation_;
   std::vector<int> reserved_marks_;
   SchedulerCounters counters_;

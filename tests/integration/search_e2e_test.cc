@@ -320,6 +320,18 @@ namespace {
 // prints 5,000 lines at once, and resumes as the coordinator acknowledges them: every point arrives, in order.
 TEST_F(SearchE2E, TinyAcknowledgementWindowLosesNothing) {
   worker_->Stop();  // only the small-window worker below runs trials
+  // A coordinator that would hold metric acknowledgements for an hour: the trial finishes only because the worker
+  // asks for them (MetricReport.ack_wanted) once half its window is unacknowledged.
+  server_->Stop();
+  server::ServerOptions so;
+  so.listen = "127.0.0.1:0";
+  so.db_path = (dir_ / "ladder.db").string();
+  so.token = "secret-token";
+  so.coordinator.ack_delay = std::chrono::hours(1);
+  server_ = std::make_unique<server::Server>(so);
+  server_->Start();
+  channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+  stub_ = v1::Ladder::NewStub(channel_);
   worker::WorkerOptions wo;
   wo.server = server_->address();
   wo.token = "secret-token";

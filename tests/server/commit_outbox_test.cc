@@ -131,5 +131,50 @@ TEST_F(CommitOutboxTest, CommitIfSendingCommitsWhenAStartOrCancelWaitsAndLeavesA
   EXPECT_EQ(link->sent[1].ack().trials(0).durable_seq(), 12);
 }
 
+// With an ack delay, a stream's acknowledgements of metric points wait (committed, still owed) until one of them is
+// due: an exit's or an urgent one's leaves with the next commit and takes the stream's others with it, merged.
+TEST_F(CommitOutboxTest, MetricAcknowledgementsWaitForTheDelayUnlessAnExitOrTheWorkerAsks) {
+  CommitOutbox held(loop_, *store_, std::chrono::milliseconds(50), std::chrono::hours(1));
+  auto a = std::make_shared<FakeLink>(), b = std::make_shared<FakeLink>(), c = std::make_shared<FakeLink>();
+  held.OweAck(a, 3, 1, 10, false);
+  held.OweAck(b, 4, 1, 7, false);
+  held.Commit();
+  EXPECT_TRUE(a->sent.empty()) << "points only: held for the delay";
+  EXPECT_TRUE(b->sent.empty());
+  held.OweAck(a, 3, 1, 12, false);
+  held.OweAck(a, 5, 2, 0, true);  // another run on a's stream exits
+  held.Commit();
+  ASSERT_EQ(a->sent.size(), 1u) << "the exit's acknowledgement leaves at once, with what a's stream was owed";
+  const auto& acks = a->sent[0].ack().trials();
+  ASSERT_EQ(acks.size(), 2);
+  EXPECT_EQ(acks[0].trial_id(), 3);
+  EXPECT_EQ(acks[0].durable_seq(), 12);
+  EXPECT_FALSE(acks[0].exit_durable());
+  EXPECT_TRUE(acks[1].exit_durable());
+  EXPECT_TRUE(b->sent.empty()) << "another stream's are not due";
+  held.OweAck(c, 6, 1, 50, false, /*urgent=*/true);  // MetricReport.ack_wanted: the worker's window is half full
+  held.Commit();
+  ASSERT_EQ(c->sent.size(), 1u);
+  EXPECT_EQ(c->sent[0].ack().trials(0).durable_seq(), 50);
+  EXPECT_TRUE(b->sent.empty());
+  held.Stop();  // the final commit sends every acknowledgement owed
+  ASSERT_EQ(b->sent.size(), 1u);
+  EXPECT_EQ(b->sent[0].ack().trials(0).durable_seq(), 7);
+}
+
+TEST_F(CommitOutboxTest, AHeldAcknowledgementLeavesWithTheFlushTimerOnceItsDelayHasPassed) {
+  CommitOutbox held(loop_, *store_, std::chrono::milliseconds(20), std::chrono::milliseconds(150));
+  held.Start();
+  auto a = std::make_shared<FakeLink>();
+  held.OweAck(a, 3, 1, 10, false);
+  loop_.run_for(std::chrono::milliseconds(60));
+  EXPECT_TRUE(a->sent.empty()) << "flushes ran, but the acknowledgement is not due yet";
+  loop_.restart();
+  loop_.run_for(std::chrono::milliseconds(600));
+  ASSERT_EQ(a->sent.size(), 1u) << "a flush after the delay sends it, once";
+  EXPECT_EQ(a->sent[0].ack().trials(0).durable_seq(), 10);
+  held.Stop();
+}
+
 }  // namespace
 }  // namespace ladder::server

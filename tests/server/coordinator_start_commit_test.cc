@@ -95,5 +95,77 @@ TEST_F(CoordinatorTest, EveryStartLeavesOnlyOnceItsRunIsCommitted) {
   }
 }
 
+// The start window: with starts_in_flight 2, a pass over six free workers starts two trials; the next pass comes
+// when half the window is heard of (TrialStarted, or a metric report when the TrialStarted was lost), or when a run
+// ends before either; the window never holds back a pass once its starts are heard of.
+TEST_F(CoordinatorTest, StartsNotYetHeardOfHoldBackTheNextStartsAtTheWindow) {
+  Close();
+  options_.starts_in_flight = 2;
+  Open();
+  std::vector<std::shared_ptr<FakeLink>> links;
+  for (int i = 0; i < 6; ++i) links.push_back(Connect("n" + std::to_string(i), 1));
+  CreateSearch(R"(
+name: wide
+objective: {metric: score, mode: max}
+budget: {max_trials: 6, parallelism: 6}
+sampler: {type: random, seed: 3}
+command: [run]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+  auto starts = [&] {
+    std::vector<v1::StartTrial> out;
+    for (const auto& l : links) {
+      for (const auto& s : l->Starts()) out.push_back(s);
+    }
+    return out;
+  };
+  auto link_of = [&](const v1::StartTrial& s) {
+    for (const auto& l : links) {
+      for (const auto& x : l->Starts()) {
+        if (x.trial_id() == s.trial_id()) return l;
+      }
+    }
+    return std::shared_ptr<FakeLink>();
+  };
+  ASSERT_EQ(starts().size(), 2u) << "the window holds the pass at two starts not heard of";
+  EXPECT_EQ(coord_->StartsInFlight(), 2u);
+  auto s = starts();
+  v1::WorkerMessage heard;
+  heard.mutable_started()->set_trial_id(s[0].trial_id());
+  heard.mutable_started()->set_assignment_epoch(s[0].assignment_epoch());
+  coord_->OnWorkerMessage(link_of(s[0]), heard);
+  Drain();
+  ASSERT_EQ(starts().size(), 3u) << "one heard of (half the window): the next pass fills it again";
+  // A metric report is as good as a TrialStarted (which a reconnect may have lost).
+  Metric(link_of(s[1]), s[1], 0.5);
+  ASSERT_EQ(starts().size(), 4u);
+  // A run that ends before it is heard of frees its place too.
+  s = starts();
+  Exit(link_of(s[2]), s[2], 1);
+  EXPECT_EQ(starts().size(), 5u);
+  EXPECT_EQ(coord_->StartsInFlight(), 2u);
+}
+
+TEST_F(CoordinatorTest, WithoutAStartWindowOnePassStartsEveryFreeWorker) {
+  Close();
+  options_.starts_in_flight = 0;
+  Open();
+  std::vector<std::shared_ptr<FakeLink>> links;
+  for (int i = 0; i < 6; ++i) links.push_back(Connect("n" + std::to_string(i), 1));
+  CreateSearch(R"(
+name: wide
+objective: {metric: score, mode: max}
+budget: {max_trials: 6, parallelism: 6}
+command: [run]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)");
+  size_t n = 0;
+  for (const auto& l : links) n += l->Starts().size();
+  EXPECT_EQ(n, 6u);
+  EXPECT_EQ(coord_->StartsInFlight(), 0u);
+}
+
 }  // namespace
 }  // namespace ladder::server

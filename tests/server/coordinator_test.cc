@@ -379,6 +379,9 @@ TEST_F(CoordinatorTest, ADatabaseFailureStopsTheCoordinatorWithoutAcknowledgingW
 }
 
 TEST_F(CoordinatorTest, StoresEachPointOnceAndAcknowledgesOnlyAfterCommit) {
+  Close();
+  options_.ack_delay = std::chrono::milliseconds(0);  // every commit sends what it acknowledges (the delay: below)
+  Open();
   auto a = Connect("a", 1);
   CreateSearch();
   auto s = a->Starts().at(0);

@@ -95,6 +95,30 @@ TEST(SchedulerTest, GangAllocationIsAllOrNothing) {
   EXPECT_EQ(s.Finish(2).code(), Status::Code::kNotFound);
 }
 
+// max_starts: a pass stops at that many starts, in queue order, and the next pass goes on where it stopped; the
+// backfill part of a pass counts against it too.
+TEST(SchedulerTest, APassStartsAtMostMaxStartsAndTheNextGoesOnInQueueOrder) {
+  NodeGroupScheduler s;
+  AddRacks(s, {{"r0", "s0", 6}});
+  for (int64_t id = 1; id <= 5; ++id) ASSERT_TRUE(s.Submit(Req(id, 1), static_cast<double>(id)).ok());
+  EXPECT_EQ(Started(s.Schedule(10, 2)), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(s.queued(), 3u);
+  EXPECT_TRUE(s.Schedule(10, 0).empty());
+  EXPECT_EQ(Started(s.Schedule(11, 2)), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(Started(s.Schedule(12)), (std::vector<int64_t>{5}));
+
+  NodeGroupScheduler b;
+  AddRacks(b, {{"r0", "s0", 4}});
+  ASSERT_TRUE(b.Submit(Req(1, 2, 100.0), 0).ok());
+  ASSERT_EQ(Started(b.Schedule(0)), std::vector<int64_t>{1});
+  ASSERT_TRUE(b.Submit(Req(2, 4, 50.0), 1).ok());  // the head: waits for trial 1's nodes
+  for (int64_t id = 3; id <= 5; ++id) ASSERT_TRUE(b.Submit(Req(id, 1, 10.0), static_cast<double>(id)).ok());
+  EXPECT_EQ(Started(b.Schedule(5, 1)), std::vector<int64_t>{3}) << "one backfilled, at the bound";
+  EXPECT_EQ(Started(b.Schedule(6, 5)), std::vector<int64_t>{4}) << "the last free node";
+  EXPECT_TRUE(b.IsQueued(2));
+  EXPECT_TRUE(b.IsQueued(5));
+}
+
 TEST(SchedulerTest, RejectsBadRequestsAndDuplicates) {
   NodeGroupScheduler s;
   AddRacks(s, {{"r0", "s0", 2}});
