@@ -289,7 +289,7 @@ class TrialManager : public NodeManager::Listener {
   std::set<int64_t> infeasible_logged_;  // searches warned once that no set of nodes can hold their group now
   // The start window: trial -> (assignment epoch, when its start was decided) until a worker's TrialStarted or
   // metric report for that epoch, the run's end, or kStartHeardWithin. window_full_: the last pass stopped at it
-  // with trials left queued, so hearing of starts asks for the next pass (at half the window: a commit's worth).
+  // with trials left queued, so hearing of starts asks for the next pass (at half the window).
   std::unordered_map<int64_t, std::pair<int64_t, Clock::time_point>> starts_unheard_;
   bool window_full_ = false;
   void StartHeard(int64_t trial_id, int64_t epoch);
