@@ -9,6 +9,17 @@
 namespace ladder::server {
 namespace {
 
+// A search that could start a trial on each of six workers at once.
+constexpr const char* kWideSpec = R"(
+name: wide
+objective: {metric: score, mode: max}
+budget: {max_trials: 6, parallelism: 6}
+sampler: {type: random, seed: 3}
+command: [run]
+space:
+  x: {type: float, low: 0.0, high: 1.0}
+)";
+
 // Runs stored (committed) in the database, as another connection sees them.
 int CommittedRuns(const std::string& db) {
   sqlite3* conn = nullptr;
@@ -56,15 +67,7 @@ TEST_F(CoordinatorTest, ALargePassSendsItsStartsInCommitsOfStartsPerCommit) {
     links.push_back(link);
   }
   Drain();
-  CreateSearch(R"(
-name: wide
-objective: {metric: score, mode: max}
-budget: {max_trials: 6, parallelism: 6}
-sampler: {type: random, seed: 3}
-command: [run]
-space:
-  x: {type: float, low: 0.0, high: 1.0}
-)");
+  CreateSearch(kWideSpec);
   std::vector<int> seen;
   for (const auto& l : links) {
     ASSERT_EQ(l->committed_at_start.size(), 1u) << "one start per worker";
@@ -95,24 +98,24 @@ TEST_F(CoordinatorTest, EveryStartLeavesOnlyOnceItsRunIsCommitted) {
   }
 }
 
-// The start window: with starts_in_flight 2, a pass over six free workers starts two trials; the next pass comes
-// when half the window is heard of (TrialStarted, or a metric report when the TrialStarted was lost), or when a run
-// ends before either; the window never holds back a pass once its starts are heard of.
-TEST_F(CoordinatorTest, StartsNotYetHeardOfHoldBackTheNextStartsAtTheWindow) {
-  Close();
-  options_.starts_in_flight = 2;
-  Open();
-  std::vector<std::shared_ptr<FakeLink>> links;
-  for (int i = 0; i < 6; ++i) links.push_back(Connect("n" + std::to_string(i), 1));
-  CreateSearch(R"(
-name: wide
-objective: {metric: score, mode: max}
-budget: {max_trials: 6, parallelism: 6}
-sampler: {type: random, seed: 3}
-command: [run]
-space:
-  x: {type: float, low: 0.0, high: 1.0}
-)");
+// A coordinator with the given start window, six free one-slot workers and a search that could start on all six.
+class StartWindowTest : public CoordinatorTest {
+ protected:
+  std::vector<std::shared_ptr<FakeLink>> SixWorkersAndAWideSearch(int starts_in_flight) {
+    Close();
+    options_.starts_in_flight = starts_in_flight;
+    Open();
+    std::vector<std::shared_ptr<FakeLink>> links;
+    for (int i = 0; i < 6; ++i) links.push_back(Connect("n" + std::to_string(i), 1));
+    CreateSearch(kWideSpec);
+    return links;
+  }
+};
+
+// With starts_in_flight 2, a pass over six free workers starts two trials; the next pass comes when half the window
+// is heard of (TrialStarted, or a metric report when the TrialStarted was lost), or when a run ends before either.
+TEST_F(StartWindowTest, StartsNotYetHeardOfHoldBackTheNextStartsAtTheWindow) {
+  auto links = SixWorkersAndAWideSearch(2);
   auto starts = [&] {
     std::vector<v1::StartTrial> out;
     for (const auto& l : links) {
@@ -147,20 +150,8 @@ space:
   EXPECT_EQ(coord_->StartsInFlight(), 2u);
 }
 
-TEST_F(CoordinatorTest, WithoutAStartWindowOnePassStartsEveryFreeWorker) {
-  Close();
-  options_.starts_in_flight = 0;
-  Open();
-  std::vector<std::shared_ptr<FakeLink>> links;
-  for (int i = 0; i < 6; ++i) links.push_back(Connect("n" + std::to_string(i), 1));
-  CreateSearch(R"(
-name: wide
-objective: {metric: score, mode: max}
-budget: {max_trials: 6, parallelism: 6}
-command: [run]
-space:
-  x: {type: float, low: 0.0, high: 1.0}
-)");
+TEST_F(StartWindowTest, WithoutAStartWindowOnePassStartsEveryFreeWorker) {
+  auto links = SixWorkersAndAWideSearch(0);
   size_t n = 0;
   for (const auto& l : links) n += l->Starts().size();
   EXPECT_EQ(n, 6u);
