@@ -2,7 +2,6 @@
 // queue, and what searches decide for a trial. Launch, worker reports, PBT's hand-over and recovery are in
 // trial_launch.cc, trial_reports.cc, trial_exploit.cc and trial_recovery.cc.
 #include <algorithm>
-
 #include <limits>
 
 #include "common/log.h"
