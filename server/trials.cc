@@ -282,8 +282,7 @@ void TrialManager::RunScheduler() {
       return;
     }
   }
-  int launched = 0;
-  size_t decided = 0;
+  size_t started = 0;
   for (const auto& d : sched_.Schedule(SchedNow(), budget)) {
     auto it = trials_.find(d.trial_id);
     if (it == trials_.end()) continue;
@@ -292,16 +291,18 @@ void TrialManager::RunScheduler() {
       Preempt(t, d.for_trial_id);
     } else {
       t.sched = TrialRecord::Sched::kRunning;
-      ++decided;
+      ++started;
       Launch(t, d.group);
       if (opt_.starts_in_flight > 0 && t.AnyLive() && t.sched == TrialRecord::Sched::kRunning) {
         starts_unheard_[t.proto.id()] = {t.epoch, Clock::now()};
       }
       // The starts so far leave now (committed first, as every start), while the rest of the pass is placed.
-      if (opt_.starts_per_commit > 0 && ++launched % opt_.starts_per_commit == 0) outbox_.CommitIfSending();
+      if (opt_.starts_per_commit > 0 && started % static_cast<size_t>(opt_.starts_per_commit) == 0) {
+        outbox_.CommitIfSending();
+      }
     }
   }
-  window_full_ = decided >= budget && sched_.queued() > 0;
+  window_full_ = started >= budget && sched_.queued() > 0;
 }
 
 void TrialManager::StartHeard(int64_t trial_id, int64_t epoch) {
