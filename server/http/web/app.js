@@ -71,10 +71,19 @@ function follow(search, onEvent) {
   };
 }
 
-function plot(el, title, series, data, opts) {
+// Tick steps of an axis that counts (trial numbers, steps): whole numbers only, never 0.5.
+const WHOLE_STEPS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2.5e3, 5e3, 1e4, 2e4, 2.5e4, 5e4, 1e5, 2e5,
+  2.5e5, 5e5, 1e6, 2e6, 2.5e6, 5e6, 1e7, 1e8, 1e9];
+
+// A uPlot chart with a title on each axis: `o.xlabel` (default 'step') and `o.ylabel` (what the values are: a
+// metric's name, seconds per step). The x axis counts (whole-number ticks) unless `o.xvalues` says how to write
+// its ticks (node-hours).
+function plot(el, title, series, data, o) {
   const width = Math.max(320, Math.min(el.clientWidth || 640, 900));
-  const p = new uPlot(Object.assign({title, width, height: 260, scales: {x: {time: false}},
-    series: [{label: (opts && opts.xlabel) || 'step'}].concat(series)}, opts || {}), data, el);
+  const xlabel = o.xlabel || 'step';
+  const x = o.xvalues ? {label: xlabel, values: o.xvalues} : {label: xlabel, incrs: WHOLE_STEPS};
+  const p = new uPlot({title, width, height: 260, scales: {x: {time: false}}, series: [{label: xlabel}].concat(series),
+    axes: [x, {label: o.ylabel}]}, data, el);
   plots.push(p);
   return p;
 }
@@ -127,7 +136,7 @@ async function showSearch(id) {
     <div class="cards" id="slices"></div>
     <h2>Trials</h2><div class="controls">filter <select id="filter"><option value="">all</option>
     ${['RUNNING', 'PENDING', 'COMPLETED', 'FAILED', 'CANCELLED'].map(s => `<option>${s}</option>`).join('')}</select>
-    <button id="cancel">cancel the search</button><span id="msg"></span>
+    ${ended(search) ? '' : '<button id="cancel">cancel the search</button>'}<span id="msg"></span>
     <button id="prev">&lt;</button><span id="trial-count"></span><button id="next">&gt;</button></div>
     <table id="trials"><thead><tr>${['id', 'number', 'state', 'nodes', 'objective', 'rung', 'attempt', 'elapsed', 'node-h', 'params', 'note']
       .map(h => `<th data-k="${h}">${h}</th>`).join('')}</tr></thead><tbody></tbody></table>
@@ -136,7 +145,8 @@ async function showSearch(id) {
   document.getElementById('prev').onclick = () => { state.page = Math.max(0, state.page - 1); drawTable(state); };
   document.getElementById('next').onclick = () => { state.page++; drawTable(state); };
   document.querySelectorAll('#trials th').forEach(th => th.onclick = () => { state.sort = th.dataset.k; drawTable(state); });
-  document.getElementById('cancel').onclick = async () => {
+  const cancel = document.getElementById('cancel');
+  if (cancel) cancel.onclick = async () => {
     if (!confirm('Cancel search ' + id + '? Its running trials are stopped.')) return;
     try {
       await api('searches/' + id + '/cancel', {method: 'POST', headers: {'X-CSRF-Token': csrf}});
@@ -169,8 +179,12 @@ async function showSearch(id) {
   });
 }
 
+// A search that has ended (completed, cancelled or failed) has nothing left to cancel.
+function ended(s) { return ['SEARCH_COMPLETED', 'SEARCH_CANCELLED', 'SEARCH_FAILED'].includes(s.state); }
+
 function drawTitle(st) {
   const s = st.search;
+  if (ended(s)) document.getElementById('cancel')?.remove();
   document.getElementById('title').innerHTML = `search ${esc(s.id)} '${esc(s.name)}' — ${word(s.state)}: ` +
     `${s.completed || 0} completed, ${s.running || 0} running, ${s.pending || 0} queued, ${s.failed || 0} failed` +
     `, ${nodeHours(s.node_seconds)} node-hours` +
@@ -219,7 +233,7 @@ function drawHistory(st) {
   };
   const p = plot(el, 'optimization history: ' + st.search.objective_metric,
     [{label: 'trial', stroke: 'transparent', points: {show: true, size: 6, fill: '#0b6bcb'}},
-     {label: 'best so far', stroke: '#18794e', width: 2}], data(), {xlabel: 'trial number'});
+     {label: 'best so far', stroke: '#18794e', width: 2}], data(), {xlabel: 'trial number', ylabel: st.search.objective_metric});
   return {redraw: () => p.setData(data())};
 }
 
@@ -243,83 +257,8 @@ function drawCost(st) {
   };
   const p = plot(el, 'best ' + st.search.objective_metric + ' against node-hours spent',
     [{label: 'best so far', stroke: '#6b3fa0', width: 2}], data(),
-    {xlabel: 'node-hours', axes: [{values: (u, ticks) => ticks.map(v => num(v))}, {}]});
+    {xlabel: 'node-hours', xvalues: (u, ticks) => ticks.map(v => num(v)), ylabel: 'best ' + st.search.objective_metric});
   return {redraw: () => p.setData(data())};
-}
-
-// Every trial's learning curve of the objective — one request for all of them (/curves), drawn on one canvas as
-// polylines (fast at 10,000 trials and a million points); live points are added as they come. Colours: running
-// blue, completed green, stopped early grey, failed red.
-// `answer`: the /curves request, sent with as many points per curve as a canvas can tell apart (all of them for a
-// few trials, fewer for thousands).
-async function drawCurves(st, answer) {
-  const metric = st.search.objective_metric;
-  const {trials: curves, rung_steps: rungSteps} = await answer;
-  const byTrial = new Map(Object.entries(curves || {}));
-  const marks = new Map(Object.entries(rungSteps || {}));
-  const el = document.getElementById('curves');
-  el.innerHTML = `<div class="title">learning curves: ${esc(metric)} (${byTrial.size} trials)</div>`;
-  const canvas = document.createElement('canvas');
-  const width = Math.max(320, Math.min(el.clientWidth || 640, 900)), height = 260;
-  canvas.width = width; canvas.height = height; canvas.id = 'curves-canvas';
-  el.append(canvas);
-  const legend = document.createElement('div');
-  legend.className = 'legend';
-  legend.innerHTML = '<span style="color:#0b6bcb">running</span> <span style="color:#18794e">completed</span> ' +
-    '<span style="color:#888">stopped early</span> <span style="color:#c4320a">failed</span>' +
-    (marks.size || (st.search.rungs || []).length ? ` · <b>●</b> where a trial reached a rung (${(st.search.rungs || []).map(num).join(', ')} ${esc(st.search.rung_metric)})` : '');
-  el.append(legend);
-  const colour = id => {
-    const t = st.trials.get(id) || {};
-    if (/stopped early/.test(t.error || '')) return 'rgba(120,120,120,.55)';
-    return {TRIAL_RUNNING: '#0b6bcb', TRIAL_COMPLETED: '#18794e', TRIAL_FAILED: '#c4320a'}[t.state] || '#999';
-  };
-  const draw = () => {
-    const ctx = canvas.getContext('2d');
-    ctx.clearRect(0, 0, width, height);
-    let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
-    for (const pts of byTrial.values()) for (const [s, v] of pts) {
-      if (v === null) continue;
-      x0 = Math.min(x0, s); x1 = Math.max(x1, s); y0 = Math.min(y0, v); y1 = Math.max(y1, v);
-    }
-    if (!isFinite(x0)) { ctx.fillText('no points yet', 50, 40); return; }
-    if (x1 === x0) x1 = x0 + 1;
-    if (y1 === y0) y1 = y0 + 1e-9;
-    const L = 56, R = 10, T = 10, B = 24;
-    const X = s => L + (s - x0) / (x1 - x0) * (width - L - R), Y = v => T + (y1 - v) / (y1 - y0) * (height - T - B);
-    ctx.strokeStyle = '#ccd'; ctx.fillStyle = '#445'; ctx.font = '11px sans-serif';
-    ctx.strokeRect(L, T, width - L - R, height - T - B);
-    ctx.fillText(num(y1), 4, T + 10); ctx.fillText(num(y0), 4, height - B); ctx.fillText('step ' + x0, L, height - 6);
-    ctx.fillText(String(x1), width - R - 30, height - 6);
-    for (const [id, pts] of byTrial) {
-      ctx.strokeStyle = colour(id); ctx.lineWidth = 1.2; ctx.beginPath();
-      let pen = false;
-      for (const [s, v] of pts) {
-        if (v === null) { pen = false; continue; }
-        pen ? ctx.lineTo(X(s), Y(v)) : ctx.moveTo(X(s), Y(v));
-        pen = true;
-      }
-      ctx.stroke();
-    }
-    // Rungs: a dot on each curve where the trial reached one (the point it was judged at).
-    for (const [id, steps] of marks) {
-      const pts = byTrial.get(id) || [];
-      ctx.fillStyle = colour(id);
-      for (const s of steps) {
-        const p = pts.find(q => q[0] >= s && q[1] !== null);
-        if (!p) continue;
-        ctx.beginPath(); ctx.arc(X(p[0]), Y(p[1]), 2.5, 0, 6.3); ctx.fill();
-      }
-    }
-  };
-  draw();
-  let queued = false;
-  return {add: (id, point) => {
-    if (!point.values || !(metric in point.values)) return;
-    if (!byTrial.has(id)) byTrial.set(id, []);
-    byTrial.get(id).push([+point.step || 0, point.values[metric]]);
-    if (!queued) { queued = true; setTimeout(() => { queued = false; draw(); }, 250); }
-  }, redraw: draw};
 }
 
 // The ensemble (members, weights, its metric against the best single trial) and a hero run's band (its plan's
@@ -355,157 +294,23 @@ async function drawWorkflow(st) {
   plot(document.getElementById('band'), 'val_loss inside the predicted band',
     [{label: 'band low', stroke: '#8aa', dash: [4, 4], spanGaps: true}, {label: 'band high', stroke: '#8aa', dash: [4, 4], spanGaps: true},
      {label: 'val_loss', stroke: '#c4320a', width: 2, spanGaps: true}],
-    [steps, steps.map(x => at(band, x, 1)), steps.map(x => at(band, x, 2)), steps.map(x => at(pts, x, 1))]);
-}
-
-// The parameters of the completed trials: parallel coordinates, one slice plot per parameter, and each
-// parameter's importance by a random forest's permutation importance.
-function paramValue(v) { return v === undefined ? undefined : v.float_value ?? (v.int_value !== undefined ? +v.int_value : v.string_value); }
-
-function paramTable(st) {
-  const done = [...st.trials.values()].filter(t => t.has_objective && !t.workflow_step);
-  const names = [...new Set([].concat(...done.map(t => Object.keys(t.params || {}))))].sort();
-  const cols = names.map(name => {
-    const raw = done.map(t => paramValue((t.params || {})[name]));
-    const cats = [...new Set(raw.filter(v => typeof v === 'string'))].sort();
-    const values = raw.map(v => v === undefined ? NaN : typeof v === 'string' ? cats.indexOf(v) : +v);
-    return {name, values, cats};
-  });
-  return {cols, y: done.map(t => t.objective), maximize: st.search.direction === 'MAXIMIZE'};
-}
-
-function canvasIn(el, width, height) {
-  const c = document.createElement('canvas');
-  c.width = width; c.height = height;
-  el.append(c);
-  const ctx = c.getContext('2d');
-  ctx.font = '11px sans-serif';
-  return ctx;
-}
-
-// Colour of an objective value: good (green) to bad (red), by rank.
-function rankColour(y, maximize) {
-  const sorted = y.slice().sort((a, b) => a - b);
-  const rank = new Map();
-  sorted.forEach((v, i) => { if (!rank.has(v)) rank.set(v, i); });
-  return v => {
-    let r = rank.get(v) / Math.max(1, sorted.length - 1);
-    if (!maximize) r = 1 - r;
-    return `hsl(${Math.round(120 * r)}, 70%, 40%)`;
-  };
-}
-
-function drawParameters(st) {
-  const {cols, y, maximize} = paramTable(st);
-  const par = document.getElementById('parallel'), imp = document.getElementById('importance');
-  const slices = document.getElementById('slices');
-  if (!par) return;
-  par.innerHTML = '<div class="title">parallel coordinates</div>';
-  imp.innerHTML = '<div class="title">importance (random-forest permutation importance, 30 trees' +
-    (y.length > 400 ? ', 400 of the trials' : '') + ')</div>';
-  slices.innerHTML = '';
-  if (!y.length || !cols.length) { par.append('no completed trial yet'); return; }
-  const colour = rankColour(y, maximize);
-  // Parallel coordinates: one axis per parameter and the objective.
-  const axes = cols.map(c => ({name: c.name, values: c.values, cats: c.cats})).concat([{name: st.search.objective_metric, values: y, cats: []}]);
-  const W = Math.max(420, 110 * axes.length), H = 260, T = 24, B = 30;
-  const ctx = canvasIn(par, W, H);
-  const scale = axes.map(a => { const f = a.values.filter(isFinite); return [Math.min(...f), Math.max(...f)]; });
-  const X = i => 40 + i * (W - 80) / Math.max(1, axes.length - 1);
-  const Y = (i, v) => { const [lo, hi] = scale[i]; return T + (hi === lo ? 0.5 : (hi - v) / (hi - lo)) * (H - T - B); };
-  for (let r = 0; r < y.length; r++) {
-    ctx.strokeStyle = colour(y[r]); ctx.globalAlpha = 0.6; ctx.beginPath();
-    axes.forEach((a, i) => { const v = a.values[r]; if (!isFinite(v)) return; i ? ctx.lineTo(X(i), Y(i, v)) : ctx.moveTo(X(i), Y(i, v)); });
-    ctx.stroke();
-  }
-  ctx.globalAlpha = 1; ctx.strokeStyle = '#334'; ctx.fillStyle = '#223';
-  axes.forEach((a, i) => {
-    ctx.beginPath(); ctx.moveTo(X(i), T); ctx.lineTo(X(i), H - B); ctx.stroke();
-    ctx.fillText(a.name.slice(0, 16), X(i) - 30, H - 10);
-    ctx.fillText(a.cats.length ? a.cats[a.cats.length - 1] : num(scale[i][1]), X(i) + 3, T + 4);
-    ctx.fillText(a.cats.length ? a.cats[0] : num(scale[i][0]), X(i) + 3, H - B);
-  });
-  // One slice per parameter: the objective against the parameter's value.
-  for (const c of cols) {
-    const card = document.createElement('div');
-    card.className = 'card';
-    card.innerHTML = `<div class="title">${esc(c.name)}</div>`;
-    slices.append(card);
-    const w = 260, h = 180, sctx = canvasIn(card, w, h);
-    const f = c.values.filter(isFinite), lo = Math.min(...f), hi = Math.max(...f);
-    const ylo = Math.min(...y), yhi = Math.max(...y);
-    sctx.strokeStyle = '#ccd'; sctx.strokeRect(40, 8, w - 48, h - 30);
-    sctx.fillStyle = '#445';
-    sctx.fillText(num(yhi), 2, 16); sctx.fillText(num(ylo), 2, h - 22);
-    sctx.fillText(c.cats.length ? c.cats[0] : num(lo), 40, h - 8);
-    sctx.fillText(c.cats.length ? c.cats[c.cats.length - 1] : num(hi), w - 60, h - 8);
-    c.values.forEach((v, r) => {
-      if (!isFinite(v)) return;
-      const px = 40 + (hi === lo ? 0.5 : (v - lo) / (hi - lo)) * (w - 48), py = 8 + (yhi === ylo ? 0.5 : (yhi - y[r]) / (yhi - ylo)) * (h - 30);
-      sctx.fillStyle = colour(y[r]); sctx.beginPath(); sctx.arc(px, py, 3, 0, 6.3); sctx.fill();
-    });
-  }
-  // At most 400 trials (every k-th) go into the forest: the ranking settles well before, and the page stays quick.
-  const step = Math.max(1, Math.ceil(y.length / 400));
-  const pick = arr => arr.filter((_, i) => i % step === 0);
-  const scores = forestImportance(cols.map(c => pick(c.values)), pick(y));
-  const total = scores.reduce((a, b) => a + Math.max(0, b), 0) || 1;
-  imp.insertAdjacentHTML('beforeend', '<table>' + cols.map((c, i) => [c.name, Math.max(0, scores[i]) / total])
-    .sort((a, b) => b[1] - a[1]).map(([n, s]) => `<tr><td>${esc(n)}</td><td><div style="background:#0b6bcb;height:.8em;width:${Math.round(200 * s)}px"></div></td><td>${(100 * s).toFixed(0)}%</td></tr>`).join('') + '</table>');
-}
-
-// Permutation importance of a random forest (regression trees on bootstrap samples, a random third of the features
-// at each split): how much the out-of-bag squared error grows when one feature's values are shuffled.
-function forestImportance(features, y) {
-  const n = y.length, d = features.length;
-  if (n < 4 || d === 0) return features.map(() => 0);
-  let seed = 12345;
-  const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
-  const row = i => features.map(f => f[i]);
-  const build = (idx, depth) => {
-    const mean = idx.reduce((a, i) => a + y[i], 0) / idx.length;
-    if (depth > 8 || idx.length < 4) return {mean};
-    let best = null;
-    for (let k = 0; k < d; k++) {
-      if (rand() > Math.max(1 / 3, 1 / d) && !(k === d - 1 && !best)) continue;
-      const vals = [...new Set(idx.map(i => features[k][i]).filter(isFinite))].sort((a, b) => a - b);
-      for (let s = 0; s + 1 < vals.length; s += Math.max(1, Math.floor(vals.length / 8))) {
-        const cut = (vals[s] + vals[s + 1]) / 2;
-        const L = idx.filter(i => features[k][i] <= cut), R = idx.filter(i => !(features[k][i] <= cut));
-        if (!L.length || !R.length) continue;
-        const sse = part => { const m = part.reduce((a, i) => a + y[i], 0) / part.length; return part.reduce((a, i) => a + (y[i] - m) ** 2, 0); };
-        const cost = sse(L) + sse(R);
-        if (!best || cost < best.cost) best = {cost, k, cut, L, R};
-      }
-    }
-    if (!best) return {mean};
-    return {k: best.k, cut: best.cut, left: build(best.L, depth + 1), right: build(best.R, depth + 1)};
-  };
-  const predict = (node, x) => node.mean !== undefined ? node.mean : predict(x[node.k] <= node.cut ? node.left : node.right, x);
-  const importance = new Array(d).fill(0);
-  for (let t = 0; t < 30; t++) {
-    const inBag = Array.from({length: n}, () => Math.floor(rand() * n));
-    const bag = new Set(inBag), oob = [...Array(n).keys()].filter(i => !bag.has(i));
-    if (!oob.length) continue;
-    const tree = build(inBag, 0);
-    const err = rows => rows.reduce((a, [x, i]) => a + (predict(tree, x) - y[i]) ** 2, 0) / rows.length;
-    const base = err(oob.map(i => [row(i), i]));
-    for (let k = 0; k < d; k++) {
-      const shuffled = oob.map(i => features[k][i]).sort(() => rand() - 0.5);
-      importance[k] += err(oob.map((i, j) => { const x = row(i); x[k] = shuffled[j]; return [x, i]; })) - base;
-    }
-  }
-  return importance;
+    [steps, steps.map(x => at(band, x, 1)), steps.map(x => at(band, x, 2)), steps.map(x => at(pts, x, 1))], {ylabel: 'val_loss'});
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // #/trial/ID
+// A command, one element per argument: an argument stays on one line unless it is longer than a line (then it
+// breaks where the line ends), so a long command wraps inside the window and still reads argument by argument.
+function commandHtml(argv) {
+  return '<code class="command">' + (argv || []).map(a => `<span>${esc(a)}</span>`).join(' ') + '</code>';
+}
+
 async function showTrial(id) {
   const {trial: t} = await api('trials/' + id + '?metrics=1');
   t.sent_unix = Date.now() / 1000;
   const {search: s} = await api('searches/' + t.search_id);
   const rows = [['search', `<a href="#/search/${esc(t.search_id)}">${esc(t.search_id)}</a>`], ['number', t.number || 0],
-    ['state', word(t.state)], ['parameters', esc(params(t))], ['command', esc((t.command || []).join(' '))],
+    ['state', word(t.state)], ['parameters', esc(params(t))], ['command', commandHtml(t.command)],
     ['node group', esc((t.placement || []).map(p => p.node_id + ' slots ' + (p.slots || []).join(',')).join('; ') || '-')],
     ['attempt', (t.attempt || 0) + 1], ['preemptions', t.preemptions || 0], ['objective', t.has_objective ? num(t.objective) : '-'],
     ['rung', rungLabel(s, t)], ['node-hours', nodeHours(nodeSeconds(t))],
@@ -539,7 +344,8 @@ async function showTrial(id) {
     const card = document.createElement('div');
     card.className = 'card';
     document.getElementById('metrics').append(card);
-    plot(card, name, [{label: name, stroke: '#0b6bcb'}], [pts.map(p => +p.step || 0), pts.map(p => p.values[name])]);
+    plot(card, name, [{label: name, stroke: '#0b6bcb'}], [pts.map(p => +p.step || 0), pts.map(p => p.values[name])],
+      {ylabel: name});
   }
 }
 
@@ -575,7 +381,8 @@ function drawRanks(t, names) {
   plot(document.getElementById('ranks-chart'), 'step time per rank (s, outside allreduce waits)',
     names.map((n, i) => ({label: n.split('/')[1] + (slow[i] ? ' (straggler)' : ''), stroke: palette[i % palette.length],
       width: slow[i] ? 2.5 : 1, dash: slow[i] ? [6, 3] : undefined})),
-    [pts.map(p => +p.step || 0)].concat(names.map(n => pts.map(p => n in p.values ? p.values[n] : null))));
+    [pts.map(p => +p.step || 0)].concat(names.map(n => pts.map(p => n in p.values ? p.values[n] : null))),
+    {ylabel: 's / step'});
 }
 
 // ---------------------------------------------------------------------------------------------------------------
