@@ -65,10 +65,15 @@ function drawParameters(st) {
   ctx.globalAlpha = 1; ctx.strokeStyle = '#334'; ctx.fillStyle = '#223';
   axes.forEach((a, i) => {
     ctx.beginPath(); ctx.moveTo(X(i), T); ctx.lineTo(X(i), H - B); ctx.stroke();
-    ctx.fillText(a.name.slice(0, 16), X(i) - 30, H - 10);
-    ctx.fillText(a.cats.length ? a.cats[a.cats.length - 1] : num(scale[i][1]), X(i) + 3, T + 4);
-    ctx.fillText(a.cats.length ? a.cats[0] : num(scale[i][0]), X(i) + 3, H - B);
+    ctx.textAlign = 'center';
+    ctx.fillText(a.name.slice(0, 16), X(i), H - 10);
+    // An axis's values beside it, on its right; the last axis's on its left (inside the canvas).
+    const last = i === axes.length - 1, at = last ? X(i) - 3 : X(i) + 3;
+    ctx.textAlign = last ? 'right' : 'left';
+    ctx.fillText(a.cats.length ? a.cats[a.cats.length - 1] : num(scale[i][1]), at, T + 4);
+    ctx.fillText(a.cats.length ? a.cats[0] : num(scale[i][0]), at, H - B);
   });
+  ctx.textAlign = 'left';
   for (const c of cols) drawSlice(slices, c, y, colour, st.search.objective_metric);
   // At most 400 trials (every k-th) go into the forest: the ranking settles well before, and the page stays quick.
   const step = Math.max(1, Math.ceil(y.length / 400));
