@@ -298,6 +298,15 @@ constexpr const char* kAxesOf = R"((el => {
           offset: Math.abs(s.left - c.left) + Math.abs(s.top - c.top)};
 }))";
 
+// `axes` (kAxesOf's answer) has its x labels at its axis ends, within a pixel, titled `x_title` and the objective.
+void ExpectEndLabelsAtTheAxisEnds(const nlohmann::json& axes, const std::string& x_title) {
+  EXPECT_LT(axes["offset"].get<double>(), 0.5) << "the SVG layer lies over the canvas";
+  EXPECT_NEAR(axes["last"].get<double>(), axes["x1"].get<double>(), 1.0) << axes.dump();
+  EXPECT_NEAR(axes["first"].get<double>(), axes["x0"].get<double>(), 1.0) << axes.dump();
+  EXPECT_EQ(axes["xtitle"], x_title);
+  EXPECT_EQ(axes["ytitle"], "score");
+}
+
 // The uPlot charts in the element with id `id`: [x tick labels as drawn, x title, y title] (uPlot 1.6 keeps the
 // labels it drew last in each axis's _values).
 std::string UplotAxes(const std::string& id) {
@@ -362,24 +371,16 @@ TEST_F(DashboardTest, ChartsLabelTheirAxesAtTheDataAndAnEndedSearchOffersNoCance
   // The curves: the x axis ends at the last step (3), its label ends there, and the curves reach it.
   auto curves = browser.Eval(std::string(kAxesOf) + "(document.querySelector('#curves'))");
   ASSERT_TRUE(curves.is_object()) << "the learning curves' axes are in the page";
-  EXPECT_LT(curves["offset"].get<double>(), 0.5);
-  EXPECT_NEAR(curves["last"].get<double>(), curves["x1"].get<double>(), 1.0) << curves.dump();
-  EXPECT_NEAR(curves["first"].get<double>(), curves["x0"].get<double>(), 1.0) << curves.dump();
+  ExpectEndLabelsAtTheAxisEnds(curves, "step");
   EXPECT_EQ(curves["last_text"], "3");
   EXPECT_NEAR(curves["paint_hi"].get<double>(), curves["x1"].get<double>(), 1.5) << curves.dump();
-  EXPECT_EQ(curves["xtitle"], "step");
-  EXPECT_EQ(curves["ytitle"], "score");
   // Each slice: its lowest and highest value's points sit on the axis ends (a dot of radius 3 paints 3 columns on
   // either side of its centre), and the end labels start and end there.
   auto slices = browser.Eval("[...document.querySelectorAll('#slices .card')].map(c => " + std::string(kAxesOf) + "(c))");
   ASSERT_TRUE(slices.is_array() && slices.size() == 2) << "a and b: " << slices.dump();
   for (size_t i = 0; i < 2; ++i) {
     const auto& s = slices[i];
-    EXPECT_EQ(s["xtitle"], i == 0 ? "a" : "b");
-    EXPECT_EQ(s["ytitle"], "score");
-    EXPECT_LT(s["offset"].get<double>(), 0.5);
-    EXPECT_NEAR(s["last"].get<double>(), s["x1"].get<double>(), 1.0) << s.dump();
-    EXPECT_NEAR(s["first"].get<double>(), s["x0"].get<double>(), 1.0) << s.dump();
+    ExpectEndLabelsAtTheAxisEnds(s, i == 0 ? "a" : "b");
     EXPECT_NEAR(s["paint_hi"].get<double>() - 2.5, s["x1"].get<double>(), 1.5) << s.dump();
     EXPECT_NEAR(s["paint_lo"].get<double>() + 3.5, s["x0"].get<double>(), 1.5) << s.dump();
   }
