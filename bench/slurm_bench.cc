@@ -11,6 +11,10 @@
 //                            resubmitted job serves again (its coordinator up and every worker registered: it
 //                            writes <db>.server then), the trials checkpointed and resumed
 //   scontrol_requeue_resume_s (full run) the same, the job continued by `scontrol requeue` (ladder up --requeue)
+//   multinode_warning_to_checkpoint_s  two 2-node `launcher: srun` trials on the 4 nodes: the time-limit warning
+//                            until the last of them has written its checkpoint (its rank 0's TERM handler records
+//                            when), the stop having gone from the coordinator through the workers to the steps' tasks
+//   multinode_steps_repeated  the points those trials stored twice after their resume in the next job (goal 0)
 // Last line: {"submit_to_first_trial_s", "srun_launch_overhead_s", "requeue_resume_s", ...}.
 #include <sqlite3.h>
 #include <unistd.h>
@@ -194,6 +198,55 @@ class SlurmBench {
     return resumed;
   }
 
+  // Two 2-node srun trials that checkpoint on SIGTERM (rank 0 writes the step, then the time, <ck>.at); the warning
+  // signal once both print; the next job resumes them. Returns {warning to the last checkpoint written (s), points
+  // stored more than once}.
+  std::pair<double, double> MultiNodeCheckpoint() {
+    const std::string script =
+        "ck=$LADDER_CHECKPOINT_DIR/step; s=0; r=0; if [ -f $ck ]; then s=$(cat $ck); r=1; fi; "
+        "if [ \"$SLURM_PROCID\" = 0 ]; then trap \"echo \\$s > $ck.tmp && mv $ck.tmp $ck && date +%s.%N > $ck.at; "
+        "exit 143\" TERM; else trap \"exit 0\" TERM; fi; e=$((s + 20)); while [ $r = 0 ] || [ $s -lt $e ]; do "
+        "s=$((s + 1)); if [ \"$SLURM_PROCID\" = 0 ]; then echo \"{{\\\"step\\\": $s, \\\"score\\\": $s}}\"; fi; "
+        "sleep 0.1; done";
+    Spec("multinode.yaml", "name: multinode\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 2, "
+                           "parallelism: 2}\nresources: {nodes: 2, launcher: srun}\ncommand: [/bin/sh, -c, '" +
+                               script + "']\nspace:\n  x: {type: float, low: 0, high: 1}\n");
+    const std::string db = (dir_ / "multinode.db").string();
+    auto sub = Ladder({"--db", db, "--json", "search", "submit", "multinode.yaml", "--nodes", "4", "--time", "10"});
+    if (sub.exit_code != 0) throw std::runtime_error("search submit failed: " + sub.err);
+    const std::string job = nlohmann::json::parse(sub.out).at("job_id");
+    if (!WaitFor(90, [&] {
+          auto c = QueryDoubles(db, "SELECT COUNT(DISTINCT trial_id) FROM metrics");
+          return !c.empty() && c[0] >= 2;
+        })) {
+      throw std::runtime_error("the 2-node trials did not start");
+    }
+    const std::string first_server = Slurp(db + ".server");
+    const double t_signal = WallNow();
+    slurm_.Run({"scancel", "--batch", "--signal=USR1", job});
+    if (!WaitFor(150, [&] {
+          const std::string now = Slurp(db + ".server");
+          return !now.empty() && now != first_server;
+        })) {
+      throw std::runtime_error("the resubmitted job did not serve");
+    }
+    WaitFor(150, [&] { return QueueEmpty(); });
+    auto done = QueryDoubles(db, "SELECT COUNT(*) FROM trials WHERE state = 3");
+    if (done.empty() || done[0] != 2) throw std::runtime_error("the resumed search did not complete both trials");
+    double last = -1;
+    int written = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(db + ".checkpoints", ec)) {
+      if (e.path().filename() != "step.at") continue;
+      ++written;
+      last = std::max(last, std::stod(Slurp(e.path())) - t_signal);
+    }
+    if (written != 2) throw std::runtime_error(std::to_string(written) + " of the 2 trials wrote a checkpoint");
+    const auto repeated = QueryDoubles(db, "SELECT COUNT(*) - (SELECT COUNT(*) FROM (SELECT DISTINCT trial_id, step "
+                                           "FROM metrics WHERE name = 'score')) FROM metrics WHERE name = 'score'");
+    return {last, repeated.empty() ? -1 : repeated[0]};
+  }
+
  private:
   testing::LocalSlurm& slurm_;
   std::filesystem::path dir_;
@@ -240,6 +293,17 @@ int main(int argc, char** argv) {
       std::filesystem::remove(dir.path / "resume.db");
       std::fprintf(stderr, "bench/slurm: warning signal to the next job serving %.3f s\n", resume.back());
     }
+    std::vector<double> to_checkpoint;
+    double repeated = 0;
+    for (int i = 0; i < (quick ? 1 : 3); ++i) {
+      const auto [seconds, twice] = b.MultiNodeCheckpoint();
+      to_checkpoint.push_back(seconds);
+      repeated += twice;
+      std::filesystem::remove_all(dir.path / "multinode.db.checkpoints");
+      std::filesystem::remove(dir.path / "multinode.db");
+      std::fprintf(stderr, "bench/slurm: warning to the 2-node trials' checkpoints %.3f s, %g points repeated\n",
+                   seconds, twice);
+    }
     // The other way to continue a job, once (full run only: Slurm holds a requeued job back for about two minutes).
     double by_scontrol = -1;
     if (!quick) {
@@ -251,6 +315,8 @@ int main(int argc, char** argv) {
            {"srun_launch_overhead_s", srun - direct},
            {"requeue_resume_s", Median(resume)},
            {"scontrol_requeue_resume_s", quick ? nlohmann::json(nullptr) : nlohmann::json(by_scontrol)},
+           {"multinode_warning_to_checkpoint_s", Median(to_checkpoint)},
+           {"multinode_steps_repeated", repeated},
            {"direct_launch_s", direct},
            {"srun_launch_s", srun},
            {"launch_trials_per_kind", rounds * trials},

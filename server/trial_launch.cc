@@ -38,6 +38,17 @@ std::vector<std::string> WithStaging(const search::SearchSpec& spec, const std::
   return argv;
 }
 
+// A trial's Slurm step name: the worker that runs its srun finds the step by it to signal its tasks.
+std::string SrunStepName(int64_t trial_id) { return "ladder-trial-" + std::to_string(trial_id); }
+
+const char* LauncherName(search::Launcher l) {
+  switch (l) {
+    case search::Launcher::kMpirun: return "mpirun";
+    case search::Launcher::kSrun: return "srun";
+    default: return "per_node";
+  }
+}
+
 }  // namespace
 
 void TrialManager::AssignMembers(TrialRecord& t, const scheduler::NodeGroup& group) {
@@ -109,6 +120,10 @@ void TrialManager::Launch(TrialRecord& t, const scheduler::NodeGroup& group) {
   env["LADDER_PARAMS"] = ParamsJson(t.params);
   env["LADDER_CHECKPOINT_DIR"] = p.checkpoint_dir();
   env["LADDER_NODES"] = std::to_string(t.members.size());
+  // How the ranks start: the worker stops an srun or mpirun trial through that launcher (worker/launcher_stop.h),
+  // an srun step by its name.
+  env["LADDER_LAUNCHER"] = LauncherName(spec.group.launcher);
+  if (spec.group.launcher == search::Launcher::kSrun) env["LADDER_STEP_NAME"] = SrunStepName(p.id());
   SendStarts(t, sub.argv, std::move(env));
   for (auto& m : t.members) nodes_.UpdateBusy(m.node_id);  // mpirun's other nodes are held too
   if (!t.AnyLive()) {
@@ -136,7 +151,7 @@ std::vector<std::string> TrialManager::SrunLine(const TrialRecord& t, int ranks_
                 "--nodelist=" + nodelist,
                 // ladder holds the slots: the step shares the allocation with the workers' step and the others
                 "--overlap", "--kill-on-bad-exit=1", "--mpi=pmix", "--export=ALL",
-                "--job-name=ladder-trial-" + std::to_string(t.proto.id())});
+                "--job-name=" + SrunStepName(t.proto.id())});
   words.insert(words.end(), command.begin(), command.end());
   return words;
 }

@@ -36,4 +36,11 @@ bool StopRequest::Due(int64_t step) {
   return due_ = t.item<float>() > 0;
 }
 
+bool StopRequest::AllSaved(bool saved) {
+  if (comm_.size() <= 1) return saved;
+  auto t = torch::full({1}, saved ? 0.0 : 1.0, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+  comm_.AllreduceSum(t)->Wait();
+  return t.item<float>() == 0;
+}
+
 }  // namespace ladder::trainer

@@ -32,6 +32,10 @@ class StopRequest {
   StopRequest(comm::Communicator& comm, torch::Device device) : comm_(comm), device_(device) {}
   // True when the run must stop before step `step` (see the contract).
   bool Due(int64_t step);
+  // A collective, after a Due() stop's checkpoint: true when every rank says `saved` (rank 0 saved it; the others
+  // pass true). No rank returns before rank 0 has written the checkpoint: a launcher (srun --kill-on-bad-exit, mpirun)
+  // ends the ranks still running as soon as one exits non-zero, and would cut rank 0's save short.
+  bool AllSaved(bool saved);
   // 128 + the signal that asked for the stop (on every rank: a rank that got none takes SIGTERM's).
   int ExitCode() const { return 128 + (signal_ ? signal_ : 15); }
 

@@ -263,7 +263,9 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     // A SIGTERM/SIGUSR1 (preemption, a stopping worker, a Slurm time limit): the ranks agree on this step, rank 0
     // saves the checkpoint, and the run ends with 128 + the signal; --resume goes on from here.
     if (!a.checkpoint.empty() && stop.Due(step)) {
-      if (!checkpoint()) return Fail(1, "stopped by a signal at step " + std::to_string(step) + " without a checkpoint");
+      if (!stop.AllSaved(checkpoint())) {
+        return Fail(1, "stopped by a signal at step " + std::to_string(step) + " without a checkpoint");
+      }
       if (leader) {
         std::fprintf(stderr, "ladder-train: stopped by signal %d at step %lld; checkpoint saved to %s\n",
                      StopRequest::Signal(), static_cast<long long>(step), a.checkpoint.c_str());

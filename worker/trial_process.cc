@@ -377,4 +377,22 @@ void TrialProcess::Terminate(std::chrono::milliseconds grace) {
   });
 }
 
+void TrialProcess::Signal(int sig) {
+  if (!exited_) kill(pid_, sig);
+}
+
+void TrialProcess::EscalateAfter(std::chrono::milliseconds grace, std::chrono::milliseconds kill_after) {
+  if (exited_) return;
+  kill_timer_.expires_after(grace);
+  auto self = shared_from_this();
+  kill_timer_.async_wait([self, kill_after](const boost::system::error_code& ec) {
+    if (ec || self->exited_) return;
+    kill(self->pid_, SIGTERM);
+    self->kill_timer_.expires_after(kill_after);
+    self->kill_timer_.async_wait([self](const boost::system::error_code& ec2) {
+      if (!ec2 && !self->exited_) kill(-self->pid_, SIGKILL);
+    });
+  });
+}
+
 }  // namespace ladder::worker

@@ -10,6 +10,9 @@
 //   exit_code is the exit status, or 128 + signal when killed by a signal.
 // * Terminate() sends SIGTERM to the whole process group, then SIGKILL after the grace period. When the
 //   leader exits the rest of its group is killed too, so no rank outlives its trial.
+// * A launcher (srun, mpirun: worker/launcher_stop.h) is stopped in stages instead: Signal() sends one signal to
+//   the leader alone (a launcher forwards it to its ranks; its group would get it twice), and EscalateAfter()
+//   then sends SIGTERM to the leader alone once `grace` has passed, and SIGKILL to the group `kill_after` later.
 // * PauseReading() stops reading stdout (the process blocks once the pipe is full: backpressure); on_exit
 //   waits while reading is paused, so no line is lost. ResumeReading() continues.
 // * Exit is detected with a pidfd (Linux ≥ 5.3), so there is no SIGCHLD handler and no process-wide state; an
@@ -58,6 +61,8 @@ class TrialProcess : public std::enable_shared_from_this<TrialProcess> {
   ~TrialProcess();
 
   void Terminate(std::chrono::milliseconds grace = std::chrono::seconds(5));
+  void Signal(int sig);
+  void EscalateAfter(std::chrono::milliseconds grace, std::chrono::milliseconds kill_after);
   int pid() const { return pid_; }
   bool exited() const { return exited_; }
   void PauseReading() { paused_ = true; }

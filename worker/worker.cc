@@ -1,6 +1,7 @@
 #include "worker/worker.h"
 
 #include <csignal>
+#include <cstdlib>
 
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
@@ -20,6 +21,7 @@
 #include "common/log.h"
 #include "common/metrics_line.h"
 #include "common/printable.h"
+#include "worker/launcher_stop.h"
 #include "worker/leftovers.h"
 #include "worker/log_tail.h"
 #include "worker/reconnect_backoff.h"
@@ -118,11 +120,13 @@ void Worker::Stop() {
     for (auto& [id, r] : trials_) {
       r.cancelled = true;
       r.worker_stopping = true;  // the coordinator puts the trial back in the queue, and this node out of it
-      for (auto& p : r.ranks) p->Terminate(opt_.terminate_grace);
+      StopRanks(r);
     }
     auto check = std::make_shared<std::function<void()>>();
     auto timer = std::make_shared<boost::asio::steady_timer>(loop_);
-    auto deadline = std::chrono::steady_clock::now() + opt_.terminate_grace + std::chrono::seconds(3);
+    // Past every rank's last stage: its grace, then the launcher's own end (kLauncherKillAfter), then SIGKILL.
+    auto deadline = std::chrono::steady_clock::now() + std::max(opt_.terminate_grace, opt_.launcher_grace) +
+                    kLauncherKillAfter + std::chrono::seconds(3);
     auto all_exited_at = std::make_shared<std::chrono::steady_clock::time_point>();
     *check = [this, p, check, timer, deadline, all_exited_at] {
       auto now = std::chrono::steady_clock::now();
@@ -384,6 +388,8 @@ void Worker::StartTrial(const v1::StartTrial& m) {
   r.epoch = m.assignment_epoch();
   r.first_rank = m.first_rank();
   r.checkpoint_dir = m.checkpoint_dir();
+  if (const auto l = m.env().find("LADDER_LAUNCHER"); l != m.env().end()) r.launcher = LauncherNamed(l->second);
+  if (const auto n = m.env().find("LADDER_STEP_NAME"); n != m.env().end()) r.step_name = n->second;
   const int nranks = std::max(1, m.local_ranks());
   // Every rank of the trial is here: they meet through a c10d FileStore in the trial's directory (a new file for
   // each run: a killed run's keys must not be read by the next one), so no rendezvous port is opened at all; and
@@ -424,7 +430,7 @@ void Worker::StartTrial(const v1::StartTrial& m) {
                          " could not start: " + error);
     r.exit_code = 127;
     r.exit_error = "rank " + std::to_string(m.first_rank() + r.ranks.size()) + ": " + error;
-    for (auto& p : r.ranks) p->Terminate(opt_.terminate_grace);
+    StopRanks(r);
     return;
   }
   if (r.ranks.empty()) {
@@ -450,7 +456,19 @@ void Worker::CancelTrial(int64_t trial_id, int64_t epoch, const std::string& rea
   if (it == trials_.end() || it->second.epoch != epoch) return;
   it->second.cancelled = true;
   LogInfo(kLog, "stopping trial " + std::to_string(trial_id) + ": " + reason);
-  for (auto& p : it->second.ranks) p->Terminate(opt_.terminate_grace);
+  StopRanks(it->second);
+}
+
+void Worker::StopRanks(Running& r) {
+  if (r.stop_sent || r.exited) return;
+  r.stop_sent = true;
+  if (StartsEveryRank(r.launcher) && r.ranks.size() == 1) {
+    const char* job = std::getenv("SLURM_JOB_ID");  // the job whose steps the trial's srun runs in
+    StopThroughLauncher(loop_, r.ranks[0], r.launcher, r.step_name, job ? job : "", opt_.launcher_grace,
+                        "trial " + std::to_string(r.trial_id));
+    return;
+  }
+  for (auto& p : r.ranks) p->Terminate(opt_.terminate_grace);
 }
 
 void Worker::OnLine(int64_t trial_id, const std::string& line, bool truncated) {
@@ -513,7 +531,7 @@ void Worker::OnRankExit(int64_t trial_id, int local_rank, int exit_code, const s
       LogWarning(kLog, "trial " + std::to_string(trial_id) + ": " + r.exit_error + "; stopping its other " +
                            std::to_string(r.live_ranks) + " ranks");
       r.exit_error += " (the other ranks were stopped)";
-      for (auto& p : r.ranks) p->Terminate(opt_.terminate_grace);
+      StopRanks(r);
     }
   }
   if (r.live_ranks > 0) return;

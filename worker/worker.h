@@ -56,6 +56,9 @@ struct WorkerOptions {
   std::chrono::milliseconds metrics_flush = kDefaultMetricsFlush;
   std::chrono::milliseconds reconnect_max = std::chrono::milliseconds(2000);
   std::chrono::milliseconds terminate_grace = std::chrono::milliseconds(5000);
+  // How long a trial started by srun or mpirun has from its stop signal to its exit, its ranks' agreed checkpoint
+  // written, before its launcher is told to end it (worker/launcher_stop.h); Slurm's default KillWait.
+  std::chrono::milliseconds launcher_grace = std::chrono::milliseconds(30000);
   size_t max_unacked_points = kDefaultMaxUnackedPoints;  // per trial; then its stdout is not read (backpressure)
   // ladder-train ranks fork from a warm ladder-train --zygote (worker/warm_start.h) instead of starting cold;
   // any other command always starts cold. ladder-worker --cold-starts (or LADDER_COLD_STARTS=1) turns it off.
@@ -110,6 +113,9 @@ class Worker {
     size_t sent = 0;                     // points[0, sent) went out on the current session
     bool ignored_dirty = false;
     int64_t tail_size_sent = -1;         // rank 0's stderr size when its tail last went out (-1: never)
+    v1::Launcher launcher = v1::LAUNCHER_PER_NODE;  // from LADDER_LAUNCHER; SRUN, MPIRUN: ranks[0] starts every rank
+    std::string step_name;                          // SRUN: the trial's Slurm step (LADDER_STEP_NAME)
+    bool stop_sent = false;                         // StopRanks ran: a second stop signal is never sent
     bool cancelled = false;
     bool worker_stopping = false;        // stopped because this worker is stopping (Stop), not as asked
     bool exited = false;                 // ended; `exit` is kept until the coordinator acknowledges it
@@ -122,6 +128,9 @@ class Worker {
   void Handle(const v1::CoordinatorMessage& m);
   void StartTrial(const v1::StartTrial& m);
   void CancelTrial(int64_t trial_id, int64_t epoch, const std::string& reason);
+  // Asks the trial's ranks to stop, once: SIGTERM to each local rank's group (SIGKILL after terminate_grace), or
+  // through the launcher that started them all (worker/launcher_stop.h).
+  void StopRanks(Running& r);
   void OnLine(int64_t trial_id, const std::string& line, bool truncated);
   // One rank ended; the trial ends (OnExit) when its last rank has.
   void OnRankExit(int64_t trial_id, int local_rank, int exit_code, const std::string& description);

@@ -29,7 +29,7 @@ class MultiNode : public ::testing::Test {
     std::ofstream(agent_) << "#!/bin/sh\nexport OMPI_MCA_orte_tmpdir_base=\"" << dir_.string()
                           << "/ompi-$1\"\nmkdir -p \"$OMPI_MCA_orte_tmpdir_base\"\nshift\nexec sh -c \"$*\"\n";
     chmod(agent_.c_str(), 0755);
-    server::ServerOptions so;
+    server::ServerOptions& so = options_;
     so.listen = "127.0.0.1:0";
     so.db_path = (dir_ / "ladder.db").string();
     // Tests run side by side (ctest -j): each coordinator's trials rendezvous on ports of their own, not on
@@ -125,6 +125,7 @@ class MultiNode : public ::testing::Test {
 
   std::filesystem::path dir_;
   std::string agent_;
+  server::ServerOptions options_;  // the coordinator's, for a restart on the same database
   std::unique_ptr<server::Server> server_;
   std::vector<std::unique_ptr<worker::Worker>> workers_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -236,6 +237,76 @@ TEST_F(MultiNode, NodeCountFidelityRelaunchesAPromotedTrialOnBothNodesFromItsChe
   EXPECT_EQ(evals.back()[1], 2);
   EXPECT_EQ(stage_reports, 1);
   EXPECT_GT(t.objective(), 0.5);
+}
+
+// A 2-node `launcher: mpirun` trial stopped as ladder up stops it at a Slurm time limit (the coordinator pauses and
+// stops it as a preemption): the worker sends mpirun SIGUSR1, which Open MPI forwards at once to both ranks (its own
+// SIGTERM would reach them late, then SIGKILL them), so rank 0 writes its checkpoint and rank 1's handler runs. A
+// new coordinator and workers on the same database resume the trial from that checkpoint: every step stored once.
+TEST_F(MultiNode, AnMpirunTrialStopsThroughItsCheckpointAndResumesWithNoStepRepeated) {
+  StartNodes("nodea", "nodeb");
+  const std::string script =
+      "ck=$LADDER_CHECKPOINT_DIR/step; s=0; r=0; if [ -f $ck ]; then s=$(cat $ck); r=1; fi; "
+      // Rank 0 leaves once rank 1's handler has run (or 5 s): mpirun ends the others when one exits non-zero.
+      "if [ \"$OMPI_COMM_WORLD_RANK\" = 0 ]; then trap \"echo \\$s > $ck.tmp && mv $ck.tmp $ck; n=0; "
+      "while [ ! -f $LADDER_CHECKPOINT_DIR/rank1-stopped ] && [ \\$n -lt 100 ]; do sleep 0.05; n=\\$((n + 1)); done; "
+      "exit 138\" USR1; "
+      "else trap \"touch $LADDER_CHECKPOINT_DIR/rank1-stopped; exit 0\" USR1; fi; e=$((s + 20)); "
+      "while [ $r = 0 ] || [ $s -lt $e ]; do s=$((s + 1)); if [ \"$OMPI_COMM_WORLD_RANK\" = 0 ]; then "
+      "echo \"{{\\\"step\\\": $s, \\\"score\\\": $s}}\"; fi; sleep 0.05; done";
+  grpc::ClientContext ctx;
+  v1::CreateSearchRequest req;
+  req.set_spec_yaml("name: mpi-resumable\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 1}\n"
+                    "resources: {nodes: 2, ranks_per_node: 1, launcher: mpirun}\ncommand: [/bin/sh, -c, '" +
+                    script + "']\nspace:\n  x: {type: float, low: 0, high: 1}\n");
+  v1::CreateSearchResponse created;
+  ASSERT_TRUE(stub_->CreateSearch(&ctx, req, &created).ok());
+  // Once its points reach the coordinator, the trial is stopped as at a time limit.
+  grpc::ClientContext wctx;
+  wctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  v1::WatchRequest wreq;
+  wreq.set_search_id(created.search().id());
+  auto watch = stub_->Watch(&wctx, wreq);
+  v1::Event ev;
+  bool printing = false;
+  while (!printing && watch->Read(&ev)) printing = ev.kind() == v1::Event::TRIAL_METRICS;
+  wctx.TryCancel();
+  watch->Finish();
+  ASSERT_TRUE(printing) << TrialLogs();
+  EXPECT_EQ(server_->PauseAndWait("the Slurm job reaches its time limit", std::chrono::seconds(60)), 0)
+      << "mpirun ended within the pause" << TrialLogs();
+  for (auto& w : workers_) w->Stop();
+  workers_.clear();
+  server_->Stop();
+  // The next job: a coordinator on the same database, the same two nodes.
+  server_ = std::make_unique<server::Server>(options_);
+  server_->Start();
+  channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+  stub_ = v1::Ladder::NewStub(channel_);
+  StartNodes("nodea", "nodeb");
+  auto s = testing::WaitForSearchEnd(*stub_, created.search().id(), std::chrono::seconds(60));
+  ASSERT_TRUE(s) << TrialLogs();
+  EXPECT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
+  const auto db = dir_ / "ladder.db";
+  const auto t = testing::Query(db, "SELECT attempt, preemptions FROM trials");
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0][0], "0") << "a stop at the time limit is not a failure";
+  const auto steps = testing::Query(db, "SELECT COUNT(*), COUNT(DISTINCT step), MIN(step), MAX(step) FROM metrics "
+                                        "WHERE name = 'score'");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0][0], steps[0][1]) << "a step stored twice";
+  EXPECT_EQ(steps[0][2], "1");
+  EXPECT_EQ(steps[0][3], steps[0][0]) << "a step missing";
+  EXPECT_GT(std::stoi(steps[0][3]), 20) << "resumed from its checkpoint, then 20 steps";
+  const auto runs = testing::Query(db, "SELECT outcome FROM allocations ORDER BY id");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0][0], "preempted");
+  bool rank1_stopped = false;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_, ec)) {
+    rank1_stopped |= e.path().filename() == "rank1-stopped";
+  }
+  EXPECT_TRUE(rank1_stopped) << "rank 1 (on the other node) got the stop signal, not SIGKILL" << TrialLogs();
 }
 
 }  // namespace

@@ -139,6 +139,51 @@ TEST_F(SlurmTest, ASubmittedSearchCheckpointsAtItsTimeLimitAndResumesInItsResubm
   EXPECT_TRUE(doc.contains("coordinator")) << "no coordinator runs after the last job: " << list.out;
 }
 
+// A 2-node `launcher: srun` trial at the time limit: the stop reaches the step's tasks as SIGTERM (scancel --signal,
+// not srun's forced termination, which SIGKILLs them), so rank 0 writes its checkpoint and rank 1's handler runs; the
+// resubmitted job resumes it from that checkpoint, every step stored once. Rank 1 counts the same steps silently.
+TEST_F(SlurmTest, ATwoNodeSrunTrialCheckpointsAtTheTimeLimitAndResumesWithNoStepRepeated) {
+  const std::string script =
+      "ck=$LADDER_CHECKPOINT_DIR/step; s=0; r=0; if [ -f $ck ]; then s=$(cat $ck); r=1; fi; "
+      // Rank 0 leaves once rank 1's handler has run (or 5 s): srun --kill-on-bad-exit ends the others when one
+      // exits non-zero.
+      "if [ \"$SLURM_PROCID\" = 0 ]; then trap \"echo \\$s > $ck.tmp && mv $ck.tmp $ck; n=0; "
+      "while [ ! -f $LADDER_CHECKPOINT_DIR/rank1-stopped ] && [ \\$n -lt 100 ]; do sleep 0.05; n=\\$((n + 1)); done; "
+      "exit 143\" TERM; "
+      "else trap \"touch $LADDER_CHECKPOINT_DIR/rank$SLURM_PROCID-stopped; exit 0\" TERM; fi; e=$((s + 20)); "
+      "while [ $r = 0 ] || [ $s -lt $e ]; do s=$((s + 1)); "
+      "if [ \"$SLURM_PROCID\" = 0 ]; then echo \"{{\\\"step\\\": $s, \\\"score\\\": $s}}\"; fi; sleep 0.1; done";
+  std::ofstream(dir_ / "spec.yaml") << SrunSpec("resumable", "{max_trials: 1}", "{nodes: 2, launcher: srun}", script);
+  const std::filesystem::path db = dir_ / "ladder.db";
+  const std::string ladder = testing::BinDir() + "/ladder";
+  auto sub = slurm_.Run({ladder, "--db", db.string(), "search", "submit", "spec.yaml", "--nodes", "2", "--time", "1",
+                         "--signal-lead", "50"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+       std::chrono::steady_clock::now() < until && !(JobRecords(db).size() >= 2 && QueueEmpty());) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  const std::string outputs = JobOutputs();
+  ASSERT_GE(JobRecords(db).size(), 2u) << "the first job did not resubmit itself:\n" << outputs;
+  ASSERT_TRUE(QueueEmpty()) << outputs;
+  const auto trials = testing::Query(db, "SELECT id, state, attempt FROM trials");
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0][1], "3") << "COMPLETED\n" << outputs;
+  EXPECT_EQ(trials[0][2], "0") << "the time limit is not the trial's failure";
+  ExpectEveryStepOnceAndAResume(db);
+  const auto runs = testing::Query(db, "SELECT GROUP_CONCAT(outcome, ',') FROM (SELECT outcome FROM allocations "
+                                       "ORDER BY id)");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0][0].rfind("preempted,", 0), 0u) << runs[0][0];
+  // The rank on the second node got SIGTERM (its handler ran), not srun's SIGKILL.
+  std::error_code ec;
+  bool rank1_stopped = false;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_, ec)) {
+    rank1_stopped |= e.path().filename() == "rank1-stopped";
+  }
+  EXPECT_TRUE(rank1_stopped) << outputs;
+}
+
 // ladder promote --submit: the hero run as a Slurm job of its own on 2 nodes, its workers in the job's pool,
 // reporting to the coordinator the CLI talks to (here a ladder-server outside Slurm, as on a login node). The hero
 // trial runs on the job's two nodes only, its metrics reach the coordinator, and when the hero search completes its

@@ -1,5 +1,7 @@
 // The coordinator with multi-node trials: node groups from the scheduler, launch per node or by mpirun,
 // group stop on a rank crash or a lost node, preemption by priority, re-attach after a restart.
+#include <algorithm>
+
 #include "tests/server/coordinator_fixture.h"
 
 namespace ladder::server {
@@ -44,6 +46,7 @@ TEST_F(CoordinatorGroupTest, TwoNodeTrialStartsEveryNodesRanksWithRendezvousVari
   EXPECT_EQ(sc.env().at("RANK"), "2");
   EXPECT_EQ(sc.env().at("WORLD_SIZE"), "4");
   EXPECT_EQ(sc.env().at("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(sb.env().at("LADDER_LAUNCHER"), "per_node");
   EXPECT_EQ(sb.env().at("MASTER_ADDR"), "b.addr") << "rank 0's node address";
   EXPECT_EQ(sc.env().at("MASTER_ADDR"), "b.addr");
   EXPECT_EQ(sb.env().at("MASTER_PORT"), sc.env().at("MASTER_PORT"));
@@ -138,6 +141,25 @@ TEST_F(CoordinatorGroupTest, TheRendezvousPortComesFromTheConfiguredRange) {
   EXPECT_EQ(b->Starts()[0].env().at("MASTER_PORT"), s.env().at("MASTER_PORT"));
 }
 
+// launcher: srun — one Slurm step named for the trial, which the worker finds by that name to signal its tasks.
+TEST_F(CoordinatorGroupTest, SrunLaunchNamesItsStepForTheWorkerThatStopsIt) {
+  auto a = Connect("a", 2);
+  auto b = Connect("b", 2);
+  std::string spec = kTwoNodeSpec;
+  spec.replace(spec.find("ranks_per_node: 2}"), 18, "ranks_per_node: 2, launcher: srun}");
+  CreateSearch(spec);
+  auto starts_a = a->Starts(), starts_b = b->Starts();
+  ASSERT_EQ(starts_a.size() + starts_b.size(), 1u) << "only the first node's worker starts srun";
+  auto st = starts_a.empty() ? starts_b[0] : starts_a[0];
+  std::vector<std::string> argv(st.argv().begin(), st.argv().end());
+  ASSERT_FALSE(argv.empty());
+  EXPECT_EQ(argv[0], "srun");
+  const std::string name = "ladder-trial-" + std::to_string(st.trial_id());
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--job-name=" + name), argv.end());
+  EXPECT_EQ(st.env().at("LADDER_LAUNCHER"), "srun");
+  EXPECT_EQ(st.env().at("LADDER_STEP_NAME"), name);
+}
+
 TEST_F(CoordinatorGroupTest, MpirunLaunchRunsOnTheFirstNodeOverTheGroupsHosts) {
   Close();
   options_.mpirun = {"mpirun", "--allow-run-as-root"};
@@ -160,6 +182,8 @@ TEST_F(CoordinatorGroupTest, MpirunLaunchRunsOnTheFirstNodeOverTheGroupsHosts) {
   EXPECT_TRUE(argv[5] == "a.addr:2,b.addr:2" || argv[5] == "b.addr:2,a.addr:2") << argv[5];
   EXPECT_EQ(argv[argv.size() - 2], "train");
   EXPECT_EQ(st.env().count("RANK"), 0u) << "mpirun numbers the ranks";
+  EXPECT_EQ(st.env().at("LADDER_LAUNCHER"), "mpirun") << "the worker stops it through mpirun";
+  EXPECT_EQ(st.env().count("LADDER_STEP_NAME"), 0u);
   EXPECT_EQ(st.local_ranks(), 1);
   auto t = GetTrial(st.trial_id());
   EXPECT_EQ(t.placement_size(), 2) << "both nodes are held";

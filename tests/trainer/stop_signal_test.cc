@@ -42,8 +42,10 @@ void RunAndSignal(const std::filesystem::path& dir, int ranks, int signalled, co
   // Rank 0's stdout comes through the FIFO: its first line says the ranks train; the rest goes to rank0.out.
   script += "exec 3< first; read -r line <&3; echo \"$line\" > rank0.out; cat <&3 >> rank0.out & kill -TERM $pid" +
             std::to_string(signalled) + "; ";
-  for (int r = 0; r < ranks; ++r) {
-    script += "wait $pid" + std::to_string(r) + "; echo $? > rank" + std::to_string(r) + ".status; ";
+  // The last rank first: rankR.saw says whether the checkpoint was on disk once rank R had exited.
+  for (int r = ranks - 1; r >= 0; --r) {
+    const std::string n = std::to_string(r);
+    script += "wait $pid" + n + "; echo $? > rank" + n + ".status; [ -e ckpt.pt ] && echo yes > rank" + n + ".saw; ";
   }
   script += "wait";
   testing::RunCommand({"/bin/bash", "-c", script}, dir);
@@ -76,6 +78,9 @@ TEST(StopSignal, TwoGlooRanksStopAtTheSameStepWhenOnlyOneIsSignalled) {
   ASSERT_GT(stopped, 0) << err0;
   EXPECT_EQ(stopped % 8, 0) << "the ranks agree every 8 steps";
   ASSERT_TRUE(std::filesystem::exists(dir / "ckpt.pt"));
+  // Rank 1 left only after rank 0's checkpoint was written: a launcher (srun --kill-on-bad-exit, mpirun) ends the
+  // other ranks when one exits non-zero, which would cut rank 0's save short.
+  EXPECT_EQ(Slurp(dir / "rank1.saw"), "yes\n") << err1;
   // The last training line rank 0 printed is the step it stopped at: no step ran past the checkpoint.
   const std::string out = Slurp(dir / "rank0.out");
   EXPECT_NE(out.find("\"step\": " + std::to_string(stopped) + ","), std::string::npos) << out.substr(out.size() > 400 ? out.size() - 400 : 0);
