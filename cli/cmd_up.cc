@@ -203,9 +203,9 @@ void PrintServing(const LocalStack& stack, const LocalStackOptions& opt, bool sl
   const std::string token_file = opt.db_path + ".token";
   // The CLI finds the token by itself only as ./ladder.db.token (ResolveToken), or through --db.
   const bool found = std::filesystem::equivalent(token_file, "ladder.db.token", ec);
+  const bool own_tls = opt.tls_dir.empty() || opt.tls_dir == opt.db_path + ".tls";  // found through --db
   const std::string ladder_db = "ladder" + (stack.address() == "127.0.0.1:50051" ? "" : " --db " + opt.db_path) +
-                                (opt.tls_dir.empty() || opt.tls_dir == opt.db_path + ".tls" ? ""
-                                                                                          : " --tls-dir " + opt.tls_dir);
+                                (own_tls ? "" : " --tls-dir " + opt.tls_dir);
   std::cout << "ladder up: coordinator on " << stack.address() << ", database " << opt.db_path
             << (slurm ? "" : ", local worker registered") << "\n"
             << (found ? "  token in " + token_file + " (the CLI in this directory reads it)\n"
@@ -217,8 +217,8 @@ void PrintServing(const LocalStack& stack, const LocalStackOptions& opt, bool sl
               << "read-only from the database)\n";
     if (!run) std::cout << "  start a search: " << ladder_db << " search start SPEC\n";
   } else {
-    std::cout << "  try: " << ladder_db << " search start data/demo.yaml --wait" << (terminal ? "      Ctrl-C stops" : "")
-              << "\n";
+    std::cout << "  try: " << ladder_db << " search start data/demo.yaml --wait"
+              << (terminal ? "      Ctrl-C stops" : "") << "\n";
   }
   if (!stack.dashboard_url().empty()) {
     if (terminal) {
