@@ -9,8 +9,14 @@
 
 namespace ladder::cli {
 
-std::string ResolveToken(const std::string& explicit_token, const std::string& db) {
+std::string ResolveToken(const std::string& explicit_token, const std::string& db, const std::string& token_file) {
   if (!explicit_token.empty()) return explicit_token;
+  try {
+    if (!token_file.empty()) return ReadTokenFile(token_file).value_or("");  // main checked it is there
+  } catch (const std::exception& e) {
+    std::cerr << "ladder: --token-file: " << e.what() << "\n";
+    return "";
+  }
   if (const char* t = std::getenv("LADDER_TOKEN"); t && *t) return t;
   try {
     if (!db.empty()) {
@@ -31,6 +37,7 @@ std::string ResolveServer(const GlobalOptions& g) {
 }
 
 TlsFiles ResolveTls(const GlobalOptions& g) {
+  if (g.plaintext) return {};
   TlsFiles tls = g.tls;
   std::string dir = g.tls_dir;
   if (dir.empty() && !tls.enabled() && !g.db.empty() && std::filesystem::exists(g.db + ".tls/ca.crt")) {
@@ -47,7 +54,7 @@ TlsFiles ResolveTls(const GlobalOptions& g) {
   return tls;
 }
 
-Client::Client(const GlobalOptions& g) : server_(ResolveServer(g)), token_(ResolveToken(g.token, g.db)) {
+Client::Client(const GlobalOptions& g) : server_(ResolveServer(g)), token_(ResolveToken(g.token, g.db, g.token_file)) {
   // A TLS file that cannot be read is said here; the command then fails to reach the coordinator over plaintext.
   std::shared_ptr<grpc::ChannelCredentials> creds;
   try {

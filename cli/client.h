@@ -21,7 +21,9 @@ enum ExitCode { kOk = 0, kFailed = 1, kBadInput = 2, kUnreachable = 3, kNotFound
 struct GlobalOptions {
   std::string server = "127.0.0.1:50051";
   bool server_given = false;  // --server or LADDER_SERVER named it (else --db may)
-  std::string token;       // --token, else LADDER_TOKEN, else <--db>.token, else ./ladder.db.token if present
+  // --token, else the file --token-file names, else LADDER_TOKEN, else <--db>.token, else ./ladder.db.token if present
+  std::string token;
+  std::string token_file;
   // --db: the database whose coordinator to talk to: its address from <db>.server (what `ladder up` writes while
   // it serves it, e.g. in a Slurm job), its token from <db>.token.
   std::string db;
@@ -31,6 +33,9 @@ struct GlobalOptions {
   // when it exists (ladder up --slurm makes it).
   TlsFiles tls;
   std::string tls_dir;
+  // Plaintext whatever the TLS options and LADDER_TLS_* say: the CLI's own read-only coordinator on 127.0.0.1
+  // (read_only_view.h).
+  bool plaintext = false;
 };
 
 // The TLS files a client uses per the rules above (empty fields: plaintext).
@@ -79,7 +84,8 @@ bool ListAllTrials(Client& client, int64_t search_id, const std::string& what, s
                    int* exit_code, bool quiet = false);
 
 // The token for talking to `server` per the rules above ("" if none found).
-std::string ResolveToken(const std::string& explicit_token, const std::string& db = "");
+std::string ResolveToken(const std::string& explicit_token, const std::string& db = "",
+                         const std::string& token_file = "");
 // The coordinator's address per the rules above: --server/LADDER_SERVER, else <db>.server, else the default.
 std::string ResolveServer(const GlobalOptions& g);
 

@@ -1,6 +1,8 @@
 // ladder demo: the main job on the embedded default. Uses a running coordinator if one answers at --server,
 // otherwise starts one (with a local worker) in this process; runs the shipped demo search; prints progress,
 // the leaderboard and the best configuration.
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -82,8 +84,11 @@ void SetupDemo(CLI::App& app, GlobalOptions& g, int& exit_code) {
         if (!g.json) {
           std::cout << "ladder demo: started a local coordinator on " << use.server << " (database " << opt->db_path
                     << ") and a worker with " << opt->slots << " slots\n";
-          if (!stack->dashboard_url().empty()) {
+          if (!stack->dashboard_url().empty() && ::isatty(STDOUT_FILENO) == 1) {
             std::cout << "  watch it: " << stack->dashboard_url() << "login?token=" << use.token << "\n";
+          } else if (!stack->dashboard_url().empty()) {  // output that is kept: where the token is, not the token
+            std::cout << "  watch it: " << stack->dashboard_url() << " (log in with the token in " << opt->db_path
+                      << ".token)\n";
           }
         }
       }

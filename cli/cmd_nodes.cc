@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/read_only_view.h"
 
 namespace ladder::cli {
 
@@ -34,6 +35,7 @@ void SetupNodes(CLI::App& app, GlobalOptions& g, int& exit_code) {
   auto* nodes = app.add_subcommand("nodes", "List the coordinator's nodes; `nodes release NODE` lifts a quarantine");
   nodes->callback([nodes, &g, &exit_code] {
     if (!nodes->get_subcommands().empty()) return;  // `nodes release` ran
+    const auto view = ServeDatabaseIfUnserved(g, "nodes");  // no coordinator: the nodes as last stored
     Client client(g);
     v1::ServerInfoRequest req;
     v1::ServerInfoResponse info;

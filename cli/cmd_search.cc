@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/hero_status.h"
+#include "cli/read_only_view.h"
 #include "cli/search_progress.h"
 #include "cli/slurm_job.h"
 #include "common/executable.h"
@@ -59,6 +60,20 @@ struct SpecCheck {
   std::vector<std::string> errors;
 };
 
+// "2 nodes x 4 ranks (1 GPU each), launcher srun, pool hero": a trial's node group in words.
+std::string GroupWords(const search::GroupRequest& g) {
+  std::string out = std::to_string(g.nodes) + (g.nodes == 1 ? " node x " : " nodes x ") +
+                    std::to_string(g.ranks_per_node) + (g.ranks_per_node == 1 ? " rank" : " ranks");
+  if (g.gpus_per_rank > 0) {
+    out += " (" + std::to_string(g.gpus_per_rank) + (g.gpus_per_rank == 1 ? " GPU each)" : " GPUs each)");
+  }
+  out += std::string(", launcher ") + (g.launcher == search::Launcher::kMpirun ? "mpirun"
+                                       : g.launcher == search::Launcher::kSrun ? "srun"
+                                                                               : "per_node");
+  if (!g.pool.empty()) out += ", pool " + Printable(g.pool);
+  return out;
+}
+
 SpecCheck CheckSpec(const std::string& path, bool check_command) {
   SpecCheck c;
   std::error_code ec;
@@ -95,7 +110,8 @@ SpecCheck CheckSpec(const std::string& path, bool check_command) {
       choice.sampler == sp.sampler ? sp.sampler : sp.sampler + " -> " + choice.sampler + " (" + choice.reason + ")";
   c.summary = "search '" + sp.name + "', " + std::to_string(sp.space.params.size()) + " parameters, " +
               std::to_string(sp.max_trials) + " trials, " + std::to_string(sp.parallelism) + " at a time, sampler " +
-              sampler + ", " + (sp.objective.maximize ? "maximize " : "minimize ") + Printable(sp.objective.metric);
+              sampler + ", " + (sp.objective.maximize ? "maximize " : "minimize ") + Printable(sp.objective.metric) +
+              "; each trial on " + GroupWords(sp.group);
   c.ok = true;
   return c;
 }
@@ -231,6 +247,8 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
   list->callback([&g, &exit_code] {
     // The Slurm jobs of the database (ladder search submit, promote --submit), whether or not a coordinator runs.
     const auto jobs = SlurmJobsJson(g.db.empty() ? "ladder.db" : g.db);
+    const std::string unserved = ResolveServer(g);
+    const auto view = ServeDatabaseIfUnserved(g, "search list");  // the job ended: its database, read-only
     Client client(g);
     v1::ListSearchesRequest req;
     v1::ListSearchesResponse resp;
@@ -246,6 +264,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
         auto j = nlohmann::json::parse(ToJson(resp));
         j["slurm_jobs"] = jobs;
         if (down) j["coordinator"] = "unreachable at " + client.server();
+        if (view) j["coordinator"] = "none answers at " + unserved + "; read from " + g.db + " read-only";
         std::cout << j.dump() << "\n";
         exit_code = kOk;
         return;
@@ -280,6 +299,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
   auto* show = search->add_subcommand("show", "Show one search");
   show->add_option("ID", opt->id, "search id")->required();
   show->callback([opt, &g, &exit_code] {
+    const auto view = ServeDatabaseIfUnserved(g, "search show");
     Client client(g);
     v1::GetSearchRequest req;
     req.set_search_id(opt->id);

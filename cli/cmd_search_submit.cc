@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/slurm_job.h"
+#include "cli/slurm_time.h"
 #include "common/executable.h"
 #include "common/token.h"
 #include "search/spec.h"
@@ -22,6 +23,7 @@ struct SubmitOptions {
   BatchOptions batch;
   bool dry_run = false;
   bool no_command_check = false;
+  bool signal_lead_given = false;
 };
 
 // A file-name-safe form of a search's name.
@@ -35,6 +37,12 @@ int Submit(const SubmitOptions& o, const GlobalOptions& g) {
   namespace fs = std::filesystem;
   std::string yaml;
   if (!LoadAndValidateSpec(o.spec_path, !o.no_command_check, &yaml, /*quiet=*/true)) return kBadInput;
+  const TimeLimitCheck limit = CheckTimeLimit(o.batch.time, o.batch.signal_lead_s, o.signal_lead_given);
+  std::cerr << limit.notes;
+  if (!limit.ok) {
+    std::cerr << "ladder search submit: " << limit.error << "\n";
+    return kBadInput;
+  }
   const std::string name = search::ParseSpec(yaml, o.spec_path).spec->name;
   std::error_code ec;
   const fs::path db = fs::absolute(g.db.empty() ? "ladder.db" : g.db, ec);
@@ -49,6 +57,7 @@ int Submit(const SubmitOptions& o, const GlobalOptions& g) {
   const std::string base = FileSafe(name) + "-" + FileStamp();
   const fs::path spec_copy = dir / (base + ".yaml"), script = dir / (base + ".sbatch");
   BatchOptions b = o.batch;
+  b.signal_lead_s = limit.lead_s;
   b.job_name = "ladder-" + FileSafe(name);
   b.output = (dir / (FileSafe(name) + "-%j.out")).string();
   b.workdir = db.parent_path().string();
@@ -112,17 +121,23 @@ void SetupSearchSubmit(CLI::App* search, GlobalOptions& g, int& exit_code) {
       "filesystem) live in the job; at the time limit it checkpoints and resubmits itself");
   cmd->add_option("SPEC", o->spec_path, "YAML search spec")->required();
   cmd->add_option("--nodes", o->batch.nodes, "nodes of the job (one worker each)")->required()->check(CLI::Range(1, 100000));
-  cmd->add_option("--time", o->batch.time, "the job's time limit (Slurm's --time: MINUTES, H:MM:SS, D-HH:MM)")
+  cmd->add_option("--time", o->batch.time,
+                  "the job's time limit (Slurm's --time: MINUTES, H:MM:SS, D-HH:MM; Slurm rounds it up to whole "
+                  "minutes)")
       ->required();
   cmd->add_option("--partition", o->batch.partition, "Slurm partition (default: the cluster's)");
   cmd->add_option("--account", o->batch.account, "Slurm account to charge");
   cmd->add_option("--signal-lead", o->batch.signal_lead_s,
-                  "seconds before the time limit at which the trials checkpoint and the job resubmits itself")
+                  "seconds before the time limit at which the trials checkpoint and the job resubmits itself "
+                  "(shorter than the time limit; the default is halved for a job of 2 minutes or less)")
       ->check(CLI::Range(10, 86400))
       ->capture_default_str();
   cmd->add_flag("--dry-run", o->dry_run, "print the batch script; write and submit nothing");
   cmd->add_flag("--no-command-check", o->no_command_check, "don't check that the trial command exists here");
-  cmd->callback([o, &g, &exit_code] { exit_code = Submit(*o, g); });
+  cmd->callback([o, cmd, &g, &exit_code] {
+    o->signal_lead_given = cmd->count("--signal-lead") > 0;
+    exit_code = Submit(*o, g);
+  });
 }
 
 nlohmann::json SlurmJobsJson(const std::string& db) {

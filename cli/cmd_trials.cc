@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/read_only_view.h"
 
 namespace ladder::cli {
 
@@ -16,6 +17,7 @@ void SetupTrials(CLI::App& app, GlobalOptions& g, int& exit_code) {
   cmd->add_option("SEARCH", opt->search_id, "search id")->required();
   cmd->add_option("--top", opt->top, "show only the best N (0: all)")->check(CLI::Range(0, 1 << 30));
   cmd->callback([opt, &g, &exit_code] {
+    const auto view = ServeDatabaseIfUnserved(g, "trials");  // no coordinator: its database, read-only
     Client client(g);
     v1::Search search;
     std::vector<v1::Trial> trials;

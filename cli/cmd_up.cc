@@ -2,6 +2,7 @@
 // coordinator of a Slurm job whose nodes each run a worker, which checkpoints and resubmits itself at the job's
 // time limit (cli/slurm_job.h).
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -70,11 +71,14 @@ std::string SlurmTls(LocalStackOptions& opt, const std::string& advertise) {
   return "";
 }
 
+// How long the workers' step has to register every node's worker.
+constexpr std::chrono::seconds kWorkersRegisterWithin{120};
+
 // Why `ladder up` stops.
 enum class StopCause { kSignal, kTimeLimit, kStepEnded, kSearchEnded };
 
 // ladder up --slurm: the workers are one Slurm step over the allocation's nodes; waits until every node's worker
-// is UP (or the step ended, or 120 s passed). Returns "" or what went wrong.
+// is UP (or the step ended, or kWorkersRegisterWithin passed). Returns "" or what went wrong.
 std::string StartSlurmWorkers(const GlobalOptions& g, const LocalStack& stack, const LocalStackOptions& opt,
                               const SlurmAllocation& alloc, const std::string& advertise, SlurmWorkers& workers) {
   namespace fs = std::filesystem;
@@ -89,7 +93,7 @@ std::string StartSlurmWorkers(const GlobalOptions& g, const LocalStack& stack, c
   local.tls = {};
   local.tls_dir = opt.tls_dir;
   Client client(local);
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  for (auto until = std::chrono::steady_clock::now() + kWorkersRegisterWithin;
        std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
     if (!workers.Running()) return "the workers' Slurm step ended (see " + log + ")";
     v1::ServerInfoResponse info;
@@ -99,7 +103,8 @@ std::string StartSlurmWorkers(const GlobalOptions& g, const LocalStack& stack, c
     for (const auto& w : info.workers()) up += w.state() == v1::WORKER_UP;
     if (up >= alloc.nodes.size()) return "";
   }
-  return "not every node's worker registered within 120 s (see " + log + ")";
+  return "not every node's worker registered within " + std::to_string(kWorkersRegisterWithin.count()) +
+         " s (see " + log + ")";
 }
 
 // --run SPEC: the search this database already holds for exactly this spec text (a resubmitted job resumes it),
@@ -190,23 +195,38 @@ struct StopFlag {
   int signal = 0;
 };
 
-// What `ladder up` prints once it serves.
-void PrintServing(const LocalStack& stack, const LocalStackOptions& opt, bool slurm) {
+// What `ladder up` prints once it serves. The admin token itself only on a terminal: a batch job's output file
+// (and any file stdout goes to) is kept, often readable by others, while DB.token is the owner's only (0600).
+void PrintServing(const LocalStack& stack, const LocalStackOptions& opt, bool slurm, bool run) {
   std::error_code ec;
+  const bool terminal = ::isatty(STDOUT_FILENO) == 1;
+  const std::string token_file = opt.db_path + ".token";
   // The CLI finds the token by itself only as ./ladder.db.token (ResolveToken), or through --db.
-  const bool found = std::filesystem::equivalent(opt.db_path + ".token", "ladder.db.token", ec);
+  const bool found = std::filesystem::equivalent(token_file, "ladder.db.token", ec);
+  const bool own_tls = opt.tls_dir.empty() || opt.tls_dir == opt.db_path + ".tls";  // found through --db
+  const std::string ladder_db = "ladder" + (stack.address() == "127.0.0.1:50051" ? "" : " --db " + opt.db_path) +
+                                (own_tls ? "" : " --tls-dir " + opt.tls_dir);
   std::cout << "ladder up: coordinator on " << stack.address() << ", database " << opt.db_path
             << (slurm ? "" : ", local worker registered") << "\n"
-            << (found ? "  token in " + opt.db_path + ".token (the CLI in this directory reads it)\n"
-                      : "  token in " + opt.db_path + ".token: ladder --db " + opt.db_path +
+            << (found ? "  token in " + token_file + " (the CLI in this directory reads it)\n"
+                      : "  token in " + token_file + ": ladder --db " + opt.db_path +
                             " ... finds this coordinator and its token\n")
-            << (opt.tls_dir.empty() ? "" : "  mutual TLS with the certificates in " + opt.tls_dir + "\n")
-            << "  try: ladder" << (stack.address() == "127.0.0.1:50051" ? "" : " --db " + opt.db_path)
-            << (opt.tls_dir.empty() || opt.tls_dir == opt.db_path + ".tls" ? "" : " --tls-dir " + opt.tls_dir)
-            << " search start data/demo.yaml --wait      Ctrl-C stops\n";
+            << (opt.tls_dir.empty() ? "" : "  mutual TLS with the certificates in " + opt.tls_dir + "\n");
+  if (slurm || run) {  // a job: nobody types at it; its results stay readable from the database after it ends
+    std::cout << "  follow it: " << ladder_db << " search list | watch ID | trials ID   (after the job too: "
+              << "read-only from the database)\n";
+    if (!run) std::cout << "  start a search: " << ladder_db << " search start SPEC\n";
+  } else {
+    std::cout << "  try: " << ladder_db << " search start data/demo.yaml --wait"
+              << (terminal ? "      Ctrl-C stops" : "") << "\n";
+  }
   if (!stack.dashboard_url().empty()) {
-    std::cout << "  web dashboard: " << stack.dashboard_url() << "login?token=" << stack.token()
-              << "   (from a laptop: ssh -L PORT:127.0.0.1:PORT this host)\n";
+    if (terminal) {
+      std::cout << "  web dashboard: " << stack.dashboard_url() << "login?token=" << stack.token();
+    } else {
+      std::cout << "  web dashboard: " << stack.dashboard_url() << " (log in with the token in " << token_file << ")";
+    }
+    std::cout << "   (from a laptop: ssh -L PORT:127.0.0.1:PORT this host)\n";
   }
   std::cout.flush();
 }
@@ -251,6 +271,7 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
       return kBadInput;
     }
     opt.local_worker = false;
+    opt.registration_window = kWorkersRegisterWithin;  // "no node up can hold it" only once they had their time
     if (cmd->count("--listen") == 0) opt.listen = "0.0.0.0:50051";  // the other nodes' workers connect to it
     if (up.advertise.empty()) up.advertise = worker::SlurmNodeAddress();
     if (up.advertise.empty()) up.advertise = ThisHostname();
@@ -303,7 +324,7 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     }
     const std::string port = stack.address().substr(stack.address().rfind(':') + 1);
     WriteFileAtomically(server_file, (alloc ? up.advertise + ":" + port : stack.address()) + "\n", 0644);
-    PrintServing(stack, opt, alloc.has_value());
+    PrintServing(stack, opt, alloc.has_value(), !up.run_spec.empty());
     GlobalOptions local = g;
     local.server = stack.local_address();
     local.token = stack.token();

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/read_only_view.h"
 #include "cli/watch_model.h"
 #include "cli/watch_stream.h"
 #include "cli/watch_tui.h"
@@ -19,6 +20,7 @@ struct WatchOptions {
   int64_t search_id = 0;
   bool plain = false;
   int tail = 20;
+  bool frozen = false;  // a read-only view of a database (read_only_view.h): nothing follows its snapshot
 };
 
 // --plain / --json: prints each event; with a search, stops once it has ended (exit 0). Ctrl-C: exit 130.
@@ -36,6 +38,7 @@ int FollowLines(const GlobalOptions& g, const WatchOptions& opt) {
     }
     std::cout.flush();
     model.Apply(ev);
+    if (opt.frozen && snapshot_done) return false;
     if (opt.search_id == 0 || !snapshot_done) return true;
     auto s = model.searches.find(opt.search_id);
     return s == model.searches.end() || s->second.state() == v1::SEARCH_RUNNING;  // an ended search: done
@@ -75,6 +78,9 @@ void SetupWatch(CLI::App& app, GlobalOptions& g, int& exit_code) {
       "/api/events sends it (protobuf's JSON mapping; fields at their default value are left out). With\n"
       "SEARCH_ID, --plain and --json end when the search has ended.");
   cmd->callback([opt, &g, &exit_code] {
+    // No coordinator: the database as it was left, read-only (an ended search's --plain prints it and ends).
+    const auto view = ServeDatabaseIfUnserved(g, "watch");
+    opt->frozen = view != nullptr;
     if (opt->search_id != 0) {  // a search that does not exist is an error, not an empty view
       Client client(g);
       v1::GetSearchRequest req;

@@ -181,8 +181,9 @@ void PrintSearchSummary(const v1::Search& s, std::ostream& out) {
       << s.cancelled() << " cancelled of " << s.max_trials() << " (" << s.parallelism() << " at a time)\n";
   if (!s.error().empty()) out << "  error: " << s.error() << "\n";
   if (s.best_trial_id() != 0) {
+    // A trial is named by its number in the search, as the leaderboard's "trial" column and `best configuration`.
     out << "  best " << s.objective_metric() << " = " << s.best_objective() << " (trial " << s.best_trial_number()
-        << ", id " << s.best_trial_id() << ")\n";
+        << ")\n";
   }
   if (s.priority() == v1::PRIORITY_HERO || s.priority() == v1::PRIORITY_PROMOTED) {
     out << "  priority: " << (s.priority() == v1::PRIORITY_HERO ? "hero" : "promoted") << "\n";
@@ -194,8 +195,9 @@ void PrintSearchSummary(const v1::Search& s, std::ostream& out) {
     } else {
       out << "  ensemble " << e.metric() << " = " << e.value() << " vs best single trial " << e.best_single_value()
           << " (trial "
-          << (e.has_best_single_trial_number() ? std::to_string(e.best_single_trial_number()) + ", id " : "id ")
-          << e.best_single_trial_id() << "), from " << e.candidates() << " candidates; members:";
+          << (e.has_best_single_trial_number() ? std::to_string(e.best_single_trial_number())
+                                               : "id " + std::to_string(e.best_single_trial_id()))
+          << "), from " << e.candidates() << " candidates; members:";
       for (const auto& m : e.members()) out << " trial " << m.trial_number() << " x" << m.weight();
       out << "\n";
     }

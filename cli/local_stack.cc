@@ -28,6 +28,7 @@ void LocalStack::Start() {
   so.token = token_;
   so.http_listen = opt_.http;
   so.insecure = opt_.insecure;
+  so.coordinator.registration_window = opt_.registration_window;
   if (!opt_.tls_dir.empty()) so.tls = {opt_.tls_dir + "/server.crt", opt_.tls_dir + "/server.key", opt_.tls_dir + "/ca.crt"};
   // The database failed: the coordinator has stopped, and so must the command that embeds it (ladder up, demo).
   so.coordinator.on_fatal = [](const std::string& what) {

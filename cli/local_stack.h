@@ -1,6 +1,7 @@
 #pragma once
 // LocalStack: the embedded default — a coordinator and one worker in this process on 127.0.0.1, with the
 // database in a local file. Used by `ladder up` (foreground) and `ladder demo` (when no coordinator runs).
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,8 @@ struct LocalStackOptions {
   // certificates DIR/ca.crt signed (mutual TLS); the local worker presents DIR/worker.crt. Empty: plaintext.
   std::string tls_dir;
   bool insecure = false;                // plaintext on a non-loopback address (refused otherwise)
+  // CoordinatorOptions::registration_window (0: one lease): ladder up --slurm, the wait for its step's workers.
+  std::chrono::milliseconds registration_window{0};
 };
 
 class LocalStack {

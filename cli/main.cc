@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "common/address.h"
 #include "common/log.h"
+#include "common/token.h"
 
 int main(int argc, char** argv) {
   ladder::SetLogLevelFromEnv();
@@ -19,7 +20,21 @@ int main(int argc, char** argv) {
       ->check([](const std::string& v) { return ladder::HostPortError(v); })
       ->each([&g](const std::string&) { g.server_given = true; })
       ->capture_default_str();
-  app.add_option("--token", g.token, "access token (or LADDER_TOKEN; default: <--db>.token, ./ladder.db.token)");
+  auto* token = app.add_option("--token", g.token,
+                               "access token (or LADDER_TOKEN; default: <--db>.token, ./ladder.db.token); visible to "
+                               "other users in the process list: prefer --token-file");
+  app.add_option("--token-file", g.token_file,
+                 "file holding the access token (as ladder-worker's --token-file): <db>.token, or a token from "
+                 "`ladder tokens create`")
+      ->check([](const std::string& path) -> std::string {
+        try {
+          if (!ladder::ReadTokenFile(path)) return "--token-file " + path + ": no such file";
+        } catch (const std::exception& e) {
+          return std::string("--token-file: ") + e.what();
+        }
+        return "";
+      })
+      ->excludes(token);
   app.add_option("--db", g.db,
                  "talk to the coordinator serving this database: its address from DB.server (written by ladder up, "
                  "e.g. inside a Slurm job), its token from DB.token; `search list` also shows DB's Slurm jobs");
@@ -44,8 +59,8 @@ int main(int argc, char** argv) {
   // The first word that is not an option (nor an option's value) must name a command.
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--server" || a == "--token" || a == "--db" || a == "--tls-ca" || a == "--tls-cert" ||
-        a == "--tls-key" || a == "--tls-dir") {
+    if (a == "--server" || a == "--token" || a == "--token-file" || a == "--db" || a == "--tls-ca" ||
+        a == "--tls-cert" || a == "--tls-key" || a == "--tls-dir") {
       ++i;
       continue;
     }

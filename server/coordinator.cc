@@ -58,6 +58,13 @@ void Coordinator::Start() {
   searches_.Load();
   nodes_.Load();
   trials_.Load(Clock::now() + opt_.heartbeat_timeout);
+  if (read_only()) {
+    searches_.Recover();  // the best trials, as the dashboards show them; nothing is placed, nothing is written
+    LogInfo(kLog, "serving " + store_.path() + " read-only: " + std::to_string(searches_.Ids().size()) +
+                      " searches and " + std::to_string(trials_.count()) + " trials");
+    stopped_ = true;  // no tick, no scheduling pass
+    return;
+  }
   trials_.AttachToScheduler();
   searches_.Recover();
   hub_.Record("coordinator_started", 0, 0, "");
@@ -116,6 +123,7 @@ void Coordinator::Tick() {
   nodes_.CheckLeases(now);
   trials_.CheckWatchdog(now);
   trials_.CheckReattachDeadlines(now);
+  trials_.WarnInfeasibleAfterRegistration(now);
   if (sched_.queued() > 0) RequestSchedule();  // aging, and reservations coming due
 }
 

@@ -45,8 +45,13 @@ class Coordinator {
   Coordinator(boost::asio::io_context& loop, store::Store& store, CoordinatorOptions options = {});
   ~Coordinator();
 
-  // Loads state from the store and starts the timers.
+  // Loads state from the store and starts the timers. Over a read-only store (Store::read_only: ladder-server
+  // --read-only, the CLI reading a database no coordinator serves) it only loads: no timer, no scheduling pass, no
+  // journal entry; the read calls answer from what was stored, every call that would change state is refused
+  // (ReadOnlyRefusal) and no worker is accepted (grpc_services.cc).
   void Start();
+  bool read_only() const { return store_.read_only(); }
+  const std::string& db_path() const { return store_.path(); }
   // Cancels the timers and flushes the store; workers' streams are closed by the gRPC server.
   void Stop();
   // The database failed (a store write or commit threw SqliteError): drops the open batch and stops acting —
@@ -109,5 +114,8 @@ class Coordinator {
   bool schedule_posted_ = false;
   double started_unix_ = 0;
 };
+
+// FAILED_PRECONDITION for `call` (a call that would change state) on a read-only coordinator of `db_path`.
+grpc::Status ReadOnlyRefusal(const std::string& call, const std::string& db_path);
 
 }  // namespace ladder::server

@@ -64,6 +64,13 @@ struct CoordinatorOptions {
   // modulo span. Two coordinators whose trials may share a node need disjoint ranges.
   int rendezvous_port_base = 29500;
   int rendezvous_port_span = 20000;
+  // How long after the start workers are expected to be registering (a restarted coordinator's, a Slurm job's
+  // step): a search whose trials no node up can hold is said only after it (TrialManager). 0: one lease
+  // (heartbeat_timeout, the re-attach window); ladder up --slurm: its wait for the step's workers.
+  std::chrono::milliseconds registration_window{0};
+  std::chrono::milliseconds RegistrationWindow() const {
+    return registration_window.count() > 0 ? registration_window : heartbeat_timeout;
+  }
   int quarantine_after = kDefaultQuarantineAfter;  // node failures within the window that quarantine it
   std::chrono::seconds quarantine_window = kDefaultQuarantineWindow;
   // Root of the per-trial checkpoint directories (ROOT/search-S/trial-T, on storage every node sees);

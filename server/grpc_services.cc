@@ -393,12 +393,16 @@ grpc::ServerWriteReactor<v1::Event>* LadderService::Watch(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* LadderService::CreateToken(grpc::CallbackServerContext* ctx,
                                                      const v1::CreateTokenRequest* req,
                                                      v1::CreateTokenResponse* resp) {
-  return OnLoop(ctx, "CreateToken", Need::kWrite, [this, req, resp] { return tokens_.Create(*req, resp); });
+  return OnLoop(ctx, "CreateToken", Need::kWrite, [this, req, resp] {
+    return coord_.read_only() ? ReadOnlyRefusal("CreateToken", coord_.db_path()) : tokens_.Create(*req, resp);
+  });
 }
 grpc::ServerUnaryReactor* LadderService::RevokeToken(grpc::CallbackServerContext* ctx,
                                                      const v1::RevokeTokenRequest* req,
                                                      v1::RevokeTokenResponse* resp) {
-  return OnLoop(ctx, "RevokeToken", Need::kWrite, [this, req, resp] { return tokens_.Revoke(*req, resp); });
+  return OnLoop(ctx, "RevokeToken", Need::kWrite, [this, req, resp] {
+    return coord_.read_only() ? ReadOnlyRefusal("RevokeToken", coord_.db_path()) : tokens_.Revoke(*req, resp);
+  });
 }
 grpc::ServerUnaryReactor* LadderService::ListTokens(grpc::CallbackServerContext* ctx,
                                                     const v1::ListTokensRequest* req, v1::ListTokensResponse* resp) {
@@ -414,6 +418,10 @@ grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* WorkerServic
                                                 "worker token from `ladder tokens create --role worker`), or set "
                                                 "LADDER_TOKEN")
                                  : Refusal(a, "Connect"));
+  }
+  if (coord_.read_only()) {  // a worker's registration is a write, and this coordinator runs no trial
+    return new RefusedStream(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                          ReadOnlyRefusal("a worker's Connect", coord_.db_path()).error_message()));
   }
   return new WorkerReactor(loop_, coord_);
 }

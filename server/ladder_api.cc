@@ -8,7 +8,16 @@
 
 namespace ladder::server {
 
+grpc::Status ReadOnlyRefusal(const std::string& call, const std::string& db_path) {
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      call + " refused: this coordinator serves " + db_path + " read-only (ladder-server "
+                      "--read-only, or the CLI reading a database no coordinator serves); it changes nothing, runs no "
+                      "trial and accepts no worker. Start the coordinator of that database (ladder up, ladder-server "
+                      "--db) to change it");
+}
+
 grpc::Status Coordinator::CreateSearch(const v1::CreateSearchRequest& req, v1::CreateSearchResponse* resp) {
+  if (read_only()) return ReadOnlyRefusal("CreateSearch", store_.path());
   return searches_.Create(req, resp->mutable_search());
 }
 
@@ -31,6 +40,7 @@ grpc::Status Coordinator::GetSearch(const v1::GetSearchRequest& req, v1::GetSear
 }
 
 grpc::Status Coordinator::CancelSearch(const v1::CancelSearchRequest& req, v1::CancelSearchResponse* resp) {
+  if (read_only()) return ReadOnlyRefusal("CancelSearch", store_.path());
   return searches_.Cancel(req.search_id(), resp->mutable_search());
 }
 
@@ -83,6 +93,7 @@ grpc::Status Coordinator::ServerInfo(const v1::ServerInfoRequest&, v1::ServerInf
 }
 
 grpc::Status Coordinator::ReleaseNode(const v1::ReleaseNodeRequest& req, v1::ReleaseNodeResponse* resp) {
+  if (read_only()) return ReadOnlyRefusal("ReleaseNode", store_.path());
   grpc::Status st = nodes_.Release(req.node_id(), resp->mutable_worker());
   if (!st.ok()) return st;
   outbox_.Commit();
@@ -95,7 +106,7 @@ int64_t Coordinator::AddWatcher(const v1::WatchRequest& req, EventSink sink) {
   const int64_t search_id = req.search_id();
   // What the batch holds is committed first: the snapshot's journal then holds only committed entries, and the
   // entries waiting for this commit reach the other watchers, not this one twice.
-  if (!outbox_.failed()) {
+  if (!outbox_.failed() && !read_only()) {
     try {
       outbox_.Commit();
     } catch (const store::SqliteError& e) {

@@ -34,6 +34,11 @@ void AddFlags(CLI::App* app, Flags* f) {
   app->add_option("--token-file", f->token_file,
                   "file holding the access token (created when absent); default <db>.token");
   app->add_flag("--no-token", f->no_token, "accept state-changing calls without a token (only on a trusted host)");
+  app->add_flag("--read-only", f->opt.read_only,
+                "serve the database read-only (e.g. a finished Slurm job's results, from a login node): the read "
+                "calls and the dashboard answer from it; every call that would change state is refused, no worker "
+                "is accepted, no trial runs, and nothing next to the database is written or locked (the token is "
+                "read from --token-file, never created)");
   app->add_option("--heartbeat-timeout-ms", f->heartbeat_timeout_ms,
                   "worker lease: a worker silent this long is down")
       ->check(CLI::Range(100, 3600000))
@@ -153,7 +158,17 @@ int Serve(Flags& f) {
   std::error_code ec;
   const bool token_existed = f.no_token || std::filesystem::exists(token_path, ec);
   try {
-    if (!f.no_token) f.opt.token = ladder::EnsureTokenFile(token_path);
+    if (!f.no_token && f.opt.read_only) {
+      auto token = ladder::ReadTokenFile(token_path);
+      if (!token) {
+        throw std::runtime_error("--read-only: no token file " + token_path + " (the coordinator that served the "
+                                 "database made it; a read-only server writes nothing): pass --token-file FILE, or "
+                                 "--no-token to serve the reads to anyone who reaches " + f.opt.listen);
+      }
+      f.opt.token = *token;
+    } else if (!f.no_token) {
+      f.opt.token = ladder::EnsureTokenFile(token_path);
+    }
     ladder::server::Server server(f.opt);
     try {
       server.Start();
@@ -161,9 +176,9 @@ int Serve(Flags& f) {
       if (!token_existed) std::filesystem::remove(token_path, ec);  // a failed start leaves no new files
       throw;
     }
-    std::printf("ladder-server listening on %s%s (database %s)\n", server.address().c_str(),
+    std::printf("ladder-server listening on %s%s (database %s%s)\n", server.address().c_str(),
                 f.opt.tls.cert.empty() ? "" : f.opt.tls.ca.empty() ? " with TLS" : " with mutual TLS",
-                f.opt.db_path.c_str());
+                f.opt.db_path.c_str(), f.opt.read_only ? ", read-only" : "");
     if (!server.dashboard_url().empty()) {
       std::printf("web dashboard: %s (log in with the token in %s)\n", server.dashboard_url().c_str(),
                   token_path.c_str());

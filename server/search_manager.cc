@@ -39,13 +39,17 @@ std::string SearchManager::Prepare(SearchRecord& s) {
   s.sampler = search::MakeSampler(s.spec);
   s.trial_sched = search::MakeTrialScheduler(s.spec);
   SetRungs(s);
+  SetGroupFromSpec(s);
+  return s.band.Load(s.proto.plan_json());
+}
+
+void SearchManager::SetGroupFromSpec(SearchRecord& s) {
   switch (s.spec.group.launcher) {
     case search::Launcher::kMpirun: s.proto.mutable_group()->set_launcher(v1::LAUNCHER_MPIRUN); break;
     case search::Launcher::kSrun: s.proto.mutable_group()->set_launcher(v1::LAUNCHER_SRUN); break;
     default: s.proto.mutable_group()->set_launcher(v1::LAUNCHER_PER_NODE); break;
   }
   s.proto.mutable_group()->set_pool(s.spec.group.pool);
-  return s.band.Load(s.proto.plan_json());
 }
 
 // ------------------------------------------------------------------------------------------------------------
@@ -62,7 +66,7 @@ void SearchManager::Load() {
         // The spec was valid when accepted; a newer parser may disagree. Fail it visibly, don't guess.
         s.proto.set_state(v1::SEARCH_FAILED);
         s.proto.set_error("stored spec no longer parses: " + parsed.errors.front().ToString());
-        store_.UpdateSearch(s.proto);
+        if (!store_.read_only()) store_.UpdateSearch(s.proto);
       } else {
         s.spec = std::move(*parsed.spec);
         if (std::string err = Prepare(s); !err.empty()) {
@@ -72,6 +76,7 @@ void SearchManager::Load() {
     } else if (auto parsed = search::ParseSpec(s.proto.spec_yaml(), s.proto.name()); parsed.ok()) {
       s.spec = std::move(*parsed.spec);  // an ended search: only what the dashboards show of it
       SetRungs(s);
+      SetGroupFromSpec(s);  // its launcher and pool are not stored: the spec says them
     }
     int64_t id = s.proto.id();
     searches_.emplace(id, std::move(s));

@@ -92,6 +92,8 @@ class SearchManager : public TrialManager::Owner {
 
   // The spec's sampler, trial scheduler, launcher and plan (a plan error is returned, naming the problem).
   static std::string Prepare(SearchRecord& s);
+  // The group's launcher and pool, from the spec (they are not stored; an ended search has them too).
+  static void SetGroupFromSpec(SearchRecord& s);
   // Copies the trial counts into the record.
   void RefreshCounts(SearchRecord& s);
   // Tells watchers (with fresh counts).

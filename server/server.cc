@@ -73,15 +73,16 @@ void Server::Start() {
     }
   }
   if (std::string err = TlsFilesError(opt_.tls, /*server=*/true); !err.empty()) throw std::runtime_error(err);
-  lock_.Acquire(opt_.db_path);
+  if (!opt_.read_only) lock_.Acquire(opt_.db_path);
   // A start that fails leaves no database behind that it created.
   auto remove_created = [this] {
-    if (!lock_.created()) return;
+    if (opt_.read_only || !lock_.created()) return;
     std::error_code ec;
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(opt_.db_path + suffix, ec);
   };
   try {
-    store_ = std::make_unique<store::Store>(opt_.db_path);
+    store_ = std::make_unique<store::Store>(opt_.db_path, opt_.read_only ? store::OpenMode::kReadOnly
+                                                                          : store::OpenMode::kReadWrite);
   } catch (const std::exception& e) {
     store_.reset();
     remove_created();
@@ -147,7 +148,8 @@ void Server::Start() {
     }
     LogInfo("server", "web dashboard on " + http_->url());
   }
-  LogInfo("server", "listening on " + address() + ", database " + opt_.db_path);
+  LogInfo("server",
+          "listening on " + address() + ", database " + opt_.db_path + (opt_.read_only ? " (read-only)" : ""));
 }
 
 std::string Server::dashboard_url() const { return http_ ? http_->url() : ""; }

@@ -53,6 +53,10 @@ struct ServerOptions {
   TlsFiles tls;             // cert + key: serve TLS (gRPC and the dashboard); + ca: mutual TLS on gRPC
   bool insecure = false;    // allow plaintext on a non-loopback address (else Start refuses it)
   std::string http_listen;  // host:port of the web dashboard (HttpServer); empty: none
+  // Serve the database read-only (ladder-server --read-only): opened as store::OpenMode::kReadOnly, never locked
+  // (a coordinator may serve it meanwhile, or start later), never created, never written; the read calls and the
+  // dashboard answer from it, the calls that change state and every worker are refused (Coordinator::Start).
+  bool read_only = false;
   size_t http_max_queued_bytes = 8 * 1024 * 1024;  // per event-stream client of the dashboard
   CoordinatorOptions coordinator;
 };

@@ -175,6 +175,10 @@ class TrialManager : public NodeManager::Listener {
   // The periodic checks: trials silent for trial.progress_timeout; trials no worker re-attached after a restart.
   void CheckWatchdog(Clock::time_point now);
   void CheckReattachDeadlines(Clock::time_point now);
+  // A search whose trials no node up could hold when they were queued within the registration window after the
+  // start (CoordinatorOptions::registration_window: workers were still registering) is said once the window has
+  // passed, if a trial of it still waits and still cannot be held (trial_recovery.cc).
+  void WarnInfeasibleAfterRegistration(Clock::time_point now);
 
   // --- what searches decide ------------------------------------------------------------------------------
   // The trial scheduler stopped it: it COMPLETES with its value once its members have stopped.
@@ -287,6 +291,9 @@ class TrialManager : public NodeManager::Listener {
   int64_t next_assignment_epoch_ = 1;
   std::set<int64_t> progress_dirty_;  // trials whose metric count/ignored lines changed since the last commit
   std::set<int64_t> infeasible_logged_;  // searches warned once that no set of nodes can hold their group now
+  std::map<int64_t, int64_t> infeasible_deferred_;  // search -> a trial queued within the registration window
+  // Says once per search that no set of nodes can hold `req`'s group now (or defers it, in the window).
+  void WarnIfInfeasible(const scheduler::GroupRequest& req, int64_t search_id, int64_t trial_id);
   // The start window: trial -> (assignment epoch, when its start was decided) until a worker's TrialStarted or
   // metric report for that epoch, the run's end, or kStartHeardWithin. window_full_: the last pass stopped at it
   // with trials left queued, so hearing of starts asks for the next pass (at half the window).

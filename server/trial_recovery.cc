@@ -1,6 +1,8 @@
 // TrialManager: after a coordinator restart — the stored trials come back, running ones wait one lease for their
-// workers to re-attach them, and the scheduler takes back every group where it runs.
+// workers to re-attach them, and the scheduler takes back every group where it runs; a search that no node up can
+// hold is said only once the workers have had their registration window.
 #include <algorithm>
+#include <utility>
 
 #include "common/log.h"
 #include "server/params_codec.h"
@@ -129,6 +131,27 @@ void TrialManager::AttachToScheduler() {
         LogWarning(kLog, "trial " + std::to_string(id) + ": cannot re-attach its node group: " + st.message());
       }
     }
+  }
+}
+
+void TrialManager::WarnIfInfeasible(const scheduler::GroupRequest& req, int64_t search_id, int64_t trial_id) {
+  if (infeasible_logged_.count(search_id)) return;
+  if (Clock::now() < sched_epoch_ + opt_.RegistrationWindow()) {  // its nodes may be registering still
+    infeasible_deferred_.try_emplace(search_id, trial_id);
+    return;
+  }
+  if (auto f = sched_.Feasible(req); !f.ok()) {
+    infeasible_logged_.insert(search_id);
+    LogWarning(kLog, "search " + std::to_string(search_id) + ": its trials wait: " + f.message());
+  }
+}
+
+void TrialManager::WarnInfeasibleAfterRegistration(Clock::time_point now) {
+  if (infeasible_deferred_.empty() || now < sched_epoch_ + opt_.RegistrationWindow()) return;
+  for (const auto& [sid, tid] : std::exchange(infeasible_deferred_, {})) {
+    auto it = trials_.find(tid);
+    if (it == trials_.end() || it->second.sched != TrialRecord::Sched::kQueued) continue;  // it started, or ended
+    WarnIfInfeasible(GroupRequestFor(it->second), sid, tid);
   }
 }
 

@@ -262,13 +262,7 @@ void TrialManager::Submit(int64_t trial_id) {
     return;
   }
   t.sched = TrialRecord::Sched::kQueued;
-  const int64_t sid = t.proto.search_id();
-  if (!infeasible_logged_.count(sid)) {
-    if (auto f = sched_.Feasible(req); !f.ok()) {
-      infeasible_logged_.insert(sid);
-      LogWarning(kLog, "search " + std::to_string(sid) + ": its trials wait: " + f.message());
-    }
-  }
+  WarnIfInfeasible(req, t.proto.search_id(), trial_id);
 }
 
 void TrialManager::RunScheduler() {

@@ -417,8 +417,8 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     if (metric.empty()) return SendError(http::status::bad_request, "curves: ?metric=NAME is required", keep);
     try {
       if (!impl_->reader) {
-        impl_->reader = std::make_unique<store::Db>(impl_->opt.db_path, /*quick_check=*/false);
-        impl_->reader->Exec("PRAGMA query_only=1");
+        impl_->reader =
+            std::make_unique<store::Db>(impl_->opt.db_path, /*quick_check=*/false, store::OpenMode::kReadOnly);
       }
       SendJson(CurvesJson(*impl_->reader, search_id, metric, per_trial, marks), keep);
     } catch (const std::exception& e) {

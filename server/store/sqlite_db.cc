@@ -1,5 +1,8 @@
 #include "server/store/sqlite_db.h"
 
+#include <cstdio>
+#include <filesystem>
+
 namespace ladder::store {
 
 static void Check(sqlite3* db, int rc, std::string_view what) {
@@ -53,7 +56,57 @@ std::string Statement::Text(int col) const {
   return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, col)) : std::string();
 }
 
-Db::Db(const std::string& path, bool quick_check) {
+namespace {
+
+// `path` as a URI filename (https://sqlite.org/uri.html): the characters a URI gives meaning to, escaped.
+std::string UriPath(const std::string& path) {
+  std::string out = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void Db::OpenReadOnly(const std::string& path) {
+  read_only_ = true;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw SqliteError("no database at '" + path + "'");
+  const bool wal = std::filesystem::exists(path + "-wal", ec);
+  const std::string uri = UriPath(path) + (wal ? "?mode=ro" : "?mode=ro&immutable=1");
+  int rc = sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+  try {
+    if (rc != SQLITE_OK) throw SqliteError(db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+    sqlite3_busy_timeout(db_, 5000);
+    sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    Exec("PRAGMA query_only=1");
+    Statement probe(db_, "SELECT COUNT(*) FROM sqlite_master");  // the first read: the header, the WAL index
+    probe.Step();
+  } catch (const SqliteError& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    std::string msg = "cannot read database '" + path + "' (read-only): " + e.what();
+    if (wal) {
+      msg += "; " + path + "-wal holds commits a read needs, and reading them takes " + path +
+             "-shm, which cannot be created here (is its directory read-only?): copy the database with its -wal "
+             "to a writable directory, or open it once read-write (ladder-server --db) to checkpoint it";
+    }
+    throw SqliteError(msg);
+  }
+}
+
+Db::Db(const std::string& path, bool quick_check, OpenMode mode) {
+  if (mode == OpenMode::kReadOnly) {  // no quick_check: a reader that opens it only to read it once
+    OpenReadOnly(path);
+    return;
+  }
   int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                            nullptr);
   if (rc != SQLITE_OK) {

@@ -47,11 +47,21 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// How a Db opens its file.
+enum class OpenMode {
+  kReadWrite,  // created if needed, WAL, synchronous=FULL
+  // Reading only, never changing the file, its -wal or its directory: with no -wal beside it (the last writer
+  // closed and checkpointed), immutable (no locks, no -shm, works on a read-only file and directory); with a -wal
+  // (a writer runs, or one stopped without its checkpoint) an ordinary read-only connection, which reads the WAL's
+  // commits (it needs the -shm, or a directory where it can create one) and never checkpoints. PRAGMA query_only.
+  kReadOnly,
+};
+
 class Db {
  public:
-  // Opens (creating if needed) the file in WAL mode and, unless told not to, runs PRAGMA quick_check (a scan of
-  // the whole file: seconds for a large database).
-  explicit Db(const std::string& path, bool quick_check = true);
+  // Opens the file (kReadWrite: creating it if needed, in WAL mode) and, unless told not to, runs PRAGMA
+  // quick_check (a scan of the whole file: seconds for a large database).
+  explicit Db(const std::string& path, bool quick_check = true, OpenMode mode = OpenMode::kReadWrite);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
@@ -62,9 +72,13 @@ class Db {
   int64_t LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
   bool InTransaction() const { return !sqlite3_get_autocommit(db_); }
   sqlite3* handle() const { return db_; }
+  bool read_only() const { return read_only_; }
 
  private:
+  void OpenReadOnly(const std::string& path);
+
   sqlite3* db_ = nullptr;
+  bool read_only_ = false;
   std::unordered_map<std::string, std::unique_ptr<Statement>> cache_;
 };
 

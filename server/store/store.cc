@@ -45,7 +45,11 @@ std::string CommandJson(const v1::Trial& t) {
 
 }  // namespace
 
-Store::Store(const std::string& path) : path_(path), db_(path, /*quick_check=*/false) {
+Store::Store(const std::string& path, OpenMode mode) : path_(path), db_(path, /*quick_check=*/false, mode) {
+  if (mode == OpenMode::kReadOnly) {
+    CheckSchemaReadable();
+    return;
+  }
   Migrate();
   check_thread_ = std::thread([this] { CheckIntegrity(); });
 }
@@ -124,7 +128,21 @@ void Store::Migrate() {
   txn.Commit();
 }
 
+void Store::CheckSchemaReadable() {
+  const int version = SchemaVersion(), current = static_cast<int>(Migrations().size());
+  if (version == current) return;
+  if (version > current) {
+    throw SqliteError("database '" + path_ + "' has schema version " + std::to_string(version) +
+                      ", newer than this ladder understands (" + std::to_string(current) + "); upgrade ladder");
+  }
+  throw SqliteError("database '" + path_ + "' has schema version " + std::to_string(version) + ", older than this "
+                    "ladder's " + std::to_string(current) + ": reading it needs a migration, which a read-only open "
+                    "never writes; open it once read-write (ladder-server --db) to migrate it, or read it with the "
+                    "ladder that wrote it");
+}
+
 void Store::BeginIfNeeded() {
+  if (db_.read_only()) throw SqliteError("database '" + path_ + "' is open read-only: no write");
   if (!db_.InTransaction()) {
     if (pending_writes_ > 0) {  // SQLite rolled the batch back after an error: do not start a second half
       const size_t lost = pending_writes_;

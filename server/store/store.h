@@ -30,8 +30,13 @@ namespace v1 = ::ladder::v1;
 
 class Store {
  public:
-  explicit Store(const std::string& path);
+  // kReadWrite: the coordinator's store (migrations, the background quick_check, batched writes).
+  // kReadOnly (ladder-server --read-only, the CLI reading a database no coordinator serves): opened as
+  // OpenMode::kReadOnly (sqlite_db.h) — no migration (a database of an older schema is refused, naming both
+  // versions), no quick_check, no write: every write method throws SqliteError before it touches the file.
+  explicit Store(const std::string& path, OpenMode mode = OpenMode::kReadWrite);
   ~Store();
+  bool read_only() const { return db_.read_only(); }
 
   // Waits for the background quick_check; its finding, or nullopt when the database is sound.
   std::optional<std::string> IntegrityProblem();
@@ -112,6 +117,7 @@ class Store {
  private:
   void BeginIfNeeded();
   void Migrate();
+  void CheckSchemaReadable();
   void InsertParams(const v1::Trial& trial);
 
   void CheckIntegrity();

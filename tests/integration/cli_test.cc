@@ -68,6 +68,15 @@ TEST(Cli, ValidateReportsFieldLineAndExitCode2) {
   auto ok = testing::RunCommand({Bin("ladder"), "search", "validate", Source("data/demo.yaml")}, dir);
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("ok"), std::string::npos);
+  EXPECT_NE(ok.out.find("; each trial on 1 node x 1 rank, launcher per_node"), std::string::npos) << ok.out;
+  {
+    std::ofstream(dir / "srun.yaml") << "name: x\nobjective: {metric: acc, mode: max}\nbudget: {max_trials: 2}\n"
+                                        "resources: {nodes: 2, ranks_per_node: 4, gpus_per_rank: 1, launcher: srun}\n"
+                                        "command: [/bin/true]\nspace:\n  lr: {type: float, low: 0.01, high: 0.1}\n";
+  }
+  auto srun = testing::RunCommand({Bin("ladder"), "search", "validate", "srun.yaml"}, dir);
+  EXPECT_NE(srun.out.find("each trial on 2 nodes x 4 ranks (1 GPU each), launcher srun"), std::string::npos)
+      << srun.out << srun.err;
   {
     std::ofstream(dir / "bad.yaml") << "name: x\nobjective: {metric: acc, mode: max}\nbudget:\n  max_trials: eight\n"
                                        "  paralellism: 2\ncommand: [ladder-train]\nspace:\n"
@@ -112,6 +121,7 @@ TEST(Cli, ConflictingOrOutOfRangeOptionsAreUsageErrors) {
       {{"promote", "5", "--budget", "-1"}, "-1 is not a positive number of examples"},
       {{"promote", "5", "--budget", "1e999"}, "is not a positive number of examples"},
       {{"trials", "1", "--top", "-3"}, "not in range"},
+      {{"--token-file", "nope.token", "search", "list"}, "--token-file nope.token: no such file"},
   };
   for (const auto& [args, says] : cases) {
     std::vector<std::string> cmd = {Bin("ladder"), "--server", "127.0.0.1:1"};
@@ -163,7 +173,8 @@ TEST(Cli, DemoRunsASmallSearchWithTheRealTrainerAndStoresIt) {
     ASSERT_NE(at, std::string::npos) << r.out;
     const auto open = r.out.find("(trial ", at);
     ASSERT_NE(open, std::string::npos) << r.out;
-    const std::string number = r.out.substr(open + 7, r.out.find(',', open) - open - 7);
+    const std::string number = r.out.substr(open + 7, r.out.find(')', open) - open - 7);
+    EXPECT_EQ(number.find_first_not_of("0123456789"), std::string::npos) << "the number alone, no id: " << number;
     EXPECT_NE(r.out.find("best configuration (trial " + number + ","), std::string::npos) << r.out;
   }
   sqlite3* db = nullptr;
@@ -288,6 +299,32 @@ TEST(Cli, TrainerChecksItsOutputPathsBeforeTraining) {
   EXPECT_TRUE(std::filesystem::exists(dir / "new/dir/ck"));
   EXPECT_TRUE(std::filesystem::exists(dir / "other/p.csv"));
   EXPECT_EQ(ok.err.find("Exception raised from"), std::string::npos) << ok.err;
+}
+
+// `ladder up` whose output is kept (a batch job's output file, a pipe, any stdout that is not a terminal) says where
+// the admin token is, never the token: the file is the owner's only (0600), an output file often is not.
+TEST(Cli, LadderUpWhoseOutputIsKeptSaysWhereTheTokenIsNotTheToken) {
+  testing::TempDir dir("cli-up-token");
+  const auto db = (dir / "up.db").string();
+  testing::Child up;
+  ASSERT_NO_FATAL_FAILURE(testing::Spawn(
+      &up, {Bin("ladder"), "up", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--db", db, "--slots", "1"},
+      true));
+  std::string out;
+  char line[1024] = {};
+  while (fgets(line, sizeof line, up.out)) {
+    out += line;
+    if (std::string(line).find("web dashboard") != std::string::npos) break;
+  }
+  up.Kill(SIGTERM);
+  std::string token;
+  std::getline(std::ifstream(db + ".token"), token);
+  ASSERT_EQ(token.size(), 64u);
+  EXPECT_NE(out.find("web dashboard: http://127.0.0.1:"), std::string::npos) << out;
+  EXPECT_NE(out.find("(log in with the token in " + db + ".token)"), std::string::npos) << out;
+  EXPECT_EQ(out.find(token), std::string::npos) << "the admin token in a kept output:\n" << out;
+  EXPECT_EQ(out.find("login?token="), std::string::npos) << out;
+  EXPECT_EQ(out.find("Ctrl-C"), std::string::npos) << "no one types at a kept output:\n" << out;
 }
 
 // Ctrl-C while `ladder search start --wait` follows a search: the CLI says the search goes on and exits 130 (it

@@ -72,6 +72,41 @@ TEST(SlurmSubmit, DryRunPrintsTheBatchScriptAndWritesNothing) {
   EXPECT_NE(bad.err.find("bad.yaml"), std::string::npos) << bad.err;
 }
 
+// A time limit the default warning does not fit in: Slurm runs 0:01:30 as 2:00 (whole minutes, rounded up), and
+// the default 120 s warning would come at the job's start; the lead is halved, and both are said. An explicit lead
+// that does not fit, or a --time Slurm does not read, is refused before anything is written.
+TEST(SlurmSubmit, ATimeLimitShorterThanItsWarningIsShortenedOrRefusedSayingWhy) {
+  testing::TempDir dir("submit-time");
+  std::ofstream(dir / "spec.yaml") << ResumableSpec();
+  auto submit = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {testing::BinDir() + "/ladder", "--db", (dir / "runs.db").string(), "search",
+                                     "submit", "spec.yaml", "--nodes", "1", "--dry-run"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::RunCommand(args, dir);
+  };
+  auto shortened = submit({"--time", "0:01:30"});
+  ASSERT_EQ(shortened.exit_code, 0) << shortened.err;
+  EXPECT_NE(shortened.out.find("#SBATCH --signal=B:USR1@60\n"), std::string::npos) << shortened.out;
+  EXPECT_NE(shortened.err.find("Slurm rounds time limits up to whole minutes: --time 0:01:30 runs for 0:02:00"),
+            std::string::npos)
+      << shortened.err;
+  EXPECT_NE(shortened.err.find("the warning comes 60 s before the end instead"), std::string::npos) << shortened.err;
+  auto refused = submit({"--time", "0:01:30", "--signal-lead", "120"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_NE(refused.err.find("--signal-lead 120: a warning 120 s before the end of a job of 0:02:00 would come at "
+                             "its start"),
+            std::string::npos)
+      << refused.err;
+  auto garbled = submit({"--time", "1:2:3:4"});
+  EXPECT_EQ(garbled.exit_code, 2);
+  EXPECT_NE(garbled.err.find("--time '1:2:3:4' is not a Slurm time limit"), std::string::npos) << garbled.err;
+  auto fits = submit({"--time", "10"});
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_NE(fits.out.find("#SBATCH --signal=B:USR1@120\n"), std::string::npos) << fits.out;
+  EXPECT_EQ(fits.err, "") << "nothing to say about a 10-minute job";
+  EXPECT_FALSE(std::filesystem::exists(dir / "ladder-jobs")) << "--dry-run writes nothing";
+}
+
 // The records of <db>.jobs, in order.
 std::vector<nlohmann::json> JobRecords(const std::filesystem::path& db) {
   std::vector<nlohmann::json> out;
@@ -108,6 +143,15 @@ TEST_F(SlurmTest, ASubmittedSearchCheckpointsAtItsTimeLimitAndResumesInItsResubm
       << outputs;
   EXPECT_NE(outputs.find("resuming search 1 'resumable'"), std::string::npos) << outputs;
   EXPECT_NE(outputs.find("search 1 ended (completed)"), std::string::npos) << outputs;
+  // The job's output file is kept (0644 on a shared filesystem): where the admin token is, never the token; no
+  // Ctrl-C advice nobody can follow; no "0 such node(s) up" from a resumed job before its workers registered.
+  std::string token;
+  std::getline(std::ifstream(db.string() + ".token"), token);
+  ASSERT_EQ(token.size(), 64u);
+  EXPECT_EQ(outputs.find(token), std::string::npos) << "the admin token is in the job's output";
+  EXPECT_NE(outputs.find("log in with the token in " + db.string() + ".token"), std::string::npos) << outputs;
+  EXPECT_EQ(outputs.find("Ctrl-C"), std::string::npos) << outputs;
+  EXPECT_EQ(outputs.find("such node(s) up"), std::string::npos) << outputs;
 
   // The trials completed on their first attempt: the stop at the time limit cost no attempt, and each resumed from
   // its checkpoint.
@@ -137,6 +181,12 @@ TEST_F(SlurmTest, ASubmittedSearchCheckpointsAtItsTimeLimitAndResumesInItsResubm
   EXPECT_EQ(doc["slurm_jobs"][0]["jobs"], static_cast<int>(records.size()));
   EXPECT_EQ(doc["slurm_jobs"][0]["state"], "COMPLETED") << list.out;
   EXPECT_TRUE(doc.contains("coordinator")) << "no coordinator runs after the last job: " << list.out;
+  // ... and the search's results, from its database read-only.
+  ASSERT_EQ(doc["searches"].size(), 1u) << list.out;
+  EXPECT_EQ(doc["searches"][0]["state"], "SEARCH_COMPLETED") << list.out;
+  auto read_back = slurm_.Run({ladder, "--db", db.string(), "trials", "1"});
+  EXPECT_EQ(read_back.exit_code, 0) << read_back.err;
+  EXPECT_NE(read_back.out.find("2 completed"), std::string::npos) << read_back.out;
 }
 
 // A 2-node `launcher: srun` trial at the time limit: the stop reaches the step's tasks as SIGTERM (scancel --signal,
@@ -324,6 +374,15 @@ TEST_F(SlurmTest, AStagedSearchGetsItsDataBySbcastOnEveryNodeOfItsJob) {
   const std::string outputs = JobOutputs();
   ASSERT_TRUE(gone) << outputs;
   EXPECT_NE(outputs.find("search 1 ended (completed)"), std::string::npos) << outputs;
+  // The job's output file is kept (0644 on a shared filesystem): where the admin token is, never the token; no
+  // Ctrl-C advice nobody can follow; no "0 such node(s) up" from a resumed job before its workers registered.
+  std::string token;
+  std::getline(std::ifstream(db.string() + ".token"), token);
+  ASSERT_EQ(token.size(), 64u);
+  EXPECT_EQ(outputs.find(token), std::string::npos) << "the admin token is in the job's output";
+  EXPECT_NE(outputs.find("log in with the token in " + db.string() + ".token"), std::string::npos) << outputs;
+  EXPECT_EQ(outputs.find("Ctrl-C"), std::string::npos) << outputs;
+  EXPECT_EQ(outputs.find("such node(s) up"), std::string::npos) << outputs;
   EXPECT_NE(outputs.find("(3.0 MiB) sent to the 2 nodes' " + slurm_.NodeLocalDir().string() + " with sbcast"),
             std::string::npos)
       << outputs;

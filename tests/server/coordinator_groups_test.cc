@@ -281,6 +281,33 @@ TEST_F(CoordinatorGroupTest, GroupThatNoNodesCanHoldWaitsAndStartsWhenNodesJoin)
   EXPECT_EQ(b->Starts().size(), 1u);
 }
 
+// Workers register after a start (a resumed Slurm job's step, a restarted coordinator's fleet): that no node up
+// can hold a search's trials is said only once the registration window has passed, and then once.
+TEST_F(CoordinatorGroupTest, AGroupNoNodeCanHoldIsSaidOnlyAfterTheRegistrationWindow) {
+  Close();
+  options_.registration_window = std::chrono::hours(1);
+  Open();
+  ::testing::internal::CaptureStderr();
+  CreateSearch(kTwoNodeSpec);
+  loop_.restart();
+  loop_.run_for(std::chrono::milliseconds(200));  // ticks, within the window
+  const std::string within = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(within.find("its trials wait"), std::string::npos) << within;
+
+  Close();
+  options_.registration_window = std::chrono::milliseconds(100);
+  ::testing::internal::CaptureStderr();
+  Open();  // the stored search's trials are queued again at the start
+  loop_.restart();
+  loop_.run_for(std::chrono::milliseconds(500));  // past the window
+  const std::string after = ::testing::internal::GetCapturedStderr();
+  const std::string words = "search 1: its trials wait: trial ";
+  const auto said = after.find(words);
+  ASSERT_NE(said, std::string::npos) << after;
+  EXPECT_NE(after.find("the cluster has 0 such node(s) up", said), std::string::npos) << after;
+  EXPECT_EQ(after.find("its trials wait", said + words.size()), std::string::npos) << "said once:\n" << after;
+}
+
 TEST_F(CoordinatorGroupTest, WatchersSeeAWorkerComeUpAndItsSlotsFillAndEmpty) {
   std::vector<v1::WorkerInfo> seen;
   coord_->AddWatcher(v1::WatchRequest(), [&](const v1::Event& ev) {
