@@ -13,6 +13,7 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 
+#include "ladder/v1/ladder.grpc.pb.h"
 #include "server/http/http_server.h"
 #include "server/server.h"
 #include "tests/support/process.h"

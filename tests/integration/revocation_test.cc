@@ -169,7 +169,9 @@ TEST_F(RevocationTest, RevokingAWorkerTokenEndsItsStreamAndItsTrialWaitsForAnoth
     ASSERT_GE(t.attempts_size(), 1);
     EXPECT_EQ(t.attempts(t.attempts_size() - 1).nodes(0), "b") << "search " << search;
     for (const auto& run : t.attempts()) {
-      if (search == second) EXPECT_NE(run.nodes(0), "a") << "a search started after the revocation ran on a";
+      if (search == second) {
+        EXPECT_NE(run.nodes(0), "a") << "a search started after the revocation ran on a";
+      }
     }
   }
 }
