@@ -87,6 +87,10 @@ class Coordinator {
   // --- Worker service (worker_protocol.cc) --------------------------------------------------------------------
   void OnWorkerMessage(const std::shared_ptr<WorkerLink>& link, const v1::WorkerMessage& msg);
   void OnWorkerGone(const std::shared_ptr<WorkerLink>& link, const std::string& reason);
+  // The token the worker's stream was opened with was revoked or expired: the stream is closed with `status`
+  // (UNAUTHENTICATED, the token's refusal) and the node is down; its trials wait for another node without using
+  // up an attempt, and no failure of the node is counted.
+  void OnWorkerTokenEnded(const std::shared_ptr<WorkerLink>& link, const grpc::Status& status);
 
  private:
   // Posts one scheduling pass (coalesced): searches create trials, the node-group scheduler places them.

@@ -2,6 +2,7 @@
 #include "server/store/sqlite_db.h"
 
 #include <boost/asio/post.hpp>
+#include <atomic>
 #include <deque>
 #include <iterator>
 #include <list>
@@ -47,10 +48,8 @@ grpc::Status Refusal(const Access& a, const std::string& call) {
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                           "the token was rejected: it is not one of this server's (its admin token is in <db>.token "
                           "next to its database, or its --token-file; `ladder tokens list` shows the others)");
-    case Access::kRevoked:
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "the token was revoked (`ladder tokens list` shows when); ask the coordinator's admin for "
-                          "a new one");
+    case Access::kRevoked: return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, RevokedMessage());
+    case Access::kExpired: return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, ExpiredMessage(a.expires_unix));
     case Access::kWrongRole:
       if (a.role == v1::TOKEN_ROLE_WORKER) {
         return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
@@ -72,18 +71,26 @@ namespace {
 
 // Streams events to one Watch caller. The coordinator pushes from its loop; gRPC completes writes on its own
 // threads; a mutex orders the two. Under overload, metric events are dropped (state events never are), so
-// memory stays bounded.
+// memory stays bounded. Filed in OpenStreams under its token: the token's end finishes it UNAUTHENTICATED.
 class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
  public:
   static constexpr size_t kMaxQueued = 10000;
 
-  WatchReactor(boost::asio::io_context& loop, Coordinator& coord, const v1::WatchRequest& req)
-      : loop_(loop), coord_(coord) {
+  WatchReactor(boost::asio::io_context& loop, Coordinator& coord, const v1::WatchRequest& req, OpenStreams& streams,
+               const AccessControl& access, std::string token_sha256)
+      : loop_(loop), coord_(coord), streams_(streams) {
     // Runs on the loop. The reactor cannot be freed meanwhile: OnDone frees it from a handler posted later.
-    boost::asio::post(loop_, [this, req] {
+    boost::asio::post(loop_, [this, req, &access, token_sha256 = std::move(token_sha256)] {
       {
         std::lock_guard<std::mutex> g(mu_);
         if (done_) return;  // the call ended before it was registered
+      }
+      if (!token_sha256.empty()) {
+        // The token may have ended since the call was let in; from here on its end reaches this stream.
+        if (const Access a = access.CheckHash(token_sha256, Need::kRead); !a.allowed()) {
+          return Close(Refusal(a, "Watch"));
+        }
+        streams_.Add(this, token_sha256, [this](const grpc::Status& st) { Close(st); });
       }
       // AddWatcher calls the sink at once with the snapshot (Push takes mu_ itself).
       watcher_id_ = coord_.AddWatcher(req, [this](const v1::Event& ev) { Push(ev); });
@@ -117,12 +124,18 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
     }
     // Unregister on the loop, then free: the sink is never called after RemoveWatcher.
     boost::asio::post(loop_, [this] {
+      streams_.Remove(this);
       if (watcher_id_) coord_.RemoveWatcher(watcher_id_);
       delete this;
     });
   }
 
  private:
+  // Ends the stream with `st` (on the loop: the token ended).
+  void Close(const grpc::Status& st) {
+    std::lock_guard<std::mutex> g(mu_);
+    FinishLocked(st);
+  }
   void Push(const v1::Event& ev) {
     std::lock_guard<std::mutex> g(mu_);
     if (finished_) return;
@@ -148,6 +161,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
 
   boost::asio::io_context& loop_;
   Coordinator& coord_;
+  OpenStreams& streams_;
   std::mutex mu_;
   std::deque<v1::Event> queue_;
   grpc::Status final_status_;
@@ -167,6 +181,7 @@ class ReactorLink final : public WorkerLink {
   explicit ReactorLink(WorkerReactor* r) : reactor_(r) {}
   void Send(const v1::CoordinatorMessage& msg) override;
   void Close(const grpc::Status& status) override;
+  bool IsClosed() const override { return closed_.load(); }
   // Starts the next read (after the loop handled the last message).
   void ReadNext();
   void Detach() {
@@ -177,12 +192,27 @@ class ReactorLink final : public WorkerLink {
  private:
   std::mutex mu_;
   WorkerReactor* reactor_;
+  std::atomic<bool> closed_{false};
 };
 
 class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
  public:
-  WorkerReactor(boost::asio::io_context& loop, Coordinator& coord)
-      : loop_(loop), coord_(coord), link_(std::make_shared<ReactorLink>(this)) {
+  // Filed in OpenStreams under its token (on the loop): the token's end closes the stream and the coordinator
+  // takes the node down without counting a failure (Coordinator::OnWorkerTokenEnded).
+  WorkerReactor(boost::asio::io_context& loop, Coordinator& coord, OpenStreams& streams, const AccessControl& access,
+                std::string token_sha256)
+      : loop_(loop), coord_(coord), streams_(streams), link_(std::make_shared<ReactorLink>(this)) {
+    if (!token_sha256.empty()) {
+      boost::asio::post(loop_, [coord = &coord_, streams = &streams_, access = &access, link = link_,
+                                token_sha256 = std::move(token_sha256)] {
+        // The token may have ended since the call was let in; from here on its end reaches this stream.
+        if (const Access a = access->CheckHash(token_sha256, Need::kWorker); !a.allowed()) {
+          return coord->OnWorkerTokenEnded(link, Refusal(a, "Connect"));
+        }
+        streams->Add(link.get(), token_sha256,
+                     [coord, link](const grpc::Status& st) { coord->OnWorkerTokenEnded(link, st); });
+      });
+    }
     StartRead(&in_);
   }
 
@@ -221,7 +251,10 @@ class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
 
   void OnDone() override {
     link_->Detach();
-    boost::asio::post(loop_, [coord = &coord_, link = link_] { coord->OnWorkerGone(link, "stream ended"); });
+    boost::asio::post(loop_, [coord = &coord_, streams = &streams_, link = link_] {
+      streams->Remove(link.get());
+      coord->OnWorkerGone(link, "stream ended");
+    });
     delete this;
   }
 
@@ -269,6 +302,7 @@ class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
 
   boost::asio::io_context& loop_;
   Coordinator& coord_;
+  OpenStreams& streams_;
   std::shared_ptr<ReactorLink> link_;
   v1::WorkerMessage in_;
   std::mutex mu_;
@@ -284,6 +318,7 @@ void ReactorLink::Send(const v1::CoordinatorMessage& msg) {
 }
 void ReactorLink::Close(const grpc::Status& status) {
   std::lock_guard<std::mutex> g(mu_);
+  closed_ = true;
   if (reactor_) reactor_->Close(status);
 }
 void ReactorLink::ReadNext() {
@@ -386,8 +421,9 @@ grpc::ServerUnaryReactor* LadderService::GetTrial(grpc::CallbackServerContext* c
 
 grpc::ServerWriteReactor<v1::Event>* LadderService::Watch(grpc::CallbackServerContext* ctx,
                                                           const v1::WatchRequest* req) {
-  if (const Access a = Check(ctx, Need::kRead); !a.allowed()) return new RefusedWriter(Refusal(a, "Watch"));
-  return new WatchReactor(loop_, coord_, *req);
+  const Access a = Check(ctx, Need::kRead);
+  if (!a.allowed()) return new RefusedWriter(Refusal(a, "Watch"));
+  return new WatchReactor(loop_, coord_, *req, streams_, access_, a.sha256);
 }
 
 grpc::ServerUnaryReactor* LadderService::CreateToken(grpc::CallbackServerContext* ctx,
@@ -411,7 +447,8 @@ grpc::ServerUnaryReactor* LadderService::ListTokens(grpc::CallbackServerContext*
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* WorkerServiceImpl::Connect(
     grpc::CallbackServerContext* ctx) {
-  if (const Access a = access_.Check(BearerOf(ctx), Need::kWorker); !a.allowed()) {
+  const Access a = access_.Check(BearerOf(ctx), Need::kWorker);
+  if (!a.allowed()) {
     return new RefusedStream(a.verdict == Access::kNoToken
                                  ? grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                                                 "a worker needs a token: ladder-worker --token-file <db>.token (or a "
@@ -423,7 +460,7 @@ grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* WorkerServic
     return new RefusedStream(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                                           ReadOnlyRefusal("a worker's Connect", coord_.db_path()).error_message()));
   }
-  return new WorkerReactor(loop_, coord_);
+  return new WorkerReactor(loop_, coord_, streams_, access_, a.sha256);
 }
 
 }  // namespace ladder::server

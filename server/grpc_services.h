@@ -5,12 +5,15 @@
 // Authentication: every call carries `authorization: Bearer <token>`; AccessControl (access.h) decides from the
 // token's role: reads need a viewer or admin token, calls that change state (CreateSearch, CancelSearch,
 // ReleaseNode, the token calls) an admin token, the worker stream a worker or admin token. Refusals:
-// UNAUTHENTICATED for no token, an unknown or a revoked one; PERMISSION_DENIED for a token of the wrong role.
+// UNAUTHENTICATED for no token, an unknown, a revoked or an expired one; PERMISSION_DENIED for a token of the wrong
+// role. A stream (Watch, a worker's Connect) is filed in OpenStreams under the token it was opened with, and ends
+// UNAUTHENTICATED with the token's refusal when the token is revoked or expires.
 #include <boost/asio/io_context.hpp>
 #include <functional>
 #include <string>
 
 #include "server/access.h"
+#include "server/open_streams.h"
 #include "server/token_admin.h"
 
 #include "ladder/v1/ladder.grpc.pb.h"
@@ -20,8 +23,9 @@ namespace ladder::server {
 
 class LadderService final : public v1::Ladder::CallbackService {
  public:
-  LadderService(boost::asio::io_context& loop, Coordinator& coord, const AccessControl& access, TokenAdmin& tokens)
-      : loop_(loop), coord_(coord), access_(access), tokens_(tokens) {}
+  LadderService(boost::asio::io_context& loop, Coordinator& coord, const AccessControl& access, TokenAdmin& tokens,
+                OpenStreams& streams)
+      : loop_(loop), coord_(coord), access_(access), tokens_(tokens), streams_(streams) {}
 
   grpc::ServerUnaryReactor* ServerInfo(grpc::CallbackServerContext* ctx, const v1::ServerInfoRequest* req,
                                        v1::ServerInfoResponse* resp) override;
@@ -60,12 +64,14 @@ class LadderService final : public v1::Ladder::CallbackService {
   Coordinator& coord_;
   const AccessControl& access_;
   TokenAdmin& tokens_;
+  OpenStreams& streams_;  // the coordinator's loop only
 };
 
 class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
-  WorkerServiceImpl(boost::asio::io_context& loop, Coordinator& coord, const AccessControl& access)
-      : loop_(loop), coord_(coord), access_(access) {}
+  WorkerServiceImpl(boost::asio::io_context& loop, Coordinator& coord, const AccessControl& access,
+                    OpenStreams& streams)
+      : loop_(loop), coord_(coord), access_(access), streams_(streams) {}
 
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* ctx) override;
@@ -74,6 +80,7 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   boost::asio::io_context& loop_;
   Coordinator& coord_;
   const AccessControl& access_;
+  OpenStreams& streams_;  // the coordinator's loop only
 };
 
 // The status that refuses a call (`call`: its name) for this verdict; OK when it is allowed.

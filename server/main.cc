@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "common/address.h"
+#include "common/duration_text.h"
 #include "common/log.h"
 #include "common/tls.h"
 #include "common/token.h"
@@ -24,6 +25,8 @@ struct Flags {
   int heartbeat_timeout_ms = static_cast<int>(ladder::server::kDefaultHeartbeatTimeout.count());
   int ack_delay_ms = static_cast<int>(ladder::server::kDefaultAckDelay.count());
   std::string mpirun;
+  std::string session_idle = ladder::FormatDurationSeconds(ladder::server::kDefaultSessionIdle.count());
+  std::string session_lifetime = ladder::FormatDurationSeconds(ladder::server::kDefaultSessionLifetime.count());
 };
 
 void AddFlags(CLI::App* app, Flags* f) {
@@ -85,6 +88,14 @@ void AddFlags(CLI::App* app, Flags* f) {
                   "host:port of the web dashboard (e.g. 127.0.0.1:8080; from a laptop: ssh -L 8080:127.0.0.1:8080 "
                   "LOGIN_NODE); off by default")
       ->check([](const std::string& v) { return ladder::HostPortError(v); });
+  app->add_option("--session-idle", f->session_idle,
+                  "a dashboard login ends after this long without a request (s, m, h or d: 30m, 8h)")
+      ->check([](const std::string& v) { return ladder::DurationTextError(v); })
+      ->capture_default_str();
+  app->add_option("--session-lifetime", f->session_lifetime,
+                  "a dashboard login ends this long after it was made, however it is used (s, m, h or d)")
+      ->check([](const std::string& v) { return ladder::DurationTextError(v); })
+      ->capture_default_str();
   app->add_option("--tls-cert", f->opt.tls.cert,
                   "PEM certificate to serve TLS with, on gRPC and the dashboard (ladder certs create DIR makes "
                   "DIR/server.crt); env LADDER_TLS_CERT");
@@ -136,6 +147,8 @@ int CheckFlags(Flags* f) {
     }
     f->opt.coordinator.mpirun = std::move(words);
   }
+  f->opt.http_sessions.idle = std::chrono::seconds(*ladder::ParseDurationSeconds(f->session_idle));
+  f->opt.http_sessions.lifetime = std::chrono::seconds(*ladder::ParseDurationSeconds(f->session_lifetime));
   f->opt.coordinator.heartbeat_timeout = std::chrono::milliseconds(f->heartbeat_timeout_ms);
   f->opt.coordinator.ack_delay = std::chrono::milliseconds(f->ack_delay_ms);
   f->opt.coordinator.heartbeat_interval =

@@ -175,7 +175,9 @@ void NodeManager::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   LogInfo(kLog, "worker " + node + " registered: " + std::to_string(reg.resources().slots()) + " slots, epoch " +
                     std::to_string(n.info.epoch()));
   // Trials this node had before but no longer reports are lost.
-  if (!previous->empty()) listener_->RunsLost(node, *previous, "worker " + node + " came back without it");
+  if (!previous->empty()) {
+    listener_->RunsLost(node, *previous, "worker " + node + " came back without it", NodeLoss::kFault);
+  }
   SyncNode(n);
   UpdateBusy(node);
   hub_.Worker(n.info);
@@ -221,6 +223,18 @@ void NodeManager::Disconnected(const std::shared_ptr<WorkerLink>& link, const st
   Log(nit->second.trials.empty() ? LogLevel::kInfo : LogLevel::kWarning, kLog,
       "worker " + node + " disconnected: " + reason);
   MarkDown(nit->second, "worker " + node + " disconnected: " + reason);
+}
+
+void NodeManager::TokenEnded(const std::shared_ptr<WorkerLink>& link, const grpc::Status& status) {
+  link->Close(status);
+  auto it = link_nodes_.find(link.get());
+  if (it == link_nodes_.end()) return;  // not registered: closing it is all
+  std::string node = it->second;
+  link_nodes_.erase(it);
+  auto nit = nodes_.find(node);
+  if (nit == nodes_.end() || nit->second.link != link) return;
+  LogWarning(kLog, "worker " + node + " disconnected: " + status.error_message());
+  MarkDown(nit->second, "worker " + node + " disconnected: " + status.error_message(), NodeLoss::kTokenEnded);
 }
 
 bool NodeManager::LoopWasLate(Clock::time_point now, Clock::duration late) {
@@ -346,17 +360,17 @@ std::vector<int64_t> NodeManager::SyncNode(Node& n) {
   return affected;
 }
 
-void NodeManager::MarkDown(Node& n, const std::string& reason) {
+void NodeManager::MarkDown(Node& n, const std::string& reason, NodeLoss loss) {
   if (n.info.state() != v1::WORKER_QUARANTINED) {
     n.info.set_state(v1::WORKER_DOWN);
     n.info.set_state_reason(reason);
   }
   n.link = nullptr;
-  if (!n.trials.empty()) RecordFailure(n, reason);
+  if (!n.trials.empty() && loss == NodeLoss::kFault) RecordFailure(n, reason);
   std::vector<int64_t> affected = SyncNode(n);
   std::set<int64_t> ids(n.trials.begin(), n.trials.end());
   ids.insert(affected.begin(), affected.end());
-  if (!ids.empty()) listener_->RunsLost(n.info.node_id(), ids, reason);  // stops the groups' other members
+  if (!ids.empty()) listener_->RunsLost(n.info.node_id(), ids, reason, loss);  // stops the groups' other members
   n.trials.clear();
   UpdateBusy(n.info.node_id());
   store_.UpsertNode(n.info);

@@ -37,6 +37,11 @@
 
 namespace ladder::server {
 
+// How a node's runs were lost: by a fault (its stream or lease ended, its worker came back without them: a failure
+// of the node, and each trial uses up an attempt), or because its worker's token ended (revoked, expired: neither
+// the node's fault nor the trials'; they wait for another node with their attempt, as after a preemption).
+enum class NodeLoss { kFault, kTokenEnded };
+
 class NodeManager {
  public:
   class Listener {
@@ -48,7 +53,8 @@ class NodeManager {
                           const v1::RunningTrial& run) = 0;
     // These trials lost their run on `node` (the node is down, its worker came back without them, or the
     // scheduler took the node from them).
-    virtual void RunsLost(const std::string& node, const std::set<int64_t>& trials, const std::string& reason) = 0;
+    virtual void RunsLost(const std::string& node, const std::set<int64_t>& trials, const std::string& reason,
+                          NodeLoss loss) = 0;
   };
 
   NodeManager(store::Store& store, scheduler::NodeGroupScheduler& sched, EventHub& hub,
@@ -80,6 +86,9 @@ class NodeManager {
   void Renew(const std::string& node);
   // The stream ended: the node is down (when it was this node's current stream).
   void Disconnected(const std::shared_ptr<WorkerLink>& link, const std::string& reason);
+  // The token the stream was opened with ended: the stream is closed with `status` (UNAUTHENTICATED, the token's
+  // refusal) and its node is down (NodeLoss::kTokenEnded: no failure is counted, its trials keep their attempt).
+  void TokenEnded(const std::shared_ptr<WorkerLink>& link, const grpc::Status& status);
   // Nodes whose lease expired: their stream is closed and they are down. A lease is judged on the coordinator's
   // own time: after LoopWasLate, no lease expires before a whole heartbeat timeout of an on-time loop has passed.
   void CheckLeases(Clock::time_point now);
@@ -126,7 +135,7 @@ class NodeManager {
   // Tells the scheduler the node's state (up, draining when quarantined or stopping, down without a stream);
   // returns the trials that lost a node.
   std::vector<int64_t> SyncNode(Node& n);
-  void MarkDown(Node& n, const std::string& reason);
+  void MarkDown(Node& n, const std::string& reason, NodeLoss loss = NodeLoss::kFault);
   // Counts a failure of the node; quarantines it at quarantine_after failures inside the window.
   void RecordFailure(Node& n, const std::string& reason);
   // Admission of a registration (see Register): true to go on; false when the worker was told to retry.

@@ -89,7 +89,16 @@ void Server::Start() {
     throw std::runtime_error(std::string("cannot open the store: ") + e.what());
   }
   access_ = std::make_unique<AccessControl>(opt_.token);
-  tokens_ = std::make_unique<TokenAdmin>(*store_, *access_);
+  open_streams_ = std::make_unique<OpenStreams>();
+  // A token's end (revoked, expired) ends the gRPC streams opened with it, on the loop that owns them.
+  streams_subscription_ = access_->Subscribe([this](const std::string& sha256, const std::string& why) {
+    boost::asio::post(loop_, [this, sha256, why] {
+      if (int n = open_streams_->CloseAll(sha256, why); n > 0) {
+        LogInfo("server", "closed " + std::to_string(n) + " stream(s) of token " + sha256.substr(0, 12) + ": " + why);
+      }
+    });
+  });
+  tokens_ = std::make_unique<TokenAdmin>(*store_, *access_, loop_);
   tokens_->Load();
   coord_ = std::make_unique<Coordinator>(loop_, *store_, opt_.coordinator);
   work_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
@@ -107,8 +116,8 @@ void Server::Start() {
     }
   });
 
-  ladder_service_ = std::make_unique<LadderService>(loop_, *coord_, *access_, *tokens_);
-  worker_service_ = std::make_unique<WorkerServiceImpl>(loop_, *coord_, *access_);
+  ladder_service_ = std::make_unique<LadderService>(loop_, *coord_, *access_, *tokens_, *open_streams_);
+  worker_service_ = std::make_unique<WorkerServiceImpl>(loop_, *coord_, *access_, *open_streams_);
   // gRPC's mutexes are abseil's, and this system's abseil is built with their deadlock detection on: a lock-order
   // graph kept on every lock, 7% of the coordinator's CPU with 4,608 workers connected (bench/fleet, perf). Off
   // wherever a coordinator serves (ladder-server, ladder up, ladder demo).
@@ -135,6 +144,8 @@ void Server::Start() {
     ho.tls = opt_.tls;
     ho.db_path = opt_.db_path;
     ho.max_queued_bytes = opt_.http_max_queued_bytes;
+    ho.sessions = opt_.http_sessions;
+    ho.clock = opt_.http_clock;
     http_ = std::make_unique<HttpServer>(ho, loop_, *coord_);
     try {
       http_->Start();
@@ -182,10 +193,14 @@ void Server::Stop() {
     std::promise<void> done;
     boost::asio::post(loop_, [&] {
       coord_->Stop();
+      if (tokens_) tokens_->Stop();
       done.set_value();
     });
     done.get_future().wait();
+  } else if (tokens_) {
+    tokens_->Stop();
   }
+  if (access_ && streams_subscription_) access_->Unsubscribe(streams_subscription_);
   if (grpc_) grpc_->Wait();
   // Let the loop drain (reactors' OnDone handlers free them there), then end.
   work_.reset();

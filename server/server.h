@@ -14,6 +14,7 @@
 #include "common/tls.h"
 #include "server/access.h"
 #include "server/coordinator.h"
+#include "server/http/dashboard_sessions.h"
 
 namespace grpc {
 class Server;
@@ -23,6 +24,7 @@ namespace ladder::server {
 
 class HttpServer;
 class LadderService;
+class OpenStreams;
 class TokenAdmin;
 class WorkerServiceImpl;
 
@@ -58,6 +60,8 @@ struct ServerOptions {
   // dashboard answer from it, the calls that change state and every worker are refused (Coordinator::Start).
   bool read_only = false;
   size_t http_max_queued_bytes = 8 * 1024 * 1024;  // per event-stream client of the dashboard
+  SessionLimits http_sessions;  // the dashboard's logins: idle and absolute lifetimes (--session-idle/-lifetime)
+  std::function<std::chrono::steady_clock::time_point()> http_clock;  // what sessions age by (tests); empty: steady
   CoordinatorOptions coordinator;
 };
 
@@ -88,6 +92,8 @@ class Server {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<Coordinator> coord_;
   std::unique_ptr<AccessControl> access_;
+  std::unique_ptr<OpenStreams> open_streams_;  // the gRPC streams by token (the loop only)
+  int64_t streams_subscription_ = 0;           // access_'s subscription that ends them
   std::unique_ptr<TokenAdmin> tokens_;
   std::unique_ptr<LadderService> ladder_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;

@@ -1,16 +1,22 @@
 #include "server/token_admin.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cmath>
 
 #include "common/token.h"
 
 namespace ladder::server {
 
 namespace {
-double NowUnix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 constexpr size_t kMaxNameBytes = 64;
+constexpr double kMaxExpiresInS = 100.0 * 365 * 86400;
+
+// Neither revoked nor past its expiry at `now`.
+bool Valid(const v1::TokenInfo& t, double now) {
+  return t.revoked_unix() == 0 && (t.expires_unix() <= 0 || t.expires_unix() > now);
+}
 
 // "" when `name` is a token name (letters, digits, '-', '_', '.', '@'; at most 64 bytes), else why not.
 std::string NameError(const std::string& name) {
@@ -29,9 +35,31 @@ void TokenAdmin::Load() {
     if (row.info.revoked_unix() > 0) {
       access_.Revoke(row.sha256);
     } else {
-      access_.Add(row.sha256, row.info.role());
+      access_.Add(row.sha256, row.info.role(), row.info.expires_unix());
     }
   }
+  ArmExpiry();
+}
+
+void TokenAdmin::Stop() {
+  stopped_ = true;
+  expiry_timer_.cancel();
+}
+
+void TokenAdmin::ArmExpiry() {
+  if (stopped_) return;
+  const double next = access_.ExpireDue();
+  if (next <= 0) {
+    expiry_timer_.cancel();
+    return;
+  }
+  // A millisecond late rather than early: the clock that judges calls must agree that the token has expired.
+  const auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, next - access_.Now())) + std::chrono::milliseconds(1));
+  expiry_timer_.expires_after(wait);  // cancels the wait for a later expiry, if any
+  expiry_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) ArmExpiry();
+  });
 }
 
 grpc::Status TokenAdmin::Create(const v1::CreateTokenRequest& req, v1::CreateTokenResponse* resp) {
@@ -42,25 +70,33 @@ grpc::Status TokenAdmin::Create(const v1::CreateTokenRequest& req, v1::CreateTok
   if (std::string err = NameError(req.name()); !err.empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "token name '" + req.name() + "': " + err);
   }
+  if (!std::isfinite(req.expires_in_s()) || req.expires_in_s() < 0 || req.expires_in_s() > kMaxExpiresInS) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "expires_in_s: " + std::to_string(req.expires_in_s()) +
+                            " is not a number of seconds from 0 (never) to 100 years");
+  }
+  const double now = access_.Now();
   const std::string secret = GenerateToken();
   const std::string hash = Sha256Hex(secret);
   std::string name = req.name().empty() ? RoleName(req.role()) + "-" + hash.substr(0, 6) : req.name();
   for (const auto& row : store_.LoadTokens()) {
-    if (row.info.revoked_unix() == 0 && row.info.name() == name) {
+    if (Valid(row.info, now) && row.info.name() == name) {
       return grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
                           "a valid token is already named '" + name + "' (revoke it first, or pick another name)");
     }
   }
-  const double now = NowUnix();
-  const int64_t id = store_.InsertToken(name, req.role(), hash, now);
+  const double expires = req.expires_in_s() > 0 ? now + req.expires_in_s() : 0;
+  const int64_t id = store_.InsertToken(name, req.role(), hash, now, expires);
   store_.Flush();  // committed before the secret is handed out
-  access_.Add(hash, req.role());
+  access_.Add(hash, req.role(), expires);
+  if (expires > 0) ArmExpiry();
   v1::TokenInfo* info = resp->mutable_token();
   info->set_id(id);
   info->set_name(name);
   info->set_role(req.role());
   info->set_fingerprint(hash.substr(0, 12));
   info->set_created_unix(now);
+  info->set_expires_unix(expires);
   resp->set_secret(secret);
   return grpc::Status::OK;
 }
@@ -69,6 +105,7 @@ grpc::Status TokenAdmin::Revoke(const v1::RevokeTokenRequest& req, v1::RevokeTok
   if (req.token().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "token: give its id, name or fingerprint");
   }
+  const double now = access_.Now();
   const auto rows = store_.LoadTokens();
   const store::Store::TokenRow* found = nullptr;
   int matches = 0;
@@ -76,9 +113,9 @@ grpc::Status TokenAdmin::Revoke(const v1::RevokeTokenRequest& req, v1::RevokeTok
     const bool hit = std::to_string(row.info.id()) == req.token() || row.info.name() == req.token() ||
                      (req.token().size() >= 6 && row.sha256.compare(0, req.token().size(), req.token()) == 0);
     if (!hit) continue;
-    // A name may be reused after a revocation: the valid token of that name is the one meant.
-    if (!found || (found->info.revoked_unix() > 0 && row.info.revoked_unix() == 0)) found = &row;
-    matches += row.info.revoked_unix() == 0;
+    // A name may be reused after a revocation or an expiry: the valid token of that name is the one meant.
+    if (!found || (!Valid(found->info, now) && Valid(row.info, now))) found = &row;
+    matches += Valid(row.info, now);
   }
   if (!found) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -90,7 +127,6 @@ grpc::Status TokenAdmin::Revoke(const v1::RevokeTokenRequest& req, v1::RevokeTok
   }
   *resp->mutable_token() = found->info;
   if (found->info.revoked_unix() > 0) return grpc::Status::OK;  // already revoked: nothing changes
-  const double now = NowUnix();
   store_.RevokeToken(found->info.id(), now);
   store_.Flush();
   access_.Revoke(found->sha256);

@@ -17,7 +17,7 @@
 //      ▲                                                        │ ├──a rank fails, launch error, no objective──► FAILED
 //      ├──node lost, Slurm step cancelled, SIGTERM from outside, ┤ └──search cancelled or failed──► CANCELLED
 //      │  attempt < budget.max_retries (RequeueOrFail)           │
-//      ├──preempted, PBT exploit, promoted to more nodes, worker stopping (BackToQueue: same attempt)
+//      ├──preempted, PBT exploit, promoted to more nodes, worker stopping or its token ended (BackToQueue: same attempt)
 //      └────────────────────────────────────────────────────────┘
 //
 // Node groups: a trial has one member per node of its group. Launch per node: each member's worker starts its
@@ -171,7 +171,8 @@ class TrialManager : public NodeManager::Listener {
   // NodeManager::Listener
   bool Reattach(const std::string& node, const std::shared_ptr<WorkerLink>& link,
                 const v1::RunningTrial& run) override;
-  void RunsLost(const std::string& node, const std::set<int64_t>& trials, const std::string& reason) override;
+  void RunsLost(const std::string& node, const std::set<int64_t>& trials, const std::string& reason,
+                NodeLoss loss) override;
   // The periodic checks: trials silent for trial.progress_timeout; trials no worker re-attached after a restart.
   void CheckWatchdog(Clock::time_point now);
   void CheckReattachDeadlines(Clock::time_point now);
@@ -263,6 +264,9 @@ class TrialManager : public NodeManager::Listener {
 
   // Node lost while running `t`: requeue (attempt+1) or fail.
   void RequeueOrFail(TrialRecord& t, const std::string& reason);
+  // Its node's worker is stopping or lost its token: the run stops and the trial waits for another node, from its
+  // checkpoint as after a preemption (PENDING with the same attempt once every member stopped).
+  void WaitForAnotherNode(TrialRecord& t, const std::string& reason);
   void Finish(TrialRecord& t, v1::TrialState state, int exit_code, const std::string& error);
   void Preempt(TrialRecord& t, int64_t for_trial);
   // Stops the run to wait in the queue (Preempt, PreemptAll): PENDING with its attempt once every member stopped.

@@ -130,10 +130,7 @@ void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::Tri
     // The node's worker is shutting down: no new trials there, and this one waits for another node (from its
     // checkpoint, as after a preemption; no attempt is used up).
     nodes_.Drain(node, "its worker is stopping");
-    t.preempting = true;
-    t.proto.set_error("node " + node + "'s worker stopped; the trial waits for another node");
-    StopMembers(t, t.proto.error());
-    if (!any_live) FinishPreemption(t);
+    WaitForAnotherNode(t, "node " + node + "'s worker stopped");
   } else if (m.step_cancelled()) {
     // Stopped from outside ladder: Slurm cancelled the run's step (scancel, a node failure), or a SIGTERM its worker
     // did not send ended it (scancel or preemption of its job, an administrator): as a lost node, not a failure.
@@ -184,7 +181,8 @@ bool TrialManager::Reattach(const std::string& node, const std::shared_ptr<Worke
   return true;
 }
 
-void TrialManager::RunsLost(const std::string& node, const std::set<int64_t>& trials, const std::string& reason) {
+void TrialManager::RunsLost(const std::string& node, const std::set<int64_t>& trials, const std::string& reason,
+                            NodeLoss loss) {
   for (int64_t id : trials) {
     auto it = trials_.find(id);
     if (it == trials_.end()) continue;
@@ -192,7 +190,9 @@ void TrialManager::RunsLost(const std::string& node, const std::set<int64_t>& tr
     for (auto& m : t.members) {
       if (m.node_id == node && m.live) MemberGone(t, m);
     }
-    if (t.proto.state() == v1::TRIAL_RUNNING) {
+    if (t.proto.state() == v1::TRIAL_RUNNING && loss == NodeLoss::kTokenEnded) {
+      WaitForAnotherNode(t, reason);  // stops the group's members on the other nodes
+    } else if (t.proto.state() == v1::TRIAL_RUNNING) {
       RequeueOrFail(t, reason);  // stops the group's members on the other nodes
     } else {
       MaybeReleaseGroup(t);

@@ -374,6 +374,13 @@ void TrialManager::RequeueOrFail(TrialRecord& t, const std::string& reason) {
   Finish(t, v1::TRIAL_FAILED, -1, reason + " (no retries left)");
 }
 
+void TrialManager::WaitForAnotherNode(TrialRecord& t, const std::string& reason) {
+  t.preempting = true;
+  t.proto.set_error(reason + "; the trial waits for another node");
+  StopMembers(t, t.proto.error());
+  if (!t.AnyLive()) FinishPreemption(t);
+}
+
 void TrialManager::Finish(TrialRecord& t, v1::TrialState state, int exit_code, const std::string& error) {
   t.proto.set_exit_code(exit_code);
   t.proto.set_error(error);

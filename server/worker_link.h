@@ -17,6 +17,8 @@ class WorkerLink {
   virtual ~WorkerLink() = default;
   virtual void Send(const v1::CoordinatorMessage& msg) = 0;
   virtual void Close(const grpc::Status& status) = 0;
+  // Whether Close was called on this stream: what it still delivers is ignored. (A fake may say false throughout.)
+  virtual bool IsClosed() const { return false; }
 };
 
 // A subscriber to the event stream. Called on the coordinator's loop; must not block.

@@ -11,7 +11,7 @@ constexpr const char* kLog = "coordinator";
 }  // namespace
 
 void Coordinator::OnWorkerMessage(const std::shared_ptr<WorkerLink>& link, const v1::WorkerMessage& msg) {
-  if (stopped_) return;
+  if (stopped_ || link->IsClosed()) return;  // a message read before its stream was closed here
   try {
     if (msg.has_register_()) {
       nodes_.Register(link, msg.register_());
@@ -43,6 +43,18 @@ void Coordinator::OnWorkerGone(const std::shared_ptr<WorkerLink>& link, const st
   if (stopped_) return;
   try {
     nodes_.Disconnected(link, reason);
+  } catch (const store::SqliteError& e) {
+    Fatal(e.what());
+  }
+}
+
+void Coordinator::OnWorkerTokenEnded(const std::shared_ptr<WorkerLink>& link, const grpc::Status& status) {
+  if (stopped_) {
+    link->Close(status);
+    return;
+  }
+  try {
+    nodes_.TokenEnded(link, status);
   } catch (const store::SqliteError& e) {
     Fatal(e.what());
   }

@@ -20,9 +20,12 @@
 #include <set>
 #include <type_traits>
 
+#include "common/duration_text.h"
 #include "common/log.h"
 #include "server/coordinator.h"
+#include "server/http/api_routes.h"
 #include "server/http/curves_json.h"
+#include "server/http/dashboard_auth.h"
 #include "server/http/http_util.h"
 #include "server/http/web_assets.h"
 #include "server/store/sqlite_db.h"
@@ -38,7 +41,6 @@ namespace {
 
 constexpr const char* kLog = "http";
 constexpr const char* kCookie = "ladder_session";
-constexpr size_t kMaxSessions = 4096;
 
 // The HTTP thread's io_context, with shutdown() (protected in asio::execution_context) callable: it destroys the
 // handlers left in it.
@@ -48,25 +50,45 @@ struct HttpLoop : asio::io_context {
 
 }  // namespace
 
-// Shared by every connection; touched only on the HTTP thread (sessions_) or read-only (the rest).
+// Shared by every connection; touched only on the HTTP thread (sessions, event_streams) or read-only (the rest).
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
-  Impl(HttpOptions o, asio::io_context& loop, Coordinator& c) : opt(std::move(o)), coord_loop(loop), coord(c) {}
+  Impl(HttpOptions o, asio::io_context& loop, Coordinator& c)
+      : opt(std::move(o)), coord_loop(loop), coord(c), sessions(opt.sessions) {}
   HttpOptions opt;
   HttpLoop ioc;
   asio::io_context& coord_loop;
   Coordinator& coord;
   std::optional<tcp::acceptor> acceptor;
   std::optional<asio::ssl::context> ssl;  // HTTPS: HttpOptions.tls
-  struct Session {
-    std::string csrf;         // the page's X-CSRF-Token for POSTs
-    v1::TokenRole role;       // the role of the token it logged in with
+  DashboardSessions sessions;
+  // The open event streams by the token they were opened with: a token's end closes them (EndStreamsOf).
+  struct EventStream {
+    std::string token_sha256;
+    std::function<void(const std::string& why)> end;  // holds the connection weakly
   };
-  std::map<std::string, Session> sessions;  // session id → its CSRF token and role
+  std::map<int64_t, EventStream> event_streams;
+  int64_t next_event_stream = 1;
   std::unique_ptr<store::Db> reader;            // read-only, for bulk reads on this thread (opened on first use)
   std::atomic<size_t> dropped_streams{0};
   bool stopping = false;
 
   void Accept();
+  DashboardSessions::Clock::time_point Now() const {
+    return opt.clock ? opt.clock() : DashboardSessions::Clock::now();
+  }
+  // The token with this SHA-256 ended: each event stream opened with it gets a last event saying `why`, and closes.
+  void EndStreamsOf(const std::string& sha256, const std::string& why) {
+    std::vector<std::function<void(const std::string&)>> ends;
+    for (auto it = event_streams.begin(); it != event_streams.end();) {
+      if (it->second.token_sha256 != sha256) {
+        ++it;
+        continue;
+      }
+      ends.push_back(std::move(it->second.end));
+      it = event_streams.erase(it);
+    }
+    for (auto& end : ends) end(why);
+  }
 
   // Posts f onto this loop from another thread (the coordinator's). Once the loop is shut down (Shutdown), f is
   // destroyed here instead: a handler left in a shut-down loop would keep this Impl, which owns the loop, alive.
@@ -121,7 +143,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
 
   // From the coordinator's loop (via a post here): one event for the stream.
   void Push(std::shared_ptr<const v1::Event> ev) {
-    if (closed_) return;
+    if (closed_ || ending_) return;
     std::string msg;
     if (ev->kind() == v1::Event::JOURNAL) msg += "id: " + std::to_string(ev->journal().seq()) + "\n";
     msg += "data: " + Json(*ev) + "\n\n";
@@ -187,34 +209,20 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     Send(std::move(res));
   }
 
-  // The session cookie's id, when the request carries one the server issued.
-  std::optional<std::string> SessionOf(const Request& req) const {
+  // The session cookie's value, when the request carries one.
+  static std::optional<std::string> CookieOf(const Request& req) {
     auto it = req.find(http::field::cookie);
     if (it == req.end()) return std::nullopt;
-    std::string_view cookies(it->value().data(), it->value().size());
-    size_t pos = 0;
-    while (pos < cookies.size()) {
-      size_t semi = cookies.find(';', pos);
-      std::string_view c = cookies.substr(pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
-      while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
-      const std::string prefix = std::string(kCookie) + "=";
-      if (c.substr(0, prefix.size()) == prefix) {
-        std::string id(c.substr(prefix.size()));
-        if (impl_->sessions.count(id)) return id;
-      }
-      if (semi == std::string_view::npos) break;
-      pos = semi + 1;
-    }
-    return std::nullopt;
+    return CookieValue(std::string_view(it->value().data(), it->value().size()), kCookie);
   }
 
-  // The role of the request's `Authorization: Bearer T` (UNSPECIFIED without one, or for a token not valid here).
-  v1::TokenRole BearerRole(const Request& req) const {
+  // The token of the request's `Authorization: Bearer T` (nullopt without one).
+  static std::optional<std::string_view> BearerOf(const Request& req) {
     auto it = req.find(http::field::authorization);
-    if (it == req.end()) return v1::TOKEN_ROLE_UNSPECIFIED;
+    if (it == req.end()) return std::nullopt;
     std::string_view v(it->value().data(), it->value().size());
-    if (v.substr(0, 7) != "Bearer ") return v1::TOKEN_ROLE_UNSPECIFIED;
-    return impl_->opt.access->RoleOf(v.substr(7));
+    if (v.substr(0, 7) != "Bearer ") return std::nullopt;
+    return v.substr(7);
   }
 
   void Handle(Request req) {
@@ -225,44 +233,27 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     const bool keep = req.keep_alive();
     if (path.rfind("/api/", 0) != 0 && path != "/login") return ServeAsset(req, path, keep);
     if (path == "/login") return Login(req, query, keep);
-    const bool open = impl_->opt.access->open();
-    const v1::TokenRole bearer_role = open ? v1::TOKEN_ROLE_ADMIN : BearerRole(req);
-    const bool bearer = bearer_role != v1::TOKEN_ROLE_UNSPECIFIED;
-    const auto session = open ? std::nullopt : SessionOf(req);
-    const v1::TokenRole role = bearer ? bearer_role : session ? impl_->sessions.at(*session).role
-                                                              : v1::TOKEN_ROLE_UNSPECIFIED;
-    if (!open && !bearer && !session) {
-      return SendError(http::status::unauthorized,
-                       "this needs a token of the coordinator: open /login?token=TOKEN once (it sets a cookie), or "
-                       "send Authorization: Bearer TOKEN (the admin token is in <db>.token; ladder tokens create "
-                       "--role viewer makes a read-only one)",
-                       keep);
-    }
     const bool post = req.method() == http::verb::post;
-    if (!RoleAllows(role, post ? Need::kWrite : Need::kRead)) {
-      return SendError(http::status::forbidden,
-                       role == v1::TOKEN_ROLE_WORKER
-                           ? "a worker token may only connect a ladder-worker; log in with a viewer or admin token"
-                           : "a " + RoleName(role) + " token may only read; this needs an admin token",
-                       keep);
-    }
+    const RequestAuth auth = Authorize(*impl_->opt.access, impl_->sessions, BearerOf(req), CookieOf(req), post,
+                                       impl_->Now());
+    if (!auth.allowed()) return SendError(static_cast<http::status>(auth.http_status), auth.error, keep);
     if (post) {
       auto csrf = req.find("X-CSRF-Token");
-      const bool csrf_ok = bearer || open ||
-                           (session && csrf != req.end() &&
-                            ConstantTimeEqual(std::string_view(csrf->value().data(), csrf->value().size()),
-                                              impl_->sessions.at(*session).csrf));
+      const bool csrf_ok = !auth.session ||
+                           (csrf != req.end() && ConstantTimeEqual(std::string_view(csrf->value().data(),
+                                                                                    csrf->value().size()),
+                                                                   auth.session->csrf));
       if (!csrf_ok) return SendError(http::status::forbidden, "a POST needs the X-CSRF-Token of /api/session", keep);
-      return Post(path, keep);
+      return Serve(PostRoute(path), keep);
     }
     if (req.method() != http::verb::get) return SendError(http::status::method_not_allowed, "GET or POST", keep);
     if (path == "/api/session") {
-      return SendJson("{\"csrf\": " + JsonString(session ? impl_->sessions.at(*session).csrf : "") +
-                          ", \"role\": " + JsonString(RoleName(role)) + "}\n",
+      return SendJson("{\"csrf\": " + JsonString(auth.session ? auth.session->csrf : "") +
+                          ", \"role\": " + JsonString(RoleName(auth.role)) + "}\n",
                       keep);
     }
-    if (path == "/api/events") return StartEvents(req, query);
-    Get(path, query, keep);
+    if (path == "/api/events") return StartEvents(req, query, auth.token_sha256);
+    Serve(GetRoute(path, query), keep);
   }
 
   void ServeAsset(const Request& req, const std::string& path, bool keep) {
@@ -282,14 +273,10 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
 
   void Login(const Request& req, std::string_view query, bool keep) {
     auto token = req.method() == http::verb::post ? Param(req.body(), "token") : Param(query, "token");
-    const v1::TokenRole role =
-        impl_->opt.access->open() ? v1::TOKEN_ROLE_ADMIN : token ? impl_->opt.access->RoleOf(*token)
-                                                                 : v1::TOKEN_ROLE_UNSPECIFIED;
-    if (RoleAllows(role, Need::kRead)) {
-      std::string id = RandomHex(24);
-      // Sessions live as long as the server; at most kMaxSessions of them (logging in again drops an arbitrary one).
-      if (impl_->sessions.size() >= kMaxSessions) impl_->sessions.erase(impl_->sessions.begin());
-      impl_->sessions[id] = HttpServer::Impl::Session{RandomHex(24), role};
+    const Access access = impl_->opt.access->Check(token.value_or(""), Need::kRead);
+    if (access.allowed()) {
+      // The session keeps the token's SHA-256: every request is judged by it (dashboard_auth.h).
+      const std::string id = impl_->sessions.Create(access.role, access.sha256, impl_->Now());
       Response res{http::status::see_other, 11};
       // next: a view of the page to land on ("#/search/3"); nothing else, so the login cannot redirect elsewhere.
       auto next = req.method() == http::verb::post ? Param(req.body(), "next") : Param(query, "next");
@@ -304,10 +291,11 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     res.set(http::field::content_type, "text/html; charset=utf-8");
     res.keep_alive(keep);
     res.body() = std::string("<!doctype html><title>ladder: log in</title><body style=\"font-family:sans-serif\">") +
-                 (token ? role == v1::TOKEN_ROLE_WORKER
-                              ? "<p>That is a worker's token: log in with a viewer or admin token.</p>"
-                              : "<p>That is not a valid token of this coordinator.</p>"
-                        : "") +
+                 (!token                                ? ""
+                  : access.verdict == Access::kRevoked  ? "<p>That token was revoked.</p>"
+                  : access.verdict == Access::kExpired  ? "<p>That token expired at " + FormatUtc(access.expires_unix) + ".</p>"
+                  : access.role == v1::TOKEN_ROLE_WORKER ? "<p>That is a worker's token: log in with a viewer or admin token.</p>"
+                                                         : "<p>That is not a valid token of this coordinator.</p>") +
                  "<form method=post action=/login><p>A token of this coordinator (its admin token is in "
                  "<code>&lt;db&gt;.token</code> next to its database; <code>ladder tokens create --role viewer"
                  "</code> makes a read-only one):</p><input name=token type=password autofocus size=40> <button>Log in</button>"
@@ -315,19 +303,21 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     Send(std::move(res));
   }
 
-  // Runs `call` on the coordinator's loop and sends its JSON (or its error) from here.
-  template <class Resp>
-  void Call(std::function<grpc::Status(Coordinator&, Resp*)> call, bool keep) {
+  // Sends what the route answers: a call's JSON (run on the coordinator's loop), the curves, or its error.
+  void Serve(ApiRoute route, bool keep) {
+    if (route.kind == ApiRoute::kNotFound) return SendError(http::status::not_found, route.error, keep);
+    if (route.kind == ApiRoute::kBadRequest) return SendError(http::status::bad_request, route.error, keep);
+    if (route.kind == ApiRoute::kCurves) return Curves(route, keep);
     auto self = this->shared_from_this();
-    asio::post(impl_->coord_loop, [self, call, keep] {
-      auto resp = std::make_shared<Resp>();
+    asio::post(impl_->coord_loop, [self, route = std::move(route), keep] {
+      std::shared_ptr<google::protobuf::Message> resp = route.make();
       grpc::Status st;
       Coordinator& c = self->impl_->coord;
       if (c.failed()) {
         st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator's database failed; it has stopped");
       } else {
         try {
-          st = call(c, resp.get());
+          st = route.run(c, resp.get());
         } catch (const store::SqliteError& e) {
           c.Fatal(e.what());
           st = grpc::Status(grpc::StatusCode::UNAVAILABLE, e.what());
@@ -342,108 +332,21 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     });
   }
 
-  void Get(const std::string& path, std::string_view query, bool keep) {
-    // /api/NAME[/ID[/SUB]]
-    std::vector<std::string> parts;
-    for (size_t pos = 5; pos <= path.size();) {
-      size_t slash = path.find('/', pos);
-      parts.push_back(path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos));
-      if (slash == std::string::npos) break;
-      pos = slash + 1;
-    }
-    auto id = parts.size() >= 2 ? Id(parts[1]) : std::nullopt;
-    if (parts.size() == 1 && parts[0] == "server") {
-      return Call<v1::ServerInfoResponse>(
-          [](Coordinator& c, v1::ServerInfoResponse* r) { return c.ServerInfo(v1::ServerInfoRequest(), r); }, keep);
-    }
-    if (parts.size() == 1 && parts[0] == "searches") {
-      return Call<v1::ListSearchesResponse>(
-          [](Coordinator& c, v1::ListSearchesResponse* r) { return c.ListSearches(v1::ListSearchesRequest(), r); },
-          keep);
-    }
-    if (parts.size() == 2 && parts[0] == "searches" && id) {
-      v1::GetSearchRequest req;
-      req.set_search_id(*id);
-      return Call<v1::GetSearchResponse>([req](Coordinator& c, v1::GetSearchResponse* r) {
-        grpc::Status st = c.GetSearch(req, r);
-        r->mutable_search()->clear_spec_yaml();  // a spec's env may carry credentials
-        return st;
-      }, keep);
-    }
-    if (parts.size() == 3 && parts[0] == "searches" && id && parts[2] == "trials") {
-      v1::ListTrialsRequest req;
-      req.set_search_id(*id);
-      // ?page_size=N&page_token=T as ListTrials (the answer's next_page_token: the next page's page_token).
-      req.set_page_size(static_cast<int32_t>(std::min<int64_t>(Id(Param(query, "page_size").value_or("")).value_or(0),
-                                                               std::numeric_limits<int32_t>::max())));
-      req.set_page_token(Id(Param(query, "page_token").value_or("")).value_or(0));
-      // ?view=table: what a table of thousands of trials shows (no command, checkpoint, last point, group).
-      const bool table = Param(query, "view").value_or("") == "table";
-      return Call<v1::ListTrialsResponse>([req, table](Coordinator& c, v1::ListTrialsResponse* r) {
-        grpc::Status st = c.ListTrials(req, r);
-        if (table) {
-          for (auto& t : *r->mutable_trials()) {
-            t.clear_command(), t.clear_checkpoint_dir(), t.clear_last_metrics(), t.clear_last_ignored_line();
-            t.clear_group(), t.clear_created_unix();
-            for (auto& p : *t.mutable_placement()) p.clear_hostname(), p.clear_slots(), p.clear_gpus();
-          }
-        }
-        return st;
-      }, keep);
-    }
-    if (parts.size() == 3 && parts[0] == "searches" && id && parts[2] == "curves") {
-      RungMarks marks;
-      marks.metric = Param(query, "rung_metric").value_or("");
-      if (!ParseRungs(Param(query, "rungs").value_or(""), &marks.rungs)) {
-        return SendError(http::status::bad_request, "curves: ?rungs= must be at most 64 ascending numbers with commas",
-                         keep);
-      }
-      return Curves(*id, Param(query, "metric").value_or(""), Id(Param(query, "per_trial").value_or("")).value_or(0),
-                    marks, keep);
-    }
-    if (parts.size() == 2 && parts[0] == "trials" && id) {
-      v1::GetTrialRequest req;
-      req.set_trial_id(*id);
-      req.set_include_metrics(Param(query, "metrics").value_or("0") == "1");
-      req.set_max_metric_points(Id(Param(query, "max_points").value_or("")).value_or(0));  // GetTrial checks it
-      return Call<v1::GetTrialResponse>([req](Coordinator& c, v1::GetTrialResponse* r) { return c.GetTrial(req, r); },
-                                        keep);
-    }
-    SendError(http::status::not_found, "no such API path: " + path, keep);
-  }
-
-  // Every trial's points of `metric` in the search (curves_json.h), read on this thread through its own connection.
-  void Curves(int64_t search_id, const std::string& metric, int64_t per_trial, const RungMarks& marks, bool keep) {
-    if (metric.empty()) return SendError(http::status::bad_request, "curves: ?metric=NAME is required", keep);
+  // Every trial's points of a metric in the search (curves_json.h), read on this thread through its own connection.
+  void Curves(const ApiRoute& route, bool keep) {
     try {
       if (!impl_->reader) {
         impl_->reader =
             std::make_unique<store::Db>(impl_->opt.db_path, /*quick_check=*/false, store::OpenMode::kReadOnly);
       }
-      SendJson(CurvesJson(*impl_->reader, search_id, metric, per_trial, marks), keep);
+      SendJson(CurvesJson(*impl_->reader, route.search_id, route.metric, route.per_trial, route.marks), keep);
     } catch (const std::exception& e) {
       SendError(http::status::service_unavailable, std::string("cannot read the database: ") + e.what(), keep);
     }
   }
 
-  void Post(const std::string& path, bool keep) {
-    const std::string prefix = "/api/searches/", suffix = "/cancel";
-    if (path.size() > prefix.size() + suffix.size() && path.rfind(prefix, 0) == 0 &&
-        path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      if (auto id = Id(path.substr(prefix.size(), path.size() - prefix.size() - suffix.size()))) {
-        v1::CancelSearchRequest req;
-        req.set_search_id(*id);
-        return Call<v1::CancelSearchResponse>([req](Coordinator& c, v1::CancelSearchResponse* r) {
-          grpc::Status st = c.CancelSearch(req, r);
-          r->mutable_search()->clear_spec_yaml();
-          return st;
-        }, keep);
-      }
-    }
-    SendError(http::status::not_found, "no such API path: " + path, keep);
-  }
-
-  void StartEvents(const Request& req, std::string_view query) {
+  // `token_sha256`: the token the request was let in with (empty: none asked for); its end closes the stream.
+  void StartEvents(const Request& req, std::string_view query, const std::string& token_sha256) {
     v1::WatchRequest watch;
     if (auto s = Param(query, "search")) watch.set_search_id(Id(*s).value_or(0));
     auto last = req.find("Last-Event-ID");
@@ -453,6 +356,13 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       watch.set_journal_tail(200);
     }
     streaming_ = true;
+    if (!token_sha256.empty()) {
+      event_stream_id_ = impl_->next_event_stream++;
+      std::weak_ptr<Connection> weak = this->shared_from_this();
+      impl_->event_streams[event_stream_id_] = {token_sha256, [weak](const std::string& why) {
+                                                  if (auto c = weak.lock()) c->End(why);
+                                                }};
+    }
     Lowest().expires_never();
     // What the kernel holds for a client that stops reading is bounded too (then the queue here fills).
     beast::error_code ignored;
@@ -481,6 +391,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   }
 
   void Watch(const v1::WatchRequest& watch) {
+    if (closed_ || ending_) return;
     std::weak_ptr<Connection> weak = this->shared_from_this();
     auto impl = impl_;
     asio::post(impl_->coord_loop, [weak, impl, watch] {
@@ -519,9 +430,22 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     asio::async_write(stream_, asio::buffer(*msg), [self = this->shared_from_this(), msg](beast::error_code ec, size_t) {
       self->writing_ = false;
       self->queued_bytes_ -= std::min(self->queued_bytes_, msg->size());
-      if (ec) return self->Close();
+      if (ec || (self->ending_ && self->out_.empty())) return self->Close();
       self->WriteNext();
     });
+  }
+
+  // The token the stream was opened with ended: one last event (`event: ended`, {"error": why}) and the stream
+  // closes. Nothing queued before it is sent.
+  void End(const std::string& why) {
+    if (closed_ || ending_) return;
+    ending_ = true;
+    event_stream_id_ = 0;  // already taken out of impl_->event_streams
+    Unwatch();
+    out_.clear();
+    queued_bytes_ = 0;
+    out_.push_back("event: ended\ndata: {\"error\": " + JsonString(why) + "}\n\n");
+    if (!writing_) WriteNext();
   }
 
   void Unwatch() {
@@ -537,6 +461,8 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     closed_ = true;
     out_.clear();
     Unwatch();
+    if (event_stream_id_ != 0) impl_->event_streams.erase(event_stream_id_);
+    event_stream_id_ = 0;
     beast::error_code ec;
     Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
     Lowest().close();
@@ -549,6 +475,8 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool streaming_ = false, writing_ = false, closed_ = false;
+  bool ending_ = false;  // End: the last event is on its way, then Close
+  int64_t event_stream_id_ = 0;  // in impl_->event_streams while open
   std::deque<std::string> out_;
   char hangup_[64];
   size_t queued_bytes_ = 0;
@@ -611,6 +539,10 @@ void HttpServer::Start() {
   if (!ec) impl_->acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw std::runtime_error("cannot serve the dashboard on " + opt_.listen + ": " + ec.message());
   port_ = impl_->acceptor->local_endpoint().port();
+  // A token's end (on the coordinator's loop) closes the event streams opened with it, here.
+  subscription_ = opt_.access->Subscribe([impl = impl_](const std::string& sha256, const std::string& why) {
+    impl->PostFromOutside([impl, sha256, why] { impl->EndStreamsOf(sha256, why); });
+  });
   impl_->Accept();
   thread_ = std::thread([impl = impl_] {
     for (;;) {
@@ -628,6 +560,7 @@ size_t HttpServer::dropped_streams() const { return impl_->dropped_streams.load(
 
 void HttpServer::Stop() {
   if (!thread_.joinable()) return;
+  if (subscription_ != 0) opt_.access->Unsubscribe(subscription_);
   asio::post(impl_->ioc, [impl = impl_] {
     impl->stopping = true;
     beast::error_code ec;

@@ -25,17 +25,22 @@
 // Security: every /api/ call needs a token of the coordinator — `Authorization: Bearer T`, or the session cookie
 // set by /login — of the viewer or admin role; a POST needs the admin role (403 for a viewer) and, with the
 // cookie, the header X-CSRF-Token (from /api/session, which also says the session's role), which another site
-// cannot read or send. With HttpOptions.tls the dashboard is served over HTTPS only. Requests are limited in size; an event-stream client that stops reading is dropped
-// once max_queued_bytes wait for it (the coordinator's memory does not grow with a slow browser).
+// cannot read or send. A session is judged at every request by the token it was made from, and ends on its own
+// (idle, absolute lifetime): dashboard_auth.h, dashboard_sessions.h. A revoked or expired token is answered 401
+// saying so, and the event streams opened with it get a last `event: ended` and close. With HttpOptions.tls the
+// dashboard is served over HTTPS only. Requests are limited in size; an event-stream client that stops reading is
+// dropped once max_queued_bytes wait for it (the coordinator's memory does not grow with a slow browser).
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "common/tls.h"
 #include "server/access.h"
+#include "server/http/dashboard_sessions.h"
 
 namespace ladder::server {
 
@@ -49,6 +54,8 @@ struct HttpOptions {
   size_t max_request_bytes = 64 * 1024;
   size_t max_queued_bytes = 8 * 1024 * 1024;  // per event stream
   std::chrono::seconds request_timeout{30};
+  SessionLimits sessions;                     // the logins' idle and absolute lifetimes (dashboard_sessions.h)
+  std::function<std::chrono::steady_clock::time_point()> clock;  // what sessions age by; empty: steady_clock
 };
 
 class HttpServer {
@@ -75,6 +82,7 @@ class HttpServer {
   std::shared_ptr<Impl> impl_;
   std::thread thread_;
   int port_ = 0;
+  int64_t subscription_ = 0;  // opt_.access: a token's end closes its event streams
 };
 
 }  // namespace ladder::server

@@ -123,4 +123,19 @@ bool ParseRungs(std::string_view s, std::vector<double>* out) {
   return true;
 }
 
+std::optional<std::string> CookieValue(std::string_view header, std::string_view name) {
+  size_t pos = 0;
+  while (pos < header.size()) {
+    const size_t semi = header.find(';', pos);
+    std::string_view c = header.substr(pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
+    while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
+    if (c.size() > name.size() && c.substr(0, name.size()) == name && c[name.size()] == '=') {
+      return std::string(c.substr(name.size() + 1));
+    }
+    if (semi == std::string_view::npos) break;
+    pos = semi + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace ladder::server

@@ -24,6 +24,8 @@ std::string RandomHex(size_t bytes);
 bool ConstantTimeEqual(std::string_view a, std::string_view b);
 // The value of `name` in a query string or form body ("a=1&b=2"), + and %XX decoded.
 std::optional<std::string> Param(std::string_view query, std::string_view name);
+// The value of the cookie `name` in a Cookie header ("a=1; b=2"); nullopt when it has none.
+std::optional<std::string> CookieValue(std::string_view header, std::string_view name);
 // A decimal id (digits only, at most 18).
 std::optional<int64_t> Id(std::string_view s);
 // "1,3,9" into ascending finite numbers (at most 64); "" is none. False for anything else.

@@ -127,6 +127,10 @@ CREATE TABLE tokens(
   created_at REAL NOT NULL,
   revoked_at REAL);
 )sql",
+      // 8: a token's expiry (ladder tokens create --expires); NULL: valid until revoked.
+      R"sql(
+ALTER TABLE tokens ADD COLUMN expires_at REAL;
+)sql",
   };
   return kMigrations;
 }

@@ -110,7 +110,9 @@ class Store {
     v1::TokenInfo info;
     std::string sha256;
   };
-  int64_t InsertToken(const std::string& name, v1::TokenRole role, const std::string& sha256, double now);
+  // expires_unix: when it stops being valid on its own (0: never).
+  int64_t InsertToken(const std::string& name, v1::TokenRole role, const std::string& sha256, double now,
+                      double expires_unix = 0);
   void RevokeToken(int64_t id, double now);  // a revoked token stays listed, with its revoked_unix
   std::vector<TokenRow> LoadTokens();
 

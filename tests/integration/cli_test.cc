@@ -282,6 +282,36 @@ TEST(Cli, WorkerSaysWhenItCannotReachTheCoordinatorAndStopsWhenRefused) {
 
 // ladder-train checks where it will write before it trains: a missing directory is created, an impossible one is
 // a one-line usage error (exit 2) at once, not a LibTorch backtrace after the run.
+// Tokens with an expiry, as an admin makes them: a NAME and --expires in s, m, h or d; `tokens list` (and --json)
+// shows when each expires; a unit it does not know is a usage error naming the value.
+TEST(Cli, TokensCreateWithAnExpiryAndListShowsIt) {
+  testing::TempDir dir("cli-tokens");
+  const auto db = (dir / "ladder.db").string();  // the CLI finds ./ladder.db.token in its working directory
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
+  testing::Child server;
+  Serve(&server, address, db);
+  auto ladder = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {Bin("ladder"), "--server", address});
+    return testing::RunCommand(args, dir);
+  };
+  auto made = ladder({"tokens", "create", "ci", "--role", "viewer", "--expires", "30d"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(made.out.size(), 65u) << made.out;  // the secret, and nothing else on stdout
+  EXPECT_NE(made.err.find("token ci (viewer, id 1"), std::string::npos) << made.err;
+  EXPECT_NE(made.err.find(" UTC)"), std::string::npos) << made.err;
+  auto listed = ladder({"--json", "tokens", "list"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto j = nlohmann::json::parse(listed.out);
+  ASSERT_EQ(j["tokens"].size(), 1u) << listed.out;
+  EXPECT_NEAR(j["tokens"][0]["expires_unix"].get<double>() - j["tokens"][0]["created_unix"].get<double>(),
+              30 * 86400, 0.01);
+  auto table = ladder({"tokens", "list"});
+  EXPECT_NE(table.out.find("EXPIRES"), std::string::npos) << table.out;
+  auto bad = ladder({"tokens", "create", "x", "--role", "viewer", "--expires", "30x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("'30x': the unit must be s, m, h or d"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, TrainerChecksItsOutputPathsBeforeTraining) {
   testing::TempDir dir("cli-train-paths");
   auto bad = testing::RunCommand({Bin("ladder-train"), "--epochs", "1", "--max-steps", "2", "--threads", "1",

@@ -63,6 +63,8 @@ function follow(search, onEvent) {
   events = new EventSource('/api/events' + (search ? '?search=' + search : ''));
   events.onopen = () => { statusEl.textContent = 'live'; statusEl.className = ''; };
   events.onerror = () => { statusEl.textContent = 'disconnected, retrying…'; statusEl.className = 'down'; };
+  // The server's last event when the session's token was revoked or expired: no retry, say why.
+  events.addEventListener('ended', m => { events.close(); statusEl.textContent = JSON.parse(m.data).error; statusEl.className = 'down'; });
   events.onmessage = m => {
     const ev = JSON.parse(m.data);
     window.ladderLive.events++;
