@@ -11,7 +11,7 @@
 #include "cli/slurm_job.h"
 #include "common/executable.h"
 #include "common/token.h"
-#include "search/spec.h"
+#include "search/spec/spec_reader.h"
 
 namespace ladder::cli {
 
