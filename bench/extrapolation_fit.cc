@@ -1,4 +1,4 @@
-// ladder-extrapolation-fit: the scale-extrapolation library (search/extrapolation.h, search/scale_plan.h) on
+// ladder-extrapolation-fit: the scale-extrapolation library (search/scaling/extrapolation.h, search/scaling/scale_plan.h) on
 // trials given as one JSON object on stdin; prints one JSON object on stdout. Used by bench/extrapolation.
 //
 // Input:
@@ -22,8 +22,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "search/extrapolation.h"
-#include "search/scale_plan.h"
+#include "search/scaling/extrapolation.h"
+#include "search/scaling/scale_plan.h"
 
 using nlohmann::json;
 using namespace ladder::search;

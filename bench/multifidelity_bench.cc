@@ -1,5 +1,5 @@
 // ladder-multifidelity-bench (run through bench/multifidelity): ASHA, Hyperband and the median stopping rule
-// (search/trial_scheduler.h) against random search at EQUAL TOTAL RESOURCE (epochs).
+// (search/stopping/trial_scheduler.h) against random search at EQUAL TOTAL RESOURCE (epochs).
 //
 // Table mode: trials replay learning curves recorded from real ladder-train runs (bench/data/digits_curves.csv,
 // written by bench/record_curves). W trials run at once (asynchronous: each epoch of a trial takes that
@@ -44,7 +44,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "search/trial_scheduler.h"
+#include "search/stopping/trial_scheduler.h"
 #include "trainer/zygote_protocol.h"
 
 namespace {

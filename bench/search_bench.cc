@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "bench/search_problems.h"
-#include "search/auto_sampler.h"
-#include "search/sampler.h"
+#include "search/samplers/auto_sampler.h"
+#include "search/samplers/sampler.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "search/space.h"
+#include "search/core/space.h"
 
 namespace ladder::bench {
 

@@ -11,8 +11,8 @@
 #include "cli/promote_plan.h"
 #include "cli/search_progress.h"
 #include "common/address.h"
-#include "search/extrapolation.h"
-#include "search/scale_plan.h"
+#include "search/scaling/extrapolation.h"
+#include "search/scaling/scale_plan.h"
 
 namespace ladder::cli {
 

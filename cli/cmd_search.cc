@@ -19,8 +19,8 @@
 #include "cli/slurm_job.h"
 #include "common/executable.h"
 #include "common/printable.h"
-#include "search/auto_sampler.h"
-#include "search/spec.h"
+#include "search/samplers/auto_sampler.h"
+#include "search/spec/spec_reader.h"
 
 namespace ladder::cli {
 

@@ -12,7 +12,7 @@
 #include "cli/slurm_time.h"
 #include "common/executable.h"
 #include "common/token.h"
-#include "search/spec.h"
+#include "search/spec/spec_reader.h"
 
 namespace ladder::cli {
 

@@ -19,7 +19,7 @@
 #include "cli/local_stack.h"
 #include "cli/slurm_job.h"
 #include "cli/slurm_stage.h"
-#include "search/spec.h"
+#include "search/spec/spec_reader.h"
 #include "cli/slurm_workers.h"
 #include "common/address.h"
 #include "common/certs.h"

@@ -1,7 +1,7 @@
 #pragma once
 // What `ladder promote` computes from a finished search (pure: protos in, values out; cmd_promote.cc does
 // the RPCs and the printing):
-//   ScaleTrialsFrom  each trial's scale record (search/extrapolation.h ScaleTrial) read from its stored
+//   ScaleTrialsFrom  each trial's scale record (search/scaling/extrapolation.h ScaleTrial) read from its stored
 //                    metrics and command: global_batch (last value), peak LR (largest `lr`), steps, final and
 //                    best `val_loss`, the validation curve, the measured noise scale (median of `noise_scale`
 //                    over the second half of the run; early value for the ramp), warmup/decay/optimizer from
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "ladder/v1/ladder.pb.h"
-#include "search/scale_plan.h"
+#include "search/scaling/scale_plan.h"
 
 namespace ladder::cli {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli/slurm_workers.h"
-#include "search/spec.h"
+#include "search/core/spec.h"
 
 namespace ladder::cli {
 

@@ -5,8 +5,9 @@
 
 #include "common/log.h"
 #include "common/token.h"
-#include "search/ensemble.h"
+#include "search/ensemble/ensemble.h"
 #include "server/params_codec.h"
+#include "server/predictions_file.h"
 #include "server/search_manager.h"
 #include "server/wall_clock.h"
 
@@ -44,7 +45,7 @@ void SearchManager::BuildEnsemble(SearchRecord& s) {
       error = "ensemble.predictions_file: " + sub.error;
       break;
     }
-    auto read = search::ReadPredictionsFile(sub.argv.front());
+    auto read = ReadPredictionsFile(sub.argv.front());
     if (!read.error.empty()) {
       error = "trial " + std::to_string(t->proto.number()) + ": " + read.error;
       break;

@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "common/tls.h"
 #include "common/token.h"
-#include "search/command_template.h"
+#include "search/core/command_template.h"
 #include "server/server.h"
 
 namespace {

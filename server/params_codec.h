@@ -4,7 +4,7 @@
 #include <string>
 
 #include "ladder/v1/ladder.pb.h"
-#include "search/space.h"
+#include "search/core/space.h"
 
 namespace ladder::server {
 

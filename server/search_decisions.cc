@@ -102,7 +102,7 @@ void SearchManager::ReplayTrialScheduler(SearchRecord& s) {
   // AddTrial for every trial, every stored report in stored order, then how each finished trial ended. Exact
   // for asha, hyperband and median; for pbt approximate: its population drops finished trials at the end
   // instead of at their place among the reports, and points a run sent after its exploit decision (ignored
-  // live) are replayed (search/trial_scheduler.h).
+  // live) are replayed (search/stopping/trial_scheduler.h).
   std::map<int64_t, const TrialRecord*> by_id;
   for (int64_t id : trials_.Of(s.proto.id()).ids) {
     const TrialRecord& t = trials_.Get(id);

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "common/log.h"
+#include "search/spec/spec_reader.h"
 #include "server/wall_clock.h"
 
 namespace ladder::server {

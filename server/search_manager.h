@@ -21,9 +21,9 @@
 #include <grpcpp/support/status.h>
 
 #include "ladder/v1/ladder.pb.h"
-#include "search/sampler.h"
-#include "search/spec.h"
-#include "search/trial_scheduler.h"
+#include "search/samplers/sampler.h"
+#include "search/core/spec.h"
+#include "search/stopping/trial_scheduler.h"
 #include "server/commit_outbox.h"
 #include "server/event_hub.h"
 #include "server/hero_band.h"

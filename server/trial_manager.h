@@ -53,8 +53,8 @@
 #include <vector>
 
 #include "ladder/v1/ladder.pb.h"
-#include "search/spec.h"
-#include "search/trial_scheduler.h"
+#include "search/core/spec.h"
+#include "search/stopping/trial_scheduler.h"
 #include "server/commit_outbox.h"
 #include "server/coordinator_options.h"
 #include "server/event_hub.h"

@@ -1,5 +1,5 @@
 #pragma once
-// Validation predictions for ensembles (the search spec's `ensemble:`; format in search/ensemble.h and
+// Validation predictions for ensembles (the search spec's `ensemble:`; format in search/ensemble/ensemble.h and
 // docs/METRICS.md): CSV with a header, one line per validation example in data order, the label first and then
 // the class probabilities (softmax of the logits). Written atomically: a temp file, fsync, rename.
 #include <torch/torch.h>

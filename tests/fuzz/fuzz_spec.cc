@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "common/printable.h"
-#include "search/spec.h"
+#include "search/spec/spec_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,12 +1,12 @@
-// The `auto` sampler: the rule's decision for typical specs (search/auto_sampler.h), the spec default and the
+// The `auto` sampler: the rule's decision for typical specs (search/samplers/auto_sampler.h), the spec default and the
 // `sampler: auto` spellings, and that MakeSampler runs the sampler the rule names.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "search/auto_sampler.h"
-#include "search/sampler.h"
-#include "search/spec.h"
+#include "search/samplers/auto_sampler.h"
+#include "search/samplers/sampler.h"
+#include "search/spec/spec_reader.h"
 #include "sampler_test_util.h"
 
 namespace ladder::search {

@@ -4,10 +4,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
-#include "search/ensemble.h"
+#include "search/ensemble/ensemble.h"
 
 namespace ladder::search {
 namespace {
@@ -146,19 +145,6 @@ TEST(PredictionsCsvTest, ErrorsNameTheFileAndLine) {
             "p.csv:1: expected the label and at least one prediction, got 1 field");
   EXPECT_EQ(ParsePredictionsCsv("label,p0\n\n", "p.csv").error,
             "p.csv: no predictions (expected one line per validation example: label,p0,p1,...)");
-}
-
-TEST(PredictionsCsvTest, ReadsAFile) {
-  const std::string path = ::testing::TempDir() + "ensemble_test_predictions.csv";
-  {
-    std::ofstream out(path);
-    out << "label,p0,p1\n1,0.3,0.7\n0,0.6,0.4\n";
-  }
-  PredictionsReadResult r = ReadPredictionsFile(path);
-  std::remove(path.c_str());
-  ASSERT_TRUE(r.error.empty()) << r.error;
-  EXPECT_EQ(r.value->labels, (std::vector<double>{1, 0}));
-  EXPECT_EQ(ReadPredictionsFile(path).error, path + ": cannot open the predictions file");
 }
 
 }  // namespace

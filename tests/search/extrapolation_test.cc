@@ -1,6 +1,6 @@
 // Scale extrapolation: recover known parameters from trials generated from the models (with noise), interval
 // coverage, the baselines, the plan, and clear errors on degenerate inputs.
-#include "search/extrapolation.h"
+#include "search/scaling/extrapolation.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <random>
 
-#include "search/scale_plan.h"
+#include "search/scaling/scale_plan.h"
 
 namespace ladder::search {
 namespace {

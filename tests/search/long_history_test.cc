@@ -1,5 +1,5 @@
 // TPE and GP-BO after tens of thousands of trials, where their models are bounded (TPE's bad mixture is a
-// stratified subsample, search/tpe_history.h; GP-BO's model holds max_history trials): they still suggest near
+// stratified subsample, search/samplers/tpe_history.h; GP-BO's model holds max_history trials): they still suggest near
 // the optimum, and a suggestion is still a function of the told and pending sets (the determinism contract),
 // whatever order the trials were told in and when a trial is told twice.
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "search/sampler.h"
+#include "search/samplers/sampler.h"
 #include "sampler_test_util.h"
 
 namespace ladder::search {

@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "search/sampler.h"
+#include "search/samplers/sampler.h"
 #include "sampler_test_util.h"
 
 namespace ladder::search {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <set>
 
-#include "search/sampler.h"
-#include "search/spec.h"
+#include "search/samplers/sampler.h"
+#include "search/spec/spec_reader.h"
 
 namespace ladder::search {
 namespace {

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "search/spec.h"
+#include "search/core/spec.h"
 
 namespace ladder::search::testing {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "search/spec.h"
-#include "search/trial_scheduler.h"
+#include "search/spec/spec_reader.h"
+#include "search/stopping/trial_scheduler.h"
 
 namespace ladder::search {
 namespace {

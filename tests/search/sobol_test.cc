@@ -1,12 +1,12 @@
 // Sobol' sequence: net balance of the first 2^k points, scrambling, and the sampler built on it.
-#include "search/sobol.h"
+#include "search/samplers/sobol.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <set>
 
-#include "search/sampler.h"
+#include "search/samplers/sampler.h"
 #include "sampler_test_util.h"
 
 namespace ladder::search {

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "search/sampler.h"
-#include "search/spec.h"
+#include "search/samplers/sampler.h"
+#include "search/spec/spec_reader.h"
 
 namespace ladder::search {
 namespace {
@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 fs::path SourceDir() {
   if (const char* env = std::getenv("LADDER_SOURCE_DIR"); env != nullptr && *env != '\0') return env;
-  return fs::path(__FILE__).parent_path().parent_path().parent_path();  // tests/search/x.cc -> repo root
+  return LADDER_TEST_SOURCE_DIR;  // the source tree this test was configured from (tests/CMakeLists.txt)
 }
 
 std::string ReadFile(const fs::path& p) {

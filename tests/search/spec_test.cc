@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "search/spec.h"
+#include "search/spec/spec_reader.h"
 
 namespace ladder::search {
 namespace {
@@ -99,7 +99,7 @@ TEST(SpecTest, DefaultsAreFilledIn) {
   EXPECT_EQ(s.parallelism, 1);
   EXPECT_EQ(s.max_failed_trials, 3);  // max(3, 4 / 10)
   EXPECT_EQ(s.max_retries, 2);
-  EXPECT_EQ(s.sampler, "auto");  // resolved by search/auto_sampler.h (tests/search/auto_sampler_test.cc)
+  EXPECT_EQ(s.sampler, "auto");  // resolved by search/samplers/auto_sampler.h (tests/search/auto_sampler_test.cc)
   EXPECT_EQ(s.seed, 0u);
   EXPECT_EQ(s.group.nodes, 1);
   EXPECT_EQ(s.group.ranks_per_node, 1);

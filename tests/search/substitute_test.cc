@@ -3,7 +3,7 @@
 
 #include <charconv>
 
-#include "search/spec.h"
+#include "search/spec/spec_reader.h"
 
 namespace ladder::search {
 namespace {

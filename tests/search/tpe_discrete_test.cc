@@ -6,9 +6,9 @@
 #include <cmath>
 #include <vector>
 
-#include "search/parzen.h"
-#include "search/sampler.h"
-#include "search/unit_space.h"
+#include "search/samplers/parzen.h"
+#include "search/samplers/sampler.h"
+#include "search/core/unit_space.h"
 #include "sampler_test_util.h"
 
 namespace ladder::search {

@@ -1,4 +1,4 @@
-// TPE's maintained history (search/tpe_history.h): the good group is exactly the first min(ceil(gamma n), 25)
+// TPE's maintained history (search/samplers/tpe_history.h): the good group is exactly the first min(ceil(gamma n), 25)
 // trials by (loss, number) whatever order the trials were told in; below the bound the bad group is every
 // other trial plus the pending ones with Optuna's weights; past it, the bounded mixture keeps the pending and
 // the recent trials as themselves, its total weight is exact and each older trial's expected weight is its own.
@@ -11,8 +11,8 @@
 #include <set>
 #include <vector>
 
-#include "search/parzen.h"
-#include "search/tpe_history.h"
+#include "search/samplers/parzen.h"
+#include "search/samplers/tpe_history.h"
 
 namespace ladder::search::internal {
 namespace {

@@ -9,8 +9,8 @@
 #include <set>
 #include <variant>
 
-#include "search/spec.h"
-#include "search/trial_scheduler.h"
+#include "search/spec/spec_reader.h"
+#include "search/stopping/trial_scheduler.h"
 
 namespace ladder::search {
 namespace {

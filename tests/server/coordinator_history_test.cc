@@ -146,7 +146,7 @@ TEST_F(CoordinatorHistoryTest, AnAshaTrialsRungIsTheHighestRungItReached) {
   EXPECT_EQ(GetSearch(sid).rungs_size(), 2);
 }
 
-// `resource: step` (documented in search/spec.h) judges at the points' own step, which a metrics line carries as
+// `resource: step` (documented in search/core/spec.h) judges at the points' own step, which a metrics line carries as
 // "step" and not among its values: the scheduler used to never hear of such a trial.
 TEST_F(CoordinatorHistoryTest, AshaOnTheStepJudgesAtThePointsStep) {
   auto a = Connect("a", 2);

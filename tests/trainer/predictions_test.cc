@@ -1,10 +1,10 @@
-// ladder-train --save-predictions: the file the coordinator's ensemble selection reads (search/ensemble.h).
+// ladder-train --save-predictions: the file the coordinator's ensemble selection reads (search/ensemble/ensemble.h).
 #include <gtest/gtest.h>
 
 #include <sstream>
 
 #include "common/metrics_line.h"
-#include "search/ensemble.h"
+#include "server/predictions_file.h"
 #include "tests/support/process.h"
 #include "tests/support/trainer_runs.h"
 
@@ -28,7 +28,7 @@ TEST(SavePredictions, WritesOneRowPerValidationExampleWhoseArgmaxGivesTheReporte
     }
   }
   EXPECT_DOUBLE_EQ(epoch, 2.0) << "evaluation lines count whole epochs";
-  auto read = search::ReadPredictionsFile((dir / "val.csv").string());
+  auto read = server::ReadPredictionsFile((dir / "val.csv").string());
   ASSERT_EQ(read.error, "");
   const auto& p = read.value->predictions;
   EXPECT_EQ(p.rows, 359u) << "digits: 359 validation rows";

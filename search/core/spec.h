@@ -1,0 +1,108 @@
+#pragma once
+// SearchSpec and its parts: a search as the user writes it in YAML, once read. Pure data, on the ground floor of
+// search/ so that every subsystem can use it; the YAML format and its reader are in search/spec/spec_reader.h
+// (ParseSpec), which assembles a spec from the sections each subsystem reads.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "search/core/scales.h"
+#include "search/core/space.h"
+#include "search/core/ensemble_options.h"
+#include "search/core/stopping_options.h"
+
+namespace ladder::search {
+
+struct Objective {
+  std::string metric;
+  bool maximize = false;
+  enum class Scope { kLast, kBest } scope = Scope::kLast;
+};
+
+// How a multi-rank trial's processes are started (resources.launcher):
+//   per_node  every node's worker starts its local ranks with torchrun's variables (RANK, WORLD_SIZE,
+//             LOCAL_RANK, MASTER_ADDR, MASTER_PORT): Gloo and NCCL rendezvous
+//   mpirun    the group's first worker runs `mpirun -np WORLD --host h1:r,h2:r ... COMMAND`: MPI
+//   srun      the group's first worker runs one Slurm step over the group's nodes (`srun --nodelist=...`): under
+//             Slurm, MPI through PMIx or Gloo/NCCL with Slurm's rank variables
+enum class Launcher { kPerNode, kMpirun, kSrun };
+
+// One `stage:` entry: the file `from` (on storage every node sees) copied into the node-local directory `to`.
+struct StageFile {
+  std::string from, to;
+};
+// The staged copy's file name: from's last component.
+inline std::string StagedName(const StageFile& f) { return f.from.substr(f.from.rfind('/') + 1); }
+
+struct GroupRequest {
+  int nodes = 1, ranks_per_node = 1, gpus_per_rank = 0;
+  Launcher launcher = Launcher::kPerNode;
+  std::string pool;  // [A-Za-z0-9._-]+; "": the shared nodes
+};
+
+// Options of the `sampler:` mapping; 0 means the sampler's own default. Each applies only to the samplers its
+// comment names (the parser rejects it for the others).
+struct SamplerOptions {
+  int n_startup_trials = 0;  // tpe (default 10), gp (default clamp(2 * dims, 5, 20)), cmaes (default 0)
+  int n_ei_candidates = 0;   // tpe (default 24)
+  double gamma = 0;          // tpe (default 0.1; the good group has ceil(gamma * n) trials, at most 25)
+  int max_history = 0;       // gp (default 200)
+  int population = 0;        // cmaes (default 4 + floor(3 ln d))
+  double sigma0 = 0;         // cmaes (default 0.3)
+  bool scramble = true;      // sobol
+};
+
+struct SearchSpec {
+  std::string name;
+  Objective objective;
+  int max_trials = 0;
+  int parallelism = 1;
+  int max_failed_trials = 0;
+  int max_retries = 2;
+  std::string sampler = "auto";  // resolved to a concrete sampler by ResolveSampler (search/samplers/auto_sampler.h)
+  uint64_t seed = 0;
+  SamplerOptions sampler_options;
+  GroupRequest group;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::vector<StageFile> stage;   // `stage:`: copied to node-local storage before a trial's ranks start
+  double progress_timeout_s = 0;  // trial.progress_timeout; 0: no watchdog
+  TrialSchedulerOptions scheduler;  // `scheduler:` (type none when absent)
+  EnsembleOptions ensemble;         // `ensemble:` (enabled false when absent)
+  ScalesOptions scales;             // `scales:` (sampler "scales"; the space is global_batch x lr)
+  SearchSpace space;
+};
+
+struct SpecError {
+  std::string file;
+  int line = 0, column = 0;  // 1-based; 0 when unknown
+  std::string field;         // dotted path, e.g. "space.lr.low"
+  std::string message;
+  std::string ToString() const;  // "spec.yaml:12:5: space.lr.low: must be > 0 when log: true"
+};
+
+struct ParseResult {
+  std::optional<SearchSpec> spec;  // set only when errors is empty
+  std::vector<SpecError> errors;   // every error found, in file order
+  bool ok() const { return errors.empty(); }
+};
+
+// Substitutes {name} placeholders in argv and env values. An unknown placeholder sets `error`.
+struct Substituted {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::string error;
+};
+Substituted SubstituteCommand(const SearchSpec& spec, const Params& params,
+                              const std::map<std::string, std::string>& builtins);
+
+// The built-in placeholders every command may use.
+inline const std::vector<std::string>& BuiltinPlaceholders() {
+  static const std::vector<std::string> k = {"trial_id", "trial_number", "search_id", "checkpoint_dir", "nodes"};
+  return k;
+}
+
+}  // namespace ladder::search

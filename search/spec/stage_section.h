@@ -1,0 +1,15 @@
+#pragma once
+// Internal to search/: reading the spec's `stage:` list (SearchSpec::stage); the spec reader calls it.
+#include <yaml-cpp/yaml.h>
+
+#include <vector>
+
+#include "search/core/spec.h"
+#include "search/core/yaml_reader.h"
+
+namespace ladder::search::internal {
+
+// Every entry a mapping {from: FILE, to: DIR}, both absolute paths; errors name stage[i].from / stage[i].to.
+void ReadStageSection(ErrorSink& sink, const YAML::Node& node, std::vector<StageFile>* out);
+
+}  // namespace ladder::search::internal
