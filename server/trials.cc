@@ -362,6 +362,7 @@ void TrialManager::RequeueOrFail(TrialRecord& t, const std::string& reason) {
     t.proto.set_started_unix(0);
     t.epoch = 0;
     t.preempting = false;
+    t.port_taken = false;
     t.early_stop.clear();
     t.exploit.reset();
     t.last_objective.reset();
@@ -442,6 +443,7 @@ void TrialManager::FinishPreemption(TrialRecord& t) {
 void TrialManager::BackToQueue(TrialRecord& t, const std::string& outcome) {
   CloseAllocation(t, outcome);
   t.preempting = false;
+  t.port_taken = false;
   t.early_stop.clear();
   t.exploit.reset();
   t.proto.clear_placement();
