@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "common/address.h"
+#include "common/tls_probe.h"
 #include "common/token.h"
 
 namespace ladder::cli {
@@ -57,8 +58,9 @@ TlsFiles ResolveTls(const GlobalOptions& g) {
 Client::Client(const GlobalOptions& g) : server_(ResolveServer(g)), token_(ResolveToken(g.token, g.db, g.token_file)) {
   // A TLS file that cannot be read is said here; the command then fails to reach the coordinator over plaintext.
   std::shared_ptr<grpc::ChannelCredentials> creds;
+  tls_ = ResolveTls(g);
   try {
-    creds = MakeChannelCredentials(ResolveTls(g));
+    creds = MakeChannelCredentials(tls_);
   } catch (const std::exception& e) {
     std::cerr << "ladder: " << e.what() << "\n";
     creds = grpc::InsecureChannelCredentials();
@@ -80,6 +82,15 @@ bool Client::Reachable(std::chrono::milliseconds timeout) {
   v1::ServerInfoResponse resp;
   const grpc::Status st = stub_->ServerInfo(ctx.get(), req, &resp);
   return st.ok() || st.error_code() == grpc::StatusCode::UNAUTHENTICATED;  // it answered, if not to us
+}
+
+grpc::Status Client::Explained(const grpc::Status& st) {
+  if (st.error_code() != grpc::StatusCode::UNAVAILABLE || !tls_.enabled()) return st;
+  if (!explained_) {
+    const TlsDiagnosis d = DiagnoseTls(server_, tls_);
+    explained_ = d.CertificateRefused() ? grpc::Status(grpc::StatusCode::UNAUTHENTICATED, d.message) : grpc::Status();
+  }
+  return explained_->ok() ? st : *explained_;
 }
 
 int ExitCodeOf(const grpc::Status& st) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/tls.h"
@@ -54,6 +55,10 @@ class Client {
   std::unique_ptr<grpc::ClientContext> Context(std::chrono::milliseconds deadline = std::chrono::seconds(30)) const;
   // True when a coordinator answers within `timeout`.
   bool Reachable(std::chrono::milliseconds timeout);
+  // `st` as the user should hear it: a call that failed as unreachable over TLS whose handshake a probe of our
+  // own finds refused for a certificate (common/tls_probe.h) becomes UNAUTHENTICATED with that probe's message
+  // (exit 5, as a refused token); anything else is returned as it is. Probes once per Client.
+  grpc::Status Explained(const grpc::Status& st);
   const std::string& server() const { return server_; }
   // One unary RPC with a fresh Context(): true when it succeeded; otherwise reports it as `what`
   // (ReportRpcError; `quiet`: no message), sets *exit_code and returns false.
@@ -62,7 +67,7 @@ class Client {
   bool Call(grpc::Status (v1::Ladder::Stub::*method)(grpc::ClientContext*, const Req&, Resp*), const Req& req,
             Resp* resp, const std::string& what, int* exit_code, bool quiet = false) {
     auto ctx = Context();
-    const grpc::Status st = ((*stub_).*method)(ctx.get(), req, resp);
+    const grpc::Status st = Explained(((*stub_).*method)(ctx.get(), req, resp));
     if (st.ok()) return true;
     *exit_code = quiet ? ExitCodeOf(st) : ReportRpcError(st, what, server_);
     return false;
@@ -70,6 +75,8 @@ class Client {
 
  private:
   std::string server_, token_;
+  TlsFiles tls_;
+  std::optional<grpc::Status> explained_;  // the probe's finding, once made
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Ladder::Stub> stub_;
 };

@@ -137,7 +137,7 @@ std::optional<HeroStatus> FetchHeroStatus(Client& client, const v1::Search& s, i
   ctx->TryCancel();
   const grpc::Status st = reader->Finish();
   if (!done) {
-    *exit_code = ReportRpcError(st, "search show (the journal)", client.server());
+    *exit_code = ReportRpcError(client.Explained(st), "search show (the journal)", client.server());
     return std::nullopt;
   }
   std::optional<v1::Trial> trial;
@@ -254,7 +254,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::ListSearchesResponse resp;
     if (!jobs.empty()) {
       auto ctx = client.Context();
-      const grpc::Status st = client.stub().ListSearches(ctx.get(), req, &resp);
+      const grpc::Status st = client.Explained(client.stub().ListSearches(ctx.get(), req, &resp));
       const bool down = ExitCodeOf(st) == kUnreachable;
       if (!st.ok() && !down) {
         exit_code = ReportRpcError(st, "search list", client.server());
@@ -343,7 +343,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
       if (st.error_code() != grpc::StatusCode::FAILED_PRECONDITION ||
           !client.Call(&v1::Ladder::Stub::GetSearch, get, &got, "search cancel", &exit_code, /*quiet=*/true) ||
           got.search().state() == v1::SEARCH_RUNNING) {
-        exit_code = ReportRpcError(st, "search cancel", client.server());
+        exit_code = ReportRpcError(client.Explained(st), "search cancel", client.server());
         return;
       }
       if (g.json) {

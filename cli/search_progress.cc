@@ -97,7 +97,7 @@ std::optional<v1::Search> FollowSearch(Client& client, int64_t search_id, bool q
       *exit_code = 130;
       search.reset();
     } else if (!st.ok()) {
-      *exit_code = ReportRpcError(st, "watch search " + std::to_string(search_id), client.server());
+      *exit_code = ReportRpcError(client.Explained(st), "watch search " + std::to_string(search_id), client.server());
       search.reset();
     }
   }

@@ -16,8 +16,8 @@ void WatchStream::Stop() {
 
 int WatchStream::Run() {
   if (!client_.Reachable(std::chrono::seconds(3))) {
-    return ReportRpcError(grpc::Status(grpc::StatusCode::UNAVAILABLE, "no answer within 3 s"), "watch",
-                          client_.server());
+    return ReportRpcError(client_.Explained(grpc::Status(grpc::StatusCode::UNAVAILABLE, "no answer within 3 s")),
+                          "watch", client_.server());
   }
   int64_t last_journal = 0;
   bool ever_connected = false, broken = false;

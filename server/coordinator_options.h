@@ -61,9 +61,10 @@ struct CoordinatorOptions {
   std::chrono::milliseconds flush_interval = kDefaultFlushInterval;
   std::string master_addr = "127.0.0.1";  // rendezvous address given to rank 0 of 1-node trials
   // The rendezvous port of a multi-rank trial (MASTER_PORT, where rank 0 serves the c10d store): base + trial id
-  // modulo span. Two coordinators whose trials may share a node need disjoint ranges.
+  // modulo span, another port of the range after a collision (server/rendezvous_port.h). Two coordinators whose
+  // trials may share a node need disjoint ranges. The default, 29500-32499, stays below Linux's ephemeral ports.
   int rendezvous_port_base = 29500;
-  int rendezvous_port_span = 20000;
+  int rendezvous_port_span = 3000;
   // How long after the start workers are expected to be registering (a restarted coordinator's, a Slurm job's
   // step): a search whose trials no node up can hold is said only after it (TrialManager). 0: one lease
   // (heartbeat_timeout, the re-attach window); ladder up --slurm: its wait for the step's workers.

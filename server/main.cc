@@ -77,7 +77,8 @@ void AddFlags(CLI::App* app, Flags* f) {
       ->capture_default_str();
   app->add_option("--rendezvous-port-base", f->opt.coordinator.rendezvous_port_base,
                   "multi-rank trials rendezvous at MASTER_PORT = this + trial id % --rendezvous-port-span on their "
-                  "first node; give coordinators that share nodes disjoint ranges")
+                  "first node (another port of the range when that one is taken); give coordinators that share nodes "
+                  "disjoint ranges, below the ephemeral ports (/proc/sys/net/ipv4/ip_local_port_range)")
       ->check(CLI::Range(1024, 65535))
       ->capture_default_str();
   app->add_option("--rendezvous-port-span", f->opt.coordinator.rendezvous_port_span,

@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "server/grpc_services.h"
+#include "server/rendezvous_port.h"
 
 namespace ladder::server {
 
@@ -73,6 +74,10 @@ void Server::Start() {
     }
   }
   if (std::string err = TlsFilesError(opt_.tls, /*server=*/true); !err.empty()) throw std::runtime_error(err);
+  if (std::string w = EphemeralOverlapWarning(opt_.coordinator.rendezvous_port_base, opt_.coordinator.rendezvous_port_span);
+      !w.empty()) {
+    LogWarning("server", w);
+  }
   if (!opt_.read_only) lock_.Acquire(opt_.db_path);
   // A start that fails leaves no database behind that it created.
   auto remove_created = [this] {

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/token.h"
 #include "server/params_codec.h"
+#include "server/rendezvous_port.h"
 #include "server/trial_manager.h"
 #include "server/wall_clock.h"
 
@@ -88,6 +89,7 @@ void TrialManager::Launch(TrialRecord& t, const scheduler::NodeGroup& group) {
   t.last_progress = Clock::now();
   t.watchdog_error.clear();
   t.preempting = false;
+  t.port_taken = false;
   t.early_stop.clear();
   t.exploit.reset();
   t.proto.clear_command();
@@ -181,7 +183,8 @@ void TrialManager::SendStarts(TrialRecord& t, const std::vector<std::string>& co
     env["WORLD_SIZE"] = std::to_string(world);
     env["LOCAL_WORLD_SIZE"] = std::to_string(spec.group.ranks_per_node);
     env["MASTER_ADDR"] = master;
-    env["MASTER_PORT"] = std::to_string(opt_.rendezvous_port_base + p.id() % std::max(1, opt_.rendezvous_port_span));
+    env["MASTER_PORT"] =
+        std::to_string(RendezvousPort(opt_.rendezvous_port_base, opt_.rendezvous_port_span, p.id(), t.port_collisions));
     // Rank 0's rendezvous store admits only connections that bring this run's secret (trainer/comm/bound_store.h):
     // another user who reaches MASTER_PORT cannot read or write the keys the ranks exchange. A new one per run.
     env["LADDER_RENDEZVOUS_SECRET"] = GenerateToken();

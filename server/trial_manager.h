@@ -17,7 +17,8 @@
 //      ▲                                                        │ ├──a rank fails, launch error, no objective──► FAILED
 //      ├──node lost, Slurm step cancelled, SIGTERM from outside, ┤ └──search cancelled or failed──► CANCELLED
 //      │  attempt < budget.max_retries (RequeueOrFail)           │
-//      ├──preempted, PBT exploit, promoted to more nodes, worker stopping or its token ended (BackToQueue: same attempt)
+//      ├──preempted, PBT exploit, promoted to more nodes, worker stopping or its token ended, rendezvous port taken
+//      │  (BackToQueue: same attempt)
 //      └────────────────────────────────────────────────────────┘
 //
 // Node groups: a trial has one member per node of its group. Launch per node: each member's worker starts its
@@ -86,6 +87,10 @@ struct TrialRecord {
   std::vector<Member> members;
   Sched sched = Sched::kNone;
   bool preempting = false;  // told to stop for a higher-priority trial (or a stopping worker); PENDING once stopped
+  // Rank 0 of its run could not listen on the rendezvous port (another process holds it): PENDING once stopped,
+  // same attempt; port_collisions (in memory) counts such runs and picks the next port (server/rendezvous_port.h).
+  bool port_taken = false;
+  int port_collisions = 0;
   std::string early_stop;   // the trial scheduler stopped it (why): it COMPLETES with its value once stopped
   std::optional<search::TrialDecision> exploit;  // pbt: once stopped, it restarts from another's checkpoint
   bool workflow_step = false;  // the ensemble's retrain step: no sampler, no trial scheduler, not "best"
@@ -261,6 +266,12 @@ class TrialManager : public NodeManager::Listener {
 
   // Exits (trial_reports.cc): what a run's end means, by why it was stopped.
   void EndRun(TrialRecord& t, const std::string& node, const v1::TrialExited& m, bool any_live);
+  // Whether the exit of `node`'s member says rank 0 found the run's rendezvous port taken (ladder-train's
+  // kExitRendezvousPortInUse from the member of rank 0 of a multi-node run that was given MASTER_PORT).
+  bool RendezvousPortTakenOn(const TrialRecord& t, const std::string& node, const v1::TrialExited& m) const;
+  // Then: the group stops and the trial goes back to the queue without using up an attempt; its next run gets
+  // another port. Past kMaxRendezvousPortCollisions it is requeued as a failure (RequeueOrFail).
+  void RendezvousPortTaken(TrialRecord& t, const std::string& node, bool any_live);
 
   // Node lost while running `t`: requeue (attempt+1) or fail.
   void RequeueOrFail(TrialRecord& t, const std::string& reason);

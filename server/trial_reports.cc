@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "common/log.h"
+#include "common/trial_exit_codes.h"
+#include "server/rendezvous_port.h"
 #include "server/trial_manager.h"
 #include "server/wall_clock.h"
 
@@ -126,6 +128,9 @@ void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::Tri
   } else if (t.preempting && (m.cancelled() || failed)) {
     // Stopped for a higher-priority trial: it resumes once every member has stopped.
     if (!any_live) FinishPreemption(t);
+  } else if (t.port_taken && (m.cancelled() || failed)) {
+    // The rest of a group whose rank 0 found its port taken: it runs again once every member has stopped.
+    if (!any_live) BackToQueue(t, "rendezvous port in use");
   } else if (m.worker_stopping()) {
     // The node's worker is shutting down: no new trials there, and this one waits for another node (from its
     // checkpoint, as after a preemption; no attempt is used up).
@@ -142,6 +147,8 @@ void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::Tri
     // Load). Not what anyone cancelled: it runs again.
     RequeueOrFail(t, where + "stopped by its worker without a request from this coordinator" +
                          (m.error().empty() ? std::string() : " (" + m.error() + ")"));
+  } else if (failed && RendezvousPortTakenOn(t, node, m)) {
+    RendezvousPortTaken(t, node, any_live);
   } else if (failed) {
     // A rank failed: the whole group stops (Finish stops the other members).
     std::string err = m.error().empty() ? "exited with code " + std::to_string(m.exit_code()) : m.error();
@@ -151,6 +158,38 @@ void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::Tri
     owner_->OnRunSucceeded(t.proto.id());
   }
   // else: exit 0 on one node while others still run; the trial ends with the last of them.
+}
+
+bool TrialManager::RendezvousPortTakenOn(const TrialRecord& t, const std::string& node,
+                                         const v1::TrialExited& m) const {
+  if (m.exit_code() != kExitRendezvousPortInUse || t.members.size() < 2) return false;
+  if (owner_->Spec(t.proto.search_id()).group.launcher == search::Launcher::kMpirun) return false;  // no MASTER_PORT
+  for (const auto& mem : t.members) {
+    if (mem.node_id == node && mem.epoch == m.assignment_epoch()) return mem.first_rank == 0;
+  }
+  return false;
+}
+
+void TrialManager::RendezvousPortTaken(TrialRecord& t, const std::string& node, bool any_live) {
+  const int64_t id = t.proto.id();
+  const int port = RendezvousPort(opt_.rendezvous_port_base, opt_.rendezvous_port_span, id, t.port_collisions);
+  const std::string what = "rank 0 on node " + node + " could not listen on its rendezvous port " +
+                           std::to_string(port) + ": another process holds it";
+  if (t.port_collisions >= kMaxRendezvousPortCollisions) {
+    RequeueOrFail(t, what + " (the trial's " + std::to_string(t.port_collisions + 1) +
+                         "th taken port: give ladder-server a range of free ports with --rendezvous-port-base and "
+                         "--rendezvous-port-span)");
+    return;
+  }
+  ++t.port_collisions;
+  const int next = RendezvousPort(opt_.rendezvous_port_base, opt_.rendezvous_port_span, id, t.port_collisions);
+  const std::string reason = what + "; the trial runs again on port " + std::to_string(next) + " (no attempt used)";
+  hub_.Record("trial_port_in_use", t.proto.search_id(), id, reason);
+  LogWarning(kLog, "trial " + std::to_string(id) + ": " + reason);
+  t.port_taken = true;
+  t.proto.set_error(reason);
+  StopMembers(t, reason);
+  if (!any_live) BackToQueue(t, "rendezvous port in use");
 }
 
 bool TrialManager::Reattach(const std::string& node, const std::shared_ptr<WorkerLink>& link,

@@ -356,6 +356,7 @@ void TrialManager::RequeueOrFail(TrialRecord& t, const std::string& reason) {
     t.proto.set_started_unix(0);
     t.epoch = 0;
     t.preempting = false;
+    t.port_taken = false;
     t.early_stop.clear();
     t.exploit.reset();
     t.last_objective.reset();
@@ -443,6 +444,7 @@ void TrialManager::FinishPreemption(TrialRecord& t) {
 void TrialManager::BackToQueue(TrialRecord& t, const std::string& outcome) {
   CloseAllocation(t, outcome);
   t.preempting = false;
+  t.port_taken = false;
   t.early_stop.clear();
   t.exploit.reset();
   t.proto.clear_placement();

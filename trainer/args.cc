@@ -150,7 +150,10 @@ Memory: ladder-train sets glibc's mmap threshold to 32 MiB and its trim threshol
 step reuses the memory the previous one freed instead of faulting in fresh pages; setting GLIBC_TUNABLES (or
 MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_) leaves the allocator as you chose.
 
-Exit codes: 0 done, 2 bad arguments or data, 3 training diverged (NaN/inf loss).
+Exit codes: 0 done, 1 a runtime failure (a checkpoint not written), 2 bad arguments or data (a failed
+rendezvous included), 3 training diverged (NaN/inf loss), 75 rank 0 could not listen on MASTER_PORT because
+another process holds it (ladder runs the trial again on another port, without using up an attempt),
+128 + signal: stopped by SIGTERM/SIGUSR1 after saving the checkpoint.
 )";
 }
 

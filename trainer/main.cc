@@ -5,11 +5,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/trial_exit_codes.h"
 #include "trainer/allocator_tuning.h"
 #include "trainer/args.h"
+#include "trainer/comm/rendezvous.h"
 #include "trainer/csv_dataset.h"
 #include "trainer/data_cache.h"
 #include "trainer/data_sources.h"
@@ -95,7 +98,13 @@ int RunTrainer(const std::vector<std::string>& argv) {
   comm_options.hierarchical = args.hierarchical;
   comm_options.ranks_per_node = args.ranks_per_node;
   comm_options.cpu_only = args.device == "cpu";
-  auto comm = ladder::trainer::comm::MakeCommunicator(args.comm, comm_options, &error);
+  std::unique_ptr<ladder::trainer::comm::Communicator> comm;
+  try {
+    comm = ladder::trainer::comm::MakeCommunicator(args.comm, comm_options, &error);
+  } catch (const ladder::trainer::comm::RendezvousPortInUse& e) {
+    std::fprintf(stderr, "ladder-train: %s\n", e.what());
+    return ladder::kExitRendezvousPortInUse;  // another port would do: the coordinator retries on one
+  }
   if (!comm) {
     std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
     return 2;

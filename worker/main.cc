@@ -123,10 +123,11 @@ int main(int argc, char** argv) {
     }
     if (sig == kRefused) {
       worker.Stop();
-      std::cerr << "ladder-worker: the coordinator at " << opt.server
-                << " refused this worker: " << refusal
-                << "\n  (pass the server's token with --token-file <db>.token, a worker token from `ladder tokens "
-                   "create --role worker`, or LADDER_TOKEN)\n";
+      std::cerr << "ladder-worker: the coordinator at " << opt.server << " refused this worker: " << refusal << "\n";
+      if (refusal.rfind("the TLS handshake with", 0) != 0) {  // a token's refusal (tls_probe.h starts so)
+        std::cerr << "  (pass the server's token with --token-file <db>.token, a worker token from `ladder tokens "
+                     "create --role worker`, or LADDER_TOKEN)\n";
+      }
       return 5;  // as the ladder CLI for a refused token
     }
     ladder::LogInfo("worker", "stopping: terminating running trials");

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/metrics_line.h"
 #include "common/printable.h"
+#include "worker/certificate_check.h"
 #include "worker/launcher_stop.h"
 #include "worker/leftovers.h"
 #include "worker/log_tail.h"
@@ -179,6 +180,7 @@ void Worker::SessionLoop() {
   ReconnectBackoff backoff(kDefaultReconnectInitial, opt_.reconnect_max, kDefaultReconnectStableAfter,
                            std::hash<std::string>{}(opt_.node_id) ^ static_cast<uint64_t>(getpid()) ^
                                static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  CertificateCheck certificate_check(opt_.server, opt_.tls);
   for (;;) {
     auto s = std::make_shared<Session>();
     if (!opt_.token.empty()) s->ctx.AddMetadata("authorization", "Bearer " + opt_.token);
@@ -196,6 +198,9 @@ void Worker::SessionLoop() {
         std::lock_guard<std::mutex> g(mu_);
         if (stopping_) return;
       }
+      // A certificate refused at the handshake (ours by the coordinator, or the coordinator's by our CA): as a
+      // refused token, no retry fixes it.
+      if (const std::string refusal = certificate_check.Check(); !refusal.empty() && Refused(refusal)) return;
       if (std::chrono::steady_clock::now() >= warn_at) {
         const auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - since);
         LogWarning(kLog, "cannot reach the coordinator at " + opt_.server + " for " + std::to_string(waited.count()) +
@@ -203,6 +208,7 @@ void Worker::SessionLoop() {
         warn_at = std::chrono::steady_clock::now() + std::chrono::minutes(1);
       }
     }
+    certificate_check.Connected();
     s->stream = stub_->Connect(&s->ctx);
     const auto connected_at = std::chrono::steady_clock::now();
     boost::asio::post(loop_, [this, s] { OnConnected(s); });
@@ -227,16 +233,10 @@ void Worker::SessionLoop() {
     std::string why = st.ok() ? "stream closed by the coordinator" : st.error_message();
     if (!got_any) Log(LogLevel::kDebug, kLog, "cannot reach the coordinator at " + opt_.server + ": " + why);
     boost::asio::post(loop_, [this, s, why] { OnDisconnected(s, why); });
-    if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED || st.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
-      LogError(kLog, "coordinator refused the worker: " + st.error_message());
-      if (opt_.on_refused) {
-        {
-          std::lock_guard<std::mutex> g(mu_);
-          current_.reset();
-        }
-        opt_.on_refused(st.error_message());
-        return;
-      }
+    if ((st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+         st.error_code() == grpc::StatusCode::PERMISSION_DENIED) &&
+        Refused(st.error_message())) {
+      return;
     }
     auto wait = backoff.Next(got_any ? std::chrono::steady_clock::now() - connected_at
                                      : std::chrono::steady_clock::duration::zero());
@@ -245,6 +245,17 @@ void Worker::SessionLoop() {
     current_.reset();
     if (cv_.wait_for(g, wait, [this] { return stopping_; })) return;
   }
+}
+
+bool Worker::Refused(const std::string& why) {
+  LogError(kLog, "coordinator refused the worker: " + why);
+  if (!opt_.on_refused) return false;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    current_.reset();
+  }
+  opt_.on_refused(why);
+  return true;
 }
 
 void Worker::OnConnected(std::shared_ptr<Session> s) {

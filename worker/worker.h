@@ -63,8 +63,9 @@ struct WorkerOptions {
   // ladder-train ranks fork from a warm ladder-train --zygote (worker/warm_start.h) instead of starting cold;
   // any other command always starts cold. ladder-worker --cold-starts (or LADDER_COLD_STARTS=1) turns it off.
   bool warm_starts = true;
-  // Called (from the session thread) when the coordinator refuses the worker's token (or its role); the worker then stops
-  // reconnecting — a wrong token does not fix itself. Unset: it keeps retrying.
+  // Called (from the session thread) when the coordinator refuses the worker's token (or its role), or its TLS
+  // certificate at the handshake (worker/certificate_check.h: a few probes in a row; the message then starts with
+  // "the TLS handshake with"); the worker then stops reconnecting — neither fixes itself. Unset: it keeps retrying.
   std::function<void(const std::string&)> on_refused;
   // Called (from the loop) when the coordinator releases the worker (v1::Release: its pool's search has ended);
   // ladder-worker then stops and exits 0. Unset: the worker only logs it.
@@ -123,6 +124,9 @@ class Worker {
   };
 
   void SessionLoop();
+  // The coordinator refused the worker (its token, its role, its certificate): logs `why`; with on_refused, calls
+  // it and returns true (the session thread ends), else false (the worker keeps trying).
+  bool Refused(const std::string& why);
   void OnConnected(std::shared_ptr<Session> s);
   void OnDisconnected(std::shared_ptr<Session> s, const std::string& why);
   void Handle(const v1::CoordinatorMessage& m);

@@ -5,9 +5,15 @@
 // one node stops the group's ranks on the other.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -32,10 +38,12 @@ class MultiNode : public ::testing::Test {
     server::ServerOptions& so = options_;
     so.listen = "127.0.0.1:0";
     so.db_path = (dir_ / "ladder.db").string();
-    // Tests run side by side (ctest -j): each coordinator's trials rendezvous on ports of their own, not on
-    // 29500 + trial id, which every test's first trial would share.
-    so.coordinator.rendezvous_port_base = testing::FreePort();
-    so.coordinator.rendezvous_port_span = 16;
+    // Tests run side by side (ctest -j): each coordinator's trials rendezvous on ports of their own (by process),
+    // not on 29500 + trial id, which every test's first trial would share; a port taken anyway costs a restart.
+    // Below Linux's ephemeral ports (32768-60999), which any outgoing connection on this machine may hold.
+    port_base_ = 10000 + static_cast<int>(getpid() % 1000) * kPortSpan;
+    so.coordinator.rendezvous_port_base = port_base_;
+    so.coordinator.rendezvous_port_span = kPortSpan;
     // Two "hosts" on one machine: their daemons would both publish the hwloc topology in shared memory at the
     // address each picked (Open MPI 4.1's rtc/hwloc; orted segfaulted in hwloc_shmem_topology_write in 8 of 40
     // runs). Not needed here.
@@ -123,6 +131,8 @@ class MultiNode : public ::testing::Test {
            "space:\n  lr: {type: categorical, values: ['0.05']}\n";
   }
 
+  static constexpr int kPortSpan = 16;
+  int port_base_ = 0;
   std::filesystem::path dir_;
   std::string agent_;
   server::ServerOptions options_;  // the coordinator's, for a restart on the same database
@@ -143,6 +153,42 @@ TEST_F(MultiNode, GlooTrialRunsOneRankOnEachNodeWithTheRendezvousOfRankZerosNode
   EXPECT_NE(t.placement(0).node_id(), t.placement(1).node_id());
   EXPECT_EQ(LastValue(t, "ranks"), 2) << "the trainer saw a world of 2 ranks";
   EXPECT_GT(t.objective(), 0.5);
+}
+
+// Another process listens on the port the coordinator picks for the trial's rendezvous (trial 1: base + 1):
+// rank 0 cannot serve the store there, exits 75, and the trial runs again on another port of the range and
+// completes, its attempt unused.
+TEST_F(MultiNode, ARendezvousPortHeldByAnotherProcessCostsNoAttemptAndTheTrialCompletesOnAnother) {
+  const int taken = port_base_ + 1 % kPortSpan;
+  const int holder = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(taken));
+  const bool held = bind(holder, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && listen(holder, 16) == 0;
+  // Taken by someone else meanwhile does as well: the port is in use either way.
+  ASSERT_TRUE(held || errno == EADDRINUSE) << std::strerror(errno);
+  StartNodes("127.0.0.1", "127.0.0.1");
+  auto s = Run(TrainSpec("gloo", "per_node"), std::chrono::seconds(180));
+  close(holder);
+  ASSERT_TRUE(s) << TrialLogs();
+  ASSERT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
+  auto t = OnlyTrial(s->id());
+  ASSERT_EQ(t.id(), 1) << "the port held is trial 1's";
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+  EXPECT_EQ(t.attempt(), 0) << "a port collision never costs an attempt";
+  EXPECT_EQ(LastValue(t, "ranks"), 2);
+  ASSERT_GE(t.attempts_size(), 2) << "a run that found the port taken, then the one that completed";
+  EXPECT_EQ(t.attempts(0).outcome(), "rendezvous port in use");
+  // The first entry names the port held here (a later one, if any, a port something else held meanwhile).
+  std::vector<std::string> said;
+  for (const auto& e : t.history()) {
+    if (e.kind() == "trial_port_in_use") said.push_back(e.detail());
+  }
+  ASSERT_FALSE(said.empty()) << "the journal says why the trial ran again";
+  EXPECT_NE(said[0].find("rendezvous port " + std::to_string(taken) + ": another process holds it"),
+            std::string::npos) << said[0];
 }
 
 TEST_F(MultiNode, MpiTrialIsStartedByMpirunOnTheFirstNodeOverBothHosts) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -124,6 +125,22 @@ class Tmux {
 
 bool Has(const std::string& screen, const std::string& what) { return screen.find(what) != std::string::npos; }
 
+// tmux shows the terminal as the bytes of a frame arrive, and ncurses sends only what changed, top to bottom: a
+// capture can hold the top of a new frame over the rest of the previous one (a new filter in the table's header
+// above the old filter's rows). So every check waits for the whole frame it expects — each of `parts` and `more`
+// — and then says which part is missing, from the last screen, when that frame never came.
+std::string WaitForFrame(Tmux& tmux, const std::vector<std::string>& parts,
+                         const std::function<bool(const std::string&)>& more = nullptr) {
+  std::string screen = tmux.WaitFor([&](const std::string& s) {
+    for (const auto& p : parts) {
+      if (!Has(s, p)) return false;
+    }
+    return !more || more(s);
+  });
+  for (const auto& p : parts) EXPECT_TRUE(Has(screen, p)) << "missing: " << p << "\n" << screen;
+  return screen;
+}
+
 // The row of a trial in the table: "<id> <#> <state> <nodes> ..." with any spacing.
 bool HasRow(const std::string& screen, int64_t id, int number, const std::string& state) {
   std::regex row("(^|\\n)\\s+" + std::to_string(id) + "\\s+" + std::to_string(number) + "\\s+" + state + "\\s");
@@ -153,39 +170,29 @@ TEST_F(WatchTest, TheFullScreenViewShowsTheCoordinatorsTrialsAndAnswersKeys) {
     }
     return true;
   };
-  std::string screen = tmux.WaitFor([&](const std::string& s) { return all_rows(s) && Has(s, "trial_completed"); });
+  // The node map groups nodes by rack; the first trial is selected, its stored curve fetched and drawn (4
+  // points, 0.1 .. 0.4).
+  std::string screen = WaitForFrame(tmux,
+                                    {"trial_completed", "node-h", "search 1 'watched' completed", "rack r7", "n1",
+                                     "EVENTS", "CURVE trial 1 score", "(4 points)", "0.4 |"},
+                                    all_rows);
   ASSERT_TRUE(all_rows(screen)) << screen;
-  EXPECT_TRUE(Has(screen, "node-h")) << screen;
-  EXPECT_TRUE(Has(screen, "search 1 'watched' completed")) << screen;
-  EXPECT_TRUE(Has(screen, "rack r7")) << "the node map groups nodes by rack\n" << screen;
-  EXPECT_TRUE(Has(screen, "n1")) << screen;
-  EXPECT_TRUE(Has(screen, "EVENTS")) << screen;
-  EXPECT_TRUE(Has(screen, "CURVE trial 1 score")) << screen;
-  // The first trial is selected; its stored curve is fetched and drawn (4 points, 0.1 .. 0.4).
-  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "(4 points)"); });
-  EXPECT_TRUE(Has(screen, "(4 points)")) << screen;
-  EXPECT_TRUE(Has(screen, "0.4 |*") || Has(screen, "0.4 |")) << screen;
   Shoot(tmux, "tui");
 
   tmux.Run({"send-keys", "-t", "w", "?"});
-  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "ladder watch: keys"); });
-  EXPECT_TRUE(Has(screen, "filter: all, running")) << screen;
+  WaitForFrame(tmux, {"ladder watch: keys", "filter: all, running", "any key: back"});
   tmux.Run({"send-keys", "-t", "w", "x"});  // any key: back
   tmux.Run({"send-keys", "-t", "w", "f"});  // filter: running — none of this search's trials runs now
-  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "filter running"); });
-  EXPECT_TRUE(Has(screen, "(no trials in this state)")) << screen;
+  WaitForFrame(tmux, {"filter running", "(no trials in this state)", "CURVE trial 0", "EVENTS"});
   tmux.Run({"send-keys", "-t", "w", "f", "f"});  // pending, then completed
-  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "filter completed"); });
+  screen = WaitForFrame(tmux, {"filter completed", "CURVE trial 1 score", "EVENTS"}, all_rows);
   EXPECT_TRUE(all_rows(screen)) << screen;
+  EXPECT_FALSE(Has(screen, "(no trials in this state)")) << screen;
   tmux.Run({"send-keys", "-t", "w", "Down", "Enter"});  // the second trial's detail
-  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "trial 2 (#1 of search 1)"); });
-  EXPECT_TRUE(Has(screen, "command")) << screen;
-  EXPECT_TRUE(Has(screen, "/bin/sh -c")) << screen;
-  EXPECT_TRUE(Has(screen, "trial_completed")) << "its journal\n" << screen;
-  // Fetched from the coordinator (GetTrial): its run with the outcome, and the end of its stderr.
-  screen = tmux.WaitFor([](const std::string& s) { return Has(s, "   warming up"); });
-  EXPECT_TRUE(Has(screen, "log tail (rank 0's stderr)")) << screen;
-  EXPECT_TRUE(Has(screen, "   warming up")) << screen;
+  // Fetched from the coordinator (GetTrial): its run with the outcome, its journal, the end of its stderr.
+  screen = WaitForFrame(tmux, {"trial 2 (#1 of search 1)", "command", "/bin/sh -c", "trial_completed",
+                               "log tail (rank 0's stderr)", "   warming up"},
+                        [](const std::string& s) { return std::regex_search(s, std::regex("attempt 1 .* on n1  exited")); });
   EXPECT_TRUE(std::regex_search(screen, std::regex("attempt 1 .* on n1  exited"))) << screen;
   Shoot(tmux, "tui-detail");
   tmux.Run({"send-keys", "-t", "w", "Escape"});

@@ -1,7 +1,10 @@
 // The coordinator with multi-node trials: node groups from the scheduler, launch per node or by mpirun,
 // group stop on a rank crash or a lost node, preemption by priority, re-attach after a restart.
 #include <algorithm>
+#include <fstream>
 
+#include "common/trial_exit_codes.h"
+#include "server/rendezvous_port.h"
 #include "tests/server/coordinator_fixture.h"
 
 namespace ladder::server {
@@ -158,6 +161,83 @@ TEST_F(CoordinatorGroupTest, SrunLaunchNamesItsStepForTheWorkerThatStopsIt) {
   EXPECT_NE(std::find(argv.begin(), argv.end(), "--job-name=" + name), argv.end());
   EXPECT_EQ(st.env().at("LADDER_LAUNCHER"), "srun");
   EXPECT_EQ(st.env().at("LADDER_STEP_NAME"), name);
+}
+
+TEST(RendezvousPort, FirstPortIsBasePlusIdModuloSpanAndARetryJumpsToAnotherPortOfTheRange) {
+  EXPECT_EQ(RendezvousPort(29500, 3000, 7, 0), 29507);
+  EXPECT_EQ(RendezvousPort(29500, 3000, 3007, 0), 29507);
+  EXPECT_EQ(RendezvousPort(40000, 1, 9, 5), 40000) << "a range of one port has no other";
+  std::set<int> seen;
+  for (int c = 1; c <= 50; ++c) {
+    const int p = RendezvousPort(29500, 3000, 7, c);
+    EXPECT_GE(p, 29500);
+    EXPECT_LT(p, 32500);
+    EXPECT_NE(p, 29507) << "collision " << c << " is given the taken first port again";
+    EXPECT_EQ(p, RendezvousPort(29500, 3000, 7, c)) << "the choice is a function of (trial, collisions)";
+    seen.insert(p);
+  }
+  EXPECT_GT(seen.size(), 40u) << "retries spread over the range";
+  for (int c = 1; c <= 20; ++c) EXPECT_NE(RendezvousPort(40000, 2, 4, c), 40000);  // span 2: always the other
+}
+
+TEST(RendezvousPort, TheDefaultRangeStaysClearOfLinuxsEphemeralPortsAndAnOverlapIsSaid) {
+  const auto file = std::filesystem::temp_directory_path() / ("ladder-port-range-" + std::to_string(getpid()));
+  std::ofstream(file) << "32768\t60999\n";
+  const CoordinatorOptions defaults;
+  EXPECT_EQ(EphemeralOverlapWarning(defaults.rendezvous_port_base, defaults.rendezvous_port_span, file.string()), "");
+  const std::string w = EphemeralOverlapWarning(50000, 16, file.string());
+  EXPECT_NE(w.find("50000-50015"), std::string::npos) << w;
+  EXPECT_NE(w.find("32768-60999"), std::string::npos) << w;
+  EXPECT_NE(w.find("--rendezvous-port-base"), std::string::npos) << w;
+  EXPECT_NE(EphemeralOverlapWarning(32000, 1000, file.string()), "") << "a range that reaches into it";
+  EXPECT_EQ(EphemeralOverlapWarning(50000, 16, file.string() + ".missing"), "") << "nothing known, nothing said";
+  std::filesystem::remove(file);
+}
+
+TEST_F(CoordinatorGroupTest, ATakenRendezvousPortRunsTheTrialAgainOnAnotherPortWithoutUsingAnAttempt) {
+  std::vector<v1::Event> seen;
+  coord_->AddWatcher(v1::WatchRequest(), [&](const v1::Event& e) { seen.push_back(e); });
+  auto a = Connect("a", 2);
+  auto b = Connect("b", 2);
+  CreateSearch(kTwoNodeSpec);
+  std::shared_ptr<FakeLink> zero = a->Starts().at(0).first_rank() == 0 ? a : b, other = zero == a ? b : a;
+  const v1::StartTrial first = zero->Starts().at(0), first_other = other->Starts().at(0);
+  const int64_t id = first.trial_id();
+  EXPECT_EQ(first.env().at("MASTER_PORT"), std::to_string(RendezvousPort(29500, 3000, id, 0)));
+  Exit(zero, first, kExitRendezvousPortInUse);  // rank 0: another process holds MASTER_PORT
+  auto t = GetTrial(id);
+  EXPECT_EQ(t.state(), v1::TRIAL_RUNNING) << "its other member still stops";
+  EXPECT_NE(t.error().find("could not listen on its rendezvous port " + first.env().at("MASTER_PORT")),
+            std::string::npos) << t.error();
+  ASSERT_EQ(Cancels(*other).size(), 1u) << "the rest of the group is stopped";
+  Exit(other, first_other, 143, /*cancelled=*/true);
+  t = GetTrial(id);
+  EXPECT_EQ(t.attempt(), 0) << "a port collision never costs an attempt";
+  EXPECT_EQ(t.state(), v1::TRIAL_RUNNING) << "relaunched at once on the free pair";
+  ASSERT_EQ(zero->Starts().size(), 2u);
+  const v1::StartTrial again = zero->Starts()[1];
+  EXPECT_EQ(again.trial_id(), id);
+  EXPECT_GT(again.assignment_epoch(), first.assignment_epoch());
+  EXPECT_EQ(again.env().at("MASTER_PORT"), std::to_string(RendezvousPort(29500, 3000, id, 1)));
+  EXPECT_NE(again.env().at("MASTER_PORT"), first.env().at("MASTER_PORT"));
+  EXPECT_EQ(other->Starts().at(1).env().at("MASTER_PORT"), again.env().at("MASTER_PORT"));
+  loop_.restart();
+  loop_.run_for(std::chrono::milliseconds(120));  // past the flush interval: the journal is committed
+  bool said = false;
+  for (const auto& e : seen) {
+    if (e.kind() != v1::Event::JOURNAL || e.journal().kind() != "trial_port_in_use") continue;
+    said = true;
+    EXPECT_EQ(e.journal().trial_id(), id);
+    EXPECT_NE(e.journal().detail().find("runs again on port " + again.env().at("MASTER_PORT")), std::string::npos)
+        << e.journal().detail();
+  }
+  EXPECT_TRUE(said) << "the journal says why the trial ran again";
+  // The same exit code from a member that is not rank 0's is that rank's own failure.
+  const auto& not_zero = zero->Starts()[1].first_rank() == 0 ? other : zero;
+  Exit(not_zero, not_zero->Starts().at(1), kExitRendezvousPortInUse);
+  t = GetTrial(id);
+  EXPECT_EQ(t.state(), v1::TRIAL_FAILED);
+  EXPECT_NE(t.error().find("exited with code 75"), std::string::npos) << t.error();
 }
 
 TEST_F(CoordinatorGroupTest, MpirunLaunchRunsOnTheFirstNodeOverTheGroupsHosts) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/metrics_line.h"
+#include "common/trial_exit_codes.h"
 #include "tests/support/process.h"
 #include "tests/support/trainer_runs.h"
 
@@ -281,6 +282,29 @@ TEST(GlooRendezvous, RanksGivenAFileMeetThroughItAndOpenNoPort) {
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   ASSERT_EQ(r.exit_code, 0) << text << r.err;
   EXPECT_NE(text.find("2 rank(s) over gloo"), std::string::npos) << text;
+}
+
+// Rank 0 of a multi-node group whose MASTER_PORT another process holds exits kExitRendezvousPortInUse (75),
+// naming the port: the coordinator then runs the trial again on another port; any other failure to rendezvous
+// stays exit 2.
+TEST(GlooRendezvous, RankZeroWhosePortIsTakenExitsWithThePortInUseCode) {
+  testing::TempDir dir("rendezvous-taken");
+  const int held = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(held, 1), 0);
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  std::string line = "RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " '" + Train() + "'";
+  for (auto& arg : TrainArgs(16, (dir / "gloo.bin").string(), "gloo")) line += " '" + arg + "'";
+  auto r = testing::RunCommand({"/bin/bash", "-c", line}, dir);
+  close(held);
+  EXPECT_EQ(r.exit_code, kExitRendezvousPortInUse) << r.err;
+  EXPECT_NE(r.err.find("cannot listen on 127.0.0.1:" + port), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("in use"), std::string::npos) << r.err;
 }
 
 // Ranks that are all on one node (LOCAL_WORLD_SIZE == WORLD_SIZE, as a worker starts a one-node trial's) get the

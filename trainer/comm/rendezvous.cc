@@ -1,6 +1,7 @@
 #include "trainer/comm/rendezvous.h"
 
 #include "trainer/comm/bound_store.h"
+#include "trainer/comm/store_server.h"
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 
@@ -66,6 +67,9 @@ bool JoinRendezvous(const std::string& backend, std::chrono::milliseconds timeou
   try {
     out->store = c10::make_intrusive<BoundTcpStore>(out->addr, static_cast<uint16_t>(port), out->rank == 0,
                                                     secret ? secret : "", timeout);
+  } catch (const PortInUse& e) {
+    throw RendezvousPortInUse(backend + " backend: rendezvous at " + out->addr + ":" + out->port + " failed: " +
+                              e.what());
   } catch (const std::exception& e) {
     *error = backend + " backend: rendezvous at " + out->addr + ":" + out->port + " failed: " + e.what();
     return false;

@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 
 namespace ladder::trainer::comm {
@@ -16,8 +17,16 @@ struct Rendezvous {
   c10::intrusive_ptr<c10d::Store> store;
 };
 
+// Thrown by JoinRendezvous when rank 0 cannot serve the store because another process holds MASTER_PORT: the
+// run is not at fault, another port would do. ladder-train exits kExitRendezvousPortInUse (common/trial_exit_codes.h).
+class RendezvousPortInUse : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // false with *error ("<backend> backend: environment variable RANK is not set ...", "... rendezvous at A:P
-// failed: ...") otherwise.
+// failed: ...") otherwise; throws RendezvousPortInUse (its message as *error's would be) when rank 0's port is
+// taken.
 bool JoinRendezvous(const std::string& backend, std::chrono::milliseconds timeout, Rendezvous* out,
                     std::string* error);
 

@@ -20,6 +20,7 @@ struct StoreServer::Impl {
   Impl(const std::string& host, uint16_t port, std::string secret) : secret_(std::move(secret)) {
     AddrInfo ai(host, port, SOCK_STREAM);
     std::string why;
+    bool in_use = false;
     for (addrinfo* a = ai.list; a && listen_fd_ < 0; a = a->ai_next) {
       const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
       if (fd < 0) continue;
@@ -29,10 +30,12 @@ struct StoreServer::Impl {
         listen_fd_ = fd;
         address_ = Numeric(a->ai_addr, a->ai_addrlen);
       } else {
+        in_use = in_use || errno == EADDRINUSE;
         why = std::strerror(errno);
         close(fd);
       }
     }
+    if (listen_fd_ < 0 && in_use) throw PortInUse("cannot listen on " + Where(host, port) + ": " + why);
     if (listen_fd_ < 0) throw std::runtime_error("cannot listen on " + Where(host, port) + ": " + why);
     if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
       close(listen_fd_);
