@@ -142,6 +142,8 @@ LADDER_GUARD_CODE bool Drain(int sock, Held* held, int* n, int64_t* deadline, in
       syscall(SYS_exit_group, 0);
     }
     if (deadline != 0 && GuardNow() >= deadline) {
+      deadline = 0;
+      if (n == 0) continue;  // nothing to stop (a worker that woke sends a stale deadline first)
       // Said first, so that the worker, once it runs again, knows why its ranks died before it handles their exits.
       Message fired;
       fired.kind = kFired;
@@ -149,7 +151,6 @@ LADDER_GUARD_CODE bool Drain(int sock, Held* held, int* n, int64_t* deadline, in
       fired.value = (GuardNow() - last_heard) / 1000000;
       syscall(SYS_sendto, 3, &fired, sizeof fired, MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0);
       KillHeld(held, &n);
-      deadline = 0;
     }
   }
 }
@@ -257,6 +258,9 @@ void RankGuard::Watch(int pid) {
   Send(kWatch, pid, 0, pidfd);
   close(pidfd);
   watched_.insert(pid);
+  // A beat now: the guard holds the rank to a deadline from the start (the last one may be older than the lease).
+  beat_timer_.cancel();
+  Beat();
 }
 
 std::string RankGuard::Ended(int pid) {
