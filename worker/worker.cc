@@ -355,7 +355,11 @@ void Worker::StartTrial(const v1::StartTrial& m) {
     std::lock_guard<std::mutex> g(mu_);
     stopping = stopping_;
   }
-  if (stopping) {  // a start that crossed the stop: not run; the coordinator gives it to another node
+  // A start read after this worker was silent past its lease (it was paused with the start in its stream): the
+  // run may be another node's by now, so it is not started; the coordinator requeues it if it still owns it.
+  const auto may_run_until = RanksMayRunUntil();
+  const bool lapsed = may_run_until && *may_run_until < std::chrono::steady_clock::now();
+  if (stopping || lapsed) {  // a start that crossed the stop: not run; the coordinator gives it to another node
     Running& r = trials_[id];
     r.trial_id = id;
     r.search_id = m.search_id();
@@ -364,9 +368,10 @@ void Worker::StartTrial(const v1::StartTrial& m) {
     ex->set_trial_id(id);
     ex->set_assignment_epoch(r.epoch);
     ex->set_exit_code(-1);
-    ex->set_error("not started: the worker is stopping");
+    ex->set_error(stopping ? "not started: the worker is stopping"
+                           : "not started: the worker was silent past its lease less the margin");
     ex->set_cancelled(true);
-    ex->set_worker_stopping(true);
+    ex->set_worker_stopping(stopping);
     r.exited = true;
     SendExit(r);
     return;
