@@ -31,7 +31,10 @@
 //   duplicate_runs      a (trial, epoch, rank) started more than once, from the records (goal 0); a run on two
 //                       nodes at once with the same epoch shows here
 //   orphans             trial processes left once every worker has stopped (goal 0); every rank forks a helper
-//                       that a killed worker leaves behind: leftovers_killed counts those the next worker killed
+//                       that a killed worker's rank guard kills with the rank's group (worker/rank_guard.h);
+//                       leftovers_killed counts those that the next worker found and killed instead
+//   overlapping_epochs  a trial's rank 0 recording under an older epoch after a newer one started (goal 0: a
+//                       paused worker's ranks are gone before its lease expires); each is named under "problem:"
 //   trials ended exactly once: every trial COMPLETED, FAILED or CANCELLED with a finish time, one end entry in the
 //   journal each, failed ones with an error; every run (allocation) closed with an outcome; every search
 //   COMPLETED; no point stored twice or stored without having been printed; PRAGMA integrity_check ok.

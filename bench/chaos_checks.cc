@@ -229,11 +229,19 @@ Findings Check(const std::string& db_path, const std::string& record_dir,
                      " rank " + std::to_string(std::get<2>(key)) + " started " + std::to_string(n) + " times");
     }
   }
-  std::map<int64_t, std::vector<std::pair<double, double>>> by_trial;
-  for (const auto& [key, span] : rec.rank0_alive) by_trial[key.first].push_back(span);
+  std::map<int64_t, std::vector<std::pair<std::pair<double, double>, int64_t>>> by_trial;  // (span, epoch)
+  for (const auto& [key, span] : rec.rank0_alive) by_trial[key.first].push_back({span, key.second});
   for (auto& [trial, spans] : by_trial) {
     std::sort(spans.begin(), spans.end());
-    for (size_t i = 1; i < spans.size(); ++i) f.overlapping_epochs += spans[i].first < spans[i - 1].second;
+    for (size_t i = 1; i < spans.size(); ++i) {
+      const auto& [older, older_epoch] = spans[i - 1];
+      const auto& [newer, newer_epoch] = spans[i];
+      if (newer.first >= older.second) continue;
+      ++f.overlapping_epochs;
+      Example(f, "trial " + std::to_string(trial) + ": epoch " + std::to_string(older_epoch) + "'s rank 0 still " +
+                     "recorded " + std::to_string(static_cast<int64_t>((older.second - newer.first) * 1000)) +
+                     " ms after epoch " + std::to_string(newer_epoch) + "'s started");
+    }
   }
   return f;
 }

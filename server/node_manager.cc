@@ -92,6 +92,7 @@ void NodeManager::ScaleHeartbeats(const WorkerLink* registering) {
                     std::to_string(interval_.count()) + " ms, lease " + std::to_string(lease_.count()) + " ms");
   v1::CoordinatorMessage m;
   m.mutable_heartbeat_interval()->set_heartbeat_interval_ms(static_cast<int32_t>(interval_.count()));
+  m.mutable_heartbeat_interval()->set_lease_ms(static_cast<int32_t>(lease_.count()));
   const auto now = Clock::now();
   for (auto& [id, n] : nodes_) {
     if (!n.link) continue;
@@ -162,6 +163,7 @@ void NodeManager::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   r->set_node_id(node);
   r->set_worker_epoch(n.info.epoch());
   r->set_heartbeat_interval_ms(static_cast<int32_t>(interval_.count()));
+  r->set_lease_ms(static_cast<int32_t>(lease_.count()));
   for (const auto& run : reg.running()) {
     if (listener_->Reattach(node, link, run)) {
       previous->erase(run.trial_id());

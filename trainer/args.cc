@@ -132,6 +132,8 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
                        (data, forward, backward, allreduce wait, noise scale, optimizer, rest)
   --checkpoint PATH    rank 0 writes a checkpoint there (atomically) every --checkpoint-every steps and
                        at the end: parameters, optimizer, step, data position, RNG
+                       (never over the checkpoint of a newer run of the trial: LADDER_ASSIGNMENT_EPOCH,
+                       recorded in PATH.epoch)
   --checkpoint-every N (default 0: only at the end)
                        With --checkpoint, SIGTERM or SIGUSR1 (preemption, a Slurm time limit) stops the run
                        cleanly: the ranks agree on a step (every 8 steps), rank 0 saves the checkpoint, and

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <mutex>
 
+#include "trainer/checkpoint_epoch.h"
+
 namespace ladder::trainer {
 
 namespace {
@@ -16,7 +18,8 @@ constexpr int64_t kFormatVersion = 1;
 }
 
 bool SaveCheckpoint(const std::string& path, const std::vector<torch::Tensor>& params, Optimizer& opt,
-                    const NoiseScaleEstimator& noise, const TrainPosition& pos, std::string* error) {
+                    const NoiseScaleEstimator& noise, const TrainPosition& pos, std::string* error,
+                    int64_t run_epoch) {
   std::vector<torch::Tensor> out;
   out.push_back(torch::tensor({kFormatVersion, pos.step, pos.epoch, pos.offset, opt.step_count(),
                                static_cast<int64_t>(params.size())},
@@ -43,26 +46,22 @@ bool SaveCheckpoint(const std::string& path, const std::vector<torch::Tensor>& p
     return false;
   }
   int fd = open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+  if (fd < 0 || fsync(fd) != 0 || close(fd) != 0) {
     *error = "cannot write checkpoint '" + path + "': " + std::strerror(errno);
     unlink(tmp.c_str());
     return false;
   }
-  // The rename is durable once the directory is synced too.
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
-  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
+  // Into place unless a newer run of the trial saved it (trainer/checkpoint_epoch.h); the directory synced.
+  if (!ReplaceCheckpoint(tmp, path, run_epoch, error)) return false;
   // Temporary files of earlier runs stopped mid-save (SIGTERM, SIGKILL): they would keep the checkpoint
   // directory from being recognised as empty, and a PBT exploit would copy them along.
-  const std::string stem = fs::path(path).filename().string() + ".tmp.";
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  const std::string name = fs::path(path).filename().string();
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind(stem, 0) == 0 && e.path() != fs::path(tmp)) fs::remove(e.path(), ec);
+    const std::string entry = e.path().filename().string();
+    if (entry.rfind(name + ".tmp.", 0) == 0 || entry.rfind(name + ".epoch.tmp.", 0) == 0) fs::remove(e.path(), ec);
   }
   return true;
 }

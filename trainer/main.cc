@@ -12,6 +12,7 @@
 #include "common/trial_exit_codes.h"
 #include "trainer/allocator_tuning.h"
 #include "trainer/args.h"
+#include "trainer/checkpoint_epoch.h"
 #include "trainer/comm/rendezvous.h"
 #include "trainer/csv_dataset.h"
 #include "trainer/data_cache.h"
@@ -60,6 +61,11 @@ int RunTrainer(const std::vector<std::string>& argv) {
     return 2;
   }
   TrainArgs args = parsed.args;
+  // This run's assignment epoch, set by the coordinator: its checkpoints carry it (trainer/checkpoint_epoch.h).
+  if (std::string why; RunEpochFromEnvironment(&why) < 0) {
+    std::fprintf(stderr, "ladder-train: %s\n", why.c_str());
+    return 2;
+  }
   if (args.data.empty()) {
     std::string tried;
     args.data = DefaultDataPath(&tried);

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -14,6 +15,7 @@
 
 #include "trainer/batch_prefetcher.h"
 #include "trainer/checkpoint.h"
+#include "trainer/checkpoint_epoch.h"
 #include "trainer/curvature.h"
 #include "trainer/fused_mlp.h"
 #include "trainer/predictions.h"
@@ -237,7 +239,9 @@ TrainResult Train(const TrainArgs& a, const Dataset& train, const Dataset& val, 
     if (!leader || a.checkpoint.empty()) return true;
     pos.step = step;
     pos.allreduce_s = allreduce_s;
-    if (!SaveCheckpoint(a.checkpoint, params, *opt, noise, pos, &error)) {
+    std::string unused;  // a LADDER_ASSIGNMENT_EPOCH that is not a number was refused at start (main.cc)
+    const int64_t run_epoch = std::max<int64_t>(0, RunEpochFromEnvironment(&unused));
+    if (!SaveCheckpoint(a.checkpoint, params, *opt, noise, pos, &error, run_epoch)) {
       std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
       return false;
     }

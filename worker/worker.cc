@@ -62,7 +62,10 @@ v1::WorkerResources DetectResources(const WorkerOptions& opt) {
 bool Worker::Session::Write(const v1::WorkerMessage& m) {
   std::lock_guard<std::mutex> g(mu);
   if (closed) return false;
-  return stream->Write(m);
+  const auto began = std::chrono::steady_clock::now();  // the coordinator reads it no earlier
+  if (!stream->Write(m)) return false;
+  wrote_at = began;
+  return true;
 }
 
 Worker::Worker(WorkerOptions options)
@@ -90,6 +93,15 @@ void Worker::Start() {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, backoff_max);
   channel_ = grpc::CreateCustomChannel(opt_.server, MakeChannelCredentials(opt_.tls), args);
   stub_ = v1::WorkerService::NewStub(channel_);
+  if (opt_.rank_guard) {
+    guard_ = std::make_unique<RankGuard>(loop_, [this] { return RanksMayRunUntil(); },
+                                         [](const std::string& what) { LogWarning(kLog, what); });
+    std::string error;
+    if (!guard_->Start(&error)) {
+      LogWarning(kLog, "cannot start the rank guard (" + error + "): ranks are not stopped when this worker stalls");
+      guard_.reset();
+    }
+  }
   work_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       loop_.get_executor());
   loop_thread_ = std::thread([this] {
@@ -159,6 +171,7 @@ void Worker::Stop() {
     heartbeat_timer_.cancel();
     trials_.clear();
     warm_.reset();  // its zygotes exit (their children are gone with the trials)
+    guard_.reset();
     session_.reset();
   });
   work_.reset();
@@ -294,6 +307,7 @@ void Worker::Handle(const v1::CoordinatorMessage& m) {
     case v1::CoordinatorMessage::kRegistered: {
       registered_ = true;
       heartbeat_interval_ = std::chrono::milliseconds(std::max(10, m.registered().heartbeat_interval_ms()));
+      lease_ = std::chrono::milliseconds(std::max(0, m.registered().lease_ms()));
       LogInfo(kLog, "registered with " + opt_.server + " as " + m.registered().node_id() + " (epoch " +
                         std::to_string(m.registered().worker_epoch()) + ")");
       for (int64_t id : m.registered().cancel_trials()) {
@@ -328,6 +342,7 @@ void Worker::Handle(const v1::CoordinatorMessage& m) {
     case v1::CoordinatorMessage::kAck: OnAck(m.ack()); break;
     case v1::CoordinatorMessage::kHeartbeatInterval:  // the fleet grew: heartbeat less often from the next one on
       heartbeat_interval_ = std::chrono::milliseconds(std::max(10, m.heartbeat_interval().heartbeat_interval_ms()));
+      if (m.heartbeat_interval().lease_ms() > 0) lease_ = std::chrono::milliseconds(m.heartbeat_interval().lease_ms());
       break;
     case v1::CoordinatorMessage::kRelease:
       LogInfo(kLog, "released by the coordinator: " + m.release().reason());
@@ -355,7 +370,11 @@ void Worker::StartTrial(const v1::StartTrial& m) {
     std::lock_guard<std::mutex> g(mu_);
     stopping = stopping_;
   }
-  if (stopping) {  // a start that crossed the stop: not run; the coordinator gives it to another node
+  // A start read after this worker was silent past its lease (it was paused with the start in its stream): the
+  // run may be another node's by now, so it is not started; the coordinator requeues it if it still owns it.
+  const auto may_run_until = RanksMayRunUntil();
+  const bool lapsed = may_run_until && *may_run_until < std::chrono::steady_clock::now();
+  if (stopping || lapsed) {  // a start that crossed the stop: not run; the coordinator gives it to another node
     Running& r = trials_[id];
     r.trial_id = id;
     r.search_id = m.search_id();
@@ -364,9 +383,10 @@ void Worker::StartTrial(const v1::StartTrial& m) {
     ex->set_trial_id(id);
     ex->set_assignment_epoch(r.epoch);
     ex->set_exit_code(-1);
-    ex->set_error("not started: the worker is stopping");
+    ex->set_error(stopping ? "not started: the worker is stopping"
+                           : "not started: the worker was silent past its lease less the margin");
     ex->set_cancelled(true);
-    ex->set_worker_stopping(true);
+    ex->set_worker_stopping(stopping);
     r.exited = true;
     SendExit(r);
     return;
@@ -431,6 +451,7 @@ void Worker::StartTrial(const v1::StartTrial& m) {
     if (warm_) p = warm_->Launch(spec, on_line, on_exit, &cold_because);
     if (!p) p = TrialProcess::Launch(loop_, spec, std::move(on_line), std::move(on_exit), &error);
     if (!p) break;
+    if (guard_) guard_->Watch(p->pid());
     r.ranks.push_back(std::move(p));
     r.stderr_paths.push_back(std::filesystem::absolute(spec.stderr_path, ec).string());
     ++r.live_ranks;
@@ -529,6 +550,13 @@ void Worker::OnRankExit(int64_t trial_id, int local_rank, int exit_code, const s
   Running& r = it->second;
   --r.live_ranks;
   const bool group = r.ranks.size() > 1;
+  // Killed by the rank guard (this worker was silent past its lease): not the trial's failure.
+  const std::string guard_stop = guard_ ? guard_->Ended(r.ranks[static_cast<size_t>(local_rank)]->pid()) : "";
+  if (!guard_stop.empty() && r.exit_error.empty()) {
+    r.cancelled = true;
+    r.exit_code = exit_code;
+    r.exit_error = guard_stop;
+  }
   if (exit_code != 0 && r.exit_error.empty()) {
     r.exit_code = exit_code;
     r.exit_error = group ? "rank " + std::to_string(r.first_rank + local_rank) + ": " + description : description;
@@ -668,6 +696,12 @@ void Worker::ArmHeartbeat() {
     Send(m);
     ArmHeartbeat();
   });
+}
+
+std::optional<std::chrono::steady_clock::time_point> Worker::RanksMayRunUntil() const {
+  if (lease_.count() <= 0) return std::nullopt;
+  const auto from = registered_ && session_ ? session_->wrote_at : std::chrono::steady_clock::now();
+  return from + lease_ - RankStopMargin(lease_);
 }
 
 void Worker::Send(const v1::WorkerMessage& m) {

@@ -25,12 +25,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/tls.h"
 #include "ladder/v1/ladder.grpc.pb.h"
+#include "worker/rank_guard.h"
 #include "worker/trial_process.h"
 #include "worker/warm_start.h"
 
@@ -63,6 +65,9 @@ struct WorkerOptions {
   // ladder-train ranks fork from a warm ladder-train --zygote (worker/warm_start.h) instead of starting cold;
   // any other command always starts cold. ladder-worker --cold-starts (or LADDER_COLD_STARTS=1) turns it off.
   bool warm_starts = true;
+  // A separate process kills the ranks when this worker falls silent for its lease less RankStopMargin
+  // (worker/rank_guard.h), before the coordinator can give their runs to other nodes.
+  bool rank_guard = true;
   // Called (from the session thread) when the coordinator refuses the worker's token (or its role), or its TLS
   // certificate at the handshake (worker/certificate_check.h: a few probes in a row; the message then starts with
   // "the TLS handshake with"); the worker then stops reconnecting — neither fixes itself. Unset: it keeps retrying.
@@ -92,6 +97,7 @@ class Worker {
     std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>> stream;
     std::mutex mu;
     bool closed = false;
+    std::chrono::steady_clock::time_point wrote_at{};  // when the last successful Write began (loop-owned)
     bool Write(const v1::WorkerMessage& m);
   };
   struct Running {
@@ -145,6 +151,9 @@ class Worker {
   void SendExit(Running& r);
   void ArmFlush();
   void ArmHeartbeat();
+  // Until when this worker's ranks may run (RankGuard): its last message to the coordinator (while registered; else
+  // now) plus the lease less RankStopMargin; nullopt while no lease is known.
+  std::optional<std::chrono::steady_clock::time_point> RanksMayRunUntil() const;
 
   WorkerOptions opt_;
   boost::asio::io_context loop_;
@@ -158,6 +167,8 @@ class Worker {
   bool registered_ = false;
   std::map<int64_t, Running> trials_;
   std::unique_ptr<WarmStarter> warm_;  // null with warm_starts off
+  std::unique_ptr<RankGuard> guard_;   // null with rank_guard off, or when it cannot start
+  std::chrono::milliseconds lease_{0};  // as the coordinator said (0: not said)
   boost::asio::steady_timer flush_timer_;
   boost::asio::steady_timer heartbeat_timer_;
   bool flush_armed_ = false;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "trainer/checkpoint_epoch.h"
 #include "trainer/train_loop.h"
 
 namespace ladder::trainer {
@@ -109,6 +110,71 @@ TEST(Checkpoint, ASaveRemovesTemporaryFilesOfEarlierStoppedSaves) {
   for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"model.pt", "notes.txt"}));
+  std::filesystem::remove_all(dir);
+}
+
+// Two runs of one trial may be alive at once for a moment (the older one given away with its silent worker): the
+// older run's save never replaces the newer run's checkpoint, and each save records its run's epoch.
+TEST(Checkpoint, AnOlderRunsSaveNeverReplacesANewerRunsCheckpoint) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ladder-ckpt4-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "model.pt").string();
+  torch::nn::Linear newer(4, 4), older(4, 4);
+  OptimizerOptions o;
+  std::string err;
+  auto opt_newer = MakeOptimizer(o, newer->parameters(), &err);
+  auto opt_older = MakeOptimizer(o, older->parameters(), &err);
+  NoiseScaleEstimator noise;
+  ASSERT_TRUE(SaveCheckpoint(path, newer->parameters(), *opt_newer, noise, {}, &err, 7)) << err;
+  EXPECT_EQ(RecordedCheckpointEpoch(path, &err), 7);
+
+  EXPECT_FALSE(SaveCheckpoint(path, older->parameters(), *opt_older, noise, {}, &err, 5));
+  EXPECT_NE(err.find("checkpoint '" + path + "' was saved by a newer run of this trial (assignment epoch 7; this "
+                     "run's is 5"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(RecordedCheckpointEpoch(path, &err), 7);
+  // What is on disk is still the newer run's, and no temporary file is left behind.
+  torch::nn::Linear back(4, 4);
+  auto opt_back = MakeOptimizer(o, back->parameters(), &err);
+  auto params = back->parameters();
+  TrainPosition pos;
+  ASSERT_TRUE(LoadCheckpoint(path, params, *opt_back, noise, &pos, &err)) << err;
+  EXPECT_TRUE(torch::equal(params[0], newer->parameters()[0]));
+  EXPECT_FALSE(torch::equal(params[0], older->parameters()[0]));
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"model.pt", "model.pt.epoch"}));
+
+  // The same run saves again, a later one replaces it and records its own epoch.
+  EXPECT_TRUE(SaveCheckpoint(path, newer->parameters(), *opt_newer, noise, {}, &err, 7)) << err;
+  EXPECT_TRUE(SaveCheckpoint(path, older->parameters(), *opt_older, noise, {}, &err, 8)) << err;
+  EXPECT_EQ(RecordedCheckpointEpoch(path, &err), 8);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Checkpoint, AnUnreadableRunEpochIsAnErrorNamingTheFileAndItsContent) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ladder-ckpt5-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "model.pt").string();
+  std::string err;
+  EXPECT_EQ(RecordedCheckpointEpoch(path, &err), 0) << "none recorded";
+  std::FILE* f = std::fopen(CheckpointEpochPath(path).c_str(), "w");
+  ASSERT_TRUE(f);
+  std::fputs("seven\n", f);
+  std::fclose(f);
+  torch::nn::Linear m(4, 4);
+  OptimizerOptions o;
+  auto opt = MakeOptimizer(o, m->parameters(), &err);
+  NoiseScaleEstimator noise;
+  EXPECT_FALSE(SaveCheckpoint(path, m->parameters(), *opt, noise, {}, &err, 3));
+  EXPECT_EQ(err, "cannot read the run epoch in '" + CheckpointEpochPath(path) + "': 'seven' is not an epoch");
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // Not run by ladder (epoch 0): no epoch is read or written.
+  EXPECT_TRUE(SaveCheckpoint(path, m->parameters(), *opt, noise, {}, &err, 0)) << err;
   std::filesystem::remove_all(dir);
 }
 
