@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   Child server;
   StartServer(server, db, {"--http", "127.0.0.1:" + std::to_string(http_port)}, (dir.path / "server.log").string());
   const std::string url = "http://127.0.0.1:" + std::to_string(http_port) + "/#/search/1";
-  ladder::testing::HeadlessChromium browser(dir.path, ladder::testing::FreePort());
+  ladder::testing::HeadlessChromium browser(dir.path);
   browser.Open("about:blank");
   const std::string drawn =
       "document.body && document.body.dataset.ready === '#/search/1' && "

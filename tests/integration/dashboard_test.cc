@@ -106,7 +106,7 @@ TEST_F(DashboardTest, ABrowserSeesTheSearchLiveAfterLoggingInAndNothingBefore) {
   std::ofstream(dir_ / "quick.yaml") << kQuick;
   auto run = Ladder({"search", "start", "quick.yaml", "--wait"});
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  testing::HeadlessChromium browser(dir_, testing::FreePort());
+  testing::HeadlessChromium browser(dir_);
   browser.Open(Url("/api/searches"));
   ASSERT_TRUE(browser.WaitFor("document.body && document.body.innerText.length > 0"));
   EXPECT_NE(browser.Eval("document.body.innerText").get<std::string>().find("needs a token of the coordinator"),
@@ -241,7 +241,7 @@ TEST_F(DashboardTest, ATrialShowsItsRunsLogTailRankStepTimesAndTheSearchItsCost)
   auto listed = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out)["trials"];
   ASSERT_EQ(listed.size(), 2u);
   const std::string id = listed[0]["id"];
-  testing::HeadlessChromium browser(dir_, testing::FreePort());
+  testing::HeadlessChromium browser(dir_);
   browser.Open(Url("/"));
   browser.Navigate(Url("/login?token=" + token_ + "&next=%23/trial/" + id));
   ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/trial/" + id + "'")) << browser.Eval("document.body.innerHTML");
@@ -327,7 +327,7 @@ TEST_F(DashboardTest, ChartsLabelTheirAxesAtTheDataAndAnEndedSearchOffersNoCance
   std::ofstream(dir_ / "edges.yaml") << spec;
   auto started = Ladder({"search", "start", "edges.yaml"});
   ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
-  testing::HeadlessChromium browser(dir_, testing::FreePort(), "1400,2000");  // the whole search page in a screenshot
+  testing::HeadlessChromium browser(dir_, "1400,2000");  // the whole search page in a screenshot
   browser.Open(Url("/"));
   browser.Navigate(Url("/login?token=" + token_ + "&next=%23/"));
   // The searches page follows the counts: four trials done, the last two waiting for the gate.

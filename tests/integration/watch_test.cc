@@ -50,7 +50,7 @@ class WatchTest : public ::testing::Test {
     const auto html = dir_ / (name + ".html");
     std::ofstream(html) << testing::AnsiScreenToHtml(tmux.ScreenWithEscapes(), "ladder watch");
     std::filesystem::create_directories(dir_ / name);  // a profile of its own: two shots, two browsers
-    testing::HeadlessChromium browser(dir_ / name, testing::FreePort(), "1290,830");  // 150 x 45 at 14 px
+    testing::HeadlessChromium browser(dir_ / name, "1290,830");  // 150 x 45 at 14 px
     browser.Open("file://" + html.string());
     browser.WaitFor("document.querySelector('pre') !== null");
     browser.Screenshot(shots / (name + ".png"));

@@ -1,7 +1,9 @@
 #pragma once
 // HeadlessChromium: Debian's chromium driven over the DevTools protocol from a test (Boost.Beast's WebSocket, no
 // npm): open a page, evaluate JavaScript in it, wait for a condition, take a screenshot. The browser gets its own
-// profile directory and a free local port, and is killed when the object goes.
+// profile directory and picks its own DevTools port (port 0; the port is read back from the profile's
+// DevToolsActivePort file, so no other process can take it between a test's choice and the browser's bind), and is
+// killed when the object goes.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -33,21 +35,21 @@ class HeadlessChromium {
   static constexpr const char* kBinary = "/usr/bin/chromium";
   static bool Available() { return std::filesystem::exists(kBinary); }
 
-  // Starts chromium on `port` (free) with its profile under `dir`.
+  // Starts chromium with its profile under `dir`.
   // `window`: the page's size in CSS pixels, "width,height" (what a screenshot holds).
-  HeadlessChromium(const std::filesystem::path& dir, int port, const std::string& window = "1400,1000") : port_(port) {
-    const std::string profile = (dir / "chromium-profile").string();
+  explicit HeadlessChromium(const std::filesystem::path& dir, const std::string& window = "1400,1000")
+      : profile_(dir / "chromium-profile"), log_(dir / "chromium.log") {
+    std::filesystem::remove(profile_ / "DevToolsActivePort");  // a profile used before: wait for this start's port
     std::vector<std::string> args = {kBinary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                                      "--disable-extensions", "--window-size=" + window,
-                                     "--remote-debugging-address=127.0.0.1",
-                                     "--remote-debugging-port=" + std::to_string(port), "--user-data-dir=" + profile,
-                                     "about:blank"};
+                                     "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
+                                     "--user-data-dir=" + profile_.string(), "about:blank"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    const std::string log = (dir / "chromium.log").string();
+    const std::string log = log_.string();
     posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (posix_spawn(&pid_, kBinary, &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
@@ -62,10 +64,12 @@ class HeadlessChromium {
     }
   }
 
-  // Opens a tab on `url` and attaches to it (waits up to 20 s for the browser to listen).
+  // Opens a tab on `url` and attaches to it. Waits (up to 90 s: a loaded 2-core machine starts chromium slowly)
+  // for the browser to say its port; throws with the end of its log when it exits first.
   void Open(const std::string& url) {
+    WaitForPort(std::chrono::seconds(90));
     nlohmann::json target;
-    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);;) {
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);;) {
       try {
         target = nlohmann::json::parse(HttpGet("/json/new?" + url, boost::beast::http::verb::put));
         break;
@@ -116,6 +120,35 @@ class HeadlessChromium {
  private:
   using Ws = boost::beast::websocket::stream<boost::asio::ip::tcp::socket>;
 
+  // The port chromium bound, from the first line of <profile>/DevToolsActivePort (written once it listens).
+  void WaitForPort(std::chrono::seconds timeout) {
+    if (port_ > 0) return;
+    for (auto until = std::chrono::steady_clock::now() + timeout;;) {
+      std::ifstream in(profile_ / "DevToolsActivePort");
+      int port = 0;
+      if (in >> port && port > 0) {
+        port_ = port;
+        return;
+      }
+      int status = 0;
+      if (pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        throw std::runtime_error("chromium exited before it listened; " + LogTail());
+      }
+      if (std::chrono::steady_clock::now() > until) {
+        throw std::runtime_error("chromium did not listen within " + std::to_string(timeout.count()) + " s; " +
+                                 LogTail());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  std::string LogTail() const {
+    std::ifstream in(log_);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (all.size() > 2000) all = all.substr(all.size() - 2000);
+    return "the end of " + log_.string() + ":\n" + all;
+  }
+
   std::string HttpGet(const std::string& target, boost::beast::http::verb verb) {
     namespace http = boost::beast::http;
     boost::asio::ip::tcp::socket sock(ioc_);
@@ -144,7 +177,8 @@ class HeadlessChromium {
     }
   }
 
-  int port_;
+  std::filesystem::path profile_, log_;
+  int port_ = 0;
   pid_t pid_ = -1;
   boost::asio::io_context ioc_;
   std::unique_ptr<Ws> ws_;
