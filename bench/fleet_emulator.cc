@@ -6,19 +6,12 @@
 #include <future>
 #include <mutex>
 
+#include "common/wall_clock.h"
 #include "worker/reconnect_backoff.h"
 
 namespace ladder::bench {
 
 namespace v1 = ::ladder::v1;
-
-namespace {
-
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 // One stream of one worker: the gRPC callback reactor. Reads are posted to the loop; writes are queued (any
 // thread). Alive until OnDone has been handled on the loop (the worker holds it; `self_` holds it until then).

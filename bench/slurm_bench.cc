@@ -32,14 +32,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/orchestration_support.h"
+#include "common/wall_clock.h"
 #include "tests/support/local_slurm.h"
 
 namespace ladder::bench {
 namespace {
-
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::vector<double> QueryDoubles(const std::string& db, const std::string& sql) {
   sqlite3* h = nullptr;

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "proto/proto_json.h"
 #include "cli/read_only_view.h"
 
 namespace ladder::cli {
@@ -41,7 +42,7 @@ void SetupNodes(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::ServerInfoResponse info;
     if (!client.Call(&v1::Ladder::Stub::ServerInfo, req, &info, "nodes", &exit_code)) return;
     if (g.json) {  // an object, as every --json output: {"version", "db_path", "workers": [WorkerInfo], ...}
-      std::cout << ToJson(info) << "\n";
+      std::cout << ProtoJson(info, /*print_defaults=*/true) << "\n";
     } else {
       PrintNodes(info, std::cout);
     }
@@ -58,7 +59,7 @@ void SetupNodes(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::ReleaseNodeResponse resp;
     if (!client.Call(&v1::Ladder::Stub::ReleaseNode, req, &resp, "nodes release", &exit_code)) return;
     if (g.json) {
-      std::cout << ToJson(resp.worker()) << "\n";
+      std::cout << ProtoJson(resp.worker(), /*print_defaults=*/true) << "\n";
     } else {
       std::cout << "node " << resp.worker().node_id() << " released from quarantine: now "
                 << StateName(resp.worker().state())

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "proto/proto_json.h"
 #include "cli/hero_status.h"
 #include "cli/read_only_view.h"
 #include "cli/search_progress.h"
@@ -225,7 +226,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
     if (!client.Call(&v1::Ladder::Stub::CreateSearch, req, &resp, "search start", &exit_code)) return;
     if (!opt->wait) {
       if (g.json) {
-        std::cout << ToJson(resp.search()) << "\n";
+        std::cout << ProtoJson(resp.search(), /*print_defaults=*/true) << "\n";
       } else {
         std::cout << "started search " << resp.search().id() << " '" << resp.search().name() << "'\n"
                   << "  follow it: ladder search show " << resp.search().id() << "   leaderboard: ladder trials "
@@ -261,7 +262,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
         return;
       }
       if (g.json) {
-        auto j = nlohmann::json::parse(ToJson(resp));
+        auto j = nlohmann::json::parse(ProtoJson(resp, /*print_defaults=*/true));
         j["slurm_jobs"] = jobs;
         if (down) j["coordinator"] = "unreachable at " + client.server();
         if (view) j["coordinator"] = "none answers at " + unserved + "; read from " + g.db + " read-only";
@@ -280,7 +281,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
       return;
     }
     if (g.json) {
-      std::cout << ToJson(resp) << "\n";
+      std::cout << ProtoJson(resp, /*print_defaults=*/true) << "\n";
     } else if (resp.searches().empty()) {
       std::cout << "no searches yet (start one: ladder search start SPEC)\n";
     } else {
@@ -315,7 +316,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
       if (!hero) return;
     }
     if (g.json) {
-      auto j = nlohmann::json::parse(ToJson(resp.search()));
+      auto j = nlohmann::json::parse(ProtoJson(resp.search(), /*print_defaults=*/true));
       if (!job.empty()) j["slurm_job_state"] = job_state;
       if (hero) j["hero"] = HeroStatusJson(*hero);
       std::cout << j.dump() << "\n";
@@ -347,7 +348,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
         return;
       }
       if (g.json) {
-        std::cout << ToJson(got.search()) << "\n";
+        std::cout << ProtoJson(got.search(), /*print_defaults=*/true) << "\n";
       } else {
         std::cout << "search " << opt->id << " has already ended (" << StateName(got.search().state())
                   << "): nothing to cancel\n";
@@ -356,7 +357,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
       return;
     }
     if (g.json) {
-      std::cout << ToJson(resp.search()) << "\n";
+      std::cout << ProtoJson(resp.search(), /*print_defaults=*/true) << "\n";
     } else {
       std::cout << "cancelled search " << opt->id << "\n";
     }
@@ -372,7 +373,7 @@ int PrintResultTable(Client& client, const v1::Search& s, const GlobalOptions& g
   if (g.json) {
     v1::ListTrialsResponse out;
     for (auto& t : ranked) *out.add_trials() = t;
-    std::cout << ToJson(out) << "\n";
+    std::cout << ProtoJson(out, /*print_defaults=*/true) << "\n";
   } else {
     std::cout << "\n";
     PrintSearchSummary(s, std::cout);

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "proto/proto_json.h"
 #include "common/duration_text.h"
 
 namespace ladder::cli {
@@ -58,7 +59,7 @@ void SetupTokens(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::CreateTokenResponse resp;
     if (!client.Call(&v1::Ladder::Stub::CreateToken, req, &resp, "tokens create", &exit_code)) return;
     if (g.json) {
-      std::cout << ToJson(resp) << "\n";
+      std::cout << ProtoJson(resp, /*print_defaults=*/true) << "\n";
     } else {
       std::cout << resp.secret() << "\n";
       std::cerr << "token " << resp.token().name() << " (" << RoleWord(resp.token().role()) << ", id "
@@ -77,7 +78,7 @@ void SetupTokens(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::ListTokensResponse resp;
     if (!client.Call(&v1::Ladder::Stub::ListTokens, v1::ListTokensRequest(), &resp, "tokens list", &exit_code)) return;
     if (g.json) {
-      std::cout << ToJson(resp) << "\n";
+      std::cout << ProtoJson(resp, /*print_defaults=*/true) << "\n";
     } else if (resp.tokens().empty()) {
       std::cout << "no tokens besides the admin token in <db>.token (ladder tokens create --role viewer)\n";
     } else {
@@ -104,7 +105,7 @@ void SetupTokens(CLI::App& app, GlobalOptions& g, int& exit_code) {
     v1::RevokeTokenResponse resp;
     if (!client.Call(&v1::Ladder::Stub::RevokeToken, req, &resp, "tokens revoke", &exit_code)) return;
     if (g.json) {
-      std::cout << ToJson(resp) << "\n";
+      std::cout << ProtoJson(resp, /*print_defaults=*/true) << "\n";
     } else {
       std::cout << "revoked token " << resp.token().name() << " (" << RoleWord(resp.token().role()) << ", id "
                 << resp.token().id() << ") at " << When(resp.token().revoked_unix()) << "\n";

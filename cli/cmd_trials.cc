@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "proto/proto_json.h"
 #include "cli/read_only_view.h"
 
 namespace ladder::cli {
@@ -26,7 +27,7 @@ void SetupTrials(CLI::App& app, GlobalOptions& g, int& exit_code) {
     if (g.json) {
       v1::ListTrialsResponse out;
       for (size_t i = 0; i < ranked.size() && (opt->top == 0 || i < opt->top); ++i) *out.add_trials() = ranked[i];
-      std::cout << ToJson(out) << "\n";
+      std::cout << ProtoJson(out, /*print_defaults=*/true) << "\n";
     } else {
       PrintSearchSummary(search, std::cout);
       std::cout << "\n";

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "proto/proto_json.h"
 #include "cli/read_only_view.h"
 #include "cli/watch_model.h"
 #include "cli/watch_stream.h"
@@ -32,7 +33,7 @@ int FollowLines(const GlobalOptions& g, const WatchOptions& opt) {
   cb.on_event = [&](const v1::Event& ev) {
     if (ev.kind() == v1::Event::SNAPSHOT_DONE) snapshot_done = true;
     if (g.json) {
-      std::cout << EventJson(ev) << "\n";
+      std::cout << ProtoJson(ev) << "\n";
     } else if (std::string line = PlainLine(model, ev); !line.empty()) {
       std::cout << line << "\n";
     }

@@ -1,6 +1,5 @@
 #include "cli/format.h"
 
-#include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
 #include <cmath>
@@ -79,23 +78,6 @@ std::string FormatDuration(double seconds) {
     std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(seconds) / 3600, static_cast<int>(seconds) / 60 % 60);
   }
   return buf;
-}
-
-std::string ToJson(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions opt;
-  opt.preserve_proto_field_names = true;
-  opt.always_print_primitive_fields = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, opt);
-  return out;
-}
-
-std::string EventJson(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions opt;
-  opt.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, opt);
-  return out;
 }
 
 std::vector<v1::Trial> RankTrials(const v1::Search& s, std::vector<v1::Trial> trials) {

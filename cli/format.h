@@ -20,11 +20,6 @@ std::string StateName(v1::WorkerState s);
 std::string FormatDuration(double seconds);
 // A metric value in `digits` significant digits ("%.6g").
 std::string FormatNumber(double v, int digits = 6);
-// The proto3 JSON mapping with the .proto field names.
-std::string ToJson(const google::protobuf::Message& m);
-// An event as `ladder watch --json` prints it: the JSON the dashboard's /api/events sends — protobuf's mapping with
-// the .proto names, fields at their default value left out (printing them costs a watcher most of its CPU).
-std::string EventJson(const google::protobuf::Message& m);
 
 // Trials ordered best first: completed by objective (per direction), then running, pending, failed, cancelled.
 std::vector<v1::Trial> RankTrials(const v1::Search& s, std::vector<v1::Trial> trials);

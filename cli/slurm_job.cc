@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/executable.h"
-#include "server/wall_clock.h"
+#include "common/wall_clock.h"
 
 namespace ladder::cli {
 
@@ -22,7 +22,7 @@ std::string ServerFile(const std::string& db_path) { return db_path + ".server";
 
 void AppendJobRecord(const std::string& db_path, const JobRecord& r) {
   nlohmann::json j = {{"job_id", r.job_id},   {"kind", r.kind}, {"name", r.name},
-                      {"script", r.script},   {"spec", r.spec}, {"submitted_unix", server::WallNow()}};
+                      {"script", r.script},   {"spec", r.spec}, {"submitted_unix", WallNow()}};
   if (!r.previous_job_id.empty()) j["previous_job_id"] = r.previous_job_id;
   const std::string line = j.dump() + "\n";
   // One write(2) of one line with O_APPEND: two writers (a login node and a job) never interleave a record.

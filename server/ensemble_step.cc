@@ -9,7 +9,7 @@
 #include "server/params_codec.h"
 #include "server/predictions_file.h"
 #include "server/search_manager.h"
-#include "server/wall_clock.h"
+#include "common/wall_clock.h"
 
 namespace ladder::server {
 

@@ -1,6 +1,6 @@
 #include "server/event_hub.h"
 
-#include "server/wall_clock.h"
+#include "common/wall_clock.h"
 
 namespace ladder::server {
 

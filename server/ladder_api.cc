@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "server/store/sqlite_db.h"
-#include "server/wall_clock.h"
+#include "common/wall_clock.h"
 
 namespace ladder::server {
 

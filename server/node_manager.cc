@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
-#include "server/wall_clock.h"
+#include "common/wall_clock.h"
 
 namespace ladder::server {
 

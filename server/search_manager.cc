@@ -6,7 +6,7 @@
 
 #include "common/log.h"
 #include "search/spec/spec_reader.h"
-#include "server/wall_clock.h"
+#include "common/wall_clock.h"
 
 namespace ladder::server {
 

@@ -7,7 +7,7 @@
 #include "common/log.h"
 #include "server/params_codec.h"
 #include "server/trial_manager.h"
-#include "server/wall_clock.h"
+#include "common/wall_clock.h"
 
 namespace ladder::server {
 

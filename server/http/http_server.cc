@@ -26,6 +26,7 @@
 #include "server/http/api_routes.h"
 #include "server/http/curves_json.h"
 #include "server/http/dashboard_auth.h"
+#include "proto/proto_json.h"
 #include "server/http/http_util.h"
 #include "server/http/web_assets.h"
 #include "server/store/sqlite_db.h"
@@ -146,7 +147,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     if (closed_ || ending_) return;
     std::string msg;
     if (ev->kind() == v1::Event::JOURNAL) msg += "id: " + std::to_string(ev->journal().seq()) + "\n";
-    msg += "data: " + Json(*ev) + "\n\n";
+    msg += "data: " + ProtoJson(*ev) + "\n\n";
     queued_bytes_ += msg.size();
     if (queued_bytes_ > impl_->opt.max_queued_bytes) {
       LogWarning(kLog, "dropping an event-stream client that stopped reading (" + std::to_string(queued_bytes_) +
@@ -327,7 +328,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       }
       self->impl_->PostFromOutside([self, st, resp, keep] {
         if (!st.ok()) return self->SendError(HttpStatusOf(st), st.error_message(), keep);
-        self->SendJson(Json(*resp) + "\n", keep);
+        self->SendJson(ProtoJson(*resp) + "\n", keep);
       });
     });
   }

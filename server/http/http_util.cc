@@ -1,7 +1,5 @@
 #include "server/http/http_util.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -11,14 +9,6 @@
 namespace ladder::server {
 
 namespace http = boost::beast::http;
-
-std::string Json(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions opt;
-  opt.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, opt);
-  return out;
-}
 
 std::string JsonString(const std::string& s) {
   std::string out = "\"";

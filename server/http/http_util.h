@@ -1,5 +1,5 @@
 #pragma once
-// Small pieces of the dashboard's HTTP side: JSON of protos and strings, query parameters, ids, tokens.
+// Small pieces of the dashboard's HTTP side: JSON strings (messages: proto/proto_json.h), query parameters, ids, tokens.
 #include <boost/beast/http/status.hpp>
 #include <google/protobuf/message.h>
 #include <grpcpp/support/status.h>
@@ -12,8 +12,6 @@
 
 namespace ladder::server {
 
-// protobuf's JSON mapping with the .proto field names (as the gRPC answers' JSON reads in the CLI).
-std::string Json(const google::protobuf::Message& m);
 // A JSON string literal.
 std::string JsonString(const std::string& s);
 // The HTTP status for a gRPC status the coordinator answered.

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "common/hostlist.h"
 #include "server/scheduler/inventory.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -15,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (e.ToString().find('\n') != std::string::npos) std::abort();
   }
   std::string error;
-  auto names = ladder::scheduler::ExpandHostlist(text.substr(0, 256), &error, 4096);
+  auto names = ladder::ExpandHostlist(text.substr(0, 256), &error, 4096);
   if (names.size() > 4096) std::abort();
   return 0;
 }

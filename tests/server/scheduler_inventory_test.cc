@@ -1,4 +1,5 @@
 // The static inventory format: hostlists, defaults, units, and errors that name file:line and the field.
+#include "common/hostlist.h"
 #include "server/scheduler/inventory.h"
 
 #include <gtest/gtest.h>
