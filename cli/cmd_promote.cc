@@ -60,26 +60,22 @@ void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
   for (const auto& w : p.warnings) out << "  WARNING: " << w << "\n";
 }
 
-}  // namespace
+struct PromoteOptions {
+  int64_t search_id = 0;
+  int nodes = 0;
+  int ranks_per_node = 0;
+  int64_t batch = 0;
+  int64_t per_node_batch = 0;
+  double budget = 0;
+  bool dry_run = false;
+  bool stop_outside_band = false;
+  std::string lr_rule = "fit";
+  bool submit = false;
+  bool wait = false;
+  HeroJobOptions job;
+};
 
-void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
-  struct Options {
-    int64_t search_id = 0;
-    int nodes = 0;
-    int ranks_per_node = 0;
-    int64_t batch = 0;
-    int64_t per_node_batch = 0;
-    double budget = 0;
-    bool dry_run = false;
-    bool stop_outside_band = false;
-    std::string lr_rule = "fit";
-    bool submit = false;
-    bool wait = false;
-    HeroJobOptions job;
-  };
-  auto opt = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand(
-      "promote", "Plan a hero run from a search's trials (global batch, LR, warmup, decay, optimizer) and submit it");
+void AddPromoteOptions(CLI::App* cmd, PromoteOptions* opt) {
   cmd->add_option("SEARCH", opt->search_id, "the search whose trials swept batch sizes and learning rates")->required();
   cmd->add_option("--nodes", opt->nodes,
                   "nodes of the hero run (default: the search's); alone, the global batch is nodes x the per-node "
@@ -126,17 +122,221 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
   cmd->add_flag("--stop-outside-band", opt->stop_outside_band,
                 "the coordinator stops the hero run when its validation loss rises above the predicted band "
                 "(default: it warns when the loss leaves the band either way; below it only warns)");
-  cmd->callback([opt, cmd, &g, &exit_code] {
-    for (const char* o : {"--time", "--partition", "--account", "--signal-lead", "--advertise"}) {
-      if (cmd->count(o) > 0 && !opt->submit) {
-        std::cerr << "ladder promote: " << o << " is an option of --submit\n";
-        exit_code = kBadInput;
-        return;
-      }
+}
+
+// The combinations CLI11 cannot check; false (with the message said) when the command line is refused.
+bool CheckPromoteOptions(const PromoteOptions& opt, CLI::App* cmd) {
+  for (const char* o : {"--time", "--partition", "--account", "--signal-lead", "--advertise"}) {
+    if (cmd->count(o) > 0 && !opt.submit) {
+      std::cerr << "ladder promote: " << o << " is an option of --submit\n";
+      return false;
     }
-    if (opt->wait && (opt->submit || opt->dry_run)) {
-      std::cerr << "ladder promote: --wait follows a hero run submitted here (not with --dry-run or --submit: "
-                   "follow that one with ladder search show or ladder watch)\n";
+  }
+  if (opt.wait && (opt.submit || opt.dry_run)) {
+    std::cerr << "ladder promote: --wait follows a hero run submitted here (not with --dry-run or --submit: "
+                 "follow that one with ladder search show or ladder watch)\n";
+    return false;
+  }
+  return true;
+}
+
+// The search and every trial with its whole curve (what the fit reads); notes say where a curve was thinned.
+bool FetchTrialsWithCurves(Client& client, int64_t search_id, v1::Search* s, std::vector<v1::Trial>* trials,
+                           std::vector<std::string>* notes, int* exit_code) {
+  std::vector<v1::Trial> listed;
+  if (!FetchSearchAndTrials(client, search_id, "promote", s, &listed, exit_code)) return false;
+  for (const auto& t : listed) {
+    v1::GetTrialRequest treq;
+    treq.set_trial_id(t.id());
+    treq.set_include_metrics(true);
+    treq.set_max_metric_points(100000);  // the most GetTrial gives: the fit reads the whole curve
+    v1::GetTrialResponse tresp;
+    if (!client.Call(&v1::Ladder::Stub::GetTrial, treq, &tresp, "promote", exit_code)) return false;
+    if (tresp.metrics_step_stride() > 0) {
+      notes->push_back("trial " + std::to_string(t.id()) + " reported more points than one answer carries; its " +
+                       "curve is read at the multiples of step " + std::to_string(tresp.metrics_step_stride()) +
+                       " and its last step");
+    }
+    trials->push_back(tresp.trial());
+  }
+  return true;
+}
+
+// The hero run's shape and what the plan aims at, from the options and the search (--nodes alone: weak scaling).
+search::PlanTarget HeroTarget(const PromoteOptions& opt, const v1::Search& s, const search::ScalingReport& report,
+                              HeroShape* shape, std::vector<std::string>* notes) {
+  shape->nodes = opt.nodes > 0 ? opt.nodes : std::max(1, s.group().nodes());
+  shape->ranks_per_node = opt.ranks_per_node > 0 ? opt.ranks_per_node : std::max(1, s.group().ranks_per_node());
+  search::PlanTarget target;
+  target.global_batch = opt.batch;
+  if (opt.per_node_batch > 0) {
+    target.nodes = shape->nodes;
+    target.per_node_batch = opt.per_node_batch;
+  } else if (opt.nodes > 0 && opt.batch == 0 && !(opt.budget > 0)) {
+    // --nodes alone: weak scaling, each node keeps the per-node batch of the largest swept batch.
+    const int64_t largest = report.best_lr.back().global_batch;  // with a convergent trial
+    const int trial_nodes = std::max(1, s.group().nodes());
+    target.nodes = shape->nodes;
+    target.per_node_batch = std::max<int64_t>(1, largest / trial_nodes);
+    notes->push_back("global batch: --nodes alone keeps the per-node batch of the largest swept batch with a "
+                     "convergent trial (" + std::to_string(largest) + " over " + std::to_string(trial_nodes) +
+                     " node(s): " + std::to_string(target.per_node_batch) + " per node" +
+                     (largest % trial_nodes ? ", rounded down" : "") + "); --per-node-batch or --batch chooses another");
+  }
+  target.examples = opt.budget;
+  if (opt.budget > 0) {  // the trials' compute is their examples (steps x batch): the compute laws' unit
+    target.compute = opt.budget;
+    target.compute_per_example = 1;
+  }
+  return target;
+}
+
+// The hero run's command: the best completed trial's, with the plan's batch, LR and schedule; empty with `error`.
+std::vector<std::string> BestTrialCommand(const v1::Search& s, const std::vector<v1::Trial>& trials,
+                                          const std::vector<search::ScaleTrial>& scale, const search::ScalePlan& plan,
+                                          const HeroShape& shape, std::string* error) {
+  for (const auto& t : RankTrials(s, trials)) {
+    if (t.state() != v1::TRIAL_COMPLETED) continue;
+    for (const auto& sc : scale) {
+      if (sc.id == "trial " + std::to_string(t.number())) return HeroCommand(t, sc, plan, shape, error);
+    }
+  }
+  *error = "no completed trial to take the command from";
+  return {};
+}
+
+// A plan, fitted and ready to show or submit.
+struct PlannedHero {
+  v1::Search search;
+  size_t fitted = 0;  // trials the fit used
+  search::ScalePlan plan;
+  std::vector<search::LossBandPoint> band;
+  HeroShape shape;
+  nlohmann::json plan_json;
+  std::vector<std::string> command;
+  std::vector<std::string> notes;
+  std::string error;  // no command (the plan is still shown)
+};
+
+// Fetch, fit, plan: false (exit_code set, the reason said) when no plan can be made.
+bool PlanHero(Client& client, const PromoteOptions& opt, PlannedHero* h, int* exit_code) {
+  std::vector<v1::Trial> trials;
+  if (!FetchTrialsWithCurves(client, opt.search_id, &h->search, &trials, &h->notes, exit_code)) return false;
+  const v1::Search& s = h->search;
+  auto scale = ScaleTrialsFrom(s, trials, &h->notes);
+  auto report = search::FitScaling(scale);
+  if (!report.ok()) {
+    std::cerr << "ladder promote: search " << s.id() << ": cannot fit the scaling laws: " << report.error << "\n";
+    for (const auto& n : h->notes) std::cerr << "  note: " << n << "\n";
+    *exit_code = kFailed;
+    return false;
+  }
+  auto target = HeroTarget(opt, s, *report.value, &h->shape, &h->notes);
+  search::PlanOptions plan_options;
+  plan_options.lr_rule = *search::ParseLrRule(opt.lr_rule);  // checked against LrRuleNames() above
+  auto plan = search::PlanRun(*report.value, scale, target, plan_options);
+  if (!plan.ok()) {
+    std::cerr << "ladder promote: " << plan.error << " (give --nodes, --batch, --per-node-batch or --budget)\n";
+    *exit_code = kBadInput;
+    return false;
+  }
+  h->plan = *plan.value;
+  h->fitted = scale.size();
+  h->band = LiveBand(h->plan, scale);
+  if (opt.stop_outside_band && h->band.empty()) {
+    // The flag would be accepted and then watch nothing.
+    std::cerr << "ladder promote: --stop-outside-band: this plan predicts no loss band to stop on (see "
+                 "final_loss in the plan's sources: `--dry-run` prints them); submit without the flag\n";
+    *exit_code = kBadInput;
+    return false;
+  }
+  h->plan_json = PlanJson(h->plan, h->band, h->shape, opt.stop_outside_band);
+  h->command = BestTrialCommand(s, trials, scale, h->plan, h->shape, &h->error);
+  return true;
+}
+
+// Says the plan (JSON or text); false when promote ends here (a dry run, or no command to run).
+bool ShowPlan(const PlannedHero& h, const PromoteOptions& opt, bool json, int* exit_code) {
+  if (json) {
+    nlohmann::json out = {
+        {"search_id", h.search.id()}, {"plan", h.plan_json}, {"command", h.command}, {"notes", h.notes}};
+    if (!h.error.empty()) out["error"] = h.error;
+    if (opt.dry_run || !h.error.empty()) {
+      std::cout << out.dump() << "\n";
+      *exit_code = h.error.empty() ? kOk : kFailed;
+      return false;
+    }
+    return true;
+  }
+  PrintPlan(h.search, h.fitted, h.plan, h.band, h.shape, h.notes, std::cout);
+  if (!h.command.empty()) {
+    std::cout << "  command       ";
+    for (const auto& w : h.command) std::cout << " " << w;
+    std::cout << "\n";
+  }
+  if (!h.error.empty()) {
+    std::cerr << "ladder promote: " << h.error << "\n";
+    *exit_code = kFailed;
+    return false;
+  }
+  if (opt.dry_run && !opt.submit) {
+    *exit_code = kOk;
+    return false;
+  }
+  return true;
+}
+
+// The hero run as a one-trial search at hero priority with its plan, here or (--submit) in a Slurm job of its
+// own; with --wait, followed to its end.
+void SubmitHero(Client& client, const GlobalOptions& g, PromoteOptions& opt, const PlannedHero& h,
+                Interrupt* interrupt, int* exit_code) {
+  const v1::Search& s = h.search;
+  v1::CreateSearchRequest creq;
+  creq.set_spec_yaml(HeroSpecYaml(s, h.command, h.shape));
+  creq.set_spec_path("ladder promote " + std::to_string(s.id()));
+  creq.set_priority(v1::PRIORITY_HERO);
+  creq.set_plan_json(h.plan_json.dump());
+  if (opt.submit) {
+    opt.job.batch.nodes = h.shape.nodes;
+    opt.job.dry_run = opt.dry_run;
+    *exit_code = SubmitHeroJob(client, g, opt.job, s.id(), [&](const std::string& pool) {
+      HeroShape in_pool = h.shape;
+      in_pool.pool = pool;
+      return HeroSpecYaml(s, h.command, in_pool);
+    }, creq);
+    return;
+  }
+  v1::CreateSearchResponse cresp;
+  if (!client.Call(&v1::Ladder::Stub::CreateSearch, creq, &cresp, "promote", exit_code)) return;
+  if (g.json) {
+    // With --wait, one JSON object in the end: the hero run's result, as `search start --wait --json`.
+    if (!opt.wait) {
+      std::cout << nlohmann::json{{"search_id", s.id()}, {"hero_search_id", cresp.search().id()},
+                                  {"plan", h.plan_json}, {"command", h.command}}
+                       .dump()
+                << "\n";
+    }
+  } else {
+    std::cout << "hero run submitted: search " << cresp.search().id() << " at hero priority (it preempts search "
+              << "trials on the nodes it needs); where it stands against its band: ladder search show "
+              << cresp.search().id() << "; live: ladder watch " << cresp.search().id() << "\n";
+  }
+  *exit_code = kOk;
+  if (!opt.wait) return;
+  auto final_search = FollowSearch(client, cresp.search().id(), g.json, interrupt, exit_code);
+  if (!final_search) return;
+  *exit_code = PrintResultTable(client, *final_search, g, 1);
+}
+
+}  // namespace
+
+void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
+  auto opt = std::make_shared<PromoteOptions>();
+  auto* cmd = app.add_subcommand(
+      "promote", "Plan a hero run from a search's trials (global batch, LR, warmup, decay, optimizer) and submit it");
+  AddPromoteOptions(cmd, opt.get());
+  cmd->callback([opt, cmd, &g, &exit_code] {
+    if (!CheckPromoteOptions(*opt, cmd)) {
       exit_code = kBadInput;
       return;
     }
@@ -144,148 +344,10 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     auto interrupt = std::make_shared<Interrupt>();
     if (opt->wait) HandleStopSignals([interrupt](int) { interrupt->Fire(); });
     Client client(g);
-    v1::Search s;
-    std::vector<v1::Trial> listed;
-    if (!FetchSearchAndTrials(client, opt->search_id, "promote", &s, &listed, &exit_code)) return;
-    std::vector<v1::Trial> trials;
-    std::vector<std::string> notes;
-    for (const auto& t : listed) {
-      v1::GetTrialRequest treq;
-      treq.set_trial_id(t.id());
-      treq.set_include_metrics(true);
-      treq.set_max_metric_points(100000);  // the most GetTrial gives: the fit reads the whole curve
-      v1::GetTrialResponse tresp;
-      if (!client.Call(&v1::Ladder::Stub::GetTrial, treq, &tresp, "promote", &exit_code)) return;
-      if (tresp.metrics_step_stride() > 0) {
-        notes.push_back("trial " + std::to_string(t.id()) + " reported more points than one answer carries; its " +
-                        "curve is read at the multiples of step " + std::to_string(tresp.metrics_step_stride()) +
-                        " and its last step");
-      }
-      trials.push_back(tresp.trial());
-    }
-    auto scale = ScaleTrialsFrom(s, trials, &notes);
-    auto report = search::FitScaling(scale);
-    if (!report.ok()) {
-      std::cerr << "ladder promote: search " << s.id() << ": cannot fit the scaling laws: " << report.error << "\n";
-      for (const auto& n : notes) std::cerr << "  note: " << n << "\n";
-      exit_code = kFailed;
-      return;
-    }
-    HeroShape shape;
-    shape.nodes = opt->nodes > 0 ? opt->nodes : std::max(1, s.group().nodes());
-    shape.ranks_per_node = opt->ranks_per_node > 0 ? opt->ranks_per_node : std::max(1, s.group().ranks_per_node());
-    search::PlanTarget target;
-    target.global_batch = opt->batch;
-    if (opt->per_node_batch > 0) {
-      target.nodes = shape.nodes;
-      target.per_node_batch = opt->per_node_batch;
-    } else if (opt->nodes > 0 && opt->batch == 0 && !(opt->budget > 0)) {
-      // --nodes alone: weak scaling, each node keeps the per-node batch of the largest swept batch.
-      const int64_t largest = report.value->best_lr.back().global_batch;  // with a convergent trial
-      const int trial_nodes = std::max(1, s.group().nodes());
-      target.nodes = shape.nodes;
-      target.per_node_batch = std::max<int64_t>(1, largest / trial_nodes);
-      notes.push_back("global batch: --nodes alone keeps the per-node batch of the largest swept batch with a "
-                      "convergent trial (" + std::to_string(largest) + " over " + std::to_string(trial_nodes) +
-                      " node(s): " + std::to_string(target.per_node_batch) + " per node" +
-                      (largest % trial_nodes ? ", rounded down" : "") +
-                      "); --per-node-batch or --batch chooses another");
-    }
-    target.examples = opt->budget;
-    if (opt->budget > 0) {  // the trials' compute is their examples (steps x batch): the compute laws' unit
-      target.compute = opt->budget;
-      target.compute_per_example = 1;
-    }
-    search::PlanOptions plan_options;
-    plan_options.lr_rule = *search::ParseLrRule(opt->lr_rule);  // checked against LrRuleNames() above
-    auto plan = search::PlanRun(*report.value, scale, target, plan_options);
-    if (!plan.ok()) {
-      std::cerr << "ladder promote: " << plan.error << " (give --nodes, --batch, --per-node-batch or --budget)\n";
-      exit_code = kBadInput;
-      return;
-    }
-    auto live_band = LiveBand(*plan.value, scale);
-    if (opt->stop_outside_band && live_band.empty()) {
-      // The flag would be accepted and then watch nothing.
-      std::cerr << "ladder promote: --stop-outside-band: this plan predicts no loss band to stop on (see "
-                   "final_loss in the plan's sources: `--dry-run` prints them); submit without the flag\n";
-      exit_code = kBadInput;
-      return;
-    }
-    auto plan_json = PlanJson(*plan.value, live_band, shape, opt->stop_outside_band);
-    auto ranked = RankTrials(s, trials);
-    const v1::Trial* best = nullptr;
-    const search::ScaleTrial* best_scale = nullptr;
-    for (const auto& t : ranked) {
-      for (const auto& sc : scale) {
-        if (sc.id == "trial " + std::to_string(t.number()) && t.state() == v1::TRIAL_COMPLETED) best = &t, best_scale = &sc;
-      }
-      if (best) break;
-    }
-    std::string error;
-    std::vector<std::string> command =
-        best ? HeroCommand(*best, *best_scale, *plan.value, shape, &error) : std::vector<std::string>{};
-    if (!best) error = "no completed trial to take the command from";
-    if (g.json) {
-      nlohmann::json out = {{"search_id", s.id()}, {"plan", plan_json}, {"command", command}, {"notes", notes}};
-      if (!error.empty()) out["error"] = error;
-      if (opt->dry_run || !error.empty()) {
-        std::cout << out.dump() << "\n";
-        exit_code = error.empty() ? kOk : kFailed;
-        return;
-      }
-    } else {
-      PrintPlan(s, scale.size(), *plan.value, live_band, shape, notes, std::cout);
-      if (!command.empty()) {
-        std::cout << "  command       ";
-        for (const auto& w : command) std::cout << " " << w;
-        std::cout << "\n";
-      }
-      if (!error.empty()) {
-        std::cerr << "ladder promote: " << error << "\n";
-        exit_code = kFailed;
-        return;
-      }
-      if (opt->dry_run && !opt->submit) {
-        exit_code = kOk;
-        return;
-      }
-    }
-    v1::CreateSearchRequest creq;
-    creq.set_spec_yaml(HeroSpecYaml(s, command, shape));
-    creq.set_spec_path("ladder promote " + std::to_string(s.id()));
-    creq.set_priority(v1::PRIORITY_HERO);
-    creq.set_plan_json(plan_json.dump());
-    if (opt->submit) {
-      opt->job.batch.nodes = shape.nodes;
-      opt->job.dry_run = opt->dry_run;
-      exit_code = SubmitHeroJob(client, g, opt->job, s.id(), [&](const std::string& pool) {
-        HeroShape in_pool = shape;
-        in_pool.pool = pool;
-        return HeroSpecYaml(s, command, in_pool);
-      }, creq);
-      return;
-    }
-    v1::CreateSearchResponse cresp;
-    if (!client.Call(&v1::Ladder::Stub::CreateSearch, creq, &cresp, "promote", &exit_code)) return;
-    if (g.json) {
-      // With --wait, one JSON object in the end: the hero run's result, as `search start --wait --json`.
-      if (!opt->wait) {
-        std::cout << nlohmann::json{{"search_id", s.id()}, {"hero_search_id", cresp.search().id()},
-                                    {"plan", plan_json}, {"command", command}}
-                         .dump()
-                  << "\n";
-      }
-    } else {
-      std::cout << "hero run submitted: search " << cresp.search().id() << " at hero priority (it preempts search "
-                << "trials on the nodes it needs); where it stands against its band: ladder search show "
-                << cresp.search().id() << "; live: ladder watch " << cresp.search().id() << "\n";
-    }
-    exit_code = kOk;
-    if (!opt->wait) return;
-    auto final_search = FollowSearch(client, cresp.search().id(), g.json, interrupt.get(), &exit_code);
-    if (!final_search) return;
-    exit_code = PrintResultTable(client, *final_search, g, 1);
+    PlannedHero hero;
+    if (!PlanHero(client, *opt, &hero, &exit_code)) return;
+    if (!ShowPlan(hero, *opt, g.json, &exit_code)) return;
+    SubmitHero(client, g, *opt, hero, interrupt.get(), &exit_code);
   });
 }
 
