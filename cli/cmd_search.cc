@@ -171,32 +171,74 @@ bool LoadAndValidateSpec(const std::string& path, bool check_command, std::strin
   return true;
 }
 
-void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
-  auto* search = app.add_subcommand("search", "Start, inspect and cancel searches");
-  search->require_subcommand(1);
-  auto opt = std::make_shared<SearchOptions>();
+namespace {
 
+// ladder search validate.
+void RunSearchValidate(const SearchOptions& opt, GlobalOptions& g, int& exit_code) {
+  if (g.json) {  // {"spec", "valid", "summary" | "error" and "errors"}
+    SpecCheck c = CheckSpec(opt.spec_path, !opt.no_command_check);
+    nlohmann::json j = {{"spec", opt.spec_path}, {"valid", c.ok}};
+    if (c.ok) {
+      j["summary"] = c.summary;
+    } else {
+      j["error"] = c.headline;
+      j["errors"] = c.errors;
+    }
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    exit_code = c.ok ? kOk : kBadInput;
+    return;
+  }
+  std::string yaml;
+  exit_code = LoadAndValidateSpec(opt.spec_path, !opt.no_command_check, &yaml, false) ? kOk : kBadInput;
+}
+
+void AddSearchValidate(CLI::App* search, const std::shared_ptr<SearchOptions>& opt, GlobalOptions& g,
+                       int& exit_code) {
   auto* validate = search->add_subcommand("validate", "Check a search spec without starting it");
   validate->add_option("SPEC", opt->spec_path, "YAML search spec")->required();
   validate->add_flag("--no-command-check", opt->no_command_check, "don't check that the trial command exists here");
-  validate->callback([opt, &g, &exit_code] {
-    if (g.json) {  // {"spec", "valid", "summary" | "error" and "errors"}
-      SpecCheck c = CheckSpec(opt->spec_path, !opt->no_command_check);
-      nlohmann::json j = {{"spec", opt->spec_path}, {"valid", c.ok}};
-      if (c.ok) {
-        j["summary"] = c.summary;
-      } else {
-        j["error"] = c.headline;
-        j["errors"] = c.errors;
-      }
-      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-      exit_code = c.ok ? kOk : kBadInput;
-      return;
-    }
-    std::string yaml;
-    exit_code = LoadAndValidateSpec(opt->spec_path, !opt->no_command_check, &yaml, false) ? kOk : kBadInput;
-  });
+  validate->callback([opt, &g, &exit_code] { RunSearchValidate(*opt, g, exit_code); });
+}
 
+// ladder search start.
+void RunSearchStart(const SearchOptions& opt, GlobalOptions& g, int& exit_code) {
+  std::string yaml;
+  if (!LoadAndValidateSpec(opt.spec_path, !opt.no_command_check, &yaml, true)) {
+    exit_code = kBadInput;
+    return;
+  }
+  // Signals are blocked and handled by one thread before gRPC starts its own (they inherit the mask): else
+  // one of gRPC's threads takes Ctrl-C and the process dies without saying the search goes on.
+  auto interrupt = std::make_shared<Interrupt>();
+  if (opt.wait) HandleStopSignals([interrupt](int) { interrupt->Fire(); });
+  Client client(g);
+  v1::CreateSearchRequest req;
+  req.set_spec_yaml(yaml);
+  req.set_spec_path(opt.spec_path);
+  req.set_priority(opt.priority == "hero"       ? v1::PRIORITY_HERO
+                   : opt.priority == "promoted" ? v1::PRIORITY_PROMOTED
+                                               : v1::PRIORITY_SEARCH);
+  v1::CreateSearchResponse resp;
+  if (!client.Call(&v1::Ladder::Stub::CreateSearch, req, &resp, "search start", &exit_code)) return;
+  if (!opt.wait) {
+    if (g.json) {
+      std::cout << ProtoJson(resp.search(), /*print_defaults=*/true) << "\n";
+    } else {
+      std::cout << "started search " << resp.search().id() << " '" << resp.search().name() << "'\n"
+                << "  follow it: ladder search show " << resp.search().id() << "   leaderboard: ladder trials "
+                << resp.search().id() << "\n";
+    }
+    exit_code = kOk;
+    return;
+  }
+  if (!g.json) std::cout << "started search " << resp.search().id() << " '" << resp.search().name() << "'\n";
+  auto final_search = FollowSearch(client, resp.search().id(), g.json, interrupt.get(), &exit_code);
+  if (!final_search) return;
+  exit_code = PrintResultTable(client, *final_search, g, 10);
+}
+
+void AddSearchStart(CLI::App* search, const std::shared_ptr<SearchOptions>& opt, GlobalOptions& g,
+                       int& exit_code) {
   auto* start = search->add_subcommand("start", "Submit a search spec to the coordinator");
   start->add_option("SPEC", opt->spec_path, "YAML search spec")->required();
   start->add_flag("--wait", opt->wait, "follow the search until it ends, then print the leaderboard");
@@ -205,164 +247,160 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
                     "scheduling class of its trials: search (default), promoted, hero; a higher class goes first "
                     "and preempts lower ones, which resume later from their checkpoint")
       ->check(CLI::IsMember({"search", "promoted", "hero"}));
-  start->callback([opt, &g, &exit_code] {
-    std::string yaml;
-    if (!LoadAndValidateSpec(opt->spec_path, !opt->no_command_check, &yaml, true)) {
-      exit_code = kBadInput;
+  start->callback([opt, &g, &exit_code] { RunSearchStart(*opt, g, exit_code); });
+}
+
+// ladder search list.
+void RunSearchList(GlobalOptions& g, int& exit_code) {
+  // The Slurm jobs of the database (ladder search submit, promote --submit), whether or not a coordinator runs.
+  const auto jobs = SlurmJobsJson(g.db.empty() ? "ladder.db" : g.db);
+  const std::string unserved = ResolveServer(g);
+  const auto view = ServeDatabaseIfUnserved(g, "search list");  // the job ended: its database, read-only
+  Client client(g);
+  v1::ListSearchesRequest req;
+  v1::ListSearchesResponse resp;
+  if (!jobs.empty()) {
+    auto ctx = client.Context();
+    const grpc::Status st = client.Explained(client.stub().ListSearches(ctx.get(), req, &resp));
+    const bool down = ExitCodeOf(st) == kUnreachable;
+    if (!st.ok() && !down) {
+      exit_code = ReportRpcError(st, "search list", client.server());
       return;
     }
-    // Signals are blocked and handled by one thread before gRPC starts its own (they inherit the mask): else
-    // one of gRPC's threads takes Ctrl-C and the process dies without saying the search goes on.
-    auto interrupt = std::make_shared<Interrupt>();
-    if (opt->wait) HandleStopSignals([interrupt](int) { interrupt->Fire(); });
-    Client client(g);
-    v1::CreateSearchRequest req;
-    req.set_spec_yaml(yaml);
-    req.set_spec_path(opt->spec_path);
-    req.set_priority(opt->priority == "hero"       ? v1::PRIORITY_HERO
-                     : opt->priority == "promoted" ? v1::PRIORITY_PROMOTED
-                                                   : v1::PRIORITY_SEARCH);
-    v1::CreateSearchResponse resp;
-    if (!client.Call(&v1::Ladder::Stub::CreateSearch, req, &resp, "search start", &exit_code)) return;
-    if (!opt->wait) {
-      if (g.json) {
-        std::cout << ProtoJson(resp.search(), /*print_defaults=*/true) << "\n";
-      } else {
-        std::cout << "started search " << resp.search().id() << " '" << resp.search().name() << "'\n"
-                  << "  follow it: ladder search show " << resp.search().id() << "   leaderboard: ladder trials "
-                  << resp.search().id() << "\n";
-      }
+    if (g.json) {
+      auto j = nlohmann::json::parse(ProtoJson(resp, /*print_defaults=*/true));
+      j["slurm_jobs"] = jobs;
+      if (down) j["coordinator"] = "unreachable at " + client.server();
+      if (view) j["coordinator"] = "none answers at " + unserved + "; read from " + g.db + " read-only";
+      std::cout << j.dump() << "\n";
       exit_code = kOk;
       return;
     }
-    if (!g.json) std::cout << "started search " << resp.search().id() << " '" << resp.search().name() << "'\n";
-    auto final_search = FollowSearch(client, resp.search().id(), g.json, interrupt.get(), &exit_code);
-    if (!final_search) return;
-    exit_code = PrintResultTable(client, *final_search, g, 10);
-  });
+    PrintSlurmJobs(jobs, std::cout);
+    if (down) {
+      std::cout << "no coordinator answers at " << client.server() << " (a search's job runs it while it runs)\n";
+      exit_code = kOk;
+      return;
+    }
+    std::cout << "\n";
+  } else if (!client.Call(&v1::Ladder::Stub::ListSearches, req, &resp, "search list", &exit_code)) {
+    return;
+  }
+  if (g.json) {
+    std::cout << ProtoJson(resp, /*print_defaults=*/true) << "\n";
+  } else if (resp.searches().empty()) {
+    std::cout << "no searches yet (start one: ladder search start SPEC)\n";
+  } else {
+    std::printf("%-4s  %-24s  %-9s  %5s  %5s  %5s  %s\n", "id", "name", "state", "done", "run", "fail", "best");
+    for (const auto& s : resp.searches()) {
+      std::printf("%-4lld  %-24s  %-9s  %2d/%-2d  %5d  %5d  %s\n", static_cast<long long>(s.id()),
+                  s.name().c_str(), StateName(s.state()).c_str(), s.completed(), s.max_trials(), s.running(),
+                  s.failed(),
+                  s.best_trial_id() ? (s.objective_metric() + "=" + std::to_string(s.best_objective())).c_str()
+                                    : "-");
+    }
+  }
+  exit_code = kOk;
+}
 
-  SetupSearchSubmit(search, g, exit_code);
-
+void AddSearchList(CLI::App* search, GlobalOptions& g, int& exit_code) {
   auto* list = search->add_subcommand(
       "list", "List searches (and the Slurm jobs submitted for the database: ladder --db DB search list)");
-  list->callback([&g, &exit_code] {
-    // The Slurm jobs of the database (ladder search submit, promote --submit), whether or not a coordinator runs.
-    const auto jobs = SlurmJobsJson(g.db.empty() ? "ladder.db" : g.db);
-    const std::string unserved = ResolveServer(g);
-    const auto view = ServeDatabaseIfUnserved(g, "search list");  // the job ended: its database, read-only
-    Client client(g);
-    v1::ListSearchesRequest req;
-    v1::ListSearchesResponse resp;
-    if (!jobs.empty()) {
-      auto ctx = client.Context();
-      const grpc::Status st = client.Explained(client.stub().ListSearches(ctx.get(), req, &resp));
-      const bool down = ExitCodeOf(st) == kUnreachable;
-      if (!st.ok() && !down) {
-        exit_code = ReportRpcError(st, "search list", client.server());
-        return;
-      }
-      if (g.json) {
-        auto j = nlohmann::json::parse(ProtoJson(resp, /*print_defaults=*/true));
-        j["slurm_jobs"] = jobs;
-        if (down) j["coordinator"] = "unreachable at " + client.server();
-        if (view) j["coordinator"] = "none answers at " + unserved + "; read from " + g.db + " read-only";
-        std::cout << j.dump() << "\n";
-        exit_code = kOk;
-        return;
-      }
-      PrintSlurmJobs(jobs, std::cout);
-      if (down) {
-        std::cout << "no coordinator answers at " << client.server() << " (a search's job runs it while it runs)\n";
-        exit_code = kOk;
-        return;
-      }
-      std::cout << "\n";
-    } else if (!client.Call(&v1::Ladder::Stub::ListSearches, req, &resp, "search list", &exit_code)) {
-      return;
-    }
-    if (g.json) {
-      std::cout << ProtoJson(resp, /*print_defaults=*/true) << "\n";
-    } else if (resp.searches().empty()) {
-      std::cout << "no searches yet (start one: ladder search start SPEC)\n";
-    } else {
-      std::printf("%-4s  %-24s  %-9s  %5s  %5s  %5s  %s\n", "id", "name", "state", "done", "run", "fail", "best");
-      for (const auto& s : resp.searches()) {
-        std::printf("%-4lld  %-24s  %-9s  %2d/%-2d  %5d  %5d  %s\n", static_cast<long long>(s.id()),
-                    s.name().c_str(), StateName(s.state()).c_str(), s.completed(), s.max_trials(), s.running(),
-                    s.failed(),
-                    s.best_trial_id() ? (s.objective_metric() + "=" + std::to_string(s.best_objective())).c_str()
-                                      : "-");
-      }
-    }
-    exit_code = kOk;
-  });
+  list->callback([&g, &exit_code] { RunSearchList(g, exit_code); });
+}
 
+// ladder search show.
+void RunSearchShow(const SearchOptions& opt, GlobalOptions& g, int& exit_code) {
+  const auto view = ServeDatabaseIfUnserved(g, "search show");
+  Client client(g);
+  v1::GetSearchRequest req;
+  req.set_search_id(opt.id);
+  v1::GetSearchResponse resp;
+  if (!client.Call(&v1::Ladder::Stub::GetSearch, req, &resp, "search show", &exit_code)) return;
+  // A search on a Slurm job of its own (ladder promote --submit): where the job stands, in Slurm's words.
+  const std::string& job = resp.search().slurm_job_id();
+  const std::string job_state = job.empty() ? "" : SlurmJobState(job);
+  // A hero run (ladder promote): its plan, where its live loss stands against the band, the band's warnings.
+  std::optional<HeroStatus> hero;
+  if (!resp.search().plan_json().empty()) {
+    hero = FetchHeroStatus(client, resp.search(), &exit_code);
+    if (!hero) return;
+  }
+  if (g.json) {
+    auto j = nlohmann::json::parse(ProtoJson(resp.search(), /*print_defaults=*/true));
+    if (!job.empty()) j["slurm_job_state"] = job_state;
+    if (hero) j["hero"] = HeroStatusJson(*hero);
+    std::cout << j.dump() << "\n";
+  } else {
+    PrintSearchSummary(resp.search(), std::cout);
+    if (!job.empty()) std::cout << "  slurm job: " << job << " (" << job_state << ")\n";
+    if (hero) PrintHeroStatus(*hero, std::cout);
+  }
+  exit_code = kOk;
+}
+
+void AddSearchShow(CLI::App* search, const std::shared_ptr<SearchOptions>& opt, GlobalOptions& g,
+                       int& exit_code) {
   auto* show = search->add_subcommand("show", "Show one search");
   show->add_option("ID", opt->id, "search id")->required();
-  show->callback([opt, &g, &exit_code] {
-    const auto view = ServeDatabaseIfUnserved(g, "search show");
-    Client client(g);
-    v1::GetSearchRequest req;
-    req.set_search_id(opt->id);
-    v1::GetSearchResponse resp;
-    if (!client.Call(&v1::Ladder::Stub::GetSearch, req, &resp, "search show", &exit_code)) return;
-    // A search on a Slurm job of its own (ladder promote --submit): where the job stands, in Slurm's words.
-    const std::string& job = resp.search().slurm_job_id();
-    const std::string job_state = job.empty() ? "" : SlurmJobState(job);
-    // A hero run (ladder promote): its plan, where its live loss stands against the band, the band's warnings.
-    std::optional<HeroStatus> hero;
-    if (!resp.search().plan_json().empty()) {
-      hero = FetchHeroStatus(client, resp.search(), &exit_code);
-      if (!hero) return;
-    }
-    if (g.json) {
-      auto j = nlohmann::json::parse(ProtoJson(resp.search(), /*print_defaults=*/true));
-      if (!job.empty()) j["slurm_job_state"] = job_state;
-      if (hero) j["hero"] = HeroStatusJson(*hero);
-      std::cout << j.dump() << "\n";
-    } else {
-      PrintSearchSummary(resp.search(), std::cout);
-      if (!job.empty()) std::cout << "  slurm job: " << job << " (" << job_state << ")\n";
-      if (hero) PrintHeroStatus(*hero, std::cout);
-    }
-    exit_code = kOk;
-  });
+  show->callback([opt, &g, &exit_code] { RunSearchShow(*opt, g, exit_code); });
+}
 
-  auto* cancel = search->add_subcommand("cancel", "Cancel a running search (its running trials are stopped)");
-  cancel->add_option("ID", opt->id, "search id")->required();
-  cancel->callback([opt, &g, &exit_code] {
-    Client client(g);
-    v1::CancelSearchRequest req;
-    req.set_search_id(opt->id);
-    v1::CancelSearchResponse resp;
-    const grpc::Status st = client.stub().CancelSearch(client.Context().get(), req, &resp);
-    if (!st.ok()) {
-      // Cancelling a search that has already ended is not an error (the request holds: it does not run).
-      v1::GetSearchRequest get;
-      get.set_search_id(opt->id);
-      v1::GetSearchResponse got;
-      if (st.error_code() != grpc::StatusCode::FAILED_PRECONDITION ||
-          !client.Call(&v1::Ladder::Stub::GetSearch, get, &got, "search cancel", &exit_code, /*quiet=*/true) ||
-          got.search().state() == v1::SEARCH_RUNNING) {
-        exit_code = ReportRpcError(client.Explained(st), "search cancel", client.server());
-        return;
-      }
-      if (g.json) {
-        std::cout << ProtoJson(got.search(), /*print_defaults=*/true) << "\n";
-      } else {
-        std::cout << "search " << opt->id << " has already ended (" << StateName(got.search().state())
-                  << "): nothing to cancel\n";
-      }
-      exit_code = kOk;
+// ladder search cancel.
+void RunSearchCancel(const SearchOptions& opt, GlobalOptions& g, int& exit_code) {
+  Client client(g);
+  v1::CancelSearchRequest req;
+  req.set_search_id(opt.id);
+  v1::CancelSearchResponse resp;
+  const grpc::Status st = client.stub().CancelSearch(client.Context().get(), req, &resp);
+  if (!st.ok()) {
+    // Cancelling a search that has already ended is not an error (the request holds: it does not run).
+    v1::GetSearchRequest get;
+    get.set_search_id(opt.id);
+    v1::GetSearchResponse got;
+    if (st.error_code() != grpc::StatusCode::FAILED_PRECONDITION ||
+        !client.Call(&v1::Ladder::Stub::GetSearch, get, &got, "search cancel", &exit_code, /*quiet=*/true) ||
+        got.search().state() == v1::SEARCH_RUNNING) {
+      exit_code = ReportRpcError(client.Explained(st), "search cancel", client.server());
       return;
     }
     if (g.json) {
-      std::cout << ProtoJson(resp.search(), /*print_defaults=*/true) << "\n";
+      std::cout << ProtoJson(got.search(), /*print_defaults=*/true) << "\n";
     } else {
-      std::cout << "cancelled search " << opt->id << "\n";
+      std::cout << "search " << opt.id << " has already ended (" << StateName(got.search().state())
+                << "): nothing to cancel\n";
     }
     exit_code = kOk;
-  });
+    return;
+  }
+  if (g.json) {
+    std::cout << ProtoJson(resp.search(), /*print_defaults=*/true) << "\n";
+  } else {
+    std::cout << "cancelled search " << opt.id << "\n";
+  }
+  exit_code = kOk;
+}
+
+void AddSearchCancel(CLI::App* search, const std::shared_ptr<SearchOptions>& opt, GlobalOptions& g,
+                       int& exit_code) {
+  auto* cancel = search->add_subcommand("cancel", "Cancel a running search (its running trials are stopped)");
+  cancel->add_option("ID", opt->id, "search id")->required();
+  cancel->callback([opt, &g, &exit_code] { RunSearchCancel(*opt, g, exit_code); });
+}
+
+}  // namespace
+
+void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
+  auto* search = app.add_subcommand("search", "Start, inspect and cancel searches");
+  search->require_subcommand(1);
+  auto opt = std::make_shared<SearchOptions>();
+
+  AddSearchValidate(search, opt, g, exit_code);
+  AddSearchStart(search, opt, g, exit_code);
+  SetupSearchSubmit(search, g, exit_code);
+  AddSearchList(search, g, exit_code);
+  AddSearchShow(search, opt, g, exit_code);
+  AddSearchCancel(search, opt, g, exit_code);
 }
 
 int PrintResultTable(Client& client, const v1::Search& s, const GlobalOptions& g, size_t top) {
