@@ -159,173 +159,188 @@ another process holds it (ladder runs the trial again on another port, without u
 )";
 }
 
+namespace {
+
+using Setter = std::function<std::string(const std::string&)>;  // "" when the value was taken, else why not
+
+// A number in a range (open or closed at each end).
+Setter Real(double* dst, double lo, double hi, bool lo_open, bool hi_open) {
+  return [=](const std::string& v) -> std::string {
+    double x;
+    if (!ToDouble(v, &x)) return "expected a number";
+    if ((lo_open ? x <= lo : x < lo) || (hi_open ? x >= hi : x > hi)) {
+      std::string range = std::string(lo_open ? "> " : ">= ") + FormatNumber(lo);
+      if (std::isfinite(hi)) range += std::string(hi_open ? " and < " : " and <= ") + FormatNumber(hi);
+      return "must be " + range;
+    }
+    *dst = x;
+    return "";
+  };
+}
+
+// A whole number in [lo, hi].
+template <class T>
+Setter Integer(T* dst, int64_t lo, int64_t hi) {
+  return [=](const std::string& v) -> std::string {
+    int64_t x;
+    if (!ToInt(v, &x)) return "expected an integer";
+    if (x < lo || x > hi) return "must be between " + std::to_string(lo) + " and " + std::to_string(hi);
+    *dst = static_cast<T>(x);
+    return "";
+  };
+}
+
+// One of `names` ("expected a, b or c" otherwise).
+Setter Choice(std::string* dst, std::vector<std::string> names) {
+  return [=](const std::string& v) -> std::string {
+    for (const auto& n : names) {
+      if (v == n) {
+        *dst = v;
+        return "";
+      }
+    }
+    std::string expected = "expected ";
+    for (size_t i = 0; i < names.size(); ++i) {
+      expected += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    }
+    return expected;
+  };
+}
+
+// A path or other text that must not be empty (`what` says what an empty one is called).
+Setter Text(std::string* dst, const char* what = "empty path") {
+  return [=](const std::string& v) -> std::string {
+    *dst = v;
+    return v.empty() ? what : "";
+  };
+}
+
+Setter ClassWeights(std::string* dst) {
+  return [=](const std::string& v) -> std::string {
+    if (v != "auto" && v != "none") {
+      for (const auto& part : SplitCommas(v)) {
+        double w;
+        if (!ToDouble(part, &w) || w < 0) return "expected auto, none or comma-separated weights >= 0";
+      }
+    }
+    *dst = v;
+    return "";
+  };
+}
+
+Setter Milestones(std::vector<int64_t>* dst) {
+  return [=](const std::string& v) -> std::string {
+    dst->clear();
+    for (const auto& part : SplitCommas(v)) {
+      int64_t m;
+      if (!ToInt(part, &m) || m < 0) return "expected comma-separated step numbers";
+      dst->push_back(m);
+    }
+    return "";
+  };
+}
+
+Setter BatchRamp(std::vector<RampPoint>* dst) {
+  return [=](const std::string& v) -> std::string {
+    dst->clear();
+    for (const auto& part : SplitCommas(v)) {
+      auto colon = part.find(':');
+      int64_t st, k;
+      if (colon == std::string::npos || !ToInt(part.substr(0, colon), &st) || !ToInt(part.substr(colon + 1), &k) ||
+          st < 0 || k < 1) {
+        return "expected STEP:MULTIPLIER pairs, e.g. 100:2,200:4";
+      }
+      if (!dst->empty() && st <= dst->back().step) return "steps must increase";
+      dst->push_back({st, k});
+    }
+    return "";
+  };
+}
+
+// Every option that takes a value, and what it sets in `a`.
+std::map<std::string, Setter> ValueOptions(TrainArgs& a) {
+  const double inf = HUGE_VAL;
+  const int64_t big = int64_t{1} << 40, huge = int64_t{1} << 50;
+  return {
+      {"--data", Text(&a.data)},
+      {"--val-fraction", Real(&a.val_fraction, 0, 1, true, true)},
+      {"--model", Choice(&a.model, {"mlp", "cnn", "unet", "transformer"})},
+      {"--input-shape", Text(&a.input_shape, "empty")},
+      {"--heads", Integer(&a.heads, 1, 1024)},
+      {"--seq-len", Integer(&a.seq_len, 2, 1 << 20)},
+      {"--class-weights", ClassWeights(&a.class_weights)},
+      {"--device", Choice(&a.device, {"auto", "cpu", "cuda"})},
+      {"--fused", Choice(&a.fused, {"auto", "off"})},
+      {"--overlap", Choice(&a.overlap, {"auto", "on", "off"})},
+      {"--precision", Choice(&a.precision, {"fp32", "bf16"})},
+      {"--prefetch", Integer(&a.prefetch, 0, 64)},
+      {"--eval-train-rows", Integer(&a.eval_train_rows, 0, big)},
+      {"--eval-every", Integer(&a.eval_every, 0, big)},
+      {"--width", Integer(&a.width, 1, 1 << 20)},
+      {"--depth", Integer(&a.depth, 0, 64)},
+      {"--dropout", Real(&a.dropout, 0, 1, false, true)},
+      {"--optimizer", Choice(&a.optimizer, {"sgd", "adam", "adamw", "lars", "larc", "lamb"})},
+      {"--larc-mode", Choice(&a.larc_mode, {"clip", "scale"})},
+      {"--trust-coefficient", Real(&a.trust_coefficient, 0, inf, true, false)},
+      {"--clip-grad-norm", Real(&a.clip_grad_norm, 0, inf, false, false)},
+      {"--warmup-steps", Integer(&a.warmup_steps, 0, huge)},
+      {"--decay", Choice(&a.decay, {"none", "step", "cosine", "wsd"})},
+      {"--milestones", Milestones(&a.milestones)},
+      {"--gamma", Real(&a.gamma, 0, 1, true, false)},
+      {"--final-lr-fraction", Real(&a.final_lr_fraction, 0, 1, false, false)},
+      {"--wsd-decay-fraction", Real(&a.wsd_decay_fraction, 0, 1, false, false)},
+      {"--lr-scaling", Choice(&a.lr_scaling, {"none", "linear", "sqrt"})},
+      {"--reference-batch", Integer(&a.reference_batch, 1, big)},
+      {"--lr", Real(&a.lr, 0, inf, true, false)},
+      {"--momentum", Real(&a.momentum, 0, 1, false, true)},
+      {"--weight-decay", Real(&a.weight_decay, 0, inf, false, false)},
+      {"--batch-size", Integer(&a.batch_size, 1, 1 << 24)},
+      {"--epochs", Integer(&a.epochs, 1, 1000000)},
+      {"--max-steps", Integer(&a.max_steps, 0, huge)},
+      {"--seed", Integer(&a.seed, 0, int64_t{1} << 62)},
+      {"--threads", Integer(&a.threads, 1, 1024)},
+      {"--log-every", Integer(&a.log_every, 1, 1 << 30)},
+      {"--micro-batches", Integer(&a.micro_batches, 1, 1 << 20)},
+      {"--noise-scale-every", Integer(&a.noise_scale_every, 0, 1 << 30)},
+      {"--curvature-every", Integer(&a.curvature_every, 0, 1 << 30)},
+      {"--curvature-rows", Integer(&a.curvature_rows, 1, big)},
+      {"--batch-ramp", BatchRamp(&a.batch_ramp)},
+      {"--checkpoint", Text(&a.checkpoint)},
+      {"--checkpoint-every", Integer(&a.checkpoint_every, 0, huge)},
+      {"--comm", Choice(&a.comm, {"auto", "none", "gloo", "shm", "mpi", "nccl"})},
+      {"--bucket-cap-mb", Real(&a.bucket_cap_mb, 0, 1 << 20, true, false)},
+      {"--ranks-per-node", Integer(&a.ranks_per_node, 1, 1 << 20)},
+      {"--save-params", Text(&a.save_params)},
+      {"--save-predictions", Text(&a.save_predictions)},
+  };
+}
+
+// Every option without a value.
+std::map<std::string, bool*> SwitchOptions(TrainArgs& a) {
+  return {{"--nesterov", &a.nesterov}, {"--resume", &a.resume}, {"--hierarchical", &a.hierarchical},
+          {"--phase-times", &a.phase_times}};
+}
+
+// The rules between options; "" when they hold.
+std::string CheckCombinations(const TrainArgs& a) {
+  std::string error;
+  if (a.batch_size % a.micro_batches != 0) {
+    error = "option --micro-batches: " + std::to_string(a.micro_batches) + " does not divide --batch-size " +
+            std::to_string(a.batch_size);
+  }
+  if (a.resume && a.checkpoint.empty()) error = "option --resume needs --checkpoint PATH";
+  if (a.lr_scaling != "none" && a.reference_batch == 0) error = "option --lr-scaling needs --reference-batch";
+  if ((a.decay == "step") && a.milestones.empty()) error = "option --decay step needs --milestones";
+  return error;
+}
+
+}  // namespace
+
 ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
   ParsedArgs out;
   TrainArgs& a = out.args;
-  auto real = [&](double* dst, double lo, double hi, bool lo_open, bool hi_open) {
-    return [=](const std::string& v) -> std::string {
-      double x;
-      if (!ToDouble(v, &x)) return "expected a number";
-      if ((lo_open ? x <= lo : x < lo) || (hi_open ? x >= hi : x > hi)) {
-        std::string range = std::string(lo_open ? "> " : ">= ") + FormatNumber(lo);
-        if (std::isfinite(hi)) range += std::string(hi_open ? " and < " : " and <= ") + FormatNumber(hi);
-        return "must be " + range;
-      }
-      *dst = x;
-      return "";
-    };
-  };
-  auto integer = [&](auto* dst, int64_t lo, int64_t hi) {
-    return [=](const std::string& v) -> std::string {
-      int64_t x;
-      if (!ToInt(v, &x)) return "expected an integer";
-      if (x < lo || x > hi) return "must be between " + std::to_string(lo) + " and " + std::to_string(hi);
-      *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(x);
-      return "";
-    };
-  };
-  const double inf = HUGE_VAL;
-  std::map<std::string, std::function<std::string(const std::string&)>> flags = {
-      {"--data", [&](const std::string& v) -> std::string { a.data = v; return v.empty() ? "empty path" : ""; }},
-      {"--val-fraction", real(&a.val_fraction, 0, 1, true, true)},
-      {"--model",
-       [&](const std::string& v) -> std::string {
-         if (v != "mlp" && v != "cnn" && v != "unet" && v != "transformer") return "expected mlp, cnn, unet or transformer";
-         a.model = v;
-         return "";
-       }},
-      {"--input-shape", [&](const std::string& v) -> std::string { a.input_shape = v; return v.empty() ? "empty" : ""; }},
-      {"--heads", integer(&a.heads, 1, 1024)},
-      {"--seq-len", integer(&a.seq_len, 2, 1 << 20)},
-      {"--class-weights",
-       [&](const std::string& v) -> std::string {
-         if (v != "auto" && v != "none") {
-           for (const auto& part : SplitCommas(v)) {
-             double w;
-             if (!ToDouble(part, &w) || w < 0) return "expected auto, none or comma-separated weights >= 0";
-           }
-         }
-         a.class_weights = v;
-         return "";
-       }},
-      {"--device",
-       [&](const std::string& v) -> std::string {
-         if (v != "auto" && v != "cpu" && v != "cuda") return "expected auto, cpu or cuda";
-         a.device = v;
-         return "";
-       }},
-      {"--fused",
-       [&](const std::string& v) -> std::string {
-         if (v != "auto" && v != "off") return "expected auto or off";
-         a.fused = v;
-         return "";
-       }},
-      {"--overlap",
-       [&](const std::string& v) -> std::string {
-         if (v != "auto" && v != "on" && v != "off") return "expected auto, on or off";
-         a.overlap = v;
-         return "";
-       }},
-      {"--precision",
-       [&](const std::string& v) -> std::string {
-         if (v != "fp32" && v != "bf16") return "expected fp32 or bf16";
-         a.precision = v;
-         return "";
-       }},
-      {"--prefetch", integer(&a.prefetch, 0, 64)},
-      {"--eval-train-rows", integer(&a.eval_train_rows, 0, int64_t{1} << 40)},
-      {"--eval-every", integer(&a.eval_every, 0, int64_t{1} << 40)},
-      {"--width", integer(&a.width, 1, 1 << 20)},
-      {"--depth", integer(&a.depth, 0, 64)},
-      {"--dropout", real(&a.dropout, 0, 1, false, true)},
-      {"--optimizer",
-       [&](const std::string& v) -> std::string {
-         for (const char* o : {"sgd", "adam", "adamw", "lars", "larc", "lamb"}) {
-           if (v == o) {
-             a.optimizer = v;
-             return "";
-           }
-         }
-         return "expected sgd, adam, adamw, lars, larc or lamb";
-       }},
-      {"--larc-mode",
-       [&](const std::string& v) -> std::string {
-         if (v != "clip" && v != "scale") return "expected clip or scale";
-         a.larc_mode = v;
-         return "";
-       }},
-      {"--trust-coefficient", real(&a.trust_coefficient, 0, inf, true, false)},
-      {"--clip-grad-norm", real(&a.clip_grad_norm, 0, inf, false, false)},
-      {"--warmup-steps", integer(&a.warmup_steps, 0, int64_t{1} << 50)},
-      {"--decay",
-       [&](const std::string& v) -> std::string {
-         if (v != "none" && v != "step" && v != "cosine" && v != "wsd") return "expected none, step, cosine or wsd";
-         a.decay = v;
-         return "";
-       }},
-      {"--milestones",
-       [&](const std::string& v) -> std::string {
-         a.milestones.clear();
-         for (const auto& part : SplitCommas(v)) {
-           int64_t m;
-           if (!ToInt(part, &m) || m < 0) return "expected comma-separated step numbers";
-           a.milestones.push_back(m);
-         }
-         return "";
-       }},
-      {"--gamma", real(&a.gamma, 0, 1, true, false)},
-      {"--final-lr-fraction", real(&a.final_lr_fraction, 0, 1, false, false)},
-      {"--wsd-decay-fraction", real(&a.wsd_decay_fraction, 0, 1, false, false)},
-      {"--lr-scaling",
-       [&](const std::string& v) -> std::string {
-         if (v != "none" && v != "linear" && v != "sqrt") return "expected none, linear or sqrt";
-         a.lr_scaling = v;
-         return "";
-       }},
-      {"--reference-batch", integer(&a.reference_batch, 1, int64_t{1} << 40)},
-      {"--lr", real(&a.lr, 0, inf, true, false)},
-      {"--momentum", real(&a.momentum, 0, 1, false, true)},
-      {"--weight-decay", real(&a.weight_decay, 0, inf, false, false)},
-      {"--batch-size", integer(&a.batch_size, 1, 1 << 24)},
-      {"--epochs", integer(&a.epochs, 1, 1000000)},
-      {"--max-steps", integer(&a.max_steps, 0, int64_t{1} << 50)},
-      {"--seed", integer(&a.seed, 0, int64_t{1} << 62)},
-      {"--threads", integer(&a.threads, 1, 1024)},
-      {"--log-every", integer(&a.log_every, 1, 1 << 30)},
-      {"--micro-batches", integer(&a.micro_batches, 1, 1 << 20)},
-      {"--noise-scale-every", integer(&a.noise_scale_every, 0, 1 << 30)},
-      {"--curvature-every", integer(&a.curvature_every, 0, 1 << 30)},
-      {"--curvature-rows", integer(&a.curvature_rows, 1, int64_t{1} << 40)},
-      {"--batch-ramp",
-       [&](const std::string& v) -> std::string {
-         a.batch_ramp.clear();
-         for (const auto& part : SplitCommas(v)) {
-           auto colon = part.find(':');
-           int64_t st, k;
-           if (colon == std::string::npos || !ToInt(part.substr(0, colon), &st) || !ToInt(part.substr(colon + 1), &k) ||
-               st < 0 || k < 1) {
-             return "expected STEP:MULTIPLIER pairs, e.g. 100:2,200:4";
-           }
-           if (!a.batch_ramp.empty() && st <= a.batch_ramp.back().step) return "steps must increase";
-           a.batch_ramp.push_back({st, k});
-         }
-         return "";
-      }},
-      {"--checkpoint", [&](const std::string& v) -> std::string { a.checkpoint = v; return v.empty() ? "empty path" : ""; }},
-      {"--checkpoint-every", integer(&a.checkpoint_every, 0, int64_t{1} << 50)},
-      {"--comm",
-       [&](const std::string& v) -> std::string {
-         if (v != "auto" && v != "none" && v != "gloo" && v != "shm" && v != "mpi" && v != "nccl") {
-           return "expected auto, none, gloo, shm, mpi or nccl";
-         }
-         a.comm = v;
-         return "";
-       }},
-      {"--bucket-cap-mb", real(&a.bucket_cap_mb, 0, 1 << 20, true, false)},
-      {"--ranks-per-node", integer(&a.ranks_per_node, 1, 1 << 20)},
-      {"--save-params", [&](const std::string& v) -> std::string { a.save_params = v; return v.empty() ? "empty path" : ""; }},
-      {"--save-predictions", [&](const std::string& v) -> std::string { a.save_predictions = v; return v.empty() ? "empty path" : ""; }},
-  };
+  const auto values = ValueOptions(a);
+  const auto switches = SwitchOptions(a);
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i], value;
     if (flag == "--help" || flag == "-h") {
@@ -344,20 +359,8 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       out.error = "--zygote must be the only option (ladder-worker starts it; each request carries a run's options)";
       return out;
     }
-    if (flag == "--nesterov") {
-      a.nesterov = true;
-      continue;
-    }
-    if (flag == "--resume") {
-      a.resume = true;
-      continue;
-    }
-    if (flag == "--hierarchical") {
-      a.hierarchical = true;
-      continue;
-    }
-    if (flag == "--phase-times") {
-      a.phase_times = true;
+    if (auto sw = switches.find(flag); sw != switches.end()) {
+      *sw->second = true;
       continue;
     }
     auto eq = flag.find('=');
@@ -366,8 +369,8 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       value = flag.substr(eq + 1);
       flag = flag.substr(0, eq);
     }
-    auto it = flags.find(flag);
-    if (it == flags.end()) {
+    auto it = values.find(flag);
+    if (it == values.end()) {
       out.error = "unknown option '" + flag + "' (see --help)";
       return out;
     }
@@ -384,13 +387,7 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       return out;
     }
   }
-  if (out.error.empty() && a.batch_size % a.micro_batches != 0) {
-    out.error = "option --micro-batches: " + std::to_string(a.micro_batches) + " does not divide --batch-size " +
-                std::to_string(a.batch_size);
-  }
-  if (a.resume && a.checkpoint.empty()) out.error = "option --resume needs --checkpoint PATH";
-  if (a.lr_scaling != "none" && a.reference_batch == 0) out.error = "option --lr-scaling needs --reference-batch";
-  if ((a.decay == "step") && a.milestones.empty()) out.error = "option --decay step needs --milestones";
+  out.error = CheckCombinations(a);
   return out;
 }
 

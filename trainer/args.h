@@ -47,11 +47,11 @@ struct TrainArgs {
   uint64_t seed = 0;
   int threads = 1;
   int log_every = 10;
-  int micro_batches = 1;
+  int micro_batches = 1;         // gradient accumulation: the per-rank batch is split into this many
   int noise_scale_every = 10;    // measure the gradient noise scale every N steps (0: never)
   int curvature_every = 0;       // measure the loss curvature (curvature.h) every N steps (0: never)
   int64_t curvature_rows = 1024; // on the first N training rows
-  std::vector<RampPoint> batch_ramp;  // global batch × multiplier from a step on (exact sample order)         // gradient accumulation: the per-rank batch is split into this many
+  std::vector<RampPoint> batch_ramp;  // global batch × multiplier from a step on (exact sample order)
   // Distributed data parallelism: --batch-size is per rank; the global batch is batch_size × ranks.
   std::string comm = "auto";            // auto | none | gloo | shm | mpi | nccl
   double bucket_cap_mb = 25.0;          // gradient bucket cap (DDP's default)
