@@ -12,17 +12,24 @@
 #include "worker/slurm_topology.h"
 #include "worker/worker.h"
 
-int main(int argc, char** argv) {
-  ladder::SetLogLevelFromEnv();
-  CLI::App app{"ladder-worker: runs trials on this node for a ladder coordinator"};
-  app.set_version_flag("--version", std::string("ladder ") + LADDER_VERSION);
-  ladder::worker::WorkerOptions opt;
+namespace {
+
+using ladder::worker::WorkerOptions;
+
+// What the command line sets beyond WorkerOptions.
+struct CommandLine {
   std::string token_file;
   std::vector<std::string> labels;
+  bool slurm_topology = false;
+  bool cold_starts = false;
+};
+
+void AddOptions(CLI::App& app, WorkerOptions& opt, CommandLine& cl) {
+  app.set_version_flag("--version", std::string("ladder ") + LADDER_VERSION);
   app.add_option("--server", opt.server, "coordinator address host:port")
       ->check([](const std::string& v) { return ladder::HostPortError(v); })
       ->capture_default_str();
-  app.add_option("--token-file", token_file, "file holding the coordinator's token (or set LADDER_TOKEN)");
+  app.add_option("--token-file", cl.token_file, "file holding the coordinator's token (or set LADDER_TOKEN)");
   app.add_option("--tls-ca", opt.tls.ca,
                  "PEM CA certificate that signed the coordinator's (TLS; ladder certs create DIR: DIR/ca.crt); env "
                  "LADDER_TLS_CA");
@@ -36,27 +43,26 @@ int main(int argc, char** argv) {
   app.add_option("--address", opt.address,
                  "where the other nodes of a multi-node trial reach this one (MASTER_ADDR, mpirun --host); "
                  "default: under Slurm the node's NodeAddr, else the hostname");
-  app.add_option("--label", labels,
+  app.add_option("--label", cl.labels,
                  "label KEY=VALUE (repeatable): topology (rack=r12, switch=s1), or pool=NAME: this node serves only "
                  "searches with resources.pool NAME, and the worker exits 0 when none is left running (a hero run's "
                  "own Slurm job)");
   app.add_option("--trial-dir", opt.trial_dir, "directory for per-trial logs and outputs")->capture_default_str();
-  bool slurm_topology = false;
-  app.add_flag("--slurm-topology", slurm_topology,
+  app.add_flag("--slurm-topology", cl.slurm_topology,
                "label this node rack=<its leaf switch> switch=<the switch above> from `scontrol show topology` "
                "(ladder up --slurm starts workers with it)");
-  bool cold_starts = false;
-  app.add_flag("--cold-starts", cold_starts,
+  app.add_flag("--cold-starts", cl.cold_starts,
                "start every ladder-train rank as a new process (default: fork it from a warm ladder-train --zygote, "
                "which saves LibTorch's start-up, about 0.5 s; any other command always starts cold); env "
                "LADDER_COLD_STARTS=1");
   app.footer("Under Slurm (SLURMD_NODENAME set) the node id defaults to Slurm's node name. SIGTERM and SIGUSR1 stop "
              "the worker: its trials get SIGTERM (ladder-train saves its checkpoint) and go back to the queue.");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as the ladder CLI
-  }
+}
+
+// The options the parser cannot settle: the environment, labels, the node's name and address under Slurm, the
+// Slurm topology labels. 0, or the exit code (the reason said).
+int CompleteOptions(WorkerOptions& opt, const CommandLine& cl) {
+  bool cold_starts = cl.cold_starts;
   if (const char* c = std::getenv("LADDER_COLD_STARTS"); c && *c && std::string(c) != "0") cold_starts = true;
   opt.warm_starts = !cold_starts;
   ladder::TlsFromEnvironment(&opt.tls);
@@ -64,7 +70,7 @@ int main(int argc, char** argv) {
     std::cerr << "ladder-worker: " << err << "\n";
     return 2;
   }
-  for (const auto& l : labels) {
+  for (const auto& l : cl.labels) {
     auto eq = l.find('=');
     if (eq == std::string::npos || eq == 0) {
       std::cerr << "ladder-worker: --label '" << l << "': expected KEY=VALUE\n";
@@ -79,7 +85,7 @@ int main(int argc, char** argv) {
   }
   // Under Slurm, peers reach this node where Slurm does (its NodeAddr), which need not be what its name resolves to.
   if (opt.address.empty() && std::getenv("SLURMD_NODENAME")) opt.address = ladder::worker::SlurmNodeAddress();
-  if (slurm_topology) {
+  if (cl.slurm_topology) {
     std::string note;
     const std::string err = ladder::worker::AddSlurmTopologyLabels(opt.node_id, &opt.labels, &note);
     if (!err.empty()) {
@@ -88,6 +94,13 @@ int main(int argc, char** argv) {
     }
     ladder::LogInfo("worker", note);
   }
+  return 0;
+}
+
+// Runs the worker until a stop signal (SIGINT, SIGTERM, SIGUSR1: Slurm's warning before a time limit), the
+// coordinator's refusal of its token (exit 5) or its release of the pool (exit 0). The signals are blocked
+// before any thread starts and taken here with sigwait; the worker's threads raise its own two.
+int RunUntilStopped(WorkerOptions& opt, const std::string& token_file) {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
@@ -105,36 +118,53 @@ int main(int argc, char** argv) {
     ::kill(::getpid(), kRefused);
   };
   opt.on_released = [kReleased](const std::string&) { ::kill(::getpid(), kReleased); };
-  try {
-    if (const char* t = std::getenv("LADDER_TOKEN")) opt.token = t;
-    if (!token_file.empty()) {
-      auto t = ladder::ReadTokenFile(token_file);
-      if (!t) throw std::runtime_error("token file '" + token_file + "' does not exist");
-      opt.token = *t;
-    }
-    ladder::worker::Worker worker(opt);
-    worker.Start();
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    if (sig == kReleased) {
-      ladder::LogInfo("worker", "released: the search this worker's pool served has ended; exiting");
-      worker.Stop();
-      return 0;
-    }
-    if (sig == kRefused) {
-      worker.Stop();
-      std::cerr << "ladder-worker: the coordinator at " << opt.server << " refused this worker: " << refusal << "\n";
-      if (refusal.rfind("the TLS handshake with", 0) != 0) {  // a token's refusal (tls_probe.h starts so)
-        std::cerr << "  (pass the server's token with --token-file <db>.token, a worker token from `ladder tokens "
-                     "create --role worker`, or LADDER_TOKEN)\n";
-      }
-      return 5;  // as the ladder CLI for a refused token
-    }
-    ladder::LogInfo("worker", "stopping: terminating running trials");
+  if (const char* t = std::getenv("LADDER_TOKEN")) opt.token = t;
+  if (!token_file.empty()) {
+    auto t = ladder::ReadTokenFile(token_file);
+    if (!t) throw std::runtime_error("token file '" + token_file + "' does not exist");
+    opt.token = *t;
+  }
+  ladder::worker::Worker worker(opt);
+  worker.Start();
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  if (sig == kReleased) {
+    ladder::LogInfo("worker", "released: the search this worker's pool served has ended; exiting");
     worker.Stop();
+    return 0;
+  }
+  if (sig == kRefused) {
+    worker.Stop();
+    std::cerr << "ladder-worker: the coordinator at " << opt.server << " refused this worker: " << refusal << "\n";
+    if (refusal.rfind("the TLS handshake with", 0) != 0) {  // a token's refusal (tls_probe.h starts so)
+      std::cerr << "  (pass the server's token with --token-file <db>.token, a worker token from `ladder tokens "
+                   "create --role worker`, or LADDER_TOKEN)\n";
+    }
+    return 5;  // as the ladder CLI for a refused token
+  }
+  ladder::LogInfo("worker", "stopping: terminating running trials");
+  worker.Stop();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ladder::SetLogLevelFromEnv();
+  CLI::App app{"ladder-worker: runs trials on this node for a ladder coordinator"};
+  WorkerOptions opt;
+  CommandLine cl;
+  AddOptions(app, opt, cl);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as the ladder CLI
+  }
+  if (int code = CompleteOptions(opt, cl); code != 0) return code;
+  try {
+    return RunUntilStopped(opt, cl.token_file);
   } catch (const std::exception& e) {
     std::cerr << "ladder-worker: " << e.what() << "\n";
     return 1;
   }
-  return 0;
 }

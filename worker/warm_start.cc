@@ -185,6 +185,14 @@ std::shared_ptr<TrialProcess> WarmStarter::Launch(const LaunchSpec& spec, TrialP
   std::vector<std::string> env;
   const std::string key = Key(spec, &exe, &env);
   if (key.empty()) return nullptr;  // not ladder-train (or not found: the cold start says so)
+  Zygote* z = ReadyZygote(spec, exe, env, key, why);
+  if (z == nullptr) return nullptr;
+  return SpawnFrom(*z, spec, std::move(env), std::move(on_line), std::move(on_exit), why);
+}
+
+WarmStarter::Zygote* WarmStarter::ReadyZygote(const LaunchSpec& spec, const std::string& exe,
+                                              const std::vector<std::string>& env, const std::string& key,
+                                              std::string* why) {
   auto it = zygotes_.find(key);
   if (it == zygotes_.end()) {
     if (static_cast<int>(zygotes_.size()) >= kMaxZygotes) {
@@ -213,7 +221,12 @@ std::shared_ptr<TrialProcess> WarmStarter::Launch(const LaunchSpec& spec, TrialP
     *why = "its warm-start process is starting again";
     return nullptr;
   }
+  return &z;
+}
 
+std::shared_ptr<TrialProcess> WarmStarter::SpawnFrom(Zygote& z, const LaunchSpec& spec, std::vector<std::string> env,
+                                                     TrialProcess::LineFn on_line, TrialProcess::ExitFn on_exit,
+                                                     std::string* why) {
   // Ready: the descriptors a cold start would give the child, sent to the zygote, which forks it.
   int out[2] = {-1, -1}, status[2] = {-1, -1};
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0) {

@@ -59,6 +59,15 @@ class WarmStarter {
   std::string Key(const LaunchSpec& spec, std::string* exe, std::vector<std::string>* env) const;
   void StartZygote(Zygote& z, const std::string& exe, const std::vector<std::string>& load_env,
                    const LaunchSpec& spec);
+  // The ready zygote for `spec`'s load-time environment, starting (or restarting) it when there is none; nullptr
+  // with *why when the trial starts cold this time.
+  Zygote* ReadyZygote(const LaunchSpec& spec, const std::string& exe, const std::vector<std::string>& env,
+                      const std::string& key, std::string* why);
+  // Sends the spawn request with the child's descriptors and adopts the child it forked; nullptr with *why
+  // (and the zygote stopped when it no longer answers).
+  std::shared_ptr<TrialProcess> SpawnFrom(Zygote& z, const LaunchSpec& spec, std::vector<std::string> env,
+                                          TrialProcess::LineFn on_line, TrialProcess::ExitFn on_exit,
+                                          std::string* why);
   void WaitForReady(const std::shared_ptr<Zygote>& z);
 
   boost::asio::io_context& loop_;
