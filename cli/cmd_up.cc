@@ -260,12 +260,13 @@ void SayWhy(StopCause cause, int64_t run_id, v1::SearchState run_state) {
   std::cout.flush();
 }
 
-// Everything `ladder up` does once its options are read; returns the exit code.
-int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::App* cmd) {
-  std::optional<SlurmAllocation> alloc;
+// What the options leave to the place `ladder up` runs in: the Slurm allocation (its workers, the listen address
+// and advertised name, its TLS files) and the checks of the TLS files and of plaintext listeners. 0, or the exit
+// code (the reason said).
+int SettleUpOptions(LocalStackOptions& opt, UpOptions& up, CLI::App* cmd, std::optional<SlurmAllocation>* alloc) {
   if (up.slurm) {
     try {
-      alloc = CurrentAllocation();
+      *alloc = CurrentAllocation();
     } catch (const std::exception& e) {
       std::cerr << "ladder up: " << e.what() << "\n";
       return kBadInput;
@@ -293,15 +294,22 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
       return kBadInput;
     }
   }
-  auto flag = std::make_shared<StopFlag>();
-  // Under Slurm, SIGUSR1 is the time-limit warning (--signal=B:USR1@SECONDS): checkpoint and continue the job.
-  HandleStopSignals(
-      [flag](int sig) {
-        std::lock_guard<std::mutex> l(flag->mu);
-        flag->signal = sig;
-        flag->cv.notify_all();
-      },
-      up.slurm ? std::vector<int>{SIGUSR1} : std::vector<int>{});
+  return 0;
+}
+
+// After a stop under Slurm (not the step's own end): the coordinator stops the trials (they checkpoint) and
+// starts none before the workers go, so that the workers' step is signalled only then: no trial hears of the
+// job's end from Slurm first (it would read as a failure), and each one's stop is committed as a preemption.
+void PauseForJobEnd(LocalStack& stack, StopCause cause) {
+  const int left = stack.PauseAndWait(cause == StopCause::kTimeLimit ? "the Slurm job reaches its time limit"
+                                                                     : "the Slurm job is stopping",
+                                      std::chrono::seconds(60));
+  if (left > 0) std::cerr << "ladder up: " << left << " trial(s) did not stop within 60 s; their workers stop them\n";
+}
+
+// The coordinator (and under Slurm a worker on every node) serving until a stop; returns the exit code.
+int ServeUntilStopped(const GlobalOptions& g, const LocalStackOptions& opt, UpOptions& up,
+                      const std::optional<SlurmAllocation>& alloc, StopFlag& flag) {
   const std::string server_file = ServerFile(opt.db_path);
   std::error_code ec;
   try {
@@ -334,17 +342,9 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     const v1::Search run = up.run_spec.empty() ? v1::Search() : StartOrResumeSearch(client, up.run_spec);
     const int64_t run_id = run.id();
     v1::SearchState run_state = v1::SEARCH_RUNNING;
-    const StopCause cause = WaitForStop(*flag, alloc ? &workers : nullptr, client, run_id, &run_state);
+    const StopCause cause = WaitForStop(flag, alloc ? &workers : nullptr, client, run_id, &run_state);
     SayWhy(cause, run_id, run_state);
-    if (alloc && cause != StopCause::kStepEnded) {
-      // The coordinator stops the trials (they checkpoint) and starts none before the workers go: the workers'
-      // step is signalled only then, so no trial hears of the job's end from Slurm first (it would read as a
-      // failure), and each one's stop is committed as a preemption.
-      const int left = stack.PauseAndWait(cause == StopCause::kTimeLimit ? "the Slurm job reaches its time limit"
-                                                                         : "the Slurm job is stopping",
-                                          std::chrono::seconds(60));
-      if (left > 0) std::cerr << "ladder up: " << left << " trial(s) did not stop within 60 s; their workers stop them\n";
-    }
+    if (alloc && cause != StopCause::kStepEnded) PauseForJobEnd(stack, cause);
     workers.Stop();  // every worker stops its trials; their exits are committed before the workers leave
     stack.Stop();
     std::filesystem::remove(server_file, ec);
@@ -363,6 +363,22 @@ int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::Ap
     std::cerr << "ladder up: " << e.what() << "\n";
     return kFailed;
   }
+}
+
+// Everything `ladder up` does once its options are read; returns the exit code.
+int RunUp(const GlobalOptions& g, LocalStackOptions& opt, UpOptions& up, CLI::App* cmd) {
+  std::optional<SlurmAllocation> alloc;
+  if (int code = SettleUpOptions(opt, up, cmd, &alloc); code != 0) return code;
+  auto flag = std::make_shared<StopFlag>();
+  // Under Slurm, SIGUSR1 is the time-limit warning (--signal=B:USR1@SECONDS): checkpoint and continue the job.
+  HandleStopSignals(
+      [flag](int sig) {
+        std::lock_guard<std::mutex> l(flag->mu);
+        flag->signal = sig;
+        flag->cv.notify_all();
+      },
+      up.slurm ? std::vector<int>{SIGUSR1} : std::vector<int>{});
+  return ServeUntilStopped(g, opt, up, alloc, *flag);
 }
 
 }  // namespace
