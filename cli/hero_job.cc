@@ -53,9 +53,36 @@ TlsFiles WorkerTls(const GlobalOptions& g) {
   return t;
 }
 
+// The job's files: a worker token of its own for its workers (they can only speak the worker protocol, named by
+// the pool) and the script, each written atomically. kOk, or the exit code (the reason said).
+int WriteJobFiles(Client& client, const std::string& pool, const std::filesystem::path& dir,
+                  const std::filesystem::path& token_file, const std::filesystem::path& script,
+                  const std::string& text) {
+  namespace fs = std::filesystem;
+  v1::CreateTokenRequest token_req;
+  token_req.set_role(v1::TOKEN_ROLE_WORKER);
+  token_req.set_name(pool);
+  v1::CreateTokenResponse worker_token;
+  int token_code = kOk;
+  if (!client.Call(&v1::Ladder::Stub::CreateToken, token_req, &worker_token, "promote (a worker token for the job)",
+                   &token_code)) {
+    return token_code;
+  }
+  try {
+    fs::create_directories(dir);
+    WriteFileAtomically(token_file.string(), worker_token.secret() + "\n", 0600);
+    WriteFileAtomically(script.string(), text, 0755);
+  } catch (const std::exception& e) {
+    std::cerr << "ladder promote: " << e.what() << "\n";
+    return kFailed;
+  }
+  return kOk;
+}
+
 }  // namespace
 
-int SubmitHeroJob(Client& client, const GlobalOptions& g, const HeroJobOptions& o, int64_t source_search, const std::function<std::string(const std::string& pool)>& spec_for_pool,
+int SubmitHeroJob(Client& client, const GlobalOptions& g, const HeroJobOptions& o, int64_t source_search,
+                  const std::function<std::string(const std::string& pool)>& spec_for_pool,
                   v1::CreateSearchRequest request) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -78,24 +105,7 @@ int SubmitHeroJob(Client& client, const GlobalOptions& g, const HeroJobOptions& 
     std::cout << "# " << script.string() << " (not written: --dry-run)\n" << text;
     return kOk;
   }
-  // The job's workers get a worker token of their own (they can only speak the worker protocol), named by the pool.
-  v1::CreateTokenRequest token_req;
-  token_req.set_role(v1::TOKEN_ROLE_WORKER);
-  token_req.set_name(pool);
-  v1::CreateTokenResponse worker_token;
-  int token_code = kOk;
-  if (!client.Call(&v1::Ladder::Stub::CreateToken, token_req, &worker_token, "promote (a worker token for the job)",
-                   &token_code)) {
-    return token_code;
-  }
-  try {
-    fs::create_directories(dir);
-    WriteFileAtomically(token_file.string(), worker_token.secret() + "\n", 0600);
-    WriteFileAtomically(script.string(), text, 0755);
-  } catch (const std::exception& e) {
-    std::cerr << "ladder promote: " << e.what() << "\n";
-    return kFailed;
-  }
+  if (int code = WriteJobFiles(client, pool, dir, token_file, script, text); code != kOk) return code;
   std::string error;
   auto job = SubmitBatch(script.string(), {"--hold"}, &error);
   if (!job) {

@@ -8,6 +8,7 @@
 
 #include "cli/format.h"
 #include "cli/hero_status.h"
+#include "common/wall_clock.h"
 
 namespace ladder::cli {
 
@@ -18,10 +19,28 @@ void Interrupt::Fire() {
 }
 
 namespace {
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 bool Terminal(v1::SearchState s) { return s != v1::SEARCH_RUNNING && s != v1::SEARCH_STATE_UNSPECIFIED; }
+
+// A trial's end as `search start --wait` shows it: its objective or error, the search's count, the best so far
+// and the time left at the pace since the watch began.
+void PrintTrialEnd(const v1::Search& s, const v1::Trial& t, int finished_at_start, double elapsed,
+                   std::optional<double>* best) {
+  if (t.state() == v1::TRIAL_COMPLETED && t.has_objective()) {
+    bool better = !*best || (s.direction() == v1::MAXIMIZE ? t.objective() > **best : t.objective() < **best);
+    if (better) *best = t.objective();
+  }
+  int done = std::min(s.max_trials(), s.completed() + s.failed() + s.cancelled() + 1);
+  // The search counts arrive just after this event; count this trial if not yet included.
+  int done_here = std::max(1, done - std::max(0, finished_at_start));
+  double eta = elapsed / done_here * std::max(0, s.max_trials() - done);
+  std::string what = t.state() == v1::TRIAL_COMPLETED
+                         ? s.objective_metric() + "=" + std::to_string(t.objective()).substr(0, 6)
+                         : "FAILED: " + t.error().substr(0, 100);
+  std::printf("  trial %-3d %-9s %s   [%d/%d done, best %s, ETA %s]\n", t.number(), StateName(t.state()).c_str(),
+              what.c_str(), done, s.max_trials(), *best ? std::to_string(**best).substr(0, 6).c_str() : "-",
+              FormatDuration(eta).c_str());
+}
+
 }  // namespace
 
 std::optional<v1::Search> FollowSearch(Client& client, int64_t search_id, bool quiet, Interrupt* interrupt,
@@ -38,7 +57,7 @@ std::optional<v1::Search> FollowSearch(Client& client, int64_t search_id, bool q
   v1::Event ev;
   std::optional<v1::Search> search;
   std::map<int64_t, v1::TrialState> seen;  // trial id → last printed state
-  const double t0 = Now();
+  const double t0 = WallNow();
   std::optional<double> best;  // best objective seen in trial events (search counts lag one event behind)
   int finished_at_start = -1;
   while (reader->Read(&ev)) {
@@ -61,23 +80,7 @@ std::optional<v1::Search> FollowSearch(Client& client, int64_t search_id, bool q
       if (t.state() == v1::TRIAL_RUNNING) {
         std::printf("  trial %-3d started   %s\n", t.number(), FormatParams(t).c_str());
       } else if (t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_FAILED) {
-        const auto& s = *search;
-        if (t.state() == v1::TRIAL_COMPLETED && t.has_objective()) {
-          bool better = !best || (s.direction() == v1::MAXIMIZE ? t.objective() > *best : t.objective() < *best);
-          if (better) best = t.objective();
-        }
-        int done = std::min(s.max_trials(), s.completed() + s.failed() + s.cancelled() + 1);
-        // The search counts arrive just after this event; count this trial if not yet included.
-        double elapsed = Now() - t0;
-        int done_here = std::max(1, done - std::max(0, finished_at_start));
-        double eta = elapsed / done_here * std::max(0, s.max_trials() - done);
-        std::string what = t.state() == v1::TRIAL_COMPLETED
-                               ? s.objective_metric() + "=" + std::to_string(t.objective()).substr(0, 6)
-                               : "FAILED: " + t.error().substr(0, 100);
-        std::printf("  trial %-3d %-9s %s   [%d/%d done, best %s, ETA %s]\n", t.number(),
-                    StateName(t.state()).c_str(), what.c_str(), done, s.max_trials(),
-                    best ? std::to_string(*best).substr(0, 6).c_str() : "-",
-                    FormatDuration(eta).c_str());
+        PrintTrialEnd(*search, t, finished_at_start, WallNow() - t0, &best);
       }
       std::fflush(stdout);
     }
