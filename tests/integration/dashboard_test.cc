@@ -405,16 +405,19 @@ TEST_F(DashboardTest, ChartsLabelTheirAxesAtTheDataAndAnEndedSearchOffersNoCance
 
 // A stand-in for ladder-train in a scale sweep: ten val_loss points along its steps (4096 examples an epoch), a
 // parabola in log2(lr) around a best LR of 0.05 at batch 16 that grows as B^0.7, lower the more steps it runs, with
-// a little scatter from trial to trial (so that the fit's intervals are not points).
+// a little scatter from trial to trial (so that the fit's intervals are not points). The hero run (given
+// --max-steps) waits for the file GATE, then reports a point every 0.1 s.
 constexpr const char* kFakeTrainer = R"(#!/bin/sh
 lr=0.1; b=16; steps=0; ep=2
 while [ $# -gt 0 ]; do case "$1" in --lr) lr=$2;; --batch-size) b=$2;; --max-steps) steps=$2;; --epochs) ep=$2;; esac; shift; done
-awk -v lr="$lr" -v b="$b" -v steps="$steps" -v ep="$ep" 'BEGIN {
+hero=0; if [ "$steps" -gt 0 ]; then hero=1; while [ ! -e GATE ]; do sleep 0.05; done; fi
+awk -v lr="$lr" -v b="$b" -v steps="$steps" -v ep="$ep" -v hero="$hero" 'BEGIN {
   if (steps == 0) steps = int(4096 * ep / b);
   d = log(lr / (0.05 * (b / 16) ^ 0.7)) / log(2);
   for (i = 1; i <= 10; i++) {
     s = int(steps * i / 10); if (s < 1) s = 1;
     printf "{\"step\": %d, \"global_batch\": %d, \"lr\": %g, \"noise_scale\": 300, \"val_loss\": %.6f}\n", s, b, lr, 0.3 + 3 / sqrt(1 + s) + 0.05 * d * d + 0.01 * sin(997 * lr + b)
+    fflush(); if (hero) system("sleep 0.1")
   }
 }'
 )";
@@ -422,9 +425,13 @@ awk -v lr="$lr" -v b="$b" -v steps="$steps" -v ep="$ep" 'BEGIN {
 // What a person opening a hero run's page after the README's scale path saw (issue 38): the generic search views
 // of one trial and a plan table without the peak LR's interval or the predicted loss. Now the page leads with the
 // plan (its numbers equal to the plan's JSON), the band at full width, and the extrapolation drawn on a canvas from
-// the plan's JSON; the sweep it came from keeps its views.
+// the plan's JSON, and the run's live val_loss reaches the band, the plan and the extrapolation as it comes; the
+// sweep it came from keeps its views.
 TEST_F(DashboardTest, AHeroRunsPageLeadsWithItsPlanItsBandAndTheExtrapolation) {
-  std::ofstream(dir_ / "fake_train.sh") << kFakeTrainer;
+  const std::string gate = (dir_ / "gate").string();
+  std::string trainer = kFakeTrainer;
+  trainer.replace(trainer.find("GATE"), 4, gate);
+  std::ofstream(dir_ / "fake_train.sh") << trainer;
   std::ofstream(dir_ / "sweep.yaml")
       << "name: fake-scales\nobjective: {metric: val_loss, mode: min}\nbudget: {parallelism: 2}\n"
          "scales:\n  global_batch: [16, 32, 64]\n  lr: {low: 0.0125, high: 0.1}\n  per_octave: 1\n  follow: linear\n"
@@ -433,7 +440,7 @@ TEST_F(DashboardTest, AHeroRunsPageLeadsWithItsPlanItsBandAndTheExtrapolation) {
          "--epochs, '2']\n";
   auto sweep = Ladder({"search", "start", "sweep.yaml", "--wait"});
   ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
-  auto hero = Ladder({"promote", "1", "--batch", "1024", "--wait"});
+  auto hero = Ladder({"promote", "1", "--batch", "1024"});
   ASSERT_EQ(hero.exit_code, 0) << hero.out << hero.err;
   auto shown = Ladder({"--json", "search", "show", "2"});
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
@@ -446,6 +453,21 @@ TEST_F(DashboardTest, AHeroRunsPageLeadsWithItsPlanItsBandAndTheExtrapolation) {
   browser.Open(Url("/"));
   browser.Navigate(Url("/login?token=" + token_ + "&next=%23/search/2"));
   ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/search/2'")) << browser.Eval("document.body.innerHTML");
+  // Before the run reports: the plan and the extrapolation, nothing reached yet.
+  EXPECT_EQ(browser.Eval("document.querySelector('#reached').innerText"), "no val_loss yet");
+  EXPECT_EQ(browser.Eval("window.ladderExtrapolation.hero.loss"), nullptr);
+  browser.Screenshot(shots_ / "hero-waiting.png");
+  // Its points reach the page live: the band chart, what the plan says it reached, the extrapolation's label.
+  std::ofstream(gate).put('\n');
+  EXPECT_TRUE(browser.WaitFor("document.querySelector('#title').textContent.includes('COMPLETED')",
+                              std::chrono::seconds(60)))
+      << browser.Eval("document.querySelector('#title').textContent");
+  const std::string live_points = "plots[0].data[3].filter(v => v !== null).length";
+  EXPECT_TRUE(browser.WaitFor(live_points + " === 10")) << browser.Eval(live_points);
+  EXPECT_TRUE(browser.WaitFor("document.querySelector('#reached').innerText.startsWith(String(num(plots[0].data[3]"
+                              ".filter(v => v !== null).at(-1))))"))
+      << browser.Eval("document.querySelector('#reached').innerText");
+  EXPECT_TRUE(browser.Eval("window.ladderExtrapolation.hero.loss").is_number());
   // The plan's numbers, as the page writes them (num: 4 significant digits), from the plan's JSON.
   auto num = [&](const nlohmann::json& v) { return browser.Eval("num(" + v.dump() + ")").get<std::string>(); };
   auto text = [&](const std::string& selector) {

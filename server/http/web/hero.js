@@ -46,10 +46,14 @@ async function drawHero(st, plan) {
   const band = (plan.loss_band || []).slice().sort((a, b) => a[0] - b[0]);
   const heroTrial = () => [...st.trials.values()].sort((a, b) => (a.number || 0) - (b.number || 0))[0];
   let pts = [], heroLr = NaN, heroId = heroTrial()?.id;
+  // The run's whole val_loss curve as stored (the live stream sends a trial's newest point per commit, not each).
+  const fetchCurve = async () => {
+    const {trials} = await api('searches/' + st.search.id + '/curves?metric=val_loss');
+    return ((trials || {})[heroId] || []).filter(p => p[1] !== null);
+  };
   if (heroId) {
-    const [{trials}, {trial}] = await Promise.all([api('searches/' + st.search.id + '/curves?metric=val_loss'),
-      api('trials/' + heroId)]);
-    pts = ((trials || {})[heroId] || []).filter(p => p[1] !== null);
+    const [curve, {trial}] = await Promise.all([fetchCurve(), api('trials/' + heroId)]);
+    pts = curve;
     heroLr = commandLr(trial.command);
   }
   // Where the run stands: its latest val_loss against the band at that step.
@@ -65,26 +69,37 @@ async function drawHero(st, plan) {
     const r = reached();
     drawPlan(document.getElementById('hero-plan'), plan, r);
     drawExtrapolation(document.getElementById('extrapolation'), plan.extrapolation, plan,
-      heroId ? {lr: ok(heroLr) ? heroLr : plan.peak_lr?.[0], loss: r ? r.loss : null, position: r ? r.position : ''} : null);
+      heroId ? {lr: ok(heroLr) ? heroLr : [].concat(plan.peak_lr)[0], loss: r ? r.loss : null, position: r ? r.position : ''} : null);
   };
   draw();
   let queued = false;
+  const redraw = () => { bandPlot.redraw(); draw(); };
   return {
+    // A live point: drawn at once (the chart shows the run moving); the stored curve fills the gaps later.
     add: (id, point) => {
       if (!point.values || !('val_loss' in point.values)) return;
       if (!heroId) heroId = id;
       if (id !== heroId) return;
       pts.push([+point.step || 0, point.values.val_loss]);
-      if (!queued) { queued = true; setTimeout(() => { queued = false; bandPlot.redraw(); draw(); }, 250); }
+      if (!queued) { queued = true; setTimeout(() => { queued = false; redraw(); }, 250); }
     },
-    update: () => { if (!heroId) heroId = heroTrial()?.id; }};
+    // The trial changed (started, ended, retried): its stored curve replaces what the stream brought.
+    update: async () => {
+      if (!heroId) heroId = heroTrial()?.id;
+      if (!heroId) return;
+      if (!ok(heroLr)) heroLr = commandLr((await api('trials/' + heroId)).trial.command);
+      pts = await fetchCurve();
+      redraw();
+    }};
 }
 
 // The plan, led by its numbers: peak LR, predicted final loss, what the run reached, the batch; then the rule and
 // why, the probes, the schedule, warnings, and every source line.
 function drawPlan(el, plan, reached) {
   const level = Math.round((plan.interval_level || 0.9) * 100) + '% interval';
-  const lr = plan.peak_lr || [], fl = plan.final_loss || [];
+  // [value, lo, hi]; a plan written by hand may give a bare number.
+  const triple = v => Array.isArray(v) ? v : ok(v) ? [v, null, null] : [];
+  const lr = triple(plan.peak_lr), fl = triple(plan.final_loss);
   const notPredicted = (plan.sources || []).find(s => /^final_loss: not predicted/.test(s));
   const figure = (id, key, value, sub, iv) => `<div class="figure"><div class="k">${key}</div>` +
     `<div class="v" id="${id}"${iv ? ` data-value="${iv[0]}" data-lo="${iv[1]}" data-hi="${iv[2]}"` : ''}>${value}</div>` +
@@ -112,7 +127,7 @@ function drawPlan(el, plan, reached) {
     '</div><table class="kv" id="plan-why">' + rows.map(([k, v]) => `<tr><td>${k}</td><td>${v}</td></tr>`).join('') + '</table>' +
     '<details><summary>how each number was chosen</summary><ul class="sources">' +
     (plan.sources || []).map(s => `<li>${esc(s)}</li>`).join('') + '</ul></details>';
-  if (reached && reached.position) document.getElementById('reached').className = 'v ' + reached.position.split(' ')[0];
+  document.getElementById('reached').className = 'v ' + (!reached ? 'none' : reached.position ? reached.position.split(' ')[0] : '');
 }
 
 // The live val_loss with the predicted band around it, the width of the page.
@@ -127,7 +142,7 @@ function drawBand(st, plan, band, points) {
     const at = (arr, s, k) => { const p = arr.find(q => q[0] === s); return p ? p[k] : null; };
     return [steps, steps.map(x => at(band, x, 1)), steps.map(x => at(band, x, 2)), steps.map(x => at(pts, x, 1))];
   };
-  const p = plot(el, 'val_loss of the hero run inside its predicted band',
+  const p = plot(el, 'val_loss of the hero run against its predicted band',
     [{label: 'band low', stroke: '#8aa', dash: [4, 4], spanGaps: true}, {label: 'band high', stroke: '#8aa', dash: [4, 4], spanGaps: true},
      {label: 'val_loss', stroke: '#c4320a', width: 2, spanGaps: true, points: {show: true, size: 5}}],
     data(), {ylabel: 'val_loss', width: Math.max(480, Math.min((el.clientWidth || 900) - 24, 1400))});
