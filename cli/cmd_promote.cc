@@ -250,7 +250,7 @@ bool PlanHero(Client& client, const PromoteOptions& opt, PlannedHero* h, int* ex
     *exit_code = kBadInput;
     return false;
   }
-  h->plan_json = PlanJson(h->plan, h->band, h->shape, opt.stop_outside_band);
+  h->plan_json = PlanJson(h->plan, h->band, h->shape, opt.stop_outside_band, &*report.value);
   h->command = BestTrialCommand(s, trials, scale, h->plan, h->shape, &h->error);
   return true;
 }

@@ -1,5 +1,7 @@
 #include "cli/promote_plan.h"
 
+#include "cli/extrapolation_json.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -243,35 +245,37 @@ std::vector<search::LossBandPoint> LiveBand(const search::ScalePlan& plan,
 }
 
 nlohmann::json PlanJson(const search::ScalePlan& plan, const std::vector<search::LossBandPoint>& live_band,
-                        const HeroShape& shape, bool stop_outside_band) {
+                        const HeroShape& shape, bool stop_outside_band, const search::ScalingReport* report) {
   auto iv = [](const search::Interval& i) { return nlohmann::json::array({i.value, i.lo, i.hi}); };
   nlohmann::json ramp = nlohmann::json::array(), band = nlohmann::json::array(), envelope = nlohmann::json::array();
   for (const auto& r : plan.ramp) ramp.push_back({r.step, r.global_batch});
   for (const auto& b : live_band) band.push_back({b.step, b.loss.lo, b.loss.hi});
   for (const auto& b : plan.loss_band) envelope.push_back({b.step, b.loss.lo, b.loss.hi});
-  return {{"nodes", shape.nodes},
-          {"ranks_per_node", shape.ranks_per_node},
-          {"global_batch", plan.global_batch},
-          {"ramp", ramp},
-          {"peak_lr", iv(plan.peak_lr)},
-          {"interval_level", plan.interval_level},
-          {"warmup_steps", plan.warmup_steps},
-          {"decay", plan.decay},
-          {"optimizer", plan.optimizer},
-          {"steps", plan.steps},
-          {"target_loss", plan.target_loss},
-          {"steps_to_target", iv(plan.steps_to_target)},  // NaN (no tradeoff fit) is written as null
-          {"final_loss", iv(plan.final_loss)},
-          {"loss_band", band},
-          {"final_loss_envelope", envelope},
-          {"linear_rule_lr", plan.linear_rule_lr},
-          {"sqrt_rule_lr", plan.sqrt_rule_lr},
-          {"stability_edge", plan.stability_edge},  // NaN (not measured) is written as null, as the rules' LRs
-          {"sources", plan.sources},
-          {"lr_rule", plan.lr_rule},
-          {"lr_rule_why", plan.lr_rule_why},
-          {"warnings", plan.warnings},
-          {"stop_outside_band", stop_outside_band}};
+  nlohmann::json out = {{"nodes", shape.nodes},
+                        {"ranks_per_node", shape.ranks_per_node},
+                        {"global_batch", plan.global_batch},
+                        {"ramp", ramp},
+                        {"peak_lr", iv(plan.peak_lr)},
+                        {"interval_level", plan.interval_level},
+                        {"warmup_steps", plan.warmup_steps},
+                        {"decay", plan.decay},
+                        {"optimizer", plan.optimizer},
+                        {"steps", plan.steps},
+                        {"target_loss", plan.target_loss},
+                        {"steps_to_target", iv(plan.steps_to_target)},  // NaN (no tradeoff fit) is written as null
+                        {"final_loss", iv(plan.final_loss)},
+                        {"loss_band", band},
+                        {"final_loss_envelope", envelope},
+                        {"linear_rule_lr", plan.linear_rule_lr},
+                        {"sqrt_rule_lr", plan.sqrt_rule_lr},
+                        {"stability_edge", plan.stability_edge},  // NaN (not measured) is written as null, as the rules' LRs
+                        {"sources", plan.sources},
+                        {"lr_rule", plan.lr_rule},
+                        {"lr_rule_why", plan.lr_rule_why},
+                        {"warnings", plan.warnings},
+                        {"stop_outside_band", stop_outside_band}};
+  if (report) out["extrapolation"] = ExtrapolationJson(*report, plan);
+  return out;
 }
 
 }  // namespace ladder::cli

@@ -12,7 +12,9 @@
 //                    the trials' --curvature-every/--curvature-rows (a measurement for the fit) are dropped
 //   HeroSpecYaml     a one-trial search spec for the hero run
 //   PlanJson         the plan as JSON: what the coordinator stores with the hero search and watches the live
-//                    loss against ("loss_band": [[step, lo, hi], ...], "stop_outside_band")
+//                    loss against ("loss_band": [[step, lo, hi], ...], "stop_outside_band"), and with the fit
+//                    behind it what the dashboard's extrapolation view draws ("extrapolation":
+//                    cli/extrapolation_json.h)
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -49,7 +51,9 @@ std::string HeroSpecYaml(const v1::Search& search, const std::vector<std::string
 // decaying schedule only approaches from above; it is kept as "final_loss_envelope".) Empty without curves.
 std::vector<search::LossBandPoint> LiveBand(const search::ScalePlan& plan, const std::vector<search::ScaleTrial>& trials);
 
+// `report`: the fit the plan came from (adds "extrapolation"); nullptr leaves it out.
 nlohmann::json PlanJson(const search::ScalePlan& plan, const std::vector<search::LossBandPoint>& live_band,
-                        const HeroShape& shape, bool stop_outside_band);
+                        const HeroShape& shape, bool stop_outside_band,
+                        const search::ScalingReport* report = nullptr);
 
 }  // namespace ladder::cli

@@ -2,7 +2,12 @@
 // live loss band.
 #include "cli/promote_plan.h"
 
+#include "cli/extrapolation_json.h"
+
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
 
 namespace ladder::cli {
 namespace {
@@ -144,6 +149,72 @@ TEST(PromotePlan, LiveBandFollowsTheNearOptimalCurvesAndEndsAtThePredictedFinalL
   EXPECT_EQ(band[2].step, 200);
   EXPECT_NEAR(band[2].loss.lo, 0.5 - 0.10, 1e-12);
   EXPECT_NEAR(band[2].loss.hi, 0.6 - 0.04, 1e-12);
+}
+
+// The plan JSON carries what the dashboard's extrapolation view draws: the swept optima with their intervals,
+// each law's curve from the smallest swept batch to past the target, the target's interval, an empty probe list.
+TEST(PromotePlan, PlanJsonCarriesTheExtrapolationTheDashboardDraws) {
+  // Three batches, five LRs each, a loss whose best LR grows as B^0.7 from 0.05 at batch 16.
+  std::vector<search::ScaleTrial> trials;
+  for (int64_t b : {16, 32, 64}) {
+    const double best = 0.05 * std::pow(b / 16.0, 0.7);
+    for (int k = -2; k <= 2; ++k) {
+      search::ScaleTrial t;
+      t.id = "trial " + std::to_string(trials.size());
+      t.global_batch = b;
+      t.peak_lr = best * std::pow(2.0, 0.5 * k + 0.1);
+      t.steps = 4096 / b;
+      t.final_loss = 0.3 + 0.05 * std::pow(std::log2(t.peak_lr / best), 2) + 0.001 * static_cast<double>(b);
+      t.curve = {{t.steps / 2, t.final_loss + 0.2}, {t.steps, t.final_loss}};
+      trials.push_back(t);
+    }
+  }
+  auto report = search::FitScaling(trials);
+  ASSERT_TRUE(report.ok()) << report.error;
+  search::PlanTarget target;
+  target.global_batch = 512;
+  auto plan = search::PlanRun(*report.value, trials, target);
+  ASSERT_TRUE(plan.ok()) << plan.error;
+  auto j = PlanJson(*plan.value, {}, HeroShape{}, false, &*report.value);
+  EXPECT_EQ(j["global_batch"], 512) << "the old keys stay";
+  const auto& x = j["extrapolation"];
+  ASSERT_TRUE(x.is_object()) << j.dump();
+  ASSERT_EQ(x["swept"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& b = report.value->best_lr[i];
+    EXPECT_EQ(x["swept"][i]["batch"], b.global_batch);
+    EXPECT_DOUBLE_EQ(x["swept"][i]["lr"][0].get<double>(), b.lr.value);
+    EXPECT_DOUBLE_EQ(x["swept"][i]["lr"][1].get<double>(), b.lr.lo);
+    EXPECT_DOUBLE_EQ(x["swept"][i]["lr"][2].get<double>(), b.lr.hi);
+  }
+  EXPECT_EQ(x["target"]["batch"], 512);
+  EXPECT_EQ(x["target"]["lr"], j["peak_lr"]);
+  EXPECT_EQ(x["target"]["rule"], j["lr_rule"]);
+  EXPECT_TRUE(x["probes"].is_array() && x["probes"].empty());
+  EXPECT_TRUE(x["stability_edge"].is_null()) << "no trial measured its sharpness";
+  std::set<std::string> names;
+  int chosen = 0;
+  for (const auto& law : x["laws"]) {
+    names.insert(law["name"].get<std::string>());
+    chosen += law["chosen"].get<bool>();
+    ASSERT_EQ(law["points"].size(), static_cast<size_t>(kCurvePoints)) << law.dump();
+    EXPECT_DOUBLE_EQ(law["points"].front()[0].get<double>(), 16);
+    EXPECT_NEAR(law["points"].back()[0].get<double>(), 1024, 1e-9) << "past the target: twice its batch";
+    for (const auto& p : law["points"]) EXPECT_GT(p[1].get<double>(), 0) << law["name"];
+    if (law["chosen"].get<bool>()) {
+      EXPECT_EQ(law["name"], j["lr_rule"]);
+      EXPECT_NEAR(law["at_target"][0].get<double>(), j["peak_lr"][0].get<double>(), 1e-12);
+    }
+  }
+  EXPECT_EQ(chosen, 1) << x["laws"].dump();
+  for (const char* n : {"linear", "sqrt", "lr_fit"}) EXPECT_TRUE(names.count(n)) << n << ": " << x["laws"].dump();
+  EXPECT_TRUE(names.count("surface_fit") || names.count("power_fit")) << x["laws"].dump();
+  // The linear rule is a line of slope 1 through the anchor.
+  for (const auto& law : x["laws"]) {
+    if (law["name"] != "linear") continue;
+    const auto& p = law["points"];
+    EXPECT_NEAR(p.back()[1].get<double>() / p.front()[1].get<double>(), 1024.0 / 16, 1e-6);
+  }
 }
 
 }  // namespace

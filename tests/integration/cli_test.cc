@@ -473,6 +473,14 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     EXPECT_EQ(j["plan"]["global_batch"], 512);
     EXPECT_DOUBLE_EQ(j["plan"]["interval_level"].get<double>(), 0.9);
     EXPECT_TRUE(j["plan"]["loss_band"].is_array());
+    // What the dashboard's extrapolation view draws: both swept batches' best LRs, the laws, the target.
+    const auto& x = j["plan"]["extrapolation"];
+    ASSERT_TRUE(x.is_object()) << json.out;
+    EXPECT_EQ(x["swept"].size(), 2u) << x.dump();
+    EXPECT_GE(x["laws"].size(), 3u) << x.dump();
+    EXPECT_EQ(x["target"]["batch"], 512);
+    EXPECT_EQ(x["target"]["lr"], j["plan"]["peak_lr"]);
+    EXPECT_TRUE(x["probes"].is_array()) << x.dump();
     ASSERT_TRUE(j["plan"].contains("steps_to_target")) << json.out;  // [value, lo, hi], null without a tradeoff
     EXPECT_TRUE(j["plan"]["steps_to_target"].is_array()) << json.out;
     // This 2-epoch sweep's best losses do not fall with the effective steps (the batch with more steps ends

@@ -403,6 +403,147 @@ TEST_F(DashboardTest, ChartsLabelTheirAxesAtTheDataAndAnEndedSearchOffersNoCance
   browser.Screenshot(shots_ / "edges-trial.png");
 }
 
+// A stand-in for ladder-train in a scale sweep: ten val_loss points along its steps (4096 examples an epoch), a
+// parabola in log2(lr) around a best LR of 0.05 at batch 16 that grows as B^0.7, lower the more steps it runs, with
+// a little scatter from trial to trial (so that the fit's intervals are not points). The hero run (given
+// --max-steps) waits for the file GATE, then reports a point every 0.1 s.
+constexpr const char* kFakeTrainer = R"(#!/bin/sh
+lr=0.1; b=16; steps=0; ep=2
+while [ $# -gt 0 ]; do case "$1" in --lr) lr=$2;; --batch-size) b=$2;; --max-steps) steps=$2;; --epochs) ep=$2;; esac; shift; done
+hero=0; if [ "$steps" -gt 0 ]; then hero=1; while [ ! -e GATE ]; do sleep 0.05; done; fi
+awk -v lr="$lr" -v b="$b" -v steps="$steps" -v ep="$ep" -v hero="$hero" 'BEGIN {
+  if (steps == 0) steps = int(4096 * ep / b);
+  d = log(lr / (0.05 * (b / 16) ^ 0.7)) / log(2);
+  for (i = 1; i <= 10; i++) {
+    s = int(steps * i / 10); if (s < 1) s = 1;
+    printf "{\"step\": %d, \"global_batch\": %d, \"lr\": %g, \"noise_scale\": 300, \"val_loss\": %.6f}\n", s, b, lr, 0.3 + 3 / sqrt(1 + s) + 0.05 * d * d + 0.01 * sin(997 * lr + b)
+    fflush(); if (hero) system("sleep 0.1")
+  }
+}'
+)";
+
+// What a person opening a hero run's page after the README's scale path saw (issue 38): the generic search views
+// of one trial and a plan table without the peak LR's interval or the predicted loss. Now the page leads with the
+// plan (its numbers equal to the plan's JSON), the band at full width, and the extrapolation drawn on a canvas from
+// the plan's JSON, and the run's live val_loss reaches the band, the plan and the extrapolation as it comes; the
+// sweep it came from keeps its views.
+TEST_F(DashboardTest, AHeroRunsPageLeadsWithItsPlanItsBandAndTheExtrapolation) {
+  const std::string gate = (dir_ / "gate").string();
+  std::string trainer = kFakeTrainer;
+  trainer.replace(trainer.find("GATE"), 4, gate);
+  std::ofstream(dir_ / "fake_train.sh") << trainer;
+  std::ofstream(dir_ / "sweep.yaml")
+      << "name: fake-scales\nobjective: {metric: val_loss, mode: min}\nbudget: {parallelism: 2}\n"
+         "scales:\n  global_batch: [16, 32, 64]\n  lr: {low: 0.0125, high: 0.1}\n  per_octave: 1\n  follow: linear\n"
+         "  extend: 1\n"
+         "command: [/bin/sh, " + (dir_ / "fake_train.sh").string() + ", --lr, '{lr}', --batch-size, '{global_batch}', "
+         "--epochs, '2']\n";
+  auto sweep = Ladder({"search", "start", "sweep.yaml", "--wait"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
+  auto hero = Ladder({"promote", "1", "--batch", "1024"});
+  ASSERT_EQ(hero.exit_code, 0) << hero.out << hero.err;
+  auto shown = Ladder({"--json", "search", "show", "2"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const auto plan = nlohmann::json::parse(shown.out)["hero"]["plan"];
+  const auto& x = plan["extrapolation"];
+  ASSERT_TRUE(x.is_object() && x["swept"].size() == 3u) << shown.out;
+  ASSERT_TRUE(plan["peak_lr"][1].is_number()) << "the plan states an interval on the LR\n" << shown.out;
+
+  testing::HeadlessChromium browser(dir_, "1400,2200");
+  browser.Open(Url("/"));
+  browser.Navigate(Url("/login?token=" + token_ + "&next=%23/search/2"));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/search/2'")) << browser.Eval("document.body.innerHTML");
+  // Before the run reports: the plan and the extrapolation, nothing reached yet.
+  EXPECT_EQ(browser.Eval("document.querySelector('#reached').innerText"), "no val_loss yet");
+  EXPECT_EQ(browser.Eval("window.ladderExtrapolation.hero.loss"), nullptr);
+  browser.Screenshot(shots_ / "hero-waiting.png");
+  // Its points reach the page live: the band chart, what the plan says it reached, the extrapolation's label.
+  std::ofstream(gate).put('\n');
+  EXPECT_TRUE(browser.WaitFor("document.querySelector('#title').textContent.includes('COMPLETED')",
+                              std::chrono::seconds(60)))
+      << browser.Eval("document.querySelector('#title').textContent");
+  const std::string live_points = "plots[0].data[3].filter(v => v !== null).length";
+  EXPECT_TRUE(browser.WaitFor(live_points + " === 10")) << browser.Eval(live_points);
+  EXPECT_TRUE(browser.WaitFor("document.querySelector('#reached').innerText.startsWith(String(num(plots[0].data[3]"
+                              ".filter(v => v !== null).at(-1))))"))
+      << browser.Eval("document.querySelector('#reached').innerText");
+  EXPECT_TRUE(browser.Eval("window.ladderExtrapolation.hero.loss").is_number());
+  // The plan's numbers, as the page writes them (num: 4 significant digits), from the plan's JSON.
+  auto num = [&](const nlohmann::json& v) { return browser.Eval("num(" + v.dump() + ")").get<std::string>(); };
+  auto text = [&](const std::string& selector) {
+    auto v = browser.Eval("document.querySelector('" + selector + "')?.innerText");
+    return v.is_string() ? v.get<std::string>() : std::string("(absent)");
+  };
+  const auto& lr = plan["peak_lr"];
+  EXPECT_EQ(text("#peak-lr"), num(lr[0]));
+  EXPECT_EQ(text("#peak-lr + .iv"), "[" + num(lr[1]) + ", " + num(lr[2]) + "] 90% interval");
+  EXPECT_EQ(browser.Eval("+document.querySelector('#peak-lr').dataset.value"), lr[0]);
+  const auto& loss = plan["final_loss"];
+  if (loss[0].is_number()) {
+    EXPECT_EQ(text("#final-loss"), num(loss[0]));
+    if (loss[1].is_number()) {
+      EXPECT_EQ(text("#final-loss + .iv"), "[" + num(loss[1]) + ", " + num(loss[2]) + "] 90% interval");
+    }
+  } else {
+    EXPECT_EQ(text("#final-loss"), "not predicted") << "and why: " << text("#final-loss + .iv");
+  }
+  EXPECT_NE(text("#reached"), "no val_loss yet") << "the hero run has ended";
+  EXPECT_NE(text("#plan-why").find(plan["lr_rule"].get<std::string>()), std::string::npos) << text("#plan-why");
+  EXPECT_NE(text("#plan-why").find("no probes"), std::string::npos) << text("#plan-why");
+  // Not the generic views of a search: one trial has no history, parameters or slices to show.
+  EXPECT_EQ(browser.Eval("document.querySelectorAll('#history, #curves, #cost, #parallel, #importance, #slices').length"), 0);
+  EXPECT_EQ(browser.Eval("document.querySelectorAll('#trials tbody tr').length"), 1) << "its one trial is listed";
+  // The band chart spans the page (not the 900 px of a search's charts).
+  EXPECT_GT(browser.Eval("document.querySelector('#band .uplot').offsetWidth").get<double>(), 1200);
+
+  // The extrapolation: painted, and what it drew is the plan's JSON.
+  auto painted = browser.Eval(
+      "(() => { const c = document.getElementById('extrapolation-canvas'); if (!c) return -1;"
+      " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;"
+      " for (let i = 3; i < d.length; i += 4) n += d[i] > 0; return n; })()");
+  EXPECT_GT(painted.get<int>(), 2000) << "the canvas has the curves and points on it";
+  auto drawn = browser.Eval("window.ladderExtrapolation");
+  ASSERT_TRUE(drawn.is_object()) << drawn.dump();
+  ASSERT_EQ(drawn["swept"].size(), 3u) << drawn.dump();
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(drawn["swept"][i]["batch"], x["swept"][i]["batch"]);
+    EXPECT_EQ(drawn["swept"][i]["lr"], x["swept"][i]["lr"]);
+    const double px = drawn["swept"][i]["x"], py = drawn["swept"][i]["y"];
+    // The optimum's dot is painted where the page says it drew it.
+    EXPECT_GT(browser.Eval("document.getElementById('extrapolation-canvas').getContext('2d').getImageData(" +
+                           std::to_string(static_cast<int>(px)) + ", " + std::to_string(static_cast<int>(py)) +
+                           ", 1, 1).data[3]").get<int>(), 0) << i;
+    EXPECT_NE(std::find(drawn["xlabels"].begin(), drawn["xlabels"].end(), std::to_string(x["swept"][i]["batch"].get<int>())),
+              drawn["xlabels"].end()) << "the x axis is labelled at each swept batch: " << drawn["xlabels"];
+  }
+  EXPECT_EQ(drawn["target"]["batch"], 1024);
+  EXPECT_EQ(drawn["target"]["lr"], plan["peak_lr"]);
+  EXPECT_NE(std::find(drawn["xlabels"].begin(), drawn["xlabels"].end(), "1024"), drawn["xlabels"].end()) << drawn;
+  EXPECT_NE(std::find(drawn["ylabels"].begin(), drawn["ylabels"].end(), num(lr[0])), drawn["ylabels"].end())
+      << "the y axis names the plan's LR: " << drawn["ylabels"];
+  ASSERT_EQ(drawn["laws"].size(), x["laws"].size());
+  int chosen = 0;
+  for (size_t i = 0; i < x["laws"].size(); ++i) {
+    auto law = std::find_if(drawn["laws"].begin(), drawn["laws"].end(), [&](const auto& l) { return l["name"] == x["laws"][i]["name"]; });
+    ASSERT_NE(law, drawn["laws"].end()) << x["laws"][i]["name"];
+    EXPECT_EQ((*law)["points"], x["laws"][i]["points"].size());
+    EXPECT_EQ((*law)["chosen"], x["laws"][i]["chosen"]);
+    chosen += (*law)["chosen"].get<bool>();
+  }
+  EXPECT_EQ(chosen, 1);
+  ASSERT_TRUE(drawn["hero"].is_object()) << "the hero run's LR is drawn";
+  EXPECT_NEAR(drawn["hero"]["lr"].get<double>(), lr[0].get<double>(), 1e-5 * lr[0].get<double>());
+  EXPECT_TRUE(drawn["hero"]["loss"].is_number());
+  browser.Screenshot(shots_ / "hero.png");
+
+  // The sweep keeps a search's views, and has no plan.
+  browser.Navigate(Url("/#/search/1"));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/search/1'"));
+  EXPECT_EQ(browser.Eval("['#history', '#curves', '#cost', '#parallel', '#importance', '#slices']"
+                         ".every(s => !!document.querySelector(s))"), true);
+  EXPECT_EQ(browser.Eval("!!document.querySelector('#hero-plan, #extrapolation')"), false);
+}
+
 TEST_F(DashboardTest, BadRequestsGetAClearStatusAndLeaveTheCoordinatorServing) {
   const std::string host = "Host: 127.0.0.1\r\n";
   EXPECT_EQ(RawHttp(http_port_, "NONSENSE\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);

@@ -79,9 +79,9 @@ const WHOLE_STEPS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2.5e
 
 // A uPlot chart with a title on each axis: `o.xlabel` (default 'step') and `o.ylabel` (what the values are: a
 // metric's name, seconds per step). The x axis counts (whole-number ticks) unless `o.xvalues` says how to write
-// its ticks (node-hours).
+// its ticks (node-hours); `o.width` sets its width (default: its card's, 320 to 900 px).
 function plot(el, title, series, data, o) {
-  const width = Math.max(320, Math.min(el.clientWidth || 640, 900));
+  const width = o.width || Math.max(320, Math.min(el.clientWidth || 640, 900));
   const xlabel = o.xlabel || 'step';
   const x = o.xvalues ? {label: xlabel, values: o.xvalues} : {label: xlabel, incrs: WHOLE_STEPS};
   const p = new uPlot({title, width, height: 260, scales: {x: {time: false}}, series: [{label: xlabel}].concat(series),
@@ -107,7 +107,7 @@ function debounce(fn) { if (!pending) pending = setTimeout(() => { pending = nul
 function showSearchesAgain() { if (location.hash === '' || location.hash === '#/') route(); }
 
 // ---------------------------------------------------------------------------------------------------------------
-// #/search/ID : its history, the trial table, live
+// #/search/ID : its history, the trial table, live; a hero run's page instead leads with its plan (hero.js)
 // Every trial of a search: the API answers a page (5,000 by default) and the token of the next.
 async function allTrials(id) {
   let trials = [], token = '0';
@@ -120,22 +120,23 @@ async function allTrials(id) {
 }
 async function showSearch(id) {
   const [{search}, trials] = await Promise.all([api('searches/' + id), allTrials(id)]);
+  const plan = planOf(search);
   // The curves' request goes out now; the other charts are drawn while the server reads them.
   const perTrial = Math.max(10, Math.min(1000, Math.floor(150000 / Math.max(1, (trials || []).length))));
   const rungs = (search.rungs || []).length && search.rung_metric !== 'nodes' ?
     '&rung_metric=' + encodeURIComponent(search.rung_metric) + '&rungs=' + search.rungs.join(',') : '';
-  const curvesAnswer = api('searches/' + id + '/curves?metric=' + encodeURIComponent(search.objective_metric) +
+  const curvesAnswer = plan ? null : api('searches/' + id + '/curves?metric=' + encodeURIComponent(search.objective_metric) +
     '&per_trial=' + perTrial + rungs);
   // The table's answer is as old as its request: a running trial's node-seconds go on from then.
   const asked = Date.now() / 1000;
   (trials || []).forEach(t => { t.sent_unix = asked; });
   const state = {search, trials: new Map((trials || []).map(t => [t.id, t])), sort: 'number', filter: '', page: 0};
-  view.innerHTML = `<h1 id="title"></h1>
+  view.innerHTML = `<h1 id="title"></h1>` + (plan ? heroSections() : `
     <div class="cards"><div class="card"><div id="history"></div></div><div class="card"><div id="curves"></div></div>
       <div class="card"><div id="cost"></div></div></div>
     <div id="workflow"></div>
     <h2>Parameters</h2><div class="cards"><div class="card" id="parallel"></div><div class="card" id="importance"></div></div>
-    <div class="cards" id="slices"></div>
+    <div class="cards" id="slices"></div>`) + `
     <h2>Trials</h2><div class="controls">filter <select id="filter"><option value="">all</option>
     ${['RUNNING', 'PENDING', 'COMPLETED', 'FAILED', 'CANCELLED'].map(s => `<option>${s}</option>`).join('')}</select>
     ${ended(search) ? '' : '<button id="cancel">cancel the search</button>'}<span id="msg"></span>
@@ -155,11 +156,17 @@ async function showSearch(id) {
       document.getElementById('msg').textContent = 'cancelled';
     } catch (e) { document.getElementById('msg').textContent = e.message; }
   };
-  const history = drawHistory(state);
-  const cost = drawCost(state);
-  drawParameters(state);
-  await drawWorkflow(state);
-  const curves = await drawCurves(state, curvesAnswer);
+  // A hero run's page: its plan, band and extrapolation; any other search's: its history, cost, parameters, curves.
+  let hero = null, history = null, cost = null, curves = null;
+  if (plan) {
+    hero = await drawHero(state, plan);
+  } else {
+    history = drawHistory(state);
+    cost = drawCost(state);
+    drawParameters(state);
+    drawWorkflow(state);
+    curves = await drawCurves(state, curvesAnswer);
+  }
   drawTitle(state);
   drawTable(state);
   const log = document.getElementById('log');
@@ -168,9 +175,13 @@ async function showSearch(id) {
     if (ev.kind === 'TRIAL_UPDATED') {
       ev.trial.sent_unix = ev.time_unix;
       state.trials.set(ev.trial.id, ev.trial);
-      debounce(() => { drawTable(state); history.redraw(); cost.redraw(); curves.redraw(); drawParameters(state); });
+      debounce(() => {
+        drawTable(state);
+        if (hero) return hero.update();
+        history.redraw(); cost.redraw(); curves.redraw(); drawParameters(state);
+      });
     }
-    if (ev.kind === 'TRIAL_METRICS') curves.add(ev.trial.id, ev.metrics);
+    if (ev.kind === 'TRIAL_METRICS') (hero || curves).add(ev.trial.id, ev.metrics);
     if (ev.kind === 'JOURNAL') {
       const j = ev.journal, line = document.createElement('div');
       line.textContent = new Date(j.time_unix * 1000).toLocaleTimeString() + ' ' + j.kind +
@@ -187,7 +198,7 @@ function ended(s) { return ['SEARCH_COMPLETED', 'SEARCH_CANCELLED', 'SEARCH_FAIL
 function drawTitle(st) {
   const s = st.search;
   if (ended(s)) document.getElementById('cancel')?.remove();
-  document.getElementById('title').innerHTML = `search ${esc(s.id)} '${esc(s.name)}' — ${word(s.state)}: ` +
+  document.getElementById('title').innerHTML = (planOf(s) ? 'hero run — ' : '') + `search ${esc(s.id)} '${esc(s.name)}' — ${word(s.state)}: ` +
     `${s.completed || 0} completed, ${s.running || 0} running, ${s.pending || 0} queued, ${s.failed || 0} failed` +
     `, ${nodeHours(s.node_seconds)} node-hours` +
     (s.best_trial_id ? `; best ${esc(s.objective_metric)} ${num(s.best_objective)} (trial ${s.best_trial_number || 0})` : '') +
@@ -263,40 +274,18 @@ function drawCost(st) {
   return {redraw: () => p.setData(data())};
 }
 
-// The ensemble (members, weights, its metric against the best single trial) and a hero run's band (its plan's
-// predicted val_loss band with the run's live val_loss inside it).
-async function drawWorkflow(st) {
+// The ensemble: its members, their weights, its metric against the best single trial.
+function drawWorkflow(st) {
   const el = document.getElementById('workflow');
-  const s = st.search, parts = [];
-  if (s.ensemble) {
-    const e = s.ensemble;
-    parts.push(e.error ? `<h2>Ensemble</h2><p class="error">${esc(e.error)}</p>` :
-      `<h2>Ensemble</h2><p>${esc(e.metric)} <b>${num(e.value)}</b> with ${(e.members || []).length} members, against
-       ${num(e.best_single_value)} for the best single trial (${esc(e.best_single_trial_id)}); ${e.candidates || 0} candidates` +
-      (e.retrain_trial_id ? `; retrained together by <a href="#/trial/${esc(e.retrain_trial_id)}">trial ${esc(e.retrain_trial_id)}</a>` : '') +
-      `</p><table id="ensemble"><thead><tr><th>trial</th><th>number</th><th>weight</th></tr></thead><tbody>` +
-      (e.members || []).map(m => `<tr><td><a href="#/trial/${esc(m.trial_id)}">${esc(m.trial_id)}</a></td><td>${m.trial_number || 0}</td>
-       <td>${num(m.weight)}</td></tr>`).join('') + '</tbody></table>');
-  }
-  let plan = null;
-  try { plan = s.plan_json ? JSON.parse(s.plan_json) : null; } catch (e) { plan = null; }
-  el.innerHTML = parts.join('') + (plan ? '<h2>Hero run</h2><div class="cards"><div class="card" id="band"></div><div class="card" id="plan"></div></div>' : '');
-  if (!plan) return;
-  document.getElementById('plan').innerHTML = '<div class="title">plan</div><table class="kv">' + Object.entries(plan)
-    .filter(([k, v]) => typeof v !== 'object').map(([k, v]) => `<tr><td>${esc(k)}</td><td>${esc(v)}</td></tr>`).join('') + '</table>';
-  const band = (plan.loss_band || []).slice().sort((a, b) => a[0] - b[0]);
-  const hero = [...st.trials.values()][0];
-  let pts = [];
-  if (hero) {
-    const {trials} = await api('searches/' + s.id + '/curves?metric=val_loss');
-    pts = (trials || {})[hero.id] || [];
-  }
-  const steps = [...new Set(band.map(b => b[0]).concat(pts.map(p => p[0])))].sort((a, b) => a - b);
-  const at = (arr, s2, k) => { const p = arr.find(q => q[0] === s2); return p ? p[k] : null; };
-  plot(document.getElementById('band'), 'val_loss inside the predicted band',
-    [{label: 'band low', stroke: '#8aa', dash: [4, 4], spanGaps: true}, {label: 'band high', stroke: '#8aa', dash: [4, 4], spanGaps: true},
-     {label: 'val_loss', stroke: '#c4320a', width: 2, spanGaps: true}],
-    [steps, steps.map(x => at(band, x, 1)), steps.map(x => at(band, x, 2)), steps.map(x => at(pts, x, 1))], {ylabel: 'val_loss'});
+  const e = st.search.ensemble;
+  if (!e) return;
+  el.innerHTML = e.error ? `<h2>Ensemble</h2><p class="error">${esc(e.error)}</p>` :
+    `<h2>Ensemble</h2><p>${esc(e.metric)} <b>${num(e.value)}</b> with ${(e.members || []).length} members, against
+     ${num(e.best_single_value)} for the best single trial (${esc(e.best_single_trial_id)}); ${e.candidates || 0} candidates` +
+    (e.retrain_trial_id ? `; retrained together by <a href="#/trial/${esc(e.retrain_trial_id)}">trial ${esc(e.retrain_trial_id)}</a>` : '') +
+    `</p><table id="ensemble"><thead><tr><th>trial</th><th>number</th><th>weight</th></tr></thead><tbody>` +
+    (e.members || []).map(m => `<tr><td><a href="#/trial/${esc(m.trial_id)}">${esc(m.trial_id)}</a></td><td>${m.trial_number || 0}</td>
+     <td>${num(m.weight)}</td></tr>`).join('') + '</tbody></table>';
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 // at any zoom, and in the page, where a test reads where each label is.
 // Rules: a value is at the same pixel as a point and as a label's anchor; the label of an axis's low end starts at
 // that end and the label of its high end ends there, so each reads under (beside) the points it names; an axis with
-// one value puts it in the middle.
+// one value puts it in the middle. A chart whose axes run past the data (`centred`: the extrapolation's, padded so
+// that no point sits on the frame) centres every label on its value instead.
 'use strict';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
@@ -29,7 +30,9 @@ function canvasChart(el, width, height, margin) {
     // The pixels of values on axes from x[0] to x[1] and from y[0] to y[1]: {X, Y}.
     scale: (x, y) => ({X: axisPixel(x, frame.x0, frame.x1), Y: axisPixel(y, frame.y1, frame.y0)}),
     // Draws the frame, the labels ({x: [[value, text], ...], y: ...}, by value, lowest first) and the titles.
-    axes: (x, y, labels, titles) => { svg.innerHTML = axesSvg(frame, width, height, x, y, labels, titles); }};
+    axes: (x, y, labels, titles, centred) => {
+      svg.innerHTML = axesSvg(frame, width, height, x, y, labels, titles, centred);
+    }};
 }
 
 // Where a label's text is anchored: the low end's starts at it, the high end's ends at it, the others centre.
@@ -42,13 +45,13 @@ function axisPixel([lo, hi], p0, p1) {
   return v => p0 + (hi === lo ? 0.5 : (v - lo) / (hi - lo)) * (p1 - p0);
 }
 
-function axesSvg(f, width, height, x, y, labels, titles) {
+function axesSvg(f, width, height, x, y, labels, titles, centred) {
   const X = axisPixel(x, f.x0, f.x1), Y = axisPixel(y, f.y1, f.y0);
   const xs = labels.x.map(([v, text], i, all) => `<text class="xtick" x="${X(v)}" y="${f.y1 + 13}" ` +
-    `text-anchor="${labelAnchor(i, all.length, x[1] === x[0])}">${esc(text)}</text>`);
+    `text-anchor="${labelAnchor(i, all.length, centred || x[1] === x[0])}">${esc(text)}</text>`);
   // Vertically the same rule: the lowest value's label sits on the frame's bottom, the highest's hangs from its top.
   const ys = labels.y.map(([v, text], i, all) => {
-    const a = labelAnchor(i, all.length, y[1] === y[0]);
+    const a = labelAnchor(i, all.length, centred || y[1] === y[0]);
     const base = a === 'start' ? 'auto' : a === 'end' ? 'hanging' : 'middle';
     return `<text class="ytick" x="${f.x0 - 4}" y="${Y(v)}" text-anchor="end" dominant-baseline="${base}">${esc(text)}</text>`;
   });
