@@ -41,6 +41,50 @@ bool ParseNumber(const std::string& s, double* v) {
 
 }  // namespace
 
+namespace {
+
+// The next line of `f` whole (however long), without its line ending; false at the end of the file.
+bool ReadLine(gzFile f, std::vector<char>& buf, std::string* line) {
+  line->clear();
+  bool got = false;
+  while (gzgets(f, buf.data(), static_cast<int>(buf.size()))) {
+    got = true;
+    *line += buf.data();
+    if (!line->empty() && line->back() == '\n') break;
+  }
+  while (!line->empty() && (line->back() == '\n' || line->back() == '\r')) line->pop_back();
+  return got;
+}
+
+// One data line into `d` (its features, its label); "" when taken, else the error naming the line and column. A
+// first line that is not numeric is a header and is skipped.
+std::string AddRow(const std::string& path, int64_t lineno, const std::string& line, Dataset* d, int64_t* max_label) {
+  const std::string at = path + ":" + std::to_string(lineno) + ": ";
+  auto fields = SplitFields(line);
+  std::vector<double> values(fields.size());
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (ParseNumber(fields[i], &values[i])) continue;
+    if (d->rows == 0 && d->features == 0 && lineno == 1) return "";  // header
+    return at + "column " + std::to_string(i + 1) + ": '" + fields[i] + "' is not a number";
+  }
+  if (fields.size() < 2) return at + "need at least one feature and a label";
+  if (d->features == 0) d->features = static_cast<int64_t>(fields.size()) - 1;
+  if (static_cast<int64_t>(fields.size()) != d->features + 1) {
+    return at + "expected " + std::to_string(d->features + 1) + " columns, found " + std::to_string(fields.size());
+  }
+  double label = values.back();
+  if (label < 0 || label != std::floor(label) || label > 1e6) {
+    return at + "the label (last column) must be an integer >= 0, got '" + fields.back() + "'";
+  }
+  for (int64_t i = 0; i < d->features; ++i) d->x.push_back(static_cast<float>(values[static_cast<size_t>(i)]));
+  d->y.push_back(static_cast<int64_t>(label));
+  *max_label = std::max(*max_label, static_cast<int64_t>(label));
+  ++d->rows;
+  return "";
+}
+
+}  // namespace
+
 bool LoadCsv(const std::string& path, Dataset* out, std::string* error) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) {
@@ -53,57 +97,11 @@ bool LoadCsv(const std::string& path, Dataset* out, std::string* error) {
   int64_t lineno = 0;
   int64_t max_label = -1;
   bool ok = true;
-  while (ok) {
-    line.clear();
-    bool got = false;
-    while (gzgets(f, buf.data(), static_cast<int>(buf.size()))) {
-      got = true;
-      line += buf.data();
-      if (!line.empty() && line.back() == '\n') break;
-    }
-    if (!got) break;
+  while (ok && ReadLine(f, buf, &line)) {
     ++lineno;
-    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    auto fields = SplitFields(line);
-    std::vector<double> values(fields.size());
-    bool numeric = true;
-    for (size_t i = 0; i < fields.size() && numeric; ++i) numeric = ParseNumber(fields[i], &values[i]);
-    if (!numeric) {
-      if (d.rows == 0 && d.features == 0 && lineno == 1) continue;  // header
-      for (size_t i = 0; i < fields.size(); ++i) {
-        if (!ParseNumber(fields[i], &values[i])) {
-          *error = path + ":" + std::to_string(lineno) + ": column " + std::to_string(i + 1) + ": '" + fields[i] +
-                   "' is not a number";
-          break;
-        }
-      }
-      ok = false;
-      break;
-    }
-    if (fields.size() < 2) {
-      *error = path + ":" + std::to_string(lineno) + ": need at least one feature and a label";
-      ok = false;
-      break;
-    }
-    if (d.features == 0) d.features = static_cast<int64_t>(fields.size()) - 1;
-    if (static_cast<int64_t>(fields.size()) != d.features + 1) {
-      *error = path + ":" + std::to_string(lineno) + ": expected " + std::to_string(d.features + 1) +
-               " columns, found " + std::to_string(fields.size());
-      ok = false;
-      break;
-    }
-    double label = values.back();
-    if (label < 0 || label != std::floor(label) || label > 1e6) {
-      *error = path + ":" + std::to_string(lineno) + ": the label (last column) must be an integer >= 0, got '" +
-               fields.back() + "'";
-      ok = false;
-      break;
-    }
-    for (int64_t i = 0; i < d.features; ++i) d.x.push_back(static_cast<float>(values[static_cast<size_t>(i)]));
-    d.y.push_back(static_cast<int64_t>(label));
-    max_label = std::max(max_label, static_cast<int64_t>(label));
-    ++d.rows;
+    *error = AddRow(path, lineno, line, &d, &max_label);
+    ok = error->empty();
   }
   int errnum = 0;
   const char* zerr = gzerror(f, &errnum);

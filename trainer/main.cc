@@ -44,23 +44,10 @@ std::string PrepareOutputPath(const char* option, const std::string& path) {
   return "";
 }
 
-// One training: what `ladder-train ARGS` does (and each --serve request, in a child of its own).
-int RunTrainer(const std::vector<std::string>& argv) {
+// The options the parser leaves: the run's assignment epoch, the default data, the output paths (their directory
+// must be writable). 0, or the exit code (the reason said).
+int CheckRunOptions(ladder::trainer::TrainArgs& args) {
   using namespace ladder::trainer;
-  auto parsed = ParseArgs(argv);
-  if (parsed.help) {
-    std::fputs(Usage().c_str(), stdout);
-    return 0;
-  }
-  if (parsed.version) {
-    std::printf("ladder-train (ladder %s)\n", LADDER_VERSION);
-    return 0;
-  }
-  if (!parsed.error.empty()) {
-    std::fprintf(stderr, "ladder-train: %s\n", parsed.error.c_str());
-    return 2;
-  }
-  TrainArgs args = parsed.args;
   // This run's assignment epoch, set by the coordinator: its checkpoints carry it (trainer/checkpoint_epoch.h).
   if (std::string why; RunEpochFromEnvironment(&why) < 0) {
     std::fprintf(stderr, "ladder-train: %s\n", why.c_str());
@@ -84,47 +71,91 @@ int RunTrainer(const std::vector<std::string>& argv) {
       return 2;
     }
   }
+  return 0;
+}
+
+// The data, loaded here or found loaded by the zygote (trainer/data_cache.h), with --input-shape applied: *all
+// points at it (`loaded` holds it when this run loaded or reshaped it). False with *error.
+bool LoadRunData(const ladder::trainer::TrainArgs& args, ladder::trainer::Dataset* loaded,
+                 const ladder::trainer::Dataset** all, bool* preloaded_used, std::string* error) {
+  using namespace ladder::trainer;
+  DataOptions data_options;
+  data_options.seq_len = args.seq_len;
+  const Dataset* preloaded = FindData(args.data, data_options);
+  if (preloaded && !args.input_shape.empty()) *loaded = *preloaded;  // its shape is set below, on this copy
+  if ((!preloaded && !LoadData(args.data, data_options, loaded, error)) ||
+      (!args.input_shape.empty() && !SetSampleShape(args.input_shape, loaded, error))) {
+    return false;
+  }
+  *preloaded_used = preloaded != nullptr;
+  *all = preloaded && args.input_shape.empty() ? preloaded : loaded;
+  return true;
+}
+
+// The collective backend of --comm; nullptr with the exit code in *code (the reason said).
+std::unique_ptr<ladder::trainer::comm::Communicator> ConnectRanks(const ladder::trainer::TrainArgs& args, int* code) {
+  namespace comm = ladder::trainer::comm;
+  comm::CommOptions comm_options;
+  comm_options.hierarchical = args.hierarchical;
+  comm_options.ranks_per_node = args.ranks_per_node;
+  comm_options.cpu_only = args.device == "cpu";
+  std::string error;
+  std::unique_ptr<comm::Communicator> c;
+  try {
+    c = comm::MakeCommunicator(args.comm, comm_options, &error);
+  } catch (const comm::RendezvousPortInUse& e) {
+    std::fprintf(stderr, "ladder-train: %s\n", e.what());
+    *code = ladder::kExitRendezvousPortInUse;  // another port would do: the coordinator retries on one
+    return nullptr;
+  }
+  if (!c) {
+    std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
+    *code = 2;
+  }
+  return c;
+}
+
+// One training: what `ladder-train ARGS` does (and each --serve request, in a child of its own).
+int RunTrainer(const std::vector<std::string>& argv) {
+  using namespace ladder::trainer;
+  auto parsed = ParseArgs(argv);
+  if (parsed.help) {
+    std::fputs(Usage().c_str(), stdout);
+    return 0;
+  }
+  if (parsed.version) {
+    std::printf("ladder-train (ladder %s)\n", LADDER_VERSION);
+    return 0;
+  }
+  if (!parsed.error.empty()) {
+    std::fprintf(stderr, "ladder-train: %s\n", parsed.error.c_str());
+    return 2;
+  }
+  TrainArgs args = parsed.args;
+  if (int code = CheckRunOptions(args); code != 0) return code;
   // With a checkpoint to save, SIGTERM/SIGUSR1 stop the run cleanly at a step the ranks agree on (installed before
   // the data loads and the ranks meet, so a stop asked for during start-up is kept too).
   if (!args.checkpoint.empty()) StopRequest::Install();
   Dataset loaded, train, val;
+  const Dataset* all = nullptr;
+  bool preloaded = false;
   std::string error;
-  DataOptions data_options;
-  data_options.seq_len = args.seq_len;
-  // A trial forked from ladder-train --zygote finds its data loaded already (trainer/data_cache.h).
-  const Dataset* preloaded = FindData(args.data, data_options);
-  if (preloaded && !args.input_shape.empty()) loaded = *preloaded;  // its shape is set below, on this copy
-  if ((!preloaded && !LoadData(args.data, data_options, &loaded, &error)) ||
-      (!args.input_shape.empty() && !SetSampleShape(args.input_shape, &loaded, &error))) {
+  if (!LoadRunData(args, &loaded, &all, &preloaded, &error)) {
     std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
     return 2;
   }
-  const Dataset& all = preloaded && args.input_shape.empty() ? *preloaded : loaded;
-  ladder::trainer::comm::CommOptions comm_options;
-  comm_options.hierarchical = args.hierarchical;
-  comm_options.ranks_per_node = args.ranks_per_node;
-  comm_options.cpu_only = args.device == "cpu";
-  std::unique_ptr<ladder::trainer::comm::Communicator> comm;
-  try {
-    comm = ladder::trainer::comm::MakeCommunicator(args.comm, comm_options, &error);
-  } catch (const ladder::trainer::comm::RendezvousPortInUse& e) {
-    std::fprintf(stderr, "ladder-train: %s\n", e.what());
-    return ladder::kExitRendezvousPortInUse;  // another port would do: the coordinator retries on one
-  }
-  if (!comm) {
-    std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
-    return 2;
-  }
-  SplitDataset(all, args.val_fraction, /*split_seed=*/20261122, &train, &val);
+  int code = 0;
+  auto comm = ConnectRanks(args, &code);
+  if (!comm) return code;
+  SplitDataset(*all, args.val_fraction, /*split_seed=*/20261122, &train, &val);
   Standardize(&train, &val);
   if (comm->rank() == 0) {
     std::fprintf(stderr,
                  "ladder-train: %s%s: %lld train / %lld validation rows, %lld features, %lld classes (task %s); "
                  "%d rank(s) over %s\n",
                  args.data.c_str(), preloaded ? " (loaded by the zygote)" : "", static_cast<long long>(train.rows),
-                 static_cast<long long>(val.rows),
-                 static_cast<long long>(all.features), static_cast<long long>(all.classes), TaskName(all.task),
-                 comm->size(), comm->backend().c_str());
+                 static_cast<long long>(val.rows), static_cast<long long>(all->features),
+                 static_cast<long long>(all->classes), TaskName(all->task), comm->size(), comm->backend().c_str());
   }
   MetricsWriter metrics(stdout);
   try {

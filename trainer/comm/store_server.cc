@@ -173,6 +173,55 @@ struct StoreServer::Impl {
     }
   }
 
+  // c10d's TCPStore semantics: a missing key is created only when `expected` is empty; the answer is the value the
+  // key holds afterwards (or `expected` when it is still missing). False: the request is malformed.
+  bool CompareSet(Conn& c, Reader& r, Writer& w) {
+    std::string key = r.Str();
+    auto expected = r.Vec(), desired = r.Vec();
+    if (!r.ok) return false;
+    auto it = kv_.find(key);
+    if (it == kv_.end()) {
+      if (expected.empty()) {
+        w.Vec(desired);
+        kv_[std::move(key)] = std::move(desired);
+        Reply(c, w);
+        WakeWaiters();
+        return true;
+      }
+      w.Vec(expected);
+    } else {
+      if (it->second == expected) it->second = std::move(desired);
+      w.Vec(it->second);
+    }
+    Reply(c, w);
+    return true;
+  }
+
+  // Adds to the integer a key holds (a missing key holds 0) and answers the sum. False: the request is malformed.
+  bool Add(Conn& c, Reader& r, Writer& w) {
+    std::string key = r.Str();
+    const int64_t delta = r.I64();
+    if (!r.ok) return false;
+    int64_t value = 0;
+    if (auto it = kv_.find(key); it != kv_.end()) {
+      const std::string s(it->second.begin(), it->second.end());
+      char* end = nullptr;
+      errno = 0;
+      value = std::strtoll(s.c_str(), &end, 10);
+      if (s.empty() || *end || errno) {
+        Fail(c, "add: key " + key + " does not hold an integer");
+        return true;
+      }
+    }
+    value += delta;
+    const std::string s = std::to_string(value);
+    kv_[std::move(key)] = std::vector<uint8_t>(s.begin(), s.end());
+    w.I64(value);
+    Reply(c, w);
+    WakeWaiters();
+    return true;
+  }
+
   void Handle(Conn& c, Reader& r) {
     const uint8_t op = r.U8();
     if (!c.hello) {
@@ -197,27 +246,9 @@ struct StoreServer::Impl {
         Reply(c, w);
         return WakeWaiters();
       }
-      case kCompareSet: {
-        std::string key = r.Str();
-        auto expected = r.Vec(), desired = r.Vec();
-        if (!r.ok) break;
-        // c10d's TCPStore semantics: a missing key is created only when `expected` is empty; the answer is the
-        // value the key holds afterwards (or `expected` when it is still missing).
-        auto it = kv_.find(key);
-        if (it == kv_.end()) {
-          if (expected.empty()) {
-            w.Vec(desired);
-            kv_[std::move(key)] = std::move(desired);
-            Reply(c, w);
-            return WakeWaiters();
-          }
-          w.Vec(expected);
-        } else {
-          if (it->second == expected) it->second = std::move(desired);
-          w.Vec(it->second);
-        }
-        return Reply(c, w);
-      }
+      case kCompareSet:
+        if (!CompareSet(c, r, w)) break;
+        return;
       case kGet:
       case kWait: {
         c.keys = op == kGet ? std::vector<std::string>{r.Str()} : r.Keys();
@@ -226,25 +257,9 @@ struct StoreServer::Impl {
         if (Have(c.keys)) Answer(c);
         return;
       }
-      case kAdd: {
-        std::string key = r.Str();
-        const int64_t delta = r.I64();
-        if (!r.ok) break;
-        int64_t value = 0;
-        if (auto it = kv_.find(key); it != kv_.end()) {
-          const std::string s(it->second.begin(), it->second.end());
-          char* end = nullptr;
-          errno = 0;
-          value = std::strtoll(s.c_str(), &end, 10);
-          if (s.empty() || *end || errno) return Fail(c, "add: key " + key + " does not hold an integer");
-        }
-        value += delta;
-        const std::string s = std::to_string(value);
-        kv_[std::move(key)] = std::vector<uint8_t>(s.begin(), s.end());
-        w.I64(value);
-        Reply(c, w);
-        return WakeWaiters();
-      }
+      case kAdd:
+        if (!Add(c, r, w)) break;
+        return;
       case kDelete: {
         const std::string key = r.Str();
         if (!r.ok) break;
