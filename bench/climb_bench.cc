@@ -1,0 +1,205 @@
+// ladder-climb-bench (bench/climb): the climb of search/scaling/climb.h counted honestly on random noisy-quadratic
+// instances. Each instance's dials (spectrum decay, noise, examples) are drawn so that the bend of its best LR lies
+// below the sweep, inside the targets' range, or past the targets, in turn; a sweep at batches 16..256 (half-octave
+// LR grids extended until bracketed, 3 seeds) is simulated with SampledLoss; the targets are 16x and 32x the largest
+// swept batch; the climb runs with default options, its probes simulated by the same model. Per target it prints
+// the oracle, the pre-probe and final predictions, and at the end one JSON object (the last line). Writes no files.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/nqm_sweep.h"
+#include "search/scaling/climb.h"
+
+namespace {
+
+using ladder::bench::NoisyQuadratic;
+using ladder::search::ClimbResult;
+using ladder::search::LrPosterior;
+
+const char* kClassNames[] = {"below", "inside", "past"};
+
+// log2 of the best LR on a quarter-octave grid below the edge (the oracle without its refinement: for classes).
+double CoarseBest(const NoisyQuadratic& q, int64_t batch) {
+  const double hi = std::log2(2.0 / q.h_max);
+  double best = hi, best_loss = 1e300;
+  for (int k = 0; k <= 80; ++k) {
+    const double l = q.ExpectedLoss(std::exp2(hi - 0.25 * k), batch);
+    if (l < best_loss) best_loss = l, best = hi - 0.25 * k;
+  }
+  return best;
+}
+
+// The batch where the best LR's slope d log2 lr / d log2 B first drops below 0.5 (doublings from 16); 2^20: never.
+double BendBatch(const NoisyQuadratic& q) {
+  double prev = CoarseBest(q, 16);
+  for (int64_t b = 32; b <= (1 << 16); b *= 2) {
+    const double x = CoarseBest(q, b);
+    if (x - prev < 0.5) return static_cast<double>(b);
+    prev = x;
+  }
+  return 1 << 20;
+}
+
+int ClassOf(double bend, int64_t largest_swept, int64_t last_target) {
+  if (bend <= static_cast<double>(largest_swept)) return 0;
+  return bend <= static_cast<double>(last_target) ? 1 : 2;
+}
+
+NoisyQuadratic Draw(std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  NoisyQuadratic q;
+  q.alpha = 0.8 + 1.0 * u(rng);
+  q.noise = std::pow(10.0, -2 + 5 * u(rng));
+  q.examples = static_cast<int64_t>(std::exp2(19 + 4 * u(rng)));
+  q.init_scale = 1.0;
+  return q;
+}
+
+struct TargetRow {
+  int cls = 0;
+  double err_before = 0, err = 0, regret_before = 0, regret = 0;
+  bool flagged = false, flag_right = false, confident_miss = false;
+  bool cov80_before = false, cov90_before = false, cov80 = false, cov90 = false;
+  double width80 = 0, width90 = 0;
+};
+
+double RegretOf(const NoisyQuadratic& q, double log2_lr, int64_t batch, double oracle_loss) {
+  const double l = q.ExpectedLoss(std::exp2(log2_lr), batch);
+  return std::isfinite(l) ? l / oracle_loss - 1 : 1e9;
+}
+
+TargetRow Score(const NoisyQuadratic& q, int cls, int64_t batch, const LrPosterior& before, const LrPosterior& after,
+                bool flagged, bool decided) {
+  const auto oracle = q.Oracle(batch);
+  const double x = std::log2(oracle.lr);
+  TargetRow r;
+  r.cls = cls;
+  r.err_before = std::abs(before.log2_lr - x), r.err = std::abs(after.log2_lr - x);
+  r.regret_before = RegretOf(q, before.log2_lr, batch, oracle.loss);
+  r.regret = RegretOf(q, after.log2_lr, batch, oracle.loss);
+  r.flagged = flagged;
+  r.flag_right = flagged == (r.err_before > 0.5 || r.regret_before > 0.01);
+  r.confident_miss = (!flagged && r.err_before > 0.5) || (decided && r.err > 0.5);
+  r.cov80_before = x >= before.lo80 && x <= before.hi80, r.cov90_before = x >= before.lo90 && x <= before.hi90;
+  r.cov80 = x >= after.lo80 && x <= after.hi80, r.cov90 = x >= after.lo90 && x <= after.hi90;
+  r.width80 = after.hi80 - after.lo80, r.width90 = after.hi90 - after.lo90;
+  std::printf("  target %6lld oracle %.4g | sweep %.4g err %.2f regret %.2f%% %s | final %.4g [%.4g, %.4g] err %.2f "
+              "regret %.2f%% in80 %d in90 %d\n",
+              static_cast<long long>(batch), oracle.lr, std::exp2(before.log2_lr), r.err_before,
+              100 * r.regret_before, flagged ? "flagged" : "not flagged", std::exp2(after.log2_lr),
+              std::exp2(after.lo90), std::exp2(after.hi90), r.err, 100 * r.regret, r.cov80, r.cov90);
+  return r;
+}
+
+// One-sided 95% Clopper–Pearson lower bound of a proportion k/n.
+double ClopperPearsonLower(int k, int n) {
+  if (k <= 0 || n <= 0) return 0;
+  auto tail = [&](double p) {  // P(X >= k | n, p)
+    double s = 0;
+    for (int i = k; i <= n; ++i) {
+      s += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) + i * std::log(p) +
+                    (n - i) * std::log1p(-p));
+    }
+    return s;
+  };
+  double lo = 0, hi = 1;
+  for (int it = 0; it < 60; ++it) {
+    const double mid = (lo + hi) / 2;
+    (tail(mid) < 0.05 ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int instances = 200;
+  uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) {
+      instances = 60;
+    } else if (!std::strcmp(argv[i], "--instances") && i + 1 < argc) {
+      instances = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    } else {
+      std::fprintf(stderr, "usage: ladder-climb-bench [--quick] [--instances N] [--seed S]\n");
+      return 2;
+    }
+  }
+  const ladder::bench::NqmSweepPlan base;
+  const int64_t largest = base.batches.back();
+  const std::vector<int64_t> targets = {16 * largest, 32 * largest};
+  std::mt19937_64 rng(seed);
+  std::vector<TargetRow> rows;
+  std::vector<double> cost_fraction;
+  int probes_total = 0, undecided = 0;
+  for (int inst = 0; inst < instances; ++inst) {
+    const int want = inst % 3;
+    NoisyQuadratic q = Draw(rng);
+    for (int tries = 0; tries < 400 && ClassOf(BendBatch(q), largest, targets.back()) != want; ++tries) q = Draw(rng);
+    const int cls = ClassOf(BendBatch(q), largest, targets.back());
+    ladder::bench::NqmSweepPlan plan = base;
+    plan.seed_base = 1000 * static_cast<uint64_t>(inst);
+    std::uniform_real_distribution<double> offset(-1.5, 1.5);
+    plan.first_guess_log2 = std::log2(q.Oracle(plan.batches.front()).lr) + offset(rng);
+    const auto sweep = ladder::bench::SimulateSweep(q, plan);
+    int probe_index = 0;
+    auto runner = [&](const ladder::search::Probe& p) {
+      if (!p.extension) ++probe_index;
+      return ladder::bench::SimulateProbe(q, p, plan.seed_base + 100 + static_cast<uint64_t>(probe_index));
+    };
+    auto climb = ladder::search::Climb(sweep, targets, runner);
+    if (!climb.ok()) {
+      std::printf("instance %d: %s\n", inst, climb.error.c_str());
+      continue;
+    }
+    const ClimbResult& c = *climb.value;
+    std::printf("instance %d (%s; alpha %.2f noise %.3g examples %lld): %zu sweep runs, %zu probes (%.1f%% of the "
+                "sweep)%s\n",
+                inst, kClassNames[cls], q.alpha, q.noise, static_cast<long long>(q.examples), sweep.size(),
+                c.probes.size(), 100 * c.probe_node_hours / c.sweep_node_hours,
+                c.decided ? "" : ("; undecided: " + c.undecided).c_str());
+    for (const auto& t : c.targets) rows.push_back(Score(q, cls, t.global_batch, t.before, t.after, t.flagged, t.decided));
+    cost_fraction.push_back(c.probe_node_hours / c.sweep_node_hours);
+    probes_total += static_cast<int>(c.probes.size());
+    undecided += c.decided ? 0 : 1;
+  }
+  int n = static_cast<int>(rows.size()), c80 = 0, c90 = 0, c80b = 0, c90b = 0, misses = 0, flags = 0, right = 0;
+  double worst_err = 0, worst_regret = 0;
+  std::vector<double> errs, errs_before, widths80, widths90, regrets;
+  for (const TargetRow& r : rows) {
+    c80 += r.cov80, c90 += r.cov90, c80b += r.cov80_before, c90b += r.cov90_before;
+    misses += r.confident_miss, flags += r.flagged, right += r.flag_right;
+    worst_err = std::max(worst_err, r.err), worst_regret = std::max(worst_regret, r.regret);
+    errs.push_back(r.err), errs_before.push_back(r.err_before), regrets.push_back(r.regret);
+    widths80.push_back(r.width80), widths90.push_back(r.width90);
+  }
+  const double worst_cost = cost_fraction.empty() ? 0 : *std::max_element(cost_fraction.begin(), cost_fraction.end());
+  std::printf(
+      "{\"instances\": %d, \"targets\": %d, \"log2_err\": %.3f, \"log2_err_median\": %.3f, "
+      "\"log2_err_median_before\": %.3f, \"regret\": %.3f, \"regret_median\": %.4f, \"coverage_80\": %.3f, "
+      "\"coverage_90\": %.3f, \"coverage_80_before\": %.3f, \"coverage_90_before\": %.3f, \"coverage_instances\": %d, "
+      "\"coverage_80_lower95\": %.3f, \"coverage_90_lower95\": %.3f, \"confident_misses\": %d, \"flagged\": %d, "
+      "\"flag_right\": %d, \"probes\": %d, \"undecided_instances\": %d, \"probe_cost_fraction\": %.3f, "
+      "\"probe_cost_fraction_mean\": %.4f, \"median_width_octaves\": %.3f, \"median_width80_octaves\": %.3f}\n",
+      instances, n, worst_err, Median(errs), Median(errs_before), 100 * worst_regret, 100 * Median(regrets),
+      n ? double(c80) / n : 0, n ? double(c90) / n : 0, n ? double(c80b) / n : 0, n ? double(c90b) / n : 0, n,
+      ClopperPearsonLower(c80, n), ClopperPearsonLower(c90, n), misses, flags, right, probes_total, undecided,
+      worst_cost, cost_fraction.empty() ? 0 : [&] { double s = 0; for (double f : cost_fraction) s += f; return s / cost_fraction.size(); }(),
+      Median(widths90), Median(widths80));
+  return 0;
+}
