@@ -128,15 +128,18 @@ double Median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int instances = 200;
   uint64_t seed = 1;
+  double dials[3] = {0, 0, 0};  // --dials ALPHA,NOISE,EXAMPLES: every instance is this one (to reproduce a case)
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) {
       instances = 60;
     } else if (!std::strcmp(argv[i], "--instances") && i + 1 < argc) {
       instances = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--dials") && i + 1 < argc) {
+      if (std::sscanf(argv[++i], "%lf,%lf,%lf", &dials[0], &dials[1], &dials[2]) != 3) return 2;
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else {
-      std::fprintf(stderr, "usage: ladder-climb-bench [--quick] [--instances N] [--seed S]\n");
+      std::fprintf(stderr, "usage: ladder-climb-bench [--quick] [--instances N] [--seed S] [--dials ALPHA,NOISE,EXAMPLES]\n");
       return 2;
     }
   }
@@ -150,7 +153,10 @@ int main(int argc, char** argv) {
   for (int inst = 0; inst < instances; ++inst) {
     const int want = inst % 3;
     NoisyQuadratic q = Draw(rng);
-    for (int tries = 0; tries < 400 && ClassOf(BendBatch(q), largest, targets.back()) != want; ++tries) q = Draw(rng);
+    for (int tries = 0; dials[0] <= 0 && tries < 400 && ClassOf(BendBatch(q), largest, targets.back()) != want; ++tries) {
+      q = Draw(rng);
+    }
+    if (dials[0] > 0) q.alpha = dials[0], q.noise = dials[1], q.examples = static_cast<int64_t>(dials[2]);
     const int cls = ClassOf(BendBatch(q), largest, targets.back());
     ladder::bench::NqmSweepPlan plan = base;
     plan.seed_base = 1000 * static_cast<uint64_t>(inst);
@@ -173,6 +179,15 @@ int main(int argc, char** argv) {
                 inst, kClassNames[cls], q.alpha, q.noise, static_cast<long long>(q.examples), sweep.size(),
                 c.probes.size(), 100 * c.probe_node_hours / c.sweep_node_hours,
                 c.decided ? "" : ("; undecided: " + c.undecided).c_str());
+    for (const auto& t : c.probe_trials) {
+      std::printf("  probe batch %lld lr %.4g seed %lld loss %.5g (expected %.5g)\n", static_cast<long long>(t.global_batch),
+                  t.peak_lr, static_cast<long long>(t.seed), t.final_loss, q.ExpectedLoss(t.peak_lr, t.global_batch));
+    }
+    for (const auto& l : c.laws.laws) {
+      std::printf("  law %s weight %.3f%s delta %.2f: lr at %lld %.4g\n", l.name.c_str(), l.weight,
+                  l.consistent ? "" : " (rejected)", l.delta, static_cast<long long>(targets.back()),
+                  std::exp2(l.Log2Lr(static_cast<double>(targets.back()))));
+    }
     for (const auto& t : c.targets) rows.push_back(Score(q, cls, t.global_batch, t.before, t.after, t.flagged, t.decided));
     cost_fraction.push_back(c.probe_node_hours / c.sweep_node_hours);
     probes_total += static_cast<int>(c.probes.size());

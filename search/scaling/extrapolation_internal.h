@@ -66,9 +66,11 @@ struct SurfaceBatch {
 };
 
 // The trials of each batch within `window` octaves of its best LR (at least its 3 LRs nearest that), losses
-// relative to the batch's best. nullopt when a batch has fewer than 3 distinct LRs or there are < 2 batches.
+// relative to the batch's best (`log_loss`: their logarithm, so that a seed that scales a whole curve shifts it
+// instead). nullopt when a batch has fewer than 3 distinct LRs or there are < 2 batches.
 std::optional<std::vector<SurfaceBatch>> SurfaceData(const std::map<int64_t, Group>& by_batch,
-                                                     const std::vector<BestLr>& best, double window);
+                                                     const std::vector<BestLr>& best, double window,
+                                                     bool log_loss = false);
 
 // The least-squares residual of one batch with its optimum at log2 lr `xs`: L* per seed group and one k >= 0
 // fitted (weighted by b.w); *k, when given, receives that k (relative loss per octave²).

@@ -61,7 +61,7 @@ double BatchSse(const SurfaceBatch& b, double xs, double* k_out) {
 // The trials of each batch within `window` octaves of its best LR (at least its 3 LRs nearest that), losses
 // relative to the batch's best. nullopt when a batch has fewer than 3 distinct LRs or there are < 2 batches.
 std::optional<std::vector<SurfaceBatch>> SurfaceData(const std::map<int64_t, Group>& by_batch,
-                                                     const std::vector<BestLr>& best, double window) {
+                                                     const std::vector<BestLr>& best, double window, bool log_loss) {
   if (best.size() < 2) return std::nullopt;
   std::vector<SurfaceBatch> out;
   double mean_u = 0;
@@ -96,7 +96,7 @@ std::optional<std::vector<SurfaceBatch>> SurfaceData(const std::map<int64_t, Gro
       if (std::abs(x - xb) > reach + 1e-9) continue;
       for (const auto& [l, seed] : runs) {
         auto g = groups.find(seed);
-        sb.x.push_back(x), sb.y.push_back(l / scale), sb.group.push_back(g == groups.end() ? 0 : g->second);
+        sb.x.push_back(x), sb.y.push_back(log_loss ? std::log(l / scale) : l / scale), sb.group.push_back(g == groups.end() ? 0 : g->second);
         sb.seed.push_back(seed);
       }
     }

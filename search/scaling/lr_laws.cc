@@ -185,7 +185,7 @@ Fitted<Prepared> Prepare(const std::vector<ScaleTrial>& trials, const LawOptions
       p.notes.push_back("batch " + std::to_string(batch) + ": fewer than 3 convergent learning rates, left out");
     }
   }
-  auto data = extrapolation_internal::SurfaceData(by_batch, p.best, o.window_octaves);
+  auto data = extrapolation_internal::SurfaceData(by_batch, p.best, o.window_octaves, o.log_loss);
   if (!data) return Fitted<Prepared>::Fail("fewer than 2 batch sizes with 3 convergent learning rates");
   p.data = std::move(*data);
   if (!edges.empty()) p.edge = std::log2(internal::Median(edges));
@@ -325,7 +325,9 @@ Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& 
       LawParams d = FitOne(l.kind, l.capped, t, r).p;
       d.level = l.params.level + widen * (d.level - l.params.level);
       d.shape = l.params.shape + widen * (d.shape - l.params.shape);
-      if (l.kind == LrLawKind::kPower) d.shape = std::clamp(d.shape, 0.0, 1.0);
+      d.shape = l.kind == LrLawKind::kPower ? std::clamp(d.shape, 0.0, 1.0)
+                                            : std::clamp(d.shape, r.v_lo - kShapeBelow, r.v_hi + kShapeAbove);
+      d.level = std::clamp(d.level, r.level_lo, r.level_hi);
       l.draws.push_back(d);
     }
   }
@@ -377,10 +379,18 @@ LrPosterior PosteriorAt(const LawSet& set, const std::vector<MixtureDraw>& mixtu
     if (std::isfinite(set.edge_log2)) x = std::min(x, set.edge_log2);  // no best LR lies above the edge
     vw.push_back({x, d.weight});
   }
-  out.log2_lr = WeightedQuantile(vw, 0.5);
-  if (std::isfinite(set.cap_log2)) out.log2_lr = std::min(out.log2_lr, set.cap_log2);  // nor is a plan at it
   out.lo80 = WeightedQuantile(vw, 0.10), out.hi80 = WeightedQuantile(vw, 0.90);
   out.lo90 = WeightedQuantile(vw, 0.05), out.hi90 = WeightedQuantile(vw, 0.95);
+  // The prediction: the weighted median of the consistent laws' full-data fits (robust to a skewed bootstrap),
+  // below the cap; the intervals are widened to hold it.
+  std::vector<std::pair<double, double>> fits;
+  for (const LawFit& l : set.laws) {
+    if (l.consistent) fits.push_back({std::min(l.Log2Lr(global_batch), set.edge_log2), l.weight});
+  }
+  out.log2_lr = fits.empty() ? WeightedQuantile(vw, 0.5) : WeightedQuantile(fits, 0.5);
+  if (std::isfinite(set.cap_log2)) out.log2_lr = std::min(out.log2_lr, set.cap_log2);  // nor is a plan at it
+  out.lo80 = std::min(out.lo80, out.log2_lr), out.hi80 = std::max(out.hi80, out.log2_lr);
+  out.lo90 = std::min(out.lo90, out.log2_lr), out.hi90 = std::max(out.hi90, out.log2_lr);
   out.k_rel = set.KAt(global_batch);
   std::vector<std::pair<double, double>> regret;
   double mean = 0, total = 0;

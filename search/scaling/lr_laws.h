@@ -2,7 +2,7 @@
 // Candidate laws of the best learning rate against the batch, each fitted to the whole loss surface of a sweep
 // (and of any probes), with seed-resampled uncertainty, and combined into a posterior of a target's best LR.
 //
-//   the surface   loss(x, B)/best(B) ≈ L*(B, seed) + k(B)·(x − x*(B))², x = log2 lr (surface_fit's surface,
+//   the surface   ln(loss(x, B)/best(B)) ≈ L*(B, seed) + k(B)·(x − x*(B))², x = log2 lr (surface_fit's surface,
 //                 loss_surface.cc: BatchSse), with x*(B) given by one law; each law has two parameters, a level
 //                 (x* at the reference batch, the geometric mean of the fitted batches) and a shape
 //   laws          power        x* = level + α (v − v_ref), α in [0, 1]                        (v = log2 B)
@@ -23,7 +23,8 @@
 //   combination   σ² = the best law's SSE per residual degree of freedom; Δ = (SSE − SSE_best)/σ²; weight ∝
 //                 exp(−Δ/2) (AIC: every law has 2 parameters); consistent: Δ ≤ options.reject_delta (χ²₁ 95%).
 //                 The posterior of a batch's log2 best LR is the mixture of the consistent laws' bootstrap draws,
-//                 by weight
+//                 by weight; the prediction is the weighted median of the consistent laws' full-data fits (a
+//                 skewed bootstrap does not move it), the intervals the mixture's central quantiles (holding it)
 //   regret        k_rel(B): the surface's curvature of the relative loss (per octave²) at each fitted batch,
 //                 extrapolated to a target from the largest batch's k along the slope of ln k against log2 B over
 //                 the largest 3 batches (kept in [0, 1]); regret(x_pred) ≈ k_rel·(x_pred − x_true)² over the posterior draws
@@ -92,6 +93,8 @@ struct LawOptions {
                                         //   inside their tables), in [this, 0.5] (a parabola's bias; one seed)
   double edge_margin_octaves = 0.05;    // capped laws and the prediction stay this far below the stability edge
   SurgeLaw surge = SurgeLaw::kAuto;
+  bool log_loss = true;                 // fit ln(loss/best), not loss/best: a seed that scales a whole curve (the
+                                        //   noisy quadratic's seeds do) shifts it, and L* per seed absorbs that
 };
 
 Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& options = {});
@@ -108,7 +111,7 @@ std::vector<MixtureDraw> Mixture(const LawSet& set);
 // The posterior of log2 best LR at a batch, and the predicted regret of its centre.
 struct LrPosterior {
   int64_t global_batch = 0;
-  double log2_lr = kNaN;               // weighted median of the mixture: the prediction
+  double log2_lr = kNaN;               // the prediction: weighted median of the consistent laws' full fits
   double lo80 = kNaN, hi80 = kNaN;     // central 80% and 90% intervals, log2 lr
   double lo90 = kNaN, hi90 = kNaN;
   double k_rel = kNaN;                 // LawSet::KAt
