@@ -188,7 +188,10 @@ int main(int argc, char** argv) {
                   l.consistent ? "" : " (rejected)", l.delta, static_cast<long long>(targets.back()),
                   std::exp2(l.Log2Lr(static_cast<double>(targets.back()))));
     }
-    for (const auto& t : c.targets) rows.push_back(Score(q, cls, t.global_batch, t.before, t.after, t.flagged, t.decided));
+    for (const auto& t : c.targets) {
+      if (t.flagged) std::printf("  target %lld flagged by the sweep: %s\n", static_cast<long long>(t.global_batch), t.flag_why.c_str());
+      rows.push_back(Score(q, cls, t.global_batch, t.before, t.after, t.flagged, t.decided));
+    }
     cost_fraction.push_back(c.probe_node_hours / c.sweep_node_hours);
     probes_total += static_cast<int>(c.probes.size());
     undecided += c.decided ? 0 : 1;

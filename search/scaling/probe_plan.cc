@@ -79,8 +79,8 @@ TargetCheck CheckTarget(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   if (c.posterior.disagreement > o.max_disagreement) {
     c.why = "laws part by " + Fixed("%.2f", c.posterior.disagreement) + " octave";
   }
-  if (std::isfinite(set.cap_log2) && c.posterior.law_hi_log2 >= set.cap_log2) {
-    c.why += (c.why.empty() ? "" : ", ") + std::string("a law reaches the stability edge");
+  if (std::isfinite(set.cap_log2) && c.posterior.log2_lr >= set.cap_log2 - 1e-9) {
+    c.why += (c.why.empty() ? "" : ", ") + std::string("the prediction is at the stability edge");
   }
   if (c.posterior.regret_p80 > o.max_regret) {
     c.why += (c.why.empty() ? "" : ", ") + std::string("p80 regret ") + Fixed("%.2f", 100 * c.posterior.regret_p80) +

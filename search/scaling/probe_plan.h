@@ -2,9 +2,10 @@
 // Whether a target batch's LR is known well enough, and if not, which probe settles it (pure; lr_laws.h fits).
 //
 //   flag        a target needs a probe when the consistent laws' full fits part by more than
-//               options.max_disagreement octaves there, when a consistent law reaches the stability edge there
-//               (the draws pile up below the edge and would read as certainty, while the truth may lie anywhere
-//               below it), or when the posterior's 80th-percentile regret is above options.max_regret
+//               options.max_disagreement octaves there, when the prediction sits at the stability edge's cap
+//               (the laws run into the edge there: the draws pile up at it and would read as certainty, while the
+//               truth may lie anywhere below it), or when the posterior's 80th-percentile regret is above
+//               options.max_regret
 //   candidates  batches options.factors × the sweep's largest batch, not past the target, reached on the
 //               sweep's own nodes (the most nodes any trial at the sweep's largest batch used) with micro-batches
 //               = P / the sweep's largest batch (gradient accumulation)
@@ -43,7 +44,7 @@ struct ProbeOptions {
 struct TargetCheck {
   LrPosterior posterior;
   bool needs_probe = false;
-  std::string why;  // "laws part by 0.83 octave", "a law reaches the stability edge", "p80 regret 2.1%", or empty
+  std::string why;  // "laws part by 0.83 octave", "the prediction is at the stability edge", "p80 regret 2.1%", or empty
 };
 TargetCheck CheckTarget(const LawSet& set, const std::vector<MixtureDraw>& mixture, int64_t target,
                         const ProbeOptions& options);
