@@ -123,6 +123,100 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+struct Tally {
+  std::vector<TargetRow> rows;
+  std::vector<double> cost_fraction;  // per instance: probe node-hours / sweep node-hours
+  int probes = 0, undecided = 0;
+};
+
+// Instance `inst`'s task: drawn until its bend falls in class inst % 3 (or the given dials).
+NoisyQuadratic InstanceTask(int inst, std::mt19937_64& rng, const double dials[3], int64_t largest, int64_t last,
+                            int* cls) {
+  NoisyQuadratic q = Draw(rng);
+  for (int tries = 0; dials[0] <= 0 && tries < 400 && ClassOf(BendBatch(q), largest, last) != inst % 3; ++tries) {
+    q = Draw(rng);
+  }
+  if (dials[0] > 0) q.alpha = dials[0], q.noise = dials[1], q.examples = static_cast<int64_t>(dials[2]);
+  *cls = ClassOf(BendBatch(q), largest, last);
+  return q;
+}
+
+void PrintClimb(int inst, int cls, const NoisyQuadratic& q, size_t sweep_runs, const ClimbResult& c, int64_t last) {
+  std::printf("instance %d (%s; alpha %.2f noise %.3g examples %lld): %zu sweep runs, %zu probes (%.1f%% of the "
+              "sweep)%s\n",
+              inst, kClassNames[cls], q.alpha, q.noise, static_cast<long long>(q.examples), sweep_runs,
+              c.probes.size(), 100 * c.probe_node_hours / c.sweep_node_hours,
+              c.decided ? "" : ("; undecided: " + c.undecided).c_str());
+  for (const auto& t : c.probe_trials) {
+    std::printf("  probe batch %lld lr %.4g seed %lld loss %.5g (expected %.5g)\n",
+                static_cast<long long>(t.global_batch), t.peak_lr, static_cast<long long>(t.seed), t.final_loss,
+                q.ExpectedLoss(t.peak_lr, t.global_batch));
+  }
+  for (const auto& l : c.laws.laws) {
+    std::printf("  law %s weight %.3f%s delta %.2f: lr at %lld %.4g\n", l.name.c_str(), l.weight,
+                l.consistent ? "" : " (rejected)", l.delta, static_cast<long long>(last),
+                std::exp2(l.Log2Lr(static_cast<double>(last))));
+  }
+}
+
+// One instance: its sweep, the climb with probes simulated by the same model, the targets scored.
+void RunInstance(int inst, int cls, const NoisyQuadratic& q, std::mt19937_64& rng, const std::vector<int64_t>& targets,
+                 Tally& tally) {
+  ladder::bench::NqmSweepPlan plan;
+  plan.seed_base = 1000 * static_cast<uint64_t>(inst);
+  std::uniform_real_distribution<double> offset(-1.5, 1.5);
+  plan.first_guess_log2 = std::log2(q.Oracle(plan.batches.front()).lr) + offset(rng);
+  const auto sweep = ladder::bench::SimulateSweep(q, plan);
+  int probe_index = 0;
+  auto runner = [&](const ladder::search::Probe& p) {
+    if (!p.extension) ++probe_index;  // an extension reuses its probe's seed
+    return ladder::bench::SimulateProbe(q, p, plan.seed_base + 100 + static_cast<uint64_t>(probe_index));
+  };
+  auto climb = ladder::search::Climb(sweep, targets, runner);
+  if (!climb.ok()) {
+    std::printf("instance %d: %s\n", inst, climb.error.c_str());
+    return;
+  }
+  const ClimbResult& c = *climb.value;
+  PrintClimb(inst, cls, q, sweep.size(), c, targets.back());
+  for (const auto& t : c.targets) {
+    if (t.flagged) {
+      std::printf("  target %lld flagged by the sweep: %s\n", static_cast<long long>(t.global_batch),
+                  t.flag_why.c_str());
+    }
+    tally.rows.push_back(Score(q, cls, t.global_batch, t.before, t.after, t.flagged, t.decided));
+  }
+  tally.cost_fraction.push_back(c.probe_node_hours / c.sweep_node_hours);
+  tally.probes += static_cast<int>(c.probes.size());
+  tally.undecided += c.decided ? 0 : 1;
+}
+
+void PrintSummary(int instances, const Tally& t) {
+  int n = static_cast<int>(t.rows.size()), c80 = 0, c90 = 0, c80b = 0, c90b = 0, misses = 0, flags = 0, right = 0;
+  double worst_err = 0, worst_regret = 0, worst_cost = 0, mean_cost = 0;
+  std::vector<double> errs, errs_before, widths80, widths90, regrets;
+  for (const TargetRow& r : t.rows) {
+    c80 += r.cov80, c90 += r.cov90, c80b += r.cov80_before, c90b += r.cov90_before;
+    misses += r.confident_miss, flags += r.flagged, right += r.flag_right;
+    worst_err = std::max(worst_err, r.err), worst_regret = std::max(worst_regret, r.regret);
+    errs.push_back(r.err), errs_before.push_back(r.err_before), regrets.push_back(r.regret);
+    widths80.push_back(r.width80), widths90.push_back(r.width90);
+  }
+  for (double f : t.cost_fraction) worst_cost = std::max(worst_cost, f), mean_cost += f;
+  if (!t.cost_fraction.empty()) mean_cost /= static_cast<double>(t.cost_fraction.size());
+  auto frac = [n](int k) { return n ? static_cast<double>(k) / n : 0.0; };
+  std::printf(
+      "{\"instances\": %d, \"targets\": %d, \"log2_err\": %.3f, \"log2_err_median\": %.3f, "
+      "\"log2_err_median_before\": %.3f, \"regret\": %.3f, \"regret_median\": %.4f, \"coverage_80\": %.3f, "
+      "\"coverage_90\": %.3f, \"coverage_80_before\": %.3f, \"coverage_90_before\": %.3f, \"coverage_instances\": %d, "
+      "\"coverage_80_lower95\": %.3f, \"coverage_90_lower95\": %.3f, \"confident_misses\": %d, \"flagged\": %d, "
+      "\"flag_right\": %d, \"probes\": %d, \"undecided_instances\": %d, \"probe_cost_fraction\": %.3f, "
+      "\"probe_cost_fraction_mean\": %.4f, \"median_width_octaves\": %.3f, \"median_width80_octaves\": %.3f}\n",
+      instances, n, worst_err, Median(errs), Median(errs_before), 100 * worst_regret, 100 * Median(regrets),
+      frac(c80), frac(c90), frac(c80b), frac(c90b), n, ClopperPearsonLower(c80, n), ClopperPearsonLower(c90, n),
+      misses, flags, right, t.probes, t.undecided, worst_cost, mean_cost, Median(widths90), Median(widths80));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,85 +233,19 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else {
-      std::fprintf(stderr, "usage: ladder-climb-bench [--quick] [--instances N] [--seed S] [--dials ALPHA,NOISE,EXAMPLES]\n");
+      std::fprintf(stderr, "usage: ladder-climb-bench [--quick] [--instances N] [--seed S] [--dials A,NOISE,EXAMPLES]\n");
       return 2;
     }
   }
-  const ladder::bench::NqmSweepPlan base;
-  const int64_t largest = base.batches.back();
+  const int64_t largest = ladder::bench::NqmSweepPlan{}.batches.back();
   const std::vector<int64_t> targets = {16 * largest, 32 * largest};
   std::mt19937_64 rng(seed);
-  std::vector<TargetRow> rows;
-  std::vector<double> cost_fraction;
-  int probes_total = 0, undecided = 0;
+  Tally tally;
   for (int inst = 0; inst < instances; ++inst) {
-    const int want = inst % 3;
-    NoisyQuadratic q = Draw(rng);
-    for (int tries = 0; dials[0] <= 0 && tries < 400 && ClassOf(BendBatch(q), largest, targets.back()) != want; ++tries) {
-      q = Draw(rng);
-    }
-    if (dials[0] > 0) q.alpha = dials[0], q.noise = dials[1], q.examples = static_cast<int64_t>(dials[2]);
-    const int cls = ClassOf(BendBatch(q), largest, targets.back());
-    ladder::bench::NqmSweepPlan plan = base;
-    plan.seed_base = 1000 * static_cast<uint64_t>(inst);
-    std::uniform_real_distribution<double> offset(-1.5, 1.5);
-    plan.first_guess_log2 = std::log2(q.Oracle(plan.batches.front()).lr) + offset(rng);
-    const auto sweep = ladder::bench::SimulateSweep(q, plan);
-    int probe_index = 0;
-    auto runner = [&](const ladder::search::Probe& p) {
-      if (!p.extension) ++probe_index;
-      return ladder::bench::SimulateProbe(q, p, plan.seed_base + 100 + static_cast<uint64_t>(probe_index));
-    };
-    auto climb = ladder::search::Climb(sweep, targets, runner);
-    if (!climb.ok()) {
-      std::printf("instance %d: %s\n", inst, climb.error.c_str());
-      continue;
-    }
-    const ClimbResult& c = *climb.value;
-    std::printf("instance %d (%s; alpha %.2f noise %.3g examples %lld): %zu sweep runs, %zu probes (%.1f%% of the "
-                "sweep)%s\n",
-                inst, kClassNames[cls], q.alpha, q.noise, static_cast<long long>(q.examples), sweep.size(),
-                c.probes.size(), 100 * c.probe_node_hours / c.sweep_node_hours,
-                c.decided ? "" : ("; undecided: " + c.undecided).c_str());
-    for (const auto& t : c.probe_trials) {
-      std::printf("  probe batch %lld lr %.4g seed %lld loss %.5g (expected %.5g)\n", static_cast<long long>(t.global_batch),
-                  t.peak_lr, static_cast<long long>(t.seed), t.final_loss, q.ExpectedLoss(t.peak_lr, t.global_batch));
-    }
-    for (const auto& l : c.laws.laws) {
-      std::printf("  law %s weight %.3f%s delta %.2f: lr at %lld %.4g\n", l.name.c_str(), l.weight,
-                  l.consistent ? "" : " (rejected)", l.delta, static_cast<long long>(targets.back()),
-                  std::exp2(l.Log2Lr(static_cast<double>(targets.back()))));
-    }
-    for (const auto& t : c.targets) {
-      if (t.flagged) std::printf("  target %lld flagged by the sweep: %s\n", static_cast<long long>(t.global_batch), t.flag_why.c_str());
-      rows.push_back(Score(q, cls, t.global_batch, t.before, t.after, t.flagged, t.decided));
-    }
-    cost_fraction.push_back(c.probe_node_hours / c.sweep_node_hours);
-    probes_total += static_cast<int>(c.probes.size());
-    undecided += c.decided ? 0 : 1;
+    int cls = 0;
+    const NoisyQuadratic q = InstanceTask(inst, rng, dials, largest, targets.back(), &cls);
+    RunInstance(inst, cls, q, rng, targets, tally);
   }
-  int n = static_cast<int>(rows.size()), c80 = 0, c90 = 0, c80b = 0, c90b = 0, misses = 0, flags = 0, right = 0;
-  double worst_err = 0, worst_regret = 0;
-  std::vector<double> errs, errs_before, widths80, widths90, regrets;
-  for (const TargetRow& r : rows) {
-    c80 += r.cov80, c90 += r.cov90, c80b += r.cov80_before, c90b += r.cov90_before;
-    misses += r.confident_miss, flags += r.flagged, right += r.flag_right;
-    worst_err = std::max(worst_err, r.err), worst_regret = std::max(worst_regret, r.regret);
-    errs.push_back(r.err), errs_before.push_back(r.err_before), regrets.push_back(r.regret);
-    widths80.push_back(r.width80), widths90.push_back(r.width90);
-  }
-  const double worst_cost = cost_fraction.empty() ? 0 : *std::max_element(cost_fraction.begin(), cost_fraction.end());
-  std::printf(
-      "{\"instances\": %d, \"targets\": %d, \"log2_err\": %.3f, \"log2_err_median\": %.3f, "
-      "\"log2_err_median_before\": %.3f, \"regret\": %.3f, \"regret_median\": %.4f, \"coverage_80\": %.3f, "
-      "\"coverage_90\": %.3f, \"coverage_80_before\": %.3f, \"coverage_90_before\": %.3f, \"coverage_instances\": %d, "
-      "\"coverage_80_lower95\": %.3f, \"coverage_90_lower95\": %.3f, \"confident_misses\": %d, \"flagged\": %d, "
-      "\"flag_right\": %d, \"probes\": %d, \"undecided_instances\": %d, \"probe_cost_fraction\": %.3f, "
-      "\"probe_cost_fraction_mean\": %.4f, \"median_width_octaves\": %.3f, \"median_width80_octaves\": %.3f}\n",
-      instances, n, worst_err, Median(errs), Median(errs_before), 100 * worst_regret, 100 * Median(regrets),
-      n ? double(c80) / n : 0, n ? double(c90) / n : 0, n ? double(c80b) / n : 0, n ? double(c90b) / n : 0, n,
-      ClopperPearsonLower(c80, n), ClopperPearsonLower(c90, n), misses, flags, right, probes_total, undecided,
-      worst_cost, cost_fraction.empty() ? 0 : [&] { double s = 0; for (double f : cost_fraction) s += f; return s / cost_fraction.size(); }(),
-      Median(widths90), Median(widths80));
+  PrintSummary(instances, tally);
   return 0;
 }
