@@ -63,7 +63,7 @@ void Finish(ClimbResult& out, const Round& r, const std::vector<ScaleTrial>& tri
     if (!out.next_probe) {
       out.next_probe = ProposeProbe(r.set, r.mixture, trials, out.targets[w].global_batch, o.probe);
     }
-    out.undecided = UndecidedText(r.checks[w], out.next_probe);
+    out.undecided = UndecidedText(r.checks[w], out.next_probe, o.probe.max_disagreement);
   }
   out.laws = r.set;
 }
@@ -84,10 +84,10 @@ void ExtendUntilBracketed(ClimbResult& out, std::vector<ScaleTrial>& trials, con
 
 }  // namespace
 
-std::string UndecidedText(const TargetCheck& check, const std::optional<Probe>& probe) {
+std::string UndecidedText(const TargetCheck& check, const std::optional<Probe>& probe, double max_disagreement) {
   const LrPosterior& p = check.posterior;
   std::string s;
-  if (p.law_lo != p.law_hi) {
+  if (p.law_lo != p.law_hi && p.disagreement > max_disagreement) {
     s = "the sweep cannot tell " + p.law_lo + " (lr " + Sig(std::exp2(p.law_lo_log2)) + ") from " + p.law_hi +
         " (lr " + Sig(std::exp2(p.law_hi_log2)) + ") (" + Sig(p.disagreement) + " octaves apart at batch " +
         std::to_string(p.global_batch) + ")";

@@ -64,7 +64,10 @@ Fitted<ClimbResult> Climb(const std::vector<ScaleTrial>& sweep, const std::vecto
                           const ProbeRunner& run, const ClimbOptions& options = {});
 
 // "the sweep cannot tell power (lr 0.52) from saturating (lr 0.31) (0.74 octaves apart at batch 8192); one probe at
-// batch 2048, learning rates {0.25, 0.42, 0.71}, about 3 node-hours, decides".
-std::string UndecidedText(const TargetCheck& check, const std::optional<Probe>& probe);
+// batch 2048, learning rates {0.25, 0.42, 0.71}, about 3 node-hours, decides" where the consistent laws part by
+// more than `max_disagreement` octaves there; else "the sweep cannot pin the learning rate at batch T (80%
+// interval [a, b], predicted p80 regret r%); one probe at ...". Without a probe: "...; no probe batch lies between
+// the sweep and the target".
+std::string UndecidedText(const TargetCheck& check, const std::optional<Probe>& probe, double max_disagreement = 0.5);
 
 }  // namespace ladder::search

@@ -98,6 +98,35 @@ TEST(Climb, WithoutARunnerTheUndecidedTextNamesTheProbeThatDecides) {
   EXPECT_LT(p.lrs.front(), p.lrs.back());
 }
 
+TEST(Climb, TheSameSweepAndProbesGiveTheSameClimb) {
+  const NoisyQuadratic q = Task(0.9, 30, 524288);
+  const auto sweep = Sweep(q);
+  auto a = Climb(sweep, {4096}, Runner(q));
+  auto b = Climb(sweep, {4096}, Runner(q));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a.value->probes.size(), b.value->probes.size());
+  for (size_t i = 0; i < a.value->probes.size(); ++i) EXPECT_EQ(a.value->probes[i].lrs, b.value->probes[i].lrs);
+  EXPECT_EQ(a.value->targets[0].after.log2_lr, b.value->targets[0].after.log2_lr);
+  EXPECT_EQ(a.value->targets[0].after.hi90, b.value->targets[0].after.hi90);
+  EXPECT_EQ(a.value->undecided, b.value->undecided);
+}
+
+TEST(Climb, ATargetInsideTheSweepHasNoProbeBatchAndSaysSo) {
+  const NoisyQuadratic q = Task(0.9, 30, 524288);
+  int calls = 0;
+  auto r = Climb(Sweep(q), {128}, [&](const Probe&) { ++calls; return std::vector<ScaleTrial>{}; });
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(calls, 0);
+  EXPECT_LT(Err(r.value->targets[0].after, q), 0.3);
+  // The laws agree at 128, but the model's basin is sharp enough that the sweep's own noise keeps the predicted
+  // p80 regret above 1%: undecided, and no batch between the sweep and the target to probe.
+  EXPECT_FALSE(r.value->decided);
+  EXPECT_FALSE(r.value->next_probe.has_value());
+  EXPECT_EQ(r.value->undecided.rfind("the sweep cannot pin the learning rate at batch 128 (80% interval [", 0), 0u)
+      << r.value->undecided;
+  EXPECT_NE(r.value->undecided.find("no probe batch lies between the sweep and the target"), std::string::npos);
+}
+
 TEST(Climb, NoBudgetRunsNoProbe) {
   const NoisyQuadratic q = Task(1.4, 1, 1 << 20);
   ClimbOptions o;
