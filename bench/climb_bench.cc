@@ -24,22 +24,24 @@ using ladder::search::LrPosterior;
 
 const char* kClassNames[] = {"below", "inside", "past"};
 
-// log2 of the best LR on a quarter-octave grid below the edge (the oracle without its refinement: for classes).
-double CoarseBest(const NoisyQuadratic& q, int64_t batch) {
-  const double hi = std::log2(2.0 / q.h_max);
+// log2 of the best LR on a quarter-octave grid below the edge, within [lo, hi] (the oracle without its refinement:
+// for classes).
+double CoarseBest(const NoisyQuadratic& q, int64_t batch, double lo, double hi) {
   double best = hi, best_loss = 1e300;
-  for (int k = 0; k <= 80; ++k) {
-    const double l = q.ExpectedLoss(std::exp2(hi - 0.25 * k), batch);
-    if (l < best_loss) best_loss = l, best = hi - 0.25 * k;
+  for (double x = hi; x >= lo - 1e-9; x -= 0.25) {
+    const double l = q.ExpectedLoss(std::exp2(x), batch);
+    if (l < best_loss) best_loss = l, best = x;
   }
   return best;
 }
 
 // The batch where the best LR's slope d log2 lr / d log2 B first drops below 0.5 (doublings from 16); 2^20: never.
+// Each doubling searches 2 octaves either side of the last best LR (it moves at most 1 octave a doubling).
 double BendBatch(const NoisyQuadratic& q) {
-  double prev = CoarseBest(q, 16);
+  const double edge = std::log2(2.0 / q.h_max);
+  double prev = CoarseBest(q, 16, edge - 20, edge);
   for (int64_t b = 32; b <= (1 << 16); b *= 2) {
-    const double x = CoarseBest(q, b);
+    const double x = CoarseBest(q, b, prev - 2, std::min(edge, prev + 2));
     if (x - prev < 0.5) return static_cast<double>(b);
     prev = x;
   }
@@ -64,6 +66,8 @@ NoisyQuadratic Draw(std::mt19937_64& rng) {
 struct TargetRow {
   int cls = 0;
   double err_before = 0, err = 0, regret_before = 0, regret = 0;
+  double seed_spread = 0;  // the oracle's seed-to-seed sd of the final loss, relative to its loss
+  bool within_goal = false;  // regret <= max(1%, 2 seed_spread)
   bool flagged = false, flag_right = false, confident_miss = false;
   bool cov80_before = false, cov90_before = false, cov80 = false, cov90 = false;
   double width80 = 0, width90 = 0;
@@ -83,6 +87,8 @@ TargetRow Score(const NoisyQuadratic& q, int cls, int64_t batch, const LrPosteri
   r.err_before = std::abs(before.log2_lr - x), r.err = std::abs(after.log2_lr - x);
   r.regret_before = RegretOf(q, before.log2_lr, batch, oracle.loss);
   r.regret = RegretOf(q, after.log2_lr, batch, oracle.loss);
+  r.seed_spread = q.LossSd(oracle.lr, batch) / oracle.loss;
+  r.within_goal = r.regret <= std::max(0.01, 2 * r.seed_spread);
   r.flagged = flagged;
   r.flag_right = flagged == (r.err_before > 0.5 || r.regret_before > 0.01);
   r.confident_miss = (!flagged && r.err_before > 0.5) || (decided && r.err > 0.5);
@@ -90,10 +96,10 @@ TargetRow Score(const NoisyQuadratic& q, int cls, int64_t batch, const LrPosteri
   r.cov80 = x >= after.lo80 && x <= after.hi80, r.cov90 = x >= after.lo90 && x <= after.hi90;
   r.width80 = after.hi80 - after.lo80, r.width90 = after.hi90 - after.lo90;
   std::printf("  target %6lld oracle %.4g | sweep %.4g err %.2f regret %.2f%% %s | final %.4g [%.4g, %.4g] err %.2f "
-              "regret %.2f%% in80 %d in90 %d\n",
+              "regret %.2f%% (seed spread %.1f%%) in80 %d in90 %d\n",
               static_cast<long long>(batch), oracle.lr, std::exp2(before.log2_lr), r.err_before,
               100 * r.regret_before, flagged ? "flagged" : "not flagged", std::exp2(after.log2_lr),
-              std::exp2(after.lo90), std::exp2(after.hi90), r.err, 100 * r.regret, r.cov80, r.cov90);
+              std::exp2(after.lo90), std::exp2(after.hi90), r.err, 100 * r.regret, 100 * r.seed_spread, r.cov80, r.cov90);
   return r;
 }
 
@@ -193,11 +199,14 @@ void RunInstance(int inst, int cls, const NoisyQuadratic& q, std::mt19937_64& rn
 
 void PrintSummary(int instances, const Tally& t) {
   int n = static_cast<int>(t.rows.size()), c80 = 0, c90 = 0, c80b = 0, c90b = 0, misses = 0, flags = 0, right = 0;
+  int within = 0;
+  std::vector<double> spreads;
   double worst_err = 0, worst_regret = 0, worst_cost = 0, mean_cost = 0;
   std::vector<double> errs, errs_before, widths80, widths90, regrets;
   for (const TargetRow& r : t.rows) {
     c80 += r.cov80, c90 += r.cov90, c80b += r.cov80_before, c90b += r.cov90_before;
-    misses += r.confident_miss, flags += r.flagged, right += r.flag_right;
+    misses += r.confident_miss, flags += r.flagged, right += r.flag_right, within += r.within_goal;
+    spreads.push_back(r.seed_spread);
     worst_err = std::max(worst_err, r.err), worst_regret = std::max(worst_regret, r.regret);
     errs.push_back(r.err), errs_before.push_back(r.err_before), regrets.push_back(r.regret);
     widths80.push_back(r.width80), widths90.push_back(r.width90);
@@ -211,10 +220,12 @@ void PrintSummary(int instances, const Tally& t) {
       "\"coverage_90\": %.3f, \"coverage_80_before\": %.3f, \"coverage_90_before\": %.3f, \"coverage_instances\": %d, "
       "\"coverage_80_lower95\": %.3f, \"coverage_90_lower95\": %.3f, \"confident_misses\": %d, \"flagged\": %d, "
       "\"flag_right\": %d, \"probes\": %d, \"undecided_instances\": %d, \"probe_cost_fraction\": %.3f, "
-      "\"probe_cost_fraction_mean\": %.4f, \"median_width_octaves\": %.3f, \"median_width80_octaves\": %.3f}\n",
+      "\"probe_cost_fraction_mean\": %.4f, \"median_width_octaves\": %.3f, \"median_width80_octaves\": %.3f, "
+      "\"seed_spread_median\": %.4f, \"regret_within_goal\": %d}\n",
       instances, n, worst_err, Median(errs), Median(errs_before), 100 * worst_regret, 100 * Median(regrets),
       frac(c80), frac(c90), frac(c80b), frac(c90b), n, ClopperPearsonLower(c80, n), ClopperPearsonLower(c90, n),
-      misses, flags, right, t.probes, t.undecided, worst_cost, mean_cost, Median(widths90), Median(widths80));
+      misses, flags, right, t.probes, t.undecided, worst_cost, mean_cost, Median(widths90), Median(widths80),
+      100 * Median(spreads), within);
 }
 
 }  // namespace
