@@ -10,7 +10,8 @@
 //                              B* not tied to the measured B_simple)
 //                 surge        2 ε_max / (√(B_n/B) + √(B/B_n)): rises as √B, peaks at B_n, then falls (Li et
 //                              al., NeurIPS 2024); Adam-family optimizers only by default
-//                 +edge        min(law, 2(1 + β)/λ_max) for power and saturating, where a trial measured λ_max
+//                 +edge        min(law, 2(1 + β)/λ_max less edge_margin_octaves) for power and saturating, where
+//                              an SGD trial measured λ_max (ScaleTrial.sharpness)
 //   bootstrap     Bayesian bootstrap over seeds (ScaleTrial.seed; Exp(1) weights per seed, every law refitted),
 //                 else over trials. With n seeds the replicates' spread is widened about the full-data fit by
 //                 √((n + 1)/(n − 1)) (the Bayesian bootstrap's small-sample shortfall: its variance is
@@ -25,9 +26,10 @@
 //                 The posterior of a batch's log2 best LR is the mixture of the consistent laws' bootstrap draws,
 //                 by weight; the prediction is the weighted median of the consistent laws' full-data fits (a
 //                 skewed bootstrap does not move it), the intervals the mixture's central quantiles (holding it)
-//   regret        k_rel(B): the surface's curvature of the relative loss (per octave²) at each fitted batch,
+//   regret        k_rel(B): the surface's curvature of the (log) relative loss per octave² at each fitted batch,
 //                 extrapolated to a target from the largest batch's k along the slope of ln k against log2 B over
-//                 the largest 3 batches (kept in [0, 1]); regret(x_pred) ≈ k_rel·(x_pred − x_true)² over the posterior draws
+//                 the largest 3 batches (kept in [0, 1]); regret(x_pred) ≈ k_rel·(x_pred − x_true)² over the
+//                 posterior draws (mean and 80th percentile)
 //
 // Pure: no I/O, no threads, no global state; deterministic for a given options.seed. Errors (no trial, fewer
 // than 2 batches with 3 convergent LRs) come back as messages; nothing aborts on input.
