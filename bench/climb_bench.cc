@@ -56,9 +56,9 @@ int ClassOf(double bend, int64_t largest_swept, int64_t last_target) {
 NoisyQuadratic Draw(std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(0, 1);
   NoisyQuadratic q;
-  q.alpha = 0.8 + 1.0 * u(rng);
+  q.alpha = 0.8 + 1.7 * u(rng);
   q.noise = std::pow(10.0, -2 + 5 * u(rng));
-  q.examples = static_cast<int64_t>(std::exp2(19 + 4 * u(rng)));
+  q.examples = static_cast<int64_t>(std::exp2(17 + 6 * u(rng)));
   q.init_scale = 1.0;
   return q;
 }
