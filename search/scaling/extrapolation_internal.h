@@ -53,6 +53,29 @@ LawFit FitLawFixedNoise(const std::vector<LawPoint>& pts, double b_noise);
 
 // ---- loss_surface.cc: loss(x, B) ≈ L*(B) + k(B)·(x − c − α·u(B))² -------------------------------------------
 
+// One batch's trials near its best LR: log2 lr, loss relative to the batch's best mean loss, the seed group of
+// each (one L* per batch and seed), and optional weights (empty: 1; the laws' bootstrap reweighs seeds).
+struct SurfaceBatch {
+  int64_t batch = 0;
+  double log2_batch = 0;
+  double u = 0;                  // log2 B minus the mean over batches
+  std::vector<double> x, y, w;
+  std::vector<int> group;        // 0..groups-1; 0: seeds seen at fewer than 2 LRs of this batch
+  std::vector<int64_t> seed;     // the trial's seed (-1: unknown)
+  int groups = 1;
+};
+
+// The trials of each batch within `window` octaves of its best LR (at least its 3 LRs nearest that), losses
+// relative to the batch's best (`log_loss`: their logarithm, so that a seed that scales a whole curve shifts it
+// instead). nullopt when a batch has fewer than 3 distinct LRs or there are < 2 batches.
+std::optional<std::vector<SurfaceBatch>> SurfaceData(const std::map<int64_t, Group>& by_batch,
+                                                     const std::vector<BestLr>& best, double window,
+                                                     bool log_loss = false);
+
+// The least-squares residual of one batch with its optimum at log2 lr `xs`: L* per seed group and one k >= 0
+// fitted (weighted by b.w); *k, when given, receives that k (relative loss per octave²).
+double BatchSse(const SurfaceBatch& b, double xs, double* k = nullptr);
+
 // Fits (c, α), α in [0, 1]; returns ln lr = a + b ln B like the power fit.
 std::optional<internal::Line> FitSurface(const std::map<int64_t, Group>& by_batch, const std::vector<BestLr>& best,
                                          double window);

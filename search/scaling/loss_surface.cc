@@ -22,40 +22,38 @@ namespace {
 
 using internal::Minimize1D;
 
-struct SurfaceBatch {
-  double u = 0;                  // log2 B minus the mean over batches
-  std::vector<double> x, y;      // log2 lr and loss / the batch's best mean loss
-  std::vector<int> group;        // the trial's seed group (0..groups-1): one L* per batch and seed
-  int groups = 1;
-};
-
 // Sum of squares of the best per-batch (L* per seed group, one k >= 0) for a given optimum line (c, α).
 double SurfaceSse(const std::vector<SurfaceBatch>& batches, double c, double alpha) {
   double total = 0;
-  std::vector<double> mz, my;
-  std::vector<int> count;
-  for (const SurfaceBatch& b : batches) {
-    const double xs = c + alpha * b.u;
-    const size_t n = b.x.size();
-    mz.assign(b.groups, 0.0), my.assign(b.groups, 0.0), count.assign(b.groups, 0);
-    std::vector<double> z(n);
-    for (size_t i = 0; i < n; ++i) {
-      z[i] = (b.x[i] - xs) * (b.x[i] - xs);
-      mz[b.group[i]] += z[i], my[b.group[i]] += b.y[i], ++count[b.group[i]];
-    }
-    for (int g = 0; g < b.groups; ++g) {
-      if (count[g] > 0) mz[g] /= count[g], my[g] /= count[g];
-    }
-    double szz = 0, szy = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const double zc = z[i] - mz[b.group[i]];
-      szz += zc * zc, szy += zc * (b.y[i] - my[b.group[i]]);
-    }
-    const double k = szz > 0 ? std::max(0.0, szy / szz) : 0.0;
-    for (size_t i = 0; i < n; ++i) {
-      const double r = b.y[i] - my[b.group[i]] - k * (z[i] - mz[b.group[i]]);
-      total += r * r;
-    }
+  for (const SurfaceBatch& b : batches) total += BatchSse(b, c + alpha * b.u);
+  return total;
+}
+
+}  // namespace
+
+double BatchSse(const SurfaceBatch& b, double xs, double* k_out) {
+  const size_t n = b.x.size();
+  std::vector<double> mz(b.groups, 0.0), my(b.groups, 0.0), count(b.groups, 0.0), z(n);
+  auto weight = [&](size_t i) { return b.w.empty() ? 1.0 : b.w[i]; };
+  for (size_t i = 0; i < n; ++i) {
+    z[i] = (b.x[i] - xs) * (b.x[i] - xs);
+    const double w = weight(i);
+    mz[b.group[i]] += w * z[i], my[b.group[i]] += w * b.y[i], count[b.group[i]] += w;
+  }
+  for (int g = 0; g < b.groups; ++g) {
+    if (count[g] > 0) mz[g] /= count[g], my[g] /= count[g];
+  }
+  double szz = 0, szy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double zc = z[i] - mz[b.group[i]];
+    szz += weight(i) * zc * zc, szy += weight(i) * zc * (b.y[i] - my[b.group[i]]);
+  }
+  const double k = szz > 0 ? std::max(0.0, szy / szz) : 0.0;
+  if (k_out) *k_out = k;
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = b.y[i] - my[b.group[i]] - k * (z[i] - mz[b.group[i]]);
+    total += weight(i) * r * r;
   }
   return total;
 }
@@ -63,7 +61,7 @@ double SurfaceSse(const std::vector<SurfaceBatch>& batches, double c, double alp
 // The trials of each batch within `window` octaves of its best LR (at least its 3 LRs nearest that), losses
 // relative to the batch's best. nullopt when a batch has fewer than 3 distinct LRs or there are < 2 batches.
 std::optional<std::vector<SurfaceBatch>> SurfaceData(const std::map<int64_t, Group>& by_batch,
-                                                     const std::vector<BestLr>& best, double window) {
+                                                     const std::vector<BestLr>& best, double window, bool log_loss) {
   if (best.size() < 2) return std::nullopt;
   std::vector<SurfaceBatch> out;
   double mean_u = 0;
@@ -79,7 +77,9 @@ std::optional<std::vector<SurfaceBatch>> SurfaceData(const std::map<int64_t, Gro
     std::sort(dist.begin(), dist.end());
     const double reach = std::max(window, dist[2]);
     SurfaceBatch sb;
+    sb.batch = bl.global_batch;
     sb.u = std::log2(static_cast<double>(bl.global_batch));
+    sb.log2_batch = sb.u;
     mean_u += sb.u;
     const double scale = bl.loss > 0 ? bl.loss : 1.0;
     std::map<int64_t, int> groups;  // seed -> group; a seed seen at fewer than 2 LRs joins the unknown group
@@ -96,7 +96,8 @@ std::optional<std::vector<SurfaceBatch>> SurfaceData(const std::map<int64_t, Gro
       if (std::abs(x - xb) > reach + 1e-9) continue;
       for (const auto& [l, seed] : runs) {
         auto g = groups.find(seed);
-        sb.x.push_back(x), sb.y.push_back(l / scale), sb.group.push_back(g == groups.end() ? 0 : g->second);
+        sb.x.push_back(x), sb.y.push_back(log_loss ? std::log(l / scale) : l / scale), sb.group.push_back(g == groups.end() ? 0 : g->second);
+        sb.seed.push_back(seed);
       }
     }
     out.push_back(std::move(sb));
@@ -105,8 +106,6 @@ std::optional<std::vector<SurfaceBatch>> SurfaceData(const std::map<int64_t, Gro
   for (SurfaceBatch& b : out) b.u -= mean_u;
   return out;
 }
-
-}  // namespace
 
 // Fits (c, α), α in [0, 1]; returns ln lr = a + b ln B like the power fit.
 std::optional<internal::Line> FitSurface(const std::map<int64_t, Group>& by_batch, const std::vector<BestLr>& best,

@@ -1,0 +1,144 @@
+// The climb loop (climb.h): fit → check → propose → probe, within the probe budget.
+#include "search/scaling/climb.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+namespace ladder::search {
+namespace {
+
+std::string Sig(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// One round's view: the fit, its mixture and every target's check.
+struct Round {
+  LawSet set;
+  std::vector<MixtureDraw> mixture;
+  std::vector<TargetCheck> checks;
+};
+
+Fitted<Round> FitRound(const std::vector<ScaleTrial>& trials, const std::vector<int64_t>& targets,
+                       const ClimbOptions& o) {
+  auto set = FitLaws(trials, o.laws);
+  if (!set.ok()) return Fitted<Round>::Fail(set.error);
+  Round r;
+  r.set = std::move(*set.value);
+  r.mixture = Mixture(r.set);
+  for (int64_t t : targets) r.checks.push_back(CheckTarget(r.set, r.mixture, t, o.probe));
+  return Fitted<Round>{std::move(r), {}};
+}
+
+// The flagged target whose p80 regret is highest (disagreement breaks ties); -1 when none is flagged.
+int WorstTarget(const std::vector<TargetCheck>& checks) {
+  int worst = -1;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    if (!checks[i].needs_probe) continue;
+    const auto& p = checks[i].posterior;
+    if (worst < 0 || p.regret_p80 > checks[worst].posterior.regret_p80 ||
+        (p.regret_p80 == checks[worst].posterior.regret_p80 && p.disagreement > checks[worst].posterior.disagreement)) {
+      worst = static_cast<int>(i);
+    }
+  }
+  return worst;
+}
+
+void Finish(ClimbResult& out, const Round& r, const std::vector<ScaleTrial>& trials, const ClimbOptions& o) {
+  for (size_t i = 0; i < r.checks.size(); ++i) {
+    TargetOutcome& t = out.targets[i];
+    t.after = r.checks[i].posterior;
+    t.decided = !r.checks[i].needs_probe;
+    t.laws.clear();
+    for (const LawFit& l : r.set.laws) {
+      t.laws.push_back({l.name, std::exp2(l.Log2Lr(static_cast<double>(t.global_batch))), l.weight, l.consistent});
+    }
+  }
+  out.decided = WorstTarget(r.checks) < 0;
+  if (!out.decided) {
+    const int w = WorstTarget(r.checks);
+    if (!out.next_probe) {
+      out.next_probe = ProposeProbe(r.set, r.mixture, trials, out.targets[w].global_batch, o.probe);
+    }
+    out.undecided = UndecidedText(r.checks[w], out.next_probe, o.probe.max_disagreement);
+  }
+  out.laws = r.set;
+}
+
+// Runs one more LR at the last probe's batch while its optimum is not bracketed (at most 3, within the budget).
+void ExtendUntilBracketed(ClimbResult& out, std::vector<ScaleTrial>& trials, const Probe& last, const ProbeRunner& run,
+                          const ClimbOptions& o) {
+  for (int i = 0; i < 3; ++i) {
+    auto ext = ExtendProbe(trials, last, o.probe);
+    if (!ext || out.probe_node_hours + ext->node_hours > out.budget_node_hours + 1e-9) return;
+    std::vector<ScaleTrial> got = run(*ext);
+    if (got.empty()) return;
+    out.probes.push_back(*ext);
+    out.probe_node_hours += ext->node_hours;
+    for (ScaleTrial& t : got) out.probe_trials.push_back(t), trials.push_back(std::move(t));
+  }
+}
+
+}  // namespace
+
+std::string UndecidedText(const TargetCheck& check, const std::optional<Probe>& probe, double max_disagreement) {
+  const LrPosterior& p = check.posterior;
+  std::string s;
+  if (p.law_lo != p.law_hi && p.disagreement > max_disagreement) {
+    s = "the sweep cannot tell " + p.law_lo + " (lr " + Sig(std::exp2(p.law_lo_log2)) + ") from " + p.law_hi +
+        " (lr " + Sig(std::exp2(p.law_hi_log2)) + ") (" + Sig(p.disagreement) + " octaves apart at batch " +
+        std::to_string(p.global_batch) + ")";
+  } else {
+    s = "the sweep cannot pin the learning rate at batch " + std::to_string(p.global_batch) + " (80% interval [" +
+        Sig(std::exp2(p.lo80)) + ", " + Sig(std::exp2(p.hi80)) + "], predicted p80 regret " +
+        Sig(100 * p.regret_p80) + "%)";
+  }
+  if (!probe) return s + "; no probe batch lies between the sweep and the target";
+  s += "; one probe at batch " + std::to_string(probe->global_batch) + ", learning rates {";
+  for (size_t i = 0; i < probe->lrs.size(); ++i) s += (i ? ", " : "") + Sig(probe->lrs[i]);
+  return s + "}, about " + Sig(probe->node_hours) + " node-hours, decides";
+}
+
+Fitted<ClimbResult> Climb(const std::vector<ScaleTrial>& sweep, const std::vector<int64_t>& targets,
+                          const ProbeRunner& run, const ClimbOptions& options) {
+  ClimbOptions o = options;
+  if (o.probe.sweep_largest_batch <= 0) {
+    for (const ScaleTrial& t : sweep) o.probe.sweep_largest_batch = std::max(o.probe.sweep_largest_batch, t.global_batch);
+  }
+  ClimbResult out;
+  out.sweep_node_hours = SweepNodeHours(sweep, o.probe.node_hours_per_run);
+  out.budget_node_hours = o.probe_budget * out.sweep_node_hours;
+  std::vector<ScaleTrial> trials = sweep;
+  auto round = FitRound(trials, targets, o);
+  if (!round.ok()) return Fitted<ClimbResult>::Fail(round.error);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    TargetOutcome t;
+    t.global_batch = targets[i], t.before = round.value->checks[i].posterior;
+    t.flagged = round.value->checks[i].needs_probe, t.flag_why = round.value->checks[i].why;
+    out.targets.push_back(std::move(t));
+  }
+  for (int r = 0; r < o.max_rounds; ++r) {
+    const int w = WorstTarget(round.value->checks);
+    if (w < 0) break;
+    auto probe = ProposeProbe(round.value->set, round.value->mixture, trials, targets[w], o.probe);
+    out.next_probe = probe;
+    if (!probe || !run || out.probe_node_hours + probe->node_hours > out.budget_node_hours + 1e-9) break;
+    std::vector<ScaleTrial> got = run(*probe);
+    if (got.empty()) break;
+    out.probes.push_back(*probe);
+    out.probe_node_hours += probe->node_hours;
+    out.next_probe.reset();
+    for (ScaleTrial& t : got) out.probe_trials.push_back(t), trials.push_back(std::move(t));
+    ExtendUntilBracketed(out, trials, *probe, run, o);
+    auto next = FitRound(trials, targets, o);
+    if (!next.ok()) break;  // keep the last good fit (a probe's trials cannot remove the sweep's)
+    round = std::move(next);
+  }
+  Finish(out, *round.value, trials, o);
+  return Fitted<ClimbResult>{std::move(out), {}};
+}
+
+}  // namespace ladder::search

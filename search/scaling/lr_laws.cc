@@ -1,0 +1,414 @@
+// The candidate laws of the best LR against the batch, fitted to the loss surface (lr_laws.h): the data, the laws'
+// curves, one fit, the seed bootstrap, and the combination.
+#include "search/scaling/lr_laws.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "search/scaling/extrapolation_internal.h"
+#include "search/scaling/scale_math.h"
+
+namespace ladder::search {
+namespace {
+
+using extrapolation_internal::BatchSse;
+using extrapolation_internal::BestLrOf;
+using extrapolation_internal::Convergent;
+using extrapolation_internal::Group;
+using extrapolation_internal::SurfaceBatch;
+
+// Grid, then golden-section search to `tol` around the best grid point (Minimize1D with a coarser tolerance: the
+// laws are fitted many times per bootstrap).
+template <class F>
+double Argmin(const F& f, double lo, double hi, int grid, double tol = 1e-3) {
+  const double h = (hi - lo) / (grid - 1);
+  int best = 0;
+  double best_f = 1e300;
+  for (int i = 0; i < grid; ++i) {
+    const double fi = f(lo + h * i);
+    if (fi < best_f) best_f = fi, best = i;
+  }
+  double a = lo + h * std::max(best - 1, 0), b = lo + h * std::min(best + 1, grid - 1);
+  const double g = (std::sqrt(5.0) - 1) / 2;
+  double c = b - g * (b - a), d = a + g * (b - a), fc = f(c), fd = f(d);
+  while (b - a > tol) {
+    if (fc < fd) {
+      b = d, d = c, fd = fc, c = b - g * (b - a), fc = f(c);
+    } else {
+      a = c, c = d, fc = fd, d = a + g * (b - a), fd = f(d);
+    }
+  }
+  const double x = (a + b) / 2;
+  return f(x) <= best_f ? x : lo + h * best;
+}
+
+constexpr double kTableStep = 1.0 / 32;  // octaves between the tabulated optima of one batch's residual
+constexpr double kTableReach = 4.0;      // octaves past the batch's swept LRs that the table covers
+constexpr double kShapeBelow = 6.0;      // B* / B_noise searched from B_min / 2^6 ...
+constexpr double kShapeAbove = 12.0;     // ... to B_max · 2^12
+constexpr double kMaxLocationSd = 0.5;   // octaves: the jitter of a batch's optimum at most
+
+// log2(1 + 2^t) without overflow.
+double Softplus2(double t) { return t > 30 ? t : std::log2(1.0 + std::exp2(t)); }
+
+// The shape part of a law at log2 batch v: x*(v) = level + Curve(v) − Curve(v_ref).
+double Curve(LrLawKind kind, double shape, double v) {
+  switch (kind) {
+    case LrLawKind::kPower: return shape * v;
+    case LrLawKind::kSaturating: return -Softplus2(shape - v);
+    case LrLawKind::kSurge: {
+      const double d = (v - shape) / 2;  // log2(2^{-d} + 2^{d}) = |d| + log2(1 + 2^{-2|d|})
+      return 1.0 - (std::abs(d) + Softplus2(-2 * std::abs(d)));
+    }
+  }
+  return 0;
+}
+
+double LawLog2(LrLawKind kind, bool capped, double edge, double ref, const LawParams& p, double v) {
+  const double x = p.level + Curve(kind, p.shape, v) - Curve(kind, p.shape, ref);
+  return capped && std::isfinite(edge) ? std::min(x, edge) : x;
+}
+
+// One batch's residual tabulated against its optimum (linear interpolation; clamped, with a steep rise, outside).
+struct Table {
+  double v = 0, lo = 0;
+  double shift = 0;  // a bootstrap replicate's jitter of this batch's optimum
+  std::vector<double> sse;
+  double At(double x) const {
+    const double t = (x - shift - lo) / kTableStep;
+    const double last = static_cast<double>(sse.size() - 1);
+    if (t <= 0) return sse.front() + (1 + sse.front()) * t * t;
+    if (t >= last) return sse.back() + (1 + sse.back()) * (t - last) * (t - last);
+    const size_t i = static_cast<size_t>(t);
+    const double f = t - static_cast<double>(i);
+    return sse[i] * (1 - f) + sse[std::min(i + 1, sse.size() - 1)] * f;
+  }
+};
+
+std::vector<Table> Tabulate(const std::vector<SurfaceBatch>& data) {
+  std::vector<Table> out;
+  for (const SurfaceBatch& b : data) {
+    const auto [mn, mx] = std::minmax_element(b.x.begin(), b.x.end());
+    Table t;
+    t.v = b.log2_batch;
+    t.lo = *mn - kTableReach;
+    const int n = static_cast<int>(std::ceil((*mx - *mn + 2 * kTableReach) / kTableStep)) + 1;
+    for (int i = 0; i < n; ++i) t.sse.push_back(BatchSse(b, t.lo + i * kTableStep));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+struct Ranges {
+  double level_lo, level_hi, v_lo, v_hi, ref, edge;
+};
+
+struct OneLaw {
+  LawParams p;
+  double sse = 0;
+};
+
+OneLaw FitOne(LrLawKind kind, bool capped, const std::vector<Table>& tables, const Ranges& r) {
+  auto sse = [&](const LawParams& p) {
+    double s = 0;
+    for (const Table& t : tables) s += t.At(LawLog2(kind, capped, r.edge, r.ref, p, t.v));
+    return s;
+  };
+  auto best_level = [&](double shape) {
+    return Argmin([&](double l) { return sse({l, shape}); }, r.level_lo, r.level_hi, 25);
+  };
+  const bool power = kind == LrLawKind::kPower;
+  const double s_lo = power ? 0.0 : r.v_lo - kShapeBelow, s_hi = power ? 1.0 : r.v_hi + kShapeAbove;
+  const double shape =
+      Argmin([&](double s) { return sse({best_level(s), s}); }, s_lo, s_hi, power ? 11 : 25);
+  OneLaw out;
+  out.p = {best_level(shape), shape};
+  out.sse = sse(out.p);
+  return out;
+}
+
+struct LawSpec {
+  LrLawKind kind;
+  bool capped;
+  const char* name;
+};
+
+std::vector<LawSpec> LawsFor(bool adam, bool edge, SurgeLaw surge) {
+  std::vector<LawSpec> out = {{LrLawKind::kPower, false, "power"}, {LrLawKind::kSaturating, false, "saturating"}};
+  if (surge == SurgeLaw::kAlways || (surge == SurgeLaw::kAuto && adam)) {
+    out.push_back({LrLawKind::kSurge, false, "surge"});
+  }
+  if (edge) {
+    out.push_back({LrLawKind::kPower, true, "power+edge"});
+    out.push_back({LrLawKind::kSaturating, true, "saturating+edge"});
+  }
+  return out;
+}
+
+// The surface's data: batches with at least 3 convergent LRs, their best LRs, the edge and the optimizer.
+struct Prepared {
+  std::vector<SurfaceBatch> data;
+  std::vector<BestLr> best;
+  double edge = kNaN;
+  bool adam = false;
+  std::vector<std::string> notes;
+};
+
+Fitted<Prepared> Prepare(const std::vector<ScaleTrial>& trials, const LawOptions& o) {
+  if (trials.empty()) return Fitted<Prepared>::Fail("no trials");
+  if (std::string e = extrapolation_internal::Validate(trials); !e.empty()) return Fitted<Prepared>::Fail(e);
+  std::map<int64_t, Group> by_batch;
+  std::map<int64_t, std::pair<double, double>> range;
+  std::vector<double> edges;
+  Prepared p;
+  for (const ScaleTrial& t : trials) {
+    by_batch[t.global_batch].push_back(&t);
+    auto [it, fresh] = range.try_emplace(t.global_batch, t.peak_lr, t.peak_lr);
+    if (!fresh) it->second = {std::min(it->second.first, t.peak_lr), std::max(it->second.second, t.peak_lr)};
+    if (t.optimizer.find("adam") != std::string::npos) p.adam = true;
+    if (Convergent(t) && t.sharpness > 0 && t.optimizer == "sgd") edges.push_back(2 * (1 + t.momentum) / t.sharpness);
+  }
+  for (const auto& [batch, group] : by_batch) {
+    std::set<double> lrs;
+    for (const ScaleTrial* t : group) {
+      if (Convergent(*t)) lrs.insert(t->peak_lr);
+    }
+    auto b = lrs.size() >= 3 ? BestLrOf(group, o.parabola_neighbours, range[batch].first, range[batch].second)
+                             : std::nullopt;
+    if (b) {
+      p.best.push_back(*b);
+    } else {
+      p.notes.push_back("batch " + std::to_string(batch) + ": fewer than 3 convergent learning rates, left out");
+    }
+  }
+  auto data = extrapolation_internal::SurfaceData(by_batch, p.best, o.window_octaves, o.log_loss);
+  if (!data) return Fitted<Prepared>::Fail("fewer than 2 batch sizes with 3 convergent learning rates");
+  p.data = std::move(*data);
+  if (!edges.empty()) p.edge = std::log2(internal::Median(edges));
+  return Fitted<Prepared>{std::move(p), {}};
+}
+
+// Reweighs the surface for one bootstrap replicate: Exp(1) per seed (every seed's trials), else per trial.
+std::vector<SurfaceBatch> Reweigh(std::vector<SurfaceBatch> data, bool by_seed, std::mt19937_64& rng) {
+  std::exponential_distribution<double> exp1(1.0);
+  std::map<int64_t, double> g;
+  for (SurfaceBatch& b : data) {
+    b.w.resize(b.x.size());
+    for (size_t i = 0; i < b.x.size(); ++i) {
+      if (!by_seed || b.seed[i] < 0) {
+        b.w[i] = exp1(rng);
+        continue;
+      }
+      auto [it, fresh] = g.try_emplace(b.seed[i], 0.0);
+      if (fresh) it->second = exp1(rng);
+      b.w[i] = it->second;
+    }
+  }
+  return data;
+}
+
+Ranges RangesOf(const Prepared& p, double edge_margin) {
+  Ranges r{1e300, -1e300, 1e300, -1e300, 0, p.edge - edge_margin};
+  for (const BestLr& b : p.best) {
+    const double x = std::log2(b.lr.value);
+    r.level_lo = std::min(r.level_lo, x - 3), r.level_hi = std::max(r.level_hi, x + 3);
+  }
+  for (const SurfaceBatch& b : p.data) {
+    r.v_lo = std::min(r.v_lo, b.log2_batch), r.v_hi = std::max(r.v_hi, b.log2_batch);
+    r.ref += b.log2_batch / static_cast<double>(p.data.size());
+  }
+  return r;
+}
+
+// Weights, the consistent set and σ² from the laws' residuals.
+void Combine(LawSet& set, const std::vector<SurfaceBatch>& data, double reject_delta) {
+  int dof = set.points - 2;
+  for (const SurfaceBatch& b : data) dof -= b.groups + 1;
+  const double best = set.Best()->sse;
+  set.sigma2 = std::max(best / std::max(dof, 1), 1e-300);
+  double total = 0;
+  for (LawFit& l : set.laws) {
+    l.delta = (l.sse - best) / set.sigma2;
+    l.consistent = l.delta <= reject_delta;
+    l.weight = std::exp(-l.delta / 2);
+    total += l.weight;
+  }
+  for (LawFit& l : set.laws) l.weight /= total;
+}
+
+// The sd of a batch's optimum beyond seed noise: the rms distance between each batch's own optimum (its table's
+// argmin) and the best law there, at least `floor` (the parabola's bias in an asymmetric basin, one seed's probe).
+double LocationSd(const std::vector<Table>& tables, const LawFit& best, double floor) {
+  double ss = 0;
+  int n = 0;
+  for (const Table& t : tables) {
+    const size_t i = static_cast<size_t>(std::min_element(t.sse.begin(), t.sse.end()) - t.sse.begin());
+    if (i == 0 || i + 1 == t.sse.size()) continue;  // no optimum of its own inside the table (monotone, or flat)
+    const double d = t.lo + kTableStep * static_cast<double>(i) - best.Log2LrOf(best.params, std::exp2(t.v));
+    ss += d * d, ++n;
+  }
+  return std::clamp(n ? std::sqrt(ss / n) : floor, floor, kMaxLocationSd);
+}
+
+}  // namespace
+
+double LawFit::Log2LrOf(const LawParams& p, double global_batch) const {
+  return LawLog2(kind, capped, edge_log2, log2_ref, p, std::log2(global_batch));
+}
+double LawFit::Log2Lr(double global_batch) const { return Log2LrOf(params, global_batch); }
+
+const LawFit* LawSet::Best() const {
+  const LawFit* best = nullptr;
+  for (const LawFit& l : laws) {
+    if (!best || l.sse < best->sse) best = &l;
+  }
+  return best;
+}
+
+double LawSet::KAt(double global_batch) const {
+  std::vector<double> v, lk;
+  for (size_t i = batches.size(); i-- > 0 && v.size() < 3;) {
+    if (k_rel[i] > 0) v.push_back(std::log2(static_cast<double>(batches[i]))), lk.push_back(std::log(k_rel[i]));
+  }
+  if (v.empty()) return 0;
+  double slope = 0;
+  if (auto line = internal::FitLine(v, lk)) slope = std::clamp(line->b, 0.0, 1.0);
+  const double vt = std::log2(global_batch);
+  // Anchored at the largest batch's own k (not the line's value there): the nearest measurement.
+  return std::exp(lk.front() + slope * std::max(0.0, vt - v.front()));
+}
+
+Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& o) {
+  auto prepared = Prepare(trials, o);
+  if (!prepared.ok()) return Fitted<LawSet>::Fail(prepared.error);
+  const Prepared& p = *prepared.value;
+  const Ranges r = RangesOf(p, o.edge_margin_octaves);
+  LawSet set;
+  set.edge_log2 = p.edge;
+  set.cap_log2 = r.edge;
+  set.notes = p.notes;
+  std::set<int64_t> seeds;
+  for (const SurfaceBatch& b : p.data) {
+    set.batches.push_back(b.batch);
+    set.points += static_cast<int>(b.x.size());
+    for (int64_t s : b.seed) {
+      if (s >= 0) seeds.insert(s);
+    }
+  }
+  set.largest_batch = set.batches.back();
+  const bool by_seed = seeds.size() >= 2;
+  set.seeds = by_seed ? static_cast<int>(seeds.size()) : 0;
+  const std::vector<Table> tables = Tabulate(p.data);
+  for (const LawSpec& spec : LawsFor(p.adam, std::isfinite(p.edge), o.surge)) {
+    const OneLaw one = FitOne(spec.kind, spec.capped, tables, r);
+    LawFit l;
+    l.kind = spec.kind, l.capped = spec.capped, l.name = spec.name;
+    l.params = one.p, l.sse = one.sse, l.log2_ref = r.ref, l.edge_log2 = r.edge;
+    set.laws.push_back(std::move(l));
+  }
+  Combine(set, p.data, o.reject_delta);
+  const double tau = LocationSd(tables, *set.Best(), o.location_sd_floor);
+  std::normal_distribution<double> jitter(0.0, tau);
+  std::mt19937_64 rng(o.seed);
+  int n_min = 1 << 30;
+  for (const SurfaceBatch& b : p.data) n_min = std::min(n_min, static_cast<int>(b.x.size()));
+  const double n = by_seed ? static_cast<double>(seeds.size()) : static_cast<double>(n_min);
+  const double widen = o.widen && n > 1 ? std::sqrt((n + 1) / (n - 1)) : 1.0;
+  for (int rep = 0; rep < o.bootstrap; ++rep) {
+    std::vector<Table> t = Tabulate(Reweigh(p.data, by_seed, rng));
+    for (Table& b : t) b.shift = jitter(rng);
+    for (LawFit& l : set.laws) {
+      LawParams d = FitOne(l.kind, l.capped, t, r).p;
+      d.level = l.params.level + widen * (d.level - l.params.level);
+      d.shape = l.params.shape + widen * (d.shape - l.params.shape);
+      d.shape = l.kind == LrLawKind::kPower ? std::clamp(d.shape, 0.0, 1.0)
+                                            : std::clamp(d.shape, r.v_lo - kShapeBelow, r.v_hi + kShapeAbove);
+      d.level = std::clamp(d.level, r.level_lo, r.level_hi);
+      l.draws.push_back(d);
+    }
+  }
+  const LawFit& best = *set.Best();
+  for (const SurfaceBatch& b : p.data) {
+    double k = 0;
+    BatchSse(b, best.Log2Lr(static_cast<double>(b.batch)), &k);
+    set.k_rel.push_back(k);
+  }
+  return Fitted<LawSet>{std::move(set), {}};
+}
+
+std::vector<MixtureDraw> Mixture(const LawSet& set) {
+  std::vector<MixtureDraw> out;
+  double total = 0;
+  for (const LawFit& l : set.laws) total += l.consistent ? l.weight : 0;
+  for (size_t i = 0; i < set.laws.size(); ++i) {
+    const LawFit& l = set.laws[i];
+    if (!l.consistent || !(total > 0)) continue;
+    const double w = l.weight / total;
+    if (l.draws.empty()) {
+      out.push_back({static_cast<int>(i), l.params, w});
+      continue;
+    }
+    for (const LawParams& d : l.draws) out.push_back({static_cast<int>(i), d, w / static_cast<double>(l.draws.size())});
+  }
+  return out;
+}
+
+double WeightedQuantile(std::vector<std::pair<double, double>> vw, double q) {
+  if (vw.empty()) return kNaN;
+  std::sort(vw.begin(), vw.end());
+  double total = 0;
+  for (const auto& e : vw) total += e.second;
+  double acc = 0;
+  for (const auto& [v, w] : vw) {
+    acc += w;
+    if (acc >= q * total) return v;
+  }
+  return vw.back().first;
+}
+
+LrPosterior PosteriorAt(const LawSet& set, const std::vector<MixtureDraw>& mixture, double global_batch) {
+  LrPosterior out;
+  out.global_batch = static_cast<int64_t>(global_batch);
+  std::vector<std::pair<double, double>> vw;
+  for (const MixtureDraw& d : mixture) {
+    double x = set.laws[d.law].Log2LrOf(d.params, global_batch);
+    if (std::isfinite(set.edge_log2)) x = std::min(x, set.edge_log2);  // no best LR lies above the edge
+    vw.push_back({x, d.weight});
+  }
+  out.lo80 = WeightedQuantile(vw, 0.10), out.hi80 = WeightedQuantile(vw, 0.90);
+  out.lo90 = WeightedQuantile(vw, 0.05), out.hi90 = WeightedQuantile(vw, 0.95);
+  // The prediction: the weighted median of the consistent laws' full-data fits (robust to a skewed bootstrap),
+  // below the cap; the intervals are widened to hold it.
+  std::vector<std::pair<double, double>> fits;
+  for (const LawFit& l : set.laws) {
+    if (l.consistent) fits.push_back({std::min(l.Log2Lr(global_batch), set.edge_log2), l.weight});
+  }
+  out.log2_lr = fits.empty() ? WeightedQuantile(vw, 0.5) : WeightedQuantile(fits, 0.5);
+  if (std::isfinite(set.cap_log2)) out.log2_lr = std::min(out.log2_lr, set.cap_log2);  // nor is a plan at it
+  out.lo80 = std::min(out.lo80, out.log2_lr), out.hi80 = std::max(out.hi80, out.log2_lr);
+  out.lo90 = std::min(out.lo90, out.log2_lr), out.hi90 = std::max(out.hi90, out.log2_lr);
+  out.k_rel = set.KAt(global_batch);
+  std::vector<std::pair<double, double>> regret;
+  double mean = 0, total = 0;
+  for (const auto& [x, w] : vw) {
+    const double r = out.k_rel * (x - out.log2_lr) * (x - out.log2_lr);
+    regret.push_back({r, w}), mean += w * r, total += w;
+  }
+  out.regret_mean = total > 0 ? mean / total : kNaN;
+  out.regret_p80 = WeightedQuantile(regret, 0.8);
+  for (const LawFit& l : set.laws) {
+    if (!l.consistent) continue;
+    double x = l.Log2Lr(global_batch);
+    if (std::isfinite(set.edge_log2)) x = std::min(x, set.edge_log2);
+    if (out.law_lo.empty() || x < out.law_lo_log2) out.law_lo = l.name, out.law_lo_log2 = x;
+    if (out.law_hi.empty() || x > out.law_hi_log2) out.law_hi = l.name, out.law_hi_log2 = x;
+  }
+  out.disagreement = out.law_hi.empty() ? 0 : out.law_hi_log2 - out.law_lo_log2;
+  return out;
+}
+
+}  // namespace ladder::search

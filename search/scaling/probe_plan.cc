@@ -1,0 +1,177 @@
+// Flags a target, lists the candidate probes and picks one by its expected drop in p80 regret per node-hour
+// (probe_plan.h).
+#include "search/scaling/probe_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <map>
+#include <utility>
+
+namespace ladder::search {
+namespace {
+
+std::string Fixed(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// The nodes and the batch of the sweep's largest-batch trials: a probe uses no more nodes than they did.
+std::pair<int64_t, int> SweepBase(const std::vector<ScaleTrial>& trials, int64_t largest) {
+  int64_t batch = largest;
+  if (batch <= 0) {
+    for (const ScaleTrial& t : trials) batch = std::max(batch, t.global_batch);
+  }
+  int nodes = 1;
+  for (const ScaleTrial& t : trials) {
+    if (t.global_batch == batch) nodes = std::max(nodes, t.nodes);
+  }
+  return {batch, nodes};
+}
+
+// The probe's LRs at batch P: spanning the consistent laws' predictions there, below any LR that diverged at P.
+std::vector<double> ProbeLrs(const LawSet& set, const std::vector<ScaleTrial>& trials, int64_t batch,
+                             const ProbeOptions& o) {
+  double lo = 1e300, hi = -1e300;
+  for (const LawFit& l : set.laws) {
+    if (!l.consistent) continue;
+    const double x = l.Log2Lr(static_cast<double>(batch));
+    lo = std::min(lo, x), hi = std::max(hi, x);
+  }
+  lo -= o.lr_margin_octaves, hi += o.lr_margin_octaves;
+  if (hi - lo < 1.0) {
+    const double mid = (lo + hi) / 2;
+    lo = mid - 0.5, hi = mid + 0.5;
+  }
+  double diverged = 1e300;
+  for (const ScaleTrial& t : trials) {
+    if (t.global_batch == batch && (t.diverged || !std::isfinite(t.final_loss))) {
+      diverged = std::min(diverged, std::log2(t.peak_lr));
+    }
+  }
+  if (hi > diverged - 0.5) {
+    const double shift = hi - (diverged - 0.5);
+    lo -= shift, hi -= shift;
+  }
+  std::vector<double> out;
+  const int n = std::max(o.lrs, 2);
+  for (int i = 0; i < n; ++i) out.push_back(std::exp2(lo + (hi - lo) * i / (n - 1)));
+  return out;
+}
+
+// The p80 regret at the target about the weighted median of the draws, with weights w.
+double P80About(const std::vector<double>& xt, const std::vector<double>& w, double k) {
+  std::vector<std::pair<double, double>> vw;
+  for (size_t i = 0; i < xt.size(); ++i) vw.push_back({xt[i], w[i]});
+  const double centre = WeightedQuantile(vw, 0.5);
+  for (auto& e : vw) e.first = k * (e.first - centre) * (e.first - centre);
+  return WeightedQuantile(std::move(vw), 0.8);
+}
+
+}  // namespace
+
+TargetCheck CheckTarget(const LawSet& set, const std::vector<MixtureDraw>& mixture, int64_t target,
+                        const ProbeOptions& o) {
+  TargetCheck c;
+  c.posterior = PosteriorAt(set, mixture, static_cast<double>(target));
+  if (c.posterior.disagreement > o.max_disagreement) {
+    c.why = "laws part by " + Fixed("%.2f", c.posterior.disagreement) + " octave";
+  }
+  if (std::isfinite(set.cap_log2) && c.posterior.log2_lr >= set.cap_log2 - 1e-9) {
+    c.why += (c.why.empty() ? "" : ", ") + std::string("the prediction is at the stability edge");
+  }
+  if (c.posterior.regret_p80 > o.max_regret) {
+    c.why += (c.why.empty() ? "" : ", ") + std::string("p80 regret ") + Fixed("%.2f", 100 * c.posterior.regret_p80) +
+             "%";
+  }
+  c.needs_probe = !c.why.empty();
+  return c;
+}
+
+double ExpectedP80After(const LawSet& set, const std::vector<MixtureDraw>& mixture, double probe_batch,
+                        double target, const ProbeOptions& o) {
+  const size_t n = mixture.size();
+  if (n == 0) return 0;
+  std::vector<double> xp(n), xt(n), w(n), cw(n);
+  for (size_t i = 0; i < n; ++i) {
+    const LawFit& l = set.laws[mixture[i].law];
+    xp[i] = l.Log2LrOf(mixture[i].params, probe_batch), xt[i] = l.Log2LrOf(mixture[i].params, target);
+    w[i] = mixture[i].weight;
+  }
+  const double k = set.KAt(target);
+  const size_t stride = std::max<size_t>(1, n / static_cast<size_t>(std::max(o.max_truths, 1)));
+  const double s2 = 2 * o.probe_sigma_octaves * o.probe_sigma_octaves;
+  double expected = 0, total = 0;
+  for (size_t j = 0; j < n; j += stride) {
+    for (size_t i = 0; i < n; ++i) cw[i] = w[i] * std::exp(-(xp[i] - xp[j]) * (xp[i] - xp[j]) / s2);
+    expected += w[j] * P80About(xt, cw, k), total += w[j];
+  }
+  return total > 0 ? expected / total : 0;
+}
+
+std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDraw>& mixture,
+                                  const std::vector<ScaleTrial>& trials, int64_t target, const ProbeOptions& o) {
+  const auto [sweep_batch, nodes] = SweepBase(trials, o.sweep_largest_batch);
+  const double before = PosteriorAt(set, mixture, static_cast<double>(target)).regret_p80;
+  std::optional<Probe> best;
+  double best_gain = -1e300;
+  for (int f : o.factors) {
+    const int64_t batch = sweep_batch * f;
+    if (batch > target) continue;
+    Probe p;
+    p.global_batch = batch, p.target_batch = target, p.nodes = nodes;
+    p.micro_batches = static_cast<int>(std::max<int64_t>(1, (batch + sweep_batch - 1) / std::max<int64_t>(sweep_batch, 1)));
+    p.lrs = ProbeLrs(set, trials, batch, o);
+    p.node_hours = static_cast<double>(p.lrs.size()) * o.node_hours_per_run;
+    p.p80_before = before;
+    p.p80_after = ExpectedP80After(set, mixture, static_cast<double>(batch), static_cast<double>(target), o);
+    const double gain = (before - p.p80_after) / std::max(p.node_hours, 1e-12);
+    if (gain > best_gain) best_gain = gain, best = p;
+  }
+  return best;
+}
+
+std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& o) {
+  std::map<double, std::pair<double, int>> by_lr;  // log2 lr -> (sum of losses, runs); diverged: +inf
+  for (const ScaleTrial& t : trials) {
+    if (t.global_batch != last.global_batch) continue;
+    auto& e = by_lr[std::log2(t.peak_lr)];
+    e.first += std::isfinite(t.final_loss) && !t.diverged ? t.final_loss : 1e300, ++e.second;
+  }
+  if (by_lr.size() < 2) return std::nullopt;
+  auto best = by_lr.begin();
+  for (auto it = by_lr.begin(); it != by_lr.end(); ++it) {
+    if (it->second.first / it->second.second < best->second.first / best->second.second) best = it;
+  }
+  const double step = std::max(0.5, (by_lr.rbegin()->first - by_lr.begin()->first) / static_cast<double>(by_lr.size() - 1));
+  Probe p = last;
+  if (best == by_lr.begin()) {
+    p.lrs = {std::exp2(best->first - step)};
+  } else if (std::next(best) == by_lr.end()) {
+    p.lrs = {std::exp2(best->first + step)};
+  } else {
+    return std::nullopt;
+  }
+  p.node_hours = o.node_hours_per_run;
+  p.extension = true;
+  return p;
+}
+
+double SweepNodeHours(const std::vector<ScaleTrial>& trials, double node_hours_per_run) {
+  auto cost = [](const ScaleTrial& t) {
+    const double c = t.compute > 0 ? t.compute : static_cast<double>(t.steps) * static_cast<double>(t.global_batch);
+    return static_cast<double>(std::max(t.nodes, 1)) * c;
+  };
+  const ScaleTrial* ref = nullptr;
+  for (const ScaleTrial& t : trials) {
+    if (!ref || t.global_batch > ref->global_batch) ref = &t;
+  }
+  if (!ref || !(cost(*ref) > 0)) return static_cast<double>(trials.size()) * node_hours_per_run;
+  double total = 0;
+  for (const ScaleTrial& t : trials) total += cost(t) / cost(*ref);
+  return total * node_hours_per_run;
+}
+
+}  // namespace ladder::search

@@ -1,0 +1,82 @@
+#pragma once
+// Whether a target batch's LR is known well enough, and if not, which probe settles it (pure; lr_laws.h fits).
+//
+//   flag        a target needs a probe when the consistent laws' full fits part by more than
+//               options.max_disagreement octaves there, when the prediction sits at the stability edge's cap
+//               (the laws run into the edge there: the draws pile up at it and would read as certainty, while the
+//               truth may lie anywhere below it), or when the posterior's 80th-percentile regret is above
+//               options.max_regret
+//   candidates  batches options.factors × the sweep's largest batch, not past the target, reached on the
+//               sweep's own nodes (the most nodes any trial at the sweep's largest batch used) with micro-batches
+//               = P / the sweep's largest batch (gradient accumulation)
+//   LRs         options.lrs LRs evenly from the lowest consistent law's prediction at P − lr_margin_octaves to
+//               the highest + lr_margin_octaves (at least 1 octave wide), kept half an octave below the lowest LR
+//               that diverged at P
+//   cost        each LR is one run; with a budget in epochs a run at any batch on the same nodes costs what one
+//               swept run at the sweep's largest batch cost: options.node_hours_per_run
+//   choice      the largest expected drop in p80 regret per node-hour. The expectation is a preposterior over the
+//               mixture's draws: each draw in turn plays the truth; the probe is taken to measure its x*(P) to
+//               options.probe_sigma_octaves (the precision of a 3-LR, one-seed parabola), the draws are
+//               reweighed by a Gaussian kernel on their own x*(P), and the target's p80 regret is recomputed
+//               about the reweighed median; the average over the truths is the p80 after the probe
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/scaling/extrapolation.h"
+#include "search/scaling/lr_laws.h"
+
+namespace ladder::search {
+
+struct ProbeOptions {
+  std::vector<int> factors = {2, 4, 8, 16};
+  int lrs = 3;
+  double lr_margin_octaves = 0.5;
+  double probe_sigma_octaves = 0.2;
+  double max_regret = 0.01;         // p80 regret above this flags a target
+  double max_disagreement = 0.5;    // octaves between consistent laws above this flags a target
+  double node_hours_per_run = 1.0;  // one swept run at the sweep's largest batch (1: count in runs)
+  int64_t sweep_largest_batch = 0;  // 0: the largest batch among the trials given
+  int max_truths = 200;             // draws that play the truth in the preposterior (evenly strided)
+};
+
+struct TargetCheck {
+  LrPosterior posterior;
+  bool needs_probe = false;
+  std::string why;  // "laws part by 0.83 octave", "the prediction is at the stability edge", "p80 regret 2.1%", or empty
+};
+TargetCheck CheckTarget(const LawSet& set, const std::vector<MixtureDraw>& mixture, int64_t target,
+                        const ProbeOptions& options);
+
+struct Probe {
+  int64_t global_batch = 0;
+  int64_t target_batch = 0;   // the target it was chosen for
+  int nodes = 1;              // per trial: no more than the sweep used
+  int micro_batches = 1;      // gradient accumulation steps to reach global_batch on those nodes
+  std::vector<double> lrs;    // peak LRs, ascending
+  double node_hours = 0;
+  double p80_before = 0;      // the target's p80 regret now, and expected after the probe
+  double p80_after = 0;
+  bool extension = false;     // more LRs for the previous probe (the runner should reuse its seed)
+};
+
+// The best probe for `target`; nullopt when no candidate batch lies between the surface's largest and the target.
+std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDraw>& mixture,
+                                  const std::vector<ScaleTrial>& trials, int64_t target,
+                                  const ProbeOptions& options);
+
+// A probe whose best LR (seed-mean loss) is its lowest or highest convergent one did not bracket its optimum:
+// one more LR beyond that side (the probe's spacing, at least half an octave); nullopt when bracketed. A diverged
+// LR above closes the high side.
+std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& options);
+
+// The preposterior: expected p80 regret at `target` after measuring x*(probe_batch) (see the header comment).
+double ExpectedP80After(const LawSet& set, const std::vector<MixtureDraw>& mixture, double probe_batch,
+                        double target, const ProbeOptions& options);
+
+// The trials' node-hours: Σ nodes·compute relative to one run at the largest batch (compute 0: steps × batch),
+// × node_hours_per_run.
+double SweepNodeHours(const std::vector<ScaleTrial>& trials, double node_hours_per_run);
+
+}  // namespace ladder::search

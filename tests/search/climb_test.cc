@@ -1,0 +1,196 @@
+// The climb (search/scaling/climb.h, probe_plan.h) with the noisy quadratic model (bench/noisy_quadratic.h) as the
+// ground truth: its sweeps and probes are simulated (bench/nqm_sweep.h), its oracle says what the right LR was.
+#include "search/scaling/climb.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "bench/nqm_sweep.h"
+
+namespace ladder::search {
+namespace {
+
+using bench::NoisyQuadratic;
+
+NoisyQuadratic Task(double alpha, double noise, int64_t examples) {
+  NoisyQuadratic q;
+  q.alpha = alpha, q.noise = noise, q.examples = examples;
+  return q;
+}
+
+std::vector<ScaleTrial> Sweep(const NoisyQuadratic& q, int nodes = 1) {
+  bench::NqmSweepPlan plan;
+  plan.first_guess_log2 = std::round(std::log2(q.Oracle(16).lr));
+  auto trials = bench::SimulateSweep(q, plan);
+  for (ScaleTrial& t : trials) t.nodes = nodes;
+  return trials;
+}
+
+ProbeRunner Runner(const NoisyQuadratic& q, std::vector<Probe>* seen = nullptr) {
+  auto index = std::make_shared<uint64_t>(0);
+  return [q, seen, index](const Probe& p) {
+    if (seen) seen->push_back(p);
+    if (!p.extension) ++*index;
+    return bench::SimulateProbe(q, p, 100 + *index);
+  };
+}
+
+double Err(const LrPosterior& p, const NoisyQuadratic& q) {
+  return std::abs(p.log2_lr - std::log2(q.Oracle(p.global_batch).lr));
+}
+
+// Best LR grows about linearly across the sweep (16..256) and bends past it: from the sweep alone the laws cannot
+// say where it stops (the power law runs into the stability edge at 8,192); probes at 4,096 do.
+TEST(Climb, ATaskSweptBelowItsBendIsFlaggedAndProbesSettleIt) {
+  const NoisyQuadratic q = Task(0.9, 30, 524288);
+  const auto sweep = Sweep(q);
+  auto r = Climb(sweep, {4096, 8192}, Runner(q));
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_GE(r.value->probes.size(), 1u);
+  for (const TargetOutcome& t : r.value->targets) {
+    SCOPED_TRACE(t.global_batch);
+    EXPECT_TRUE(t.flagged) << t.flag_why;
+    EXPECT_GT(Err(t.before, q), 0.25);
+    EXPECT_LT(Err(t.after, q), 0.15);
+    const double x = std::log2(q.Oracle(t.global_batch).lr);
+    EXPECT_TRUE(x >= t.after.lo90 && x <= t.after.hi90) << t.after.lo90 << " " << t.after.hi90 << " " << x;
+  }
+}
+
+TEST(Climb, ProbesStayWithinTheBudgetOnTheSweepsOwnNodes) {
+  const NoisyQuadratic q = Task(1.4, 1, 1 << 20);
+  const auto sweep = Sweep(q, 4);
+  std::vector<Probe> seen;
+  auto r = Climb(sweep, {4096, 8192}, Runner(q, &seen));
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_FALSE(seen.empty());
+  EXPECT_LE(r.value->probe_node_hours, 0.1 * r.value->sweep_node_hours + 1e-9);
+  EXPECT_NEAR(r.value->sweep_node_hours, static_cast<double>(sweep.size()), 1.0);  // epochs budget: ~1 run each
+  for (const Probe& p : seen) {
+    EXPECT_EQ(p.nodes, 4);
+    EXPECT_EQ(p.micro_batches, p.global_batch / 256);
+    EXPECT_LE(p.global_batch, p.target_batch);
+    EXPECT_GT(p.global_batch, 256);
+  }
+  size_t runs = 0;
+  for (const Probe& p : seen) runs += p.lrs.size();
+  EXPECT_EQ(r.value->probe_trials.size(), runs);
+}
+
+TEST(Climb, WithoutARunnerTheUndecidedTextNamesTheProbeThatDecides) {
+  const NoisyQuadratic q = Task(1.4, 1, 1 << 20);
+  auto r = Climb(Sweep(q), {4096}, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_FALSE(r.value->decided);
+  EXPECT_TRUE(r.value->probes.empty());
+  ASSERT_TRUE(r.value->next_probe.has_value());
+  const Probe& p = *r.value->next_probe;
+  const std::string& s = r.value->undecided;
+  EXPECT_EQ(s.rfind("the sweep cannot ", 0), 0u) << s;
+  EXPECT_NE(s.find("at batch 4096"), std::string::npos) << s;
+  EXPECT_NE(s.find("one probe at batch " + std::to_string(p.global_batch) + ", learning rates {"), std::string::npos)
+      << s;
+  EXPECT_NE(s.find("node-hours, decides"), std::string::npos) << s;
+  EXPECT_EQ(p.lrs.size(), 3u);
+  EXPECT_LT(p.lrs.front(), p.lrs.back());
+}
+
+TEST(Climb, TheSameSweepAndProbesGiveTheSameClimb) {
+  const NoisyQuadratic q = Task(0.9, 30, 524288);
+  const auto sweep = Sweep(q);
+  auto a = Climb(sweep, {4096}, Runner(q));
+  auto b = Climb(sweep, {4096}, Runner(q));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a.value->probes.size(), b.value->probes.size());
+  for (size_t i = 0; i < a.value->probes.size(); ++i) EXPECT_EQ(a.value->probes[i].lrs, b.value->probes[i].lrs);
+  EXPECT_EQ(a.value->targets[0].after.log2_lr, b.value->targets[0].after.log2_lr);
+  EXPECT_EQ(a.value->targets[0].after.hi90, b.value->targets[0].after.hi90);
+  EXPECT_EQ(a.value->undecided, b.value->undecided);
+}
+
+TEST(Climb, ATargetInsideTheSweepHasNoProbeBatchAndSaysSo) {
+  const NoisyQuadratic q = Task(0.9, 30, 524288);
+  int calls = 0;
+  auto r = Climb(Sweep(q), {128}, [&](const Probe&) { ++calls; return std::vector<ScaleTrial>{}; });
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(calls, 0);
+  EXPECT_LT(Err(r.value->targets[0].after, q), 0.3);
+  // The laws agree at 128, but the model's basin is sharp enough that the sweep's own noise keeps the predicted
+  // p80 regret above 1%: undecided, and no batch between the sweep and the target to probe.
+  EXPECT_FALSE(r.value->decided);
+  EXPECT_FALSE(r.value->next_probe.has_value());
+  EXPECT_EQ(r.value->undecided.rfind("the sweep cannot pin the learning rate at batch 128 (80% interval [", 0), 0u)
+      << r.value->undecided;
+  EXPECT_NE(r.value->undecided.find("no probe batch lies between the sweep and the target"), std::string::npos);
+}
+
+TEST(Climb, NoBudgetRunsNoProbe) {
+  const NoisyQuadratic q = Task(1.4, 1, 1 << 20);
+  ClimbOptions o;
+  o.probe_budget = 0;
+  int calls = 0;
+  auto r = Climb(Sweep(q), {4096}, [&](const Probe&) { ++calls; return std::vector<ScaleTrial>{}; }, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(calls, 0);
+  EXPECT_FALSE(r.value->decided);
+  EXPECT_TRUE(r.value->next_probe.has_value());
+}
+
+// A broad, clean, linear surface (synthetic, not the model: its basin is wide, so a small spread costs little).
+TEST(Climb, ALinearSurfaceWhoseLawsAgreeIsNotFlagged) {
+  std::vector<ScaleTrial> trials;
+  for (int64_t b : {16, 32, 64, 128, 256}) {
+    const double xs = -8 + std::log2(b / 16.0);
+    for (int seed = 1; seed <= 3; ++seed) {
+      for (int i = -4; i <= 4; ++i) {
+        ScaleTrial t;
+        t.id = std::to_string(b) + "/" + std::to_string(i) + "/" + std::to_string(seed);
+        t.global_batch = b, t.seed = seed, t.peak_lr = std::exp2(xs + 0.5 * i);
+        t.final_loss = (1 + 0.01 * seed) * (1 + 0.02 * 0.25 * i * i) + 1e-5 * ((i * 7 + seed * 3) % 5 - 2);
+        trials.push_back(t);
+      }
+    }
+  }
+  auto r = Climb(trials, {1024}, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_FALSE(r.value->targets[0].flagged) << r.value->targets[0].flag_why;
+  EXPECT_TRUE(r.value->decided);
+  EXPECT_NEAR(r.value->targets[0].after.log2_lr, -2.0, 0.1);
+  EXPECT_TRUE(r.value->undecided.empty());
+}
+
+TEST(ProbePlan, AProbeWhoseBestLrIsItsLastIsExtendedUntilBracketed) {
+  Probe last;
+  last.global_batch = 1024, last.lrs = {0.25, 0.5, 1.0};
+  auto run = [&](double lr, double loss) {
+    ScaleTrial t;
+    t.id = std::to_string(lr), t.global_batch = 1024, t.peak_lr = lr, t.final_loss = loss, t.seed = 5;
+    t.diverged = !std::isfinite(loss);
+    return t;
+  };
+  std::vector<ScaleTrial> trials = {run(0.25, 3), run(0.5, 2), run(1.0, 1)};
+  auto up = ExtendProbe(trials, last, {});
+  ASSERT_TRUE(up.has_value());
+  EXPECT_TRUE(up->extension);
+  ASSERT_EQ(up->lrs.size(), 1u);
+  EXPECT_DOUBLE_EQ(up->lrs[0], 2.0);
+  trials.push_back(run(2.0, INFINITY));  // diverged above: bracketed
+  EXPECT_FALSE(ExtendProbe(trials, last, {}).has_value());
+  std::vector<ScaleTrial> low = {run(0.25, 1), run(0.5, 2), run(1.0, 3)};
+  auto down = ExtendProbe(low, last, {});
+  ASSERT_TRUE(down.has_value());
+  EXPECT_DOUBLE_EQ(down->lrs[0], 0.125);
+}
+
+TEST(ProbePlan, SweepNodeHoursCountRunsByNodesAndCompute) {
+  ScaleTrial a, b;
+  a.global_batch = 256, a.steps = 100, a.nodes = 2;  // the reference run: 1
+  b.global_batch = 64, b.steps = 400, b.nodes = 1;   // same examples, half the nodes: 0.5
+  EXPECT_DOUBLE_EQ(SweepNodeHours({a, b}, 2.0), 3.0);
+}
+
+}  // namespace
+}  // namespace ladder::search
