@@ -198,7 +198,20 @@ bool TrialManager::Reattach(const std::string& node, const std::shared_ptr<Worke
   TrialRecord::Member* m = it == trials_.end() ? nullptr : MemberOn(it->second, node, run.assignment_epoch());
   bool ours = m && m->live && it->second.epoch == run.assignment_epoch() &&
               it->second.proto.state() == v1::TRIAL_RUNNING;
-  if (!ours) return false;
+  if (!ours) {
+    if (m && m->live && !m->attached) {
+      // A run stopped (requeued, ended) while its group waited for this worker after a restart: the worker is told
+      // to stop it, and its exit (or the node's loss) frees the group; one that has exited it forgets at once.
+      if (run.exited()) {
+        MemberGone(it->second, *m);
+        MaybeReleaseGroup(it->second);
+      } else {
+        m->attached = true;
+        nodes_.AddRun(node, run.trial_id());
+      }
+    }
+    return false;
+  }
   TrialRecord& t = it->second;
   m->attached = true;
   t.last_progress = Clock::now();
@@ -278,6 +291,8 @@ void TrialManager::CheckReattachDeadlines(Clock::time_point now) {
     }
     if (lost && t.proto.state() == v1::TRIAL_RUNNING) {
       RequeueOrFail(t, "no worker re-attached it after the coordinator restarted");
+    } else if (lost) {
+      MaybeReleaseGroup(t);  // stopped meanwhile (requeued, ended): its group waited for these members
     }
   }
 }
