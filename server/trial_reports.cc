@@ -26,7 +26,11 @@ void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<Work
                              const v1::MetricReport& m) {
   auto it = trials_.find(m.trial_id());
   TrialRecord::Member* mem = it == trials_.end() ? nullptr : MemberOn(it->second, node, m.assignment_epoch());
-  if (!mem || !mem->live || it->second.epoch != m.assignment_epoch() || mem->first_rank != 0) {
+  const bool current = mem && mem->live && it->second.epoch == m.assignment_epoch();
+  // A member without rank 0 has no points to store; a worker still reports its state (after every registration,
+  // for each run it holds): that is no stale run.
+  if (current && mem->first_rank != 0 && m.points_size() == 0) return;
+  if (!current || mem->first_rank != 0) {
     // Fencing: a run the coordinator no longer owns.
     v1::CoordinatorMessage cancel;
     cancel.mutable_cancel()->set_trial_id(m.trial_id());
