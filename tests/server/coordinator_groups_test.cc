@@ -415,6 +415,38 @@ TEST_F(CoordinatorGroupTest, AfterARestartAGroupIsNotGivenAwayWhileAMembersWorke
   EXPECT_EQ(again, 2u) << "the trial runs again on two nodes";
 }
 
+// The same, when rank 0's worker comes back having exited the run (it forgets it once told): the group is free at once.
+TEST_F(CoordinatorGroupTest, AfterARestartAWorkerThatComesBackHavingExitedTheRunFreesTheGroupAtOnce) {
+  auto a = Connect("a", 2), b = Connect("b", 2), c = Connect("c", 2);
+  CreateSearch(kTwoNodeSpec);
+  const RunningGroup g = StartOneGroup(a, b, c);
+  const int64_t id = g.rank0.trial_id();
+  store_->Flush();
+  coord_.reset();
+  store_.reset();
+  lease_ = std::chrono::hours(1);
+  Open();
+  auto other = Connect(g.other_node, 2, {{id, g.other.assignment_epoch()}});
+  auto idle = Connect(g.idle_node, 2);
+  Exit(other, g.other, 128 + 15, /*cancelled=*/true);
+  ASSERT_TRUE(other->Starts().empty() && idle->Starts().empty());
+  auto rank0 = std::make_shared<FakeLink>();
+  v1::WorkerMessage reg;
+  reg.mutable_register_()->set_node_id(g.rank0_node);
+  reg.mutable_register_()->mutable_resources()->set_hostname(g.rank0_node);
+  reg.mutable_register_()->mutable_resources()->set_address(g.rank0_node + ".addr");
+  reg.mutable_register_()->mutable_resources()->set_slots(2);
+  reg.mutable_register_()->mutable_resources()->set_cores(2);
+  auto* run = reg.mutable_register_()->add_running();
+  run->set_trial_id(id);
+  run->set_assignment_epoch(g.rank0.assignment_epoch());
+  run->set_exited(true);
+  coord_->OnWorkerMessage(rank0, reg);
+  Drain();
+  EXPECT_EQ(other->Starts().size() + idle->Starts().size() + rank0->Starts().size(), 2u)
+      << "its exit is as good as heard: the trial runs again on two nodes";
+}
+
 // The same, when rank 0's worker never comes back: the re-attach deadline gives the group up.
 TEST_F(CoordinatorGroupTest, AfterARestartAGroupWhoseMemberNeverReRegistersRunsAgainAtTheReattachDeadline) {
   auto a = Connect("a", 2), b = Connect("b", 2), c = Connect("c", 2);
