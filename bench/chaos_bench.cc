@@ -153,6 +153,7 @@ struct Options {
   int gap_min_ms = 9000, gap_max_ms = 15000;
   int lease_ms = 2000;
   int db_fs_mib = 256;
+  std::string keep_logs;  // a directory to copy the logs, the database and the records into before the temp dir goes
   // The faults of one pass of the plan: coordinator kills, worker kills, rank kills, pauses, disk fills.
   int plan[5] = {24, 8, 10, 4, 3};
 };
@@ -179,6 +180,7 @@ class Chaos {
   void KillRank();
   void Pause();
   void FillDisk();
+  void KeepLogs();
   double Uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
 
   Options o_;
@@ -371,6 +373,23 @@ void Chaos::FillDisk() {
   EnsureServer();
 }
 
+// --keep-logs: the coordinator's and workers' logs, the database (with its -wal) and the ranks' records, for reading
+// which fault a problem followed (the driver's own lines, on stderr, carry the bench's clock; the logs the wall time).
+void Chaos::KeepLogs() {
+  namespace fs = std::filesystem;
+  const fs::path to(o_.keep_logs);
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    if (e.path().extension() == ".log") fs::copy_file(e.path(), to / e.path().filename(), fs::copy_options::overwrite_existing, ec);
+  }
+  for (const std::string suffix : {"", "-wal"}) {
+    if (fs::exists(Db() + suffix)) fs::copy_file(Db() + suffix, to / ("ladder.db" + suffix), fs::copy_options::overwrite_existing, ec);
+  }
+  fs::copy(records_, to / "records", fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+  Say("logs, database and records kept in " + to.string());
+}
+
 void Chaos::Fault() {
   if (next_fault_ >= plan_.size()) {  // the plan's faults in a seeded order; again while the searches run
     plan_.clear();
@@ -455,6 +474,7 @@ int Chaos::Run() {
     while (std::getline(in, line)) leftovers_killed += line.find("left running by an earlier worker") != std::string::npos;
   }
   for (const auto& e : f.examples) Say("problem: " + e);
+  if (!o_.keep_logs.empty()) KeepLogs();
   std::string states;
   for (const auto& [s, n] : f.trial_states) states += " " + s + " " + std::to_string(n);
   Say("trials:" + states + "; searches " + f.search_states + "; integrity_check: " + f.integrity);
@@ -492,6 +512,7 @@ int main(int argc, char** argv) {
   app.add_option("--trials", o.trials, "one-rank trials")->capture_default_str()->check(CLI::Range(1, 100000));
   app.add_option("--group-trials", o.group_trials, "trials of 2 nodes x 2 ranks")
       ->capture_default_str()->check(CLI::Range(0, 100000));
+  app.add_option("--keep-logs", o.keep_logs, "copy the logs, the database and the records into this directory");
   CLI11_PARSE(app, argc, argv);
   if (o.quick) {
     o.trials = 200, o.group_trials = 12, o.min_steps = 15, o.max_steps = 30;

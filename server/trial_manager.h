@@ -25,8 +25,9 @@
 // local ranks with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR (rank 0's node address)/MASTER_PORT; launch by mpirun:
 // the first member's worker runs `mpirun --host a:R,b:R ...`, the other members hold their slots. Only global
 // rank 0's member reports metrics. When one member fails or its node is lost, the other members are stopped; the
-// group goes back to the scheduler only when every member has stopped (or its node is down), so a new trial
-// never shares a node with processes of an old one.
+// group goes back to the scheduler only when every member has stopped (or its node is down; after a restart, a
+// node not registered yet counts as running its member until the re-attach deadline), so a new trial never shares a
+// node with processes of an old one, and a trial never runs twice at once.
 //
 // Fencing: every assignment carries a fresh, increasing assignment epoch. Reports with a stale epoch (a worker
 // that lost its lease and came back) are ignored and the run is told to stop. Starts and cancels go out through

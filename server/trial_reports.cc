@@ -26,7 +26,11 @@ void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<Work
                              const v1::MetricReport& m) {
   auto it = trials_.find(m.trial_id());
   TrialRecord::Member* mem = it == trials_.end() ? nullptr : MemberOn(it->second, node, m.assignment_epoch());
-  if (!mem || !mem->live || it->second.epoch != m.assignment_epoch() || mem->first_rank != 0) {
+  const bool current = mem && mem->live && it->second.epoch == m.assignment_epoch();
+  // A member without rank 0 has no points to store; a worker still reports its state (after every registration,
+  // for each run it holds): that is no stale run.
+  if (current && mem->first_rank != 0 && m.points_size() == 0) return;
+  if (!current || mem->first_rank != 0) {
     // Fencing: a run the coordinator no longer owns.
     v1::CoordinatorMessage cancel;
     cancel.mutable_cancel()->set_trial_id(m.trial_id());
@@ -198,7 +202,20 @@ bool TrialManager::Reattach(const std::string& node, const std::shared_ptr<Worke
   TrialRecord::Member* m = it == trials_.end() ? nullptr : MemberOn(it->second, node, run.assignment_epoch());
   bool ours = m && m->live && it->second.epoch == run.assignment_epoch() &&
               it->second.proto.state() == v1::TRIAL_RUNNING;
-  if (!ours) return false;
+  if (!ours) {
+    if (m && m->live && !m->attached) {
+      // A run stopped (requeued, ended) while its group waited for this worker after a restart: the worker is told
+      // to stop it, and its exit (or the node's loss) frees the group; one that has exited it forgets at once.
+      if (run.exited()) {
+        MemberGone(it->second, *m);
+        MaybeReleaseGroup(it->second);
+      } else {
+        m->attached = true;
+        nodes_.AddRun(node, run.trial_id());
+      }
+    }
+    return false;
+  }
   TrialRecord& t = it->second;
   m->attached = true;
   t.last_progress = Clock::now();
@@ -278,6 +295,8 @@ void TrialManager::CheckReattachDeadlines(Clock::time_point now) {
     }
     if (lost && t.proto.state() == v1::TRIAL_RUNNING) {
       RequeueOrFail(t, "no worker re-attached it after the coordinator restarted");
+    } else if (lost) {
+      MaybeReleaseGroup(t);  // stopped meanwhile (requeued, ended): its group waited for these members
     }
   }
 }

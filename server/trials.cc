@@ -190,6 +190,9 @@ void TrialManager::MemberGone(TrialRecord& t, TrialRecord::Member& m) {
 void TrialManager::StopMembers(TrialRecord& t, const std::string& reason) {
   for (auto& m : t.members) {
     if (!m.live) continue;
+    // After a restart, a member whose worker has not re-attached it may still run: its worker's registration (the
+    // run stopped, or told to stop) or the re-attach deadline ends it (Reattach, OnExited, CheckReattachDeadlines).
+    if (!m.attached && t.reattach_deadline != Clock::time_point{}) continue;
     auto link = nodes_.Link(m.node_id);
     if (!link || !m.attached) {
       MemberGone(t, m);  // nothing runs there that anyone could stop or hear from

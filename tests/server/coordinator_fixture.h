@@ -56,7 +56,7 @@ class CoordinatorTest : public ::testing::Test {
   void Open() {
     store_ = std::make_unique<store::Store>((dir_ / "ladder.db").string());
     CoordinatorOptions o = options_;
-    o.heartbeat_timeout = std::chrono::milliseconds(200);
+    o.heartbeat_timeout = lease_;
     o.heartbeat_interval = std::chrono::milliseconds(50);
     coord_ = std::make_unique<Coordinator>(loop_, *store_, o);
     coord_->Start();
@@ -168,6 +168,7 @@ space:
   }
 
   CoordinatorOptions options_;  // what Open() starts the coordinator with (timeouts set there)
+  std::chrono::milliseconds lease_{200};  // the heartbeat timeout Open() gives it (also the re-attach window)
   boost::asio::io_context loop_;
   std::filesystem::path dir_;
   std::unique_ptr<store::Store> store_;
