@@ -156,7 +156,7 @@ class TasksTest(unittest.TestCase):
     def test_the_regime_tasks_set_one_dial_each_and_leave_the_defaults_alone(self):
         tasks = bench.make_tasks(self.args(tasks="teacher_noisy,teacher_lowrank,teacher_adamw"))
         self.assertEqual([t["data"] for t in tasks], ["teacher:25000:32:10:0.5:32", "teacher:25000:32:10:0.0:4",
-                                                      "teacher:25000:32:10:0.2:32"])
+                                                      "teacher:25000:32:10:0.0:32"])
         self.assertEqual([t.get("optimizer", "sgd") for t in tasks], ["sgd", "sgd", "adamw"])
         for t in tasks:
             self.assertEqual((t["swept"], t["targets"], t["train"]), ([16, 32, 64], [1024, 2048], 20000))
