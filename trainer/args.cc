@@ -57,9 +57,12 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
   --data SOURCE        CSV or CSV.gz: numeric features, integer class label (0..K-1) last; an optional
                        header line is skipped (default: the shipped digits data); or idx:IMAGES,LABELS
                        (MNIST IDX), cifar10:FILE[,FILE..] (CIFAR-10 binary), synthetic:ROWS[:FEATURES[:CLASSES]]
-                       (Gaussian mixture), climate:ROWS[:SIZE] (16-channel fields with cyclones and atmospheric
-                       rivers, per-pixel labels), markov:ROWS[:SEQ[:VOCAB]] (token sequences), text:PATH (a
-                       file's bytes as tokens)
+                       (Gaussian mixture), teacher:ROWS[:FEATURES[:CLASSES[:LABEL_NOISE[:RANK]]]] (a fixed
+                       random teacher MLP labels Gaussian inputs; LABEL_NOISE: fraction of labels replaced by
+                       another class, default 0; RANK: the inputs' effective rank, default FEATURES; defaults
+                       32 features, 10 classes), climate:ROWS[:SIZE] (16-channel fields with cyclones and
+                       atmospheric rivers, per-pixel labels), markov:ROWS[:SEQ[:VOCAB]] (token sequences),
+                       text:PATH (a file's bytes as tokens)
   --model NAME         mlp | cnn (small ResNet) | unet (segmentation) | transformer (causal LM); default: unet
                        for climate:, transformer for token data, mlp otherwise
   --input-shape C,H,W  reshape vector samples (CSV) into images, e.g. 1,8,8 for the digits (for cnn)

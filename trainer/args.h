@@ -9,7 +9,7 @@
 namespace ladder::trainer {
 
 struct TrainArgs {
-  std::string data;              // data_sources.h: CSV, idx:, cifar10:, synthetic:, climate:, markov:, text:
+  std::string data;              // data_sources.h: CSV, idx:, cifar10:, synthetic:, teacher:, climate:, markov:, text:
   std::string model;             // mlp | cnn | unet | transformer ("" = the data's default, models.h)
   int heads = 4;                 // transformer attention heads
   int64_t seq_len = 64;          // tokens per sample (text:, markov: default)

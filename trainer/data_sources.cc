@@ -161,7 +161,7 @@ std::vector<std::string> DataFiles(const std::string& spec) {
   const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
   const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
   if (kind == "idx" || kind == "cifar10") return Split(rest, ',');
-  if (kind == "synthetic" || kind == "climate" || kind == "markov") return {};
+  if (kind == "synthetic" || kind == "teacher" || kind == "climate" || kind == "markov") return {};
   if (kind == "text") return {rest};
   return {spec};
 }
@@ -184,6 +184,12 @@ bool LoadData(const std::string& spec, const DataOptions& options, Dataset* out,
     std::vector<int64_t> v = {0, 32, 10};
     if (!ParseCounts(kind, rest, "synthetic:ROWS[:FEATURES[:CLASSES]]", v, {2, 1, 2}, error)) return false;
     *out = MakeSynthetic(v[0], v[1], v[2], kDataSeed);
+    return true;
+  }
+  if (kind == "teacher") {
+    TeacherOptions o;
+    if (!ParseTeacher(rest, &o, error)) return false;
+    *out = MakeTeacher(o, kDataSeed);
     return true;
   }
   if (kind == "climate") {

@@ -6,6 +6,9 @@
 //                              with a fixed seed (for large-batch experiments that need many examples)
 //   climate:ROWS[:SIZE]        16-channel SIZE×SIZE climate-like fields with cyclones and atmospheric rivers,
 //                              per-pixel labels (segmentation; climate_data.cc; SIZE default 32)
+//   teacher:ROWS[:FEATURES[:CLASSES[:LABEL_NOISE[:RANK]]]]  a fixed random teacher MLP labels Gaussian inputs
+//                              (teacher_data.cc); LABEL_NOISE (default 0) the fraction of labels replaced by
+//                              another class, RANK (default FEATURES) the inputs' effective rank; defaults 32:10
 //   markov:ROWS[:SEQ[:VOCAB]]  token sequences from a sparse second-order Markov chain (language model)
 //   text:PATH                  a text file's bytes as tokens (vocabulary 256) in windows of --seq-len
 //   anything else              a CSV file (csv_dataset.h)
@@ -32,6 +35,15 @@ inline bool LoadData(const std::string& spec, Dataset* out, std::string* error) 
 bool LoadMnistIdx(const std::string& images, const std::string& labels, Dataset* out, std::string* error);
 bool LoadCifar10(const std::vector<std::string>& files, Dataset* out, std::string* error);
 Dataset MakeSynthetic(int64_t rows, int64_t features, int64_t classes, uint64_t seed);
+struct TeacherOptions {
+  int64_t rows = 0, features = 32, classes = 10;
+  double label_noise = 0;  // fraction of labels replaced by a different class, in [0, 1)
+  int64_t rank = 0;        // effective rank of the inputs, 1..features (0: features)
+};
+// `teacher_labels` (optional): the teacher's own labels, before the label noise.
+Dataset MakeTeacher(const TeacherOptions& options, uint64_t seed, std::vector<int64_t>* teacher_labels = nullptr);
+// Parses what follows "teacher:"; false with *error naming the field and its value.
+bool ParseTeacher(const std::string& rest, TeacherOptions* out, std::string* error);
 Dataset MakeClimate(int64_t rows, int64_t size, uint64_t seed);
 bool LoadText(const std::string& path, int64_t seq_len, Dataset* out, std::string* error);
 Dataset MakeMarkovText(int64_t rows, int64_t seq_len, int64_t vocab, uint64_t seed);

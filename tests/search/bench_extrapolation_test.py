@@ -153,6 +153,24 @@ class TasksTest(unittest.TestCase):
         msg, code = self.error(tasks="cifar")
         self.assertIn("unknown task 'cifar'", msg)
 
+    def test_the_regime_tasks_set_one_dial_each_and_leave_the_defaults_alone(self):
+        tasks = bench.make_tasks(self.args(tasks="teacher_noisy,teacher_lowrank,teacher_adamw"))
+        self.assertEqual([t["data"] for t in tasks], ["teacher:25000:32:10:0.5:32", "teacher:25000:32:10:0.0:4",
+                                                      "teacher:25000:32:10:0.0:32"])
+        self.assertEqual([t.get("optimizer", "sgd") for t in tasks], ["sgd", "sgd", "adamw"])
+        for t in tasks:
+            self.assertEqual((t["swept"], t["targets"], t["train"]), ([16, 32, 64], [1024, 2048], 20000))
+            self.assertIn(t["name"], bench.GATED)
+        full, = bench.make_tasks(self.args(tasks="teacher_lowrank", quick=False))
+        self.assertEqual((full["data"], full["swept"], full["targets"]),
+                         ("teacher:250000:32:10:0.0:4", [32, 64, 128, 256], [4096, 8192]))
+        # Named only by --tasks: the default lists are what they were.
+        self.assertEqual([t["name"] for t in bench.make_tasks(self.args(tasks=None))], ["synthetic", "digits"])
+        self.assertEqual([t["name"] for t in bench.make_tasks(self.args(tasks=None, quick=False))],
+                         ["synthetic", "adamw", "digits"])
+        msg, _ = self.error(tasks="teacher")
+        self.assertIn("teacher_noisy, teacher_lowrank, teacher_adamw", msg)
+
 
 class IntervalTextTest(unittest.TestCase):
     def test_null_bounds_from_the_fit_tool_print_as_no_interval(self):
