@@ -16,6 +16,7 @@
 #include <future>
 
 #include "common/log.h"
+#include "common/loop_thread.h"
 #include "server/grpc_services.h"
 #include "server/rendezvous_port.h"
 
@@ -110,16 +111,7 @@ void Server::Start() {
       loop_.get_executor());
   // Recover state before anything can call in.
   coord_->Start();
-  loop_thread_ = std::thread([this] {
-    for (;;) {
-      try {
-        loop_.run();
-        return;
-      } catch (const std::exception& e) {
-        LogError("server", std::string("event loop handler threw: ") + e.what());
-      }
-    }
-  });
+  loop_thread_ = StartLoopThread(loop_, "server");
 
   ladder_service_ = std::make_unique<LadderService>(loop_, *coord_, *access_, *tokens_, *open_streams_);
   worker_service_ = std::make_unique<WorkerServiceImpl>(loop_, *coord_, *access_, *open_streams_);

@@ -19,6 +19,7 @@
 #include "common/address.h"
 #include "common/executable.h"
 #include "common/log.h"
+#include "common/loop_thread.h"
 #include "worker/certificate_check.h"
 #include "worker/launcher_stop.h"
 #include "worker/leftovers.h"
@@ -98,16 +99,7 @@ void Worker::Start() {
   }
   work_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       loop_.get_executor());
-  loop_thread_ = std::thread([this] {
-    for (;;) {
-      try {
-        loop_.run();
-        return;
-      } catch (const std::exception& e) {
-        LogError(kLog, std::string("event loop handler threw: ") + e.what());
-      }
-    }
-  });
+  loop_thread_ = StartLoopThread(loop_, kLog);
   session_thread_ = std::thread([this] { SessionLoop(); });
 }
 
