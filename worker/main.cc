@@ -12,17 +12,23 @@
 #include "worker/slurm_topology.h"
 #include "worker/worker.h"
 
-int main(int argc, char** argv) {
-  ladder::SetLogLevelFromEnv();
-  CLI::App app{"ladder-worker: runs trials on this node for a ladder coordinator"};
-  app.set_version_flag("--version", std::string("ladder ") + LADDER_VERSION);
+namespace {
+
+// The command line, before the environment and Slurm fill in what it leaves out.
+struct Flags {
   ladder::worker::WorkerOptions opt;
   std::string token_file;
   std::vector<std::string> labels;
+  bool slurm_topology = false;
+  bool cold_starts = false;
+};
+
+void AddFlags(CLI::App& app, Flags* f) {
+  ladder::worker::WorkerOptions& opt = f->opt;
   app.add_option("--server", opt.server, "coordinator address host:port")
       ->check([](const std::string& v) { return ladder::HostPortError(v); })
       ->capture_default_str();
-  app.add_option("--token-file", token_file, "file holding the coordinator's token (or set LADDER_TOKEN)");
+  app.add_option("--token-file", f->token_file, "file holding the coordinator's token (or set LADDER_TOKEN)");
   app.add_option("--tls-ca", opt.tls.ca,
                  "PEM CA certificate that signed the coordinator's (TLS; ladder certs create DIR: DIR/ca.crt); env "
                  "LADDER_TLS_CA");
@@ -36,35 +42,34 @@ int main(int argc, char** argv) {
   app.add_option("--address", opt.address,
                  "where the other nodes of a multi-node trial reach this one (MASTER_ADDR, mpirun --host); "
                  "default: under Slurm the node's NodeAddr, else the hostname");
-  app.add_option("--label", labels,
+  app.add_option("--label", f->labels,
                  "label KEY=VALUE (repeatable): topology (rack=r12, switch=s1), or pool=NAME: this node serves only "
                  "searches with resources.pool NAME, and the worker exits 0 when none is left running (a hero run's "
                  "own Slurm job)");
   app.add_option("--trial-dir", opt.trial_dir, "directory for per-trial logs and outputs")->capture_default_str();
-  bool slurm_topology = false;
-  app.add_flag("--slurm-topology", slurm_topology,
+  app.add_flag("--slurm-topology", f->slurm_topology,
                "label this node rack=<its leaf switch> switch=<the switch above> from `scontrol show topology` "
                "(ladder up --slurm starts workers with it)");
-  bool cold_starts = false;
-  app.add_flag("--cold-starts", cold_starts,
+  app.add_flag("--cold-starts", f->cold_starts,
                "start every ladder-train rank as a new process (default: fork it from a warm ladder-train --zygote, "
                "which saves LibTorch's start-up, about 0.5 s; any other command always starts cold); env "
                "LADDER_COLD_STARTS=1");
   app.footer("Under Slurm (SLURMD_NODENAME set) the node id defaults to Slurm's node name. SIGTERM and SIGUSR1 stop "
              "the worker: its trials get SIGTERM (ladder-train saves its checkpoint) and go back to the queue.");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as the ladder CLI
-  }
-  if (const char* c = std::getenv("LADDER_COLD_STARTS"); c && *c && std::string(c) != "0") cold_starts = true;
-  opt.warm_starts = !cold_starts;
+}
+
+// The options from the flags, the environment (LADDER_COLD_STARTS, LADDER_TLS_*) and Slurm (the node's name,
+// address and topology): 0, or the exit status after saying why not.
+int CompleteOptions(Flags& f) {
+  ladder::worker::WorkerOptions& opt = f.opt;
+  if (const char* c = std::getenv("LADDER_COLD_STARTS"); c && *c && std::string(c) != "0") f.cold_starts = true;
+  opt.warm_starts = !f.cold_starts;
   ladder::TlsFromEnvironment(&opt.tls);
   if (std::string err = ladder::TlsFilesError(opt.tls, /*server=*/false); !err.empty()) {
     std::cerr << "ladder-worker: " << err << "\n";
     return 2;
   }
-  for (const auto& l : labels) {
+  for (const auto& l : f.labels) {
     auto eq = l.find('=');
     if (eq == std::string::npos || eq == 0) {
       std::cerr << "ladder-worker: --label '" << l << "': expected KEY=VALUE\n";
@@ -79,7 +84,7 @@ int main(int argc, char** argv) {
   }
   // Under Slurm, peers reach this node where Slurm does (its NodeAddr), which need not be what its name resolves to.
   if (opt.address.empty() && std::getenv("SLURMD_NODENAME")) opt.address = ladder::worker::SlurmNodeAddress();
-  if (slurm_topology) {
+  if (f.slurm_topology) {
     std::string note;
     const std::string err = ladder::worker::AddSlurmTopologyLabels(opt.node_id, &opt.labels, &note);
     if (!err.empty()) {
@@ -88,6 +93,12 @@ int main(int argc, char** argv) {
     }
     ladder::LogInfo("worker", note);
   }
+  return 0;
+}
+
+// Runs the worker until a stop signal (SIGINT, SIGTERM, SIGUSR1), the coordinator's refusal of its token or
+// certificate, or its release: the exit status.
+int RunUntilStopped(ladder::worker::WorkerOptions opt, const std::string& token_file) {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
@@ -137,4 +148,21 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ladder::SetLogLevelFromEnv();
+  CLI::App app{"ladder-worker: runs trials on this node for a ladder coordinator"};
+  app.set_version_flag("--version", std::string("ladder ") + LADDER_VERSION);
+  Flags flags;
+  AddFlags(app, &flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a usage error: 2, as the ladder CLI
+  }
+  if (int status = CompleteOptions(flags); status != 0) return status;
+  return RunUntilStopped(std::move(flags.opt), flags.token_file);
 }
