@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/executable.h"
-#include "server/scheduler/inventory.h"
+#include "common/hostlist.h"
 
 namespace ladder::worker {
 
@@ -43,7 +43,7 @@ std::map<std::string, SlurmLabels> ParseSlurmTopology(const std::string& text, s
       int depth = 0;
       auto flush = [&] {
         if (part.empty()) return;
-        for (auto& m : scheduler::ExpandHostlist(part, &bad)) members.push_back(m);
+        for (auto& m : ExpandHostlist(part, &bad)) members.push_back(m);
         if (!bad.empty() && error && error->empty()) *error = "cannot read '" + part + "' in: " + line;
         part.clear();
       };

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/hostlist.h"
 #include "server/scheduler/cluster.h"
 
 namespace ladder::scheduler {
@@ -44,8 +45,7 @@ struct InventoryError {
 std::vector<InventoryError> ParseInventory(std::string_view text, std::string_view file,
                                            std::vector<NodeSpec>* nodes);
 
-// "n[001-003,7]" -> n001 n002 n003 n7; a name without brackets is itself. Empty result and `error` set when
-// malformed (unbalanced brackets, a range that runs backwards, more than `limit` names).
-std::vector<std::string> ExpandHostlist(std::string_view list, std::string* error, size_t limit = 1000000);
+// The hostlists of its lines (common/hostlist.h).
+using ::ladder::ExpandHostlist;
 
 }  // namespace ladder::scheduler
