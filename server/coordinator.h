@@ -9,8 +9,8 @@
 //   EventHub       (event_hub.h)       what watchers receive
 //
 // This class builds and wires them, runs the recovery at Start, the periodic checks and the scheduling pass, and
-// is the API: the Ladder service's calls (ladder_api.cc) and the worker stream's messages (worker_protocol.cc)
-// translate protos into calls on the parts. docs/ARCHITECTURE.md draws the whole.
+// is the API: the Ladder service's calls (coordinator_ladder_api.cc) and the worker stream's messages
+// (coordinator_worker_protocol.cc) translate protos into calls on the parts. docs/ARCHITECTURE.md draws the whole.
 //
 // Threading: every public method must run on `loop` (the gRPC adapters post onto it). Nothing here blocks
 // except SQLite writes, which are batched (store.h). A worker stream is read one message at a time, each read
@@ -59,7 +59,7 @@ class Coordinator {
   void Fatal(const std::string& what);
   bool failed() const { return outbox_.failed(); }
 
-  // --- Ladder service (ladder_api.cc) -------------------------------------------------------------------------
+  // --- Ladder service (coordinator_ladder_api.cc) ---------------------------------------------------------------
   grpc::Status CreateSearch(const v1::CreateSearchRequest& req, v1::CreateSearchResponse* resp);
   grpc::Status ListSearches(const v1::ListSearchesRequest& req, v1::ListSearchesResponse* resp);
   grpc::Status GetSearch(const v1::GetSearchRequest& req, v1::GetSearchResponse* resp);
@@ -84,7 +84,7 @@ class Coordinator {
   int64_t AddWatcher(const v1::WatchRequest& req, EventSink sink);
   void RemoveWatcher(int64_t id);
 
-  // --- Worker service (worker_protocol.cc) --------------------------------------------------------------------
+  // --- Worker service (coordinator_worker_protocol.cc) ----------------------------------------------------------
   void OnWorkerMessage(const std::shared_ptr<WorkerLink>& link, const v1::WorkerMessage& msg);
   void OnWorkerGone(const std::shared_ptr<WorkerLink>& link, const std::string& reason);
   // The token the worker's stream was opened with was revoked or expired: the stream is closed with `status`

@@ -3,12 +3,10 @@
 
 #include <boost/asio/post.hpp>
 #include <atomic>
-#include <deque>
-#include <iterator>
-#include <list>
 #include <mutex>
 
 #include "common/log.h"
+#include "server/stream_writer.h"
 
 namespace ladder::server {
 
@@ -78,7 +76,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
 
   WatchReactor(boost::asio::io_context& loop, Coordinator& coord, const v1::WatchRequest& req, OpenStreams& streams,
                const AccessControl& access, std::string token_sha256)
-      : loop_(loop), coord_(coord), streams_(streams) {
+      : loop_(loop),
+        coord_(coord),
+        streams_(streams),
+        writer_([this](const v1::Event* ev) { StartWrite(ev); }, [this](const grpc::Status& st) { Finish(st); }) {
     // Runs on the loop. The reactor cannot be freed meanwhile: OnDone frees it from a handler posted later.
     boost::asio::post(loop_, [this, req, &access, token_sha256 = std::move(token_sha256)] {
       {
@@ -99,22 +100,12 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
 
   void OnWriteDone(bool ok) override {
     std::lock_guard<std::mutex> g(mu_);
-    writing_ = false;
-    if (!queue_.empty()) queue_.pop_front();
-    if (!ok) FinishLocked(grpc::Status::OK);
-    if (finished_) {
-      if (!status_sent_) {
-        status_sent_ = true;
-        Finish(final_status_);
-      }
-      return;
-    }
-    WriteNextLocked();
+    writer_.WriteDone(ok);
   }
 
   void OnCancel() override {
     std::lock_guard<std::mutex> g(mu_);
-    FinishLocked(grpc::Status::CANCELLED);
+    writer_.Finish(grpc::Status::CANCELLED);
   }
 
   void OnDone() override {
@@ -134,38 +125,20 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
   // Ends the stream with `st` (on the loop: the token ended).
   void Close(const grpc::Status& st) {
     std::lock_guard<std::mutex> g(mu_);
-    FinishLocked(st);
+    writer_.Finish(st);
   }
   void Push(const v1::Event& ev) {
     std::lock_guard<std::mutex> g(mu_);
-    if (finished_) return;
-    if (queue_.size() >= kMaxQueued && ev.kind() == v1::Event::TRIAL_METRICS) return;
-    queue_.push_back(ev);
-    if (!writing_) WriteNextLocked();
-  }
-  void WriteNextLocked() {
-    if (finished_ || writing_ || queue_.empty()) return;
-    writing_ = true;
-    StartWrite(&queue_.front());
-  }
-  // Finishes now, or when the write in flight completes (OnWriteDone).
-  void FinishLocked(const grpc::Status& st) {
-    if (finished_) return;
-    finished_ = true;
-    final_status_ = st;
-    if (!writing_ && !status_sent_) {
-      status_sent_ = true;
-      Finish(st);
-    }
+    if (writer_.queued() >= kMaxQueued && ev.kind() == v1::Event::TRIAL_METRICS) return;
+    writer_.Push(ev);
   }
 
   boost::asio::io_context& loop_;
   Coordinator& coord_;
   OpenStreams& streams_;
   std::mutex mu_;
-  std::deque<v1::Event> queue_;
-  grpc::Status final_status_;
-  bool writing_ = false, finished_ = false, done_ = false, status_sent_ = false;
+  StreamWriter<v1::Event> writer_;  // under mu_
+  bool done_ = false;
   int64_t watcher_id_ = 0;
 };
 
@@ -201,7 +174,12 @@ class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
   // takes the node down without counting a failure (Coordinator::OnWorkerTokenEnded).
   WorkerReactor(boost::asio::io_context& loop, Coordinator& coord, OpenStreams& streams, const AccessControl& access,
                 std::string token_sha256)
-      : loop_(loop), coord_(coord), streams_(streams), link_(std::make_shared<ReactorLink>(this)) {
+      : loop_(loop),
+        coord_(coord),
+        streams_(streams),
+        link_(std::make_shared<ReactorLink>(this)),
+        writer_([this](const v1::CoordinatorMessage* m) { StartWrite(m); },
+                [this](const grpc::Status& st) { Finish(st); }) {
     if (!token_sha256.empty()) {
       boost::asio::post(loop_, [coord = &coord_, streams = &streams_, access = &access, link = link_,
                                 token_sha256 = std::move(token_sha256)] {
@@ -220,7 +198,7 @@ class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
     if (!ok) {
       boost::asio::post(loop_, [coord = &coord_, link = link_] { coord->OnWorkerGone(link, "stream closed"); });
       std::lock_guard<std::mutex> g(mu_);
-      FinishLocked(grpc::Status::OK);
+      writer_.Finish(grpc::Status::OK);
       return;
     }
     boost::asio::post(loop_, [coord = &coord_, link = link_, msg = std::move(in_)] {
@@ -231,22 +209,12 @@ class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
 
   void OnWriteDone(bool ok) override {
     std::lock_guard<std::mutex> g(mu_);
-    writing_ = false;
-    if (!out_.empty()) out_.pop_front();
-    if (!ok) FinishLocked(grpc::Status::OK);
-    if (finish_requested_) {
-      if (!finished_) {
-        finished_ = true;
-        Finish(pending_status_);
-      }
-      return;
-    }
-    WriteNextLocked();
+    writer_.WriteDone(ok);
   }
 
   void OnCancel() override {
     std::lock_guard<std::mutex> g(mu_);
-    FinishLocked(grpc::Status::CANCELLED);
+    writer_.Finish(grpc::Status::CANCELLED);
   }
 
   void OnDone() override {
@@ -263,42 +231,22 @@ class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
   // lets it forget (and a run's acknowledgement after its new start is ignored by epoch). Nothing else is reordered.
   void Send(const v1::CoordinatorMessage& msg) {
     std::lock_guard<std::mutex> g(mu_);
-    if (finish_requested_) return;
-    auto pos = out_.end();
-    if (msg.has_start() || msg.has_cancel()) {
-      const auto first_queued = writing_ ? std::next(out_.begin()) : out_.begin();
-      while (pos != first_queued && std::prev(pos)->has_ack()) --pos;
-    }
-    out_.insert(pos, msg);
-    WriteNextLocked();
+    writer_.Push(msg, msg.has_start() || msg.has_cancel() ? &IsAck : nullptr);
   }
   void Close(const grpc::Status& st) {
     std::lock_guard<std::mutex> g(mu_);
-    FinishLocked(st);
+    writer_.Finish(st);
   }
   // No read is outstanding here (OnReadDone posted the message and started none).
   void ReadNext() {
     std::lock_guard<std::mutex> g(mu_);
-    if (finish_requested_) return;
+    if (writer_.finishing()) return;
     in_.Clear();
     StartRead(&in_);
   }
 
  private:
-  void WriteNextLocked() {
-    if (writing_ || out_.empty() || finish_requested_) return;
-    writing_ = true;
-    StartWrite(&out_.front());
-  }
-  // Finishes once the queued writes are out (or at once if a write failed).
-  void FinishLocked(const grpc::Status& st) {
-    if (finish_requested_) return;
-    finish_requested_ = true;
-    pending_status_ = st;
-    if (writing_) return;  // OnWriteDone finishes once the write in flight completes
-    finished_ = true;
-    Finish(st);
-  }
+  static bool IsAck(const v1::CoordinatorMessage& m) { return m.has_ack(); }
 
   boost::asio::io_context& loop_;
   Coordinator& coord_;
@@ -306,10 +254,7 @@ class WorkerReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
   std::shared_ptr<ReactorLink> link_;
   v1::WorkerMessage in_;
   std::mutex mu_;
-  std::list<v1::CoordinatorMessage> out_;  // a list: the one in flight stays put when a start is put ahead of acks
-  bool writing_ = false, finished_ = false, finish_requested_ = false;
-  grpc::Status pending_status_;
-
+  StreamWriter<v1::CoordinatorMessage> writer_;  // under mu_
 };
 
 void ReactorLink::Send(const v1::CoordinatorMessage& msg) {

@@ -29,7 +29,8 @@ struct Flags {
   std::string session_lifetime = ladder::FormatDurationSeconds(ladder::server::kDefaultSessionLifetime.count());
 };
 
-void AddFlags(CLI::App* app, Flags* f) {
+// Where it serves and from which database, and who may call it.
+void AddServingFlags(CLI::App* app, Flags* f) {
   app->add_option("--listen", f->opt.listen, "host:port to listen on (port 0: any free port)")
       ->check([](const std::string& v) { return ladder::HostPortError(v); })
       ->capture_default_str();
@@ -42,6 +43,10 @@ void AddFlags(CLI::App* app, Flags* f) {
                 "calls and the dashboard answer from it; every call that would change state is refused, no worker "
                 "is accepted, no trial runs, and nothing next to the database is written or locked (the token is "
                 "read from --token-file, never created)");
+}
+
+// The coordinator's leases, pacing, checkpoints and rendezvous ports.
+void AddCoordinatorFlags(CLI::App* app, Flags* f) {
   app->add_option("--heartbeat-timeout-ms", f->heartbeat_timeout_ms,
                   "worker lease: a worker silent this long is down")
       ->check(CLI::Range(100, 3600000))
@@ -85,6 +90,10 @@ void AddFlags(CLI::App* app, Flags* f) {
                   "how many rendezvous ports from --rendezvous-port-base")
       ->check(CLI::Range(1, 64511))
       ->capture_default_str();
+}
+
+// The web dashboard and its logins; TLS for gRPC and the dashboard.
+void AddDashboardAndTlsFlags(CLI::App* app, Flags* f) {
   app->add_option("--http", f->opt.http_listen,
                   "host:port of the web dashboard (e.g. 127.0.0.1:8080; from a laptop: ssh -L 8080:127.0.0.1:8080 "
                   "LOGIN_NODE); off by default")
@@ -107,6 +116,13 @@ void AddFlags(CLI::App* app, Flags* f) {
   app->add_flag("--insecure", f->opt.insecure,
                 "allow plaintext on a non-loopback --listen or --http address (refused otherwise: tokens and trials "
                 "would cross the network readable by anyone on it)");
+}
+
+// In --help's order.
+void AddFlags(CLI::App* app, Flags* f) {
+  AddServingFlags(app, f);
+  AddCoordinatorFlags(app, f);
+  AddDashboardAndTlsFlags(app, f);
   app->add_option("--mpirun", f->mpirun,
                   "the command that starts an MPI trial (resources.launcher: mpirun), split into words; the "
                   "coordinator appends -np, --host, -x and the trial's command")

@@ -72,8 +72,6 @@ class NodeManager {
   // trial is answered RetryRegistration with a slot of its own (each refused one a period after the last) and its
   // stream is closed RESOURCE_EXHAUSTED.
   void Register(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg);
-  // Registrations refused so far (admission).
-  int64_t refused_registrations() const { return refused_; }
   // The node a registered stream belongs to; nullopt for an unknown or replaced stream.
   std::optional<std::string> NodeOf(const std::shared_ptr<WorkerLink>& link) const;
   // The heartbeat interval workers are told now, and the lease that goes with it (heartbeat_timeout in the same

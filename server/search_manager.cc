@@ -1,5 +1,5 @@
 // SearchManager: creation, the samplers, the best trial, the failure budget and the search's end. The trial
-// schedulers and the hero band are in search_decisions.cc, ensembles in ensemble_step.cc.
+// schedulers and the hero band are in search_manager_decisions.cc, ensembles in search_manager_ensemble.cc.
 #include "server/search_manager.h"
 
 #include <cctype>

@@ -104,7 +104,8 @@ class SearchManager : public TrialManager::Owner {
   void MaybeFinish(SearchRecord& s);
   void SetState(SearchRecord& s, v1::SearchState state, const std::string& error);
 
-  // Trial schedulers (search_decisions.cc): a point of a running trial, judged by the trial scheduler.
+  // Trial schedulers (search_manager_decisions.cc): a point of a running trial, judged by the trial
+  // scheduler.
   void ConsultTrialScheduler(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point);
   // Node count as the fidelity: a stage below the last level is judged as (nodes, objective); the trial stops
   // (COMPLETED with its value) or is promoted to the next level's node count. Otherwise it completes.
@@ -114,7 +115,7 @@ class SearchManager : public TrialManager::Owner {
   // The hero run's band: warns when a run leaves it and, with stop_outside_band, stops a run above it.
   void WatchBand(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point);
 
-  // Ensembles (ensemble_step.cc): greedy selection over the top_k completed trials' saved validation
+  // Ensembles (search_manager_ensemble.cc): greedy selection over the top_k completed trials' saved validation
   // predictions (read on the loop, at most top_k files, once per search); the result, or why there is none,
   // goes into the search.
   void BuildEnsemble(SearchRecord& s);

@@ -16,6 +16,7 @@
 #include <future>
 
 #include "common/log.h"
+#include "common/loop_thread.h"
 #include "server/grpc_services.h"
 #include "server/rendezvous_port.h"
 
@@ -61,6 +62,17 @@ std::string Server::address() const {
 }
 
 void Server::Start() {
+  CheckListenSettings();
+  if (!opt_.read_only) lock_.Acquire(opt_.db_path);
+  OpenStore();
+  StartLoop();
+  StartGrpc();
+  if (!opt_.http_listen.empty()) StartDashboard();
+  LogInfo("server",
+          "listening on " + address() + ", database " + opt_.db_path + (opt_.read_only ? " (read-only)" : ""));
+}
+
+void Server::CheckListenSettings() const {
   // Refused before anything is created: plaintext on a network others share.
   if (std::string err = PlaintextListenError(opt_.listen, !opt_.tls.cert.empty(), opt_.insecure, "gRPC");
       !err.empty()) {
@@ -78,21 +90,26 @@ void Server::Start() {
       !w.empty()) {
     LogWarning("server", w);
   }
-  if (!opt_.read_only) lock_.Acquire(opt_.db_path);
-  // A start that fails leaves no database behind that it created.
-  auto remove_created = [this] {
-    if (opt_.read_only || !lock_.created()) return;
-    std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(opt_.db_path + suffix, ec);
-  };
+}
+
+void Server::RemoveCreatedDatabase() {
+  if (opt_.read_only || !lock_.created()) return;
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(opt_.db_path + suffix, ec);
+}
+
+void Server::OpenStore() {
   try {
     store_ = std::make_unique<store::Store>(opt_.db_path, opt_.read_only ? store::OpenMode::kReadOnly
                                                                           : store::OpenMode::kReadWrite);
   } catch (const std::exception& e) {
     store_.reset();
-    remove_created();
+    RemoveCreatedDatabase();
     throw std::runtime_error(std::string("cannot open the store: ") + e.what());
   }
+}
+
+void Server::StartLoop() {
   access_ = std::make_unique<AccessControl>(opt_.token);
   open_streams_ = std::make_unique<OpenStreams>();
   // A token's end (revoked, expired) ends the gRPC streams opened with it, on the loop that owns them.
@@ -110,17 +127,10 @@ void Server::Start() {
       loop_.get_executor());
   // Recover state before anything can call in.
   coord_->Start();
-  loop_thread_ = std::thread([this] {
-    for (;;) {
-      try {
-        loop_.run();
-        return;
-      } catch (const std::exception& e) {
-        LogError("server", std::string("event loop handler threw: ") + e.what());
-      }
-    }
-  });
+  loop_thread_ = StartLoopThread(loop_, "server");
+}
 
+void Server::StartGrpc() {
   ladder_service_ = std::make_unique<LadderService>(loop_, *coord_, *access_, *tokens_, *open_streams_);
   worker_service_ = std::make_unique<WorkerServiceImpl>(loop_, *coord_, *access_, *open_streams_);
   // gRPC's mutexes are abseil's, and this system's abseil is built with their deadlock detection on: a lock-order
@@ -139,33 +149,32 @@ void Server::Start() {
     Stop();
     coord_.reset();
     store_.reset();
-    remove_created();
+    RemoveCreatedDatabase();
     throw std::runtime_error("cannot listen on " + opt_.listen + " (address in use or invalid?)");
   }
-  if (!opt_.http_listen.empty()) {
-    HttpOptions ho;
-    ho.listen = opt_.http_listen;
-    ho.access = access_.get();
-    ho.tls = opt_.tls;
-    ho.db_path = opt_.db_path;
-    ho.max_queued_bytes = opt_.http_max_queued_bytes;
-    ho.sessions = opt_.http_sessions;
-    ho.clock = opt_.http_clock;
-    http_ = std::make_unique<HttpServer>(ho, loop_, *coord_);
-    try {
-      http_->Start();
-    } catch (...) {
-      http_.reset();
-      Stop();
-      coord_.reset();
-      store_.reset();
-      remove_created();
-      throw;
-    }
-    LogInfo("server", "web dashboard on " + http_->url());
+}
+
+void Server::StartDashboard() {
+  HttpOptions ho;
+  ho.listen = opt_.http_listen;
+  ho.access = access_.get();
+  ho.tls = opt_.tls;
+  ho.db_path = opt_.db_path;
+  ho.max_queued_bytes = opt_.http_max_queued_bytes;
+  ho.sessions = opt_.http_sessions;
+  ho.clock = opt_.http_clock;
+  http_ = std::make_unique<HttpServer>(ho, loop_, *coord_);
+  try {
+    http_->Start();
+  } catch (...) {
+    http_.reset();
+    Stop();
+    coord_.reset();
+    store_.reset();
+    RemoveCreatedDatabase();
+    throw;
   }
-  LogInfo("server",
-          "listening on " + address() + ", database " + opt_.db_path + (opt_.read_only ? " (read-only)" : ""));
+  LogInfo("server", "web dashboard on " + http_->url());
 }
 
 std::string Server::dashboard_url() const { return http_ ? http_->url() : ""; }

@@ -85,6 +85,14 @@ class Server {
   HttpServer* http() { return http_.get(); }
 
  private:
+  // Start's steps, in order; each that fails leaves no database behind that Start created.
+  void CheckListenSettings() const;  // refuses plaintext on a shared network, missing TLS files
+  void OpenStore();
+  void StartLoop();  // access control, tokens, the coordinator (recovered), then the loop's thread
+  void StartGrpc();
+  void StartDashboard();
+  void RemoveCreatedDatabase();
+
   ServerOptions opt_;
   DatabaseLock lock_;  // declared first: released after the store is closed
   boost::asio::io_context loop_;

@@ -1,7 +1,13 @@
 #pragma once
-// TrialManager: every trial's runs — the trial state machine, node groups and their members, launches and
-// stops, requeues and the failure rules, preemption, exits, the watchdog, PBT's checkpoint hand-over, and the
-// trial records in the store.
+// TrialManager: every trial's record and runs — the trial state machine, node groups and their members, the
+// runs' records at launch and their stops, requeues and the failure rules, preemption, exits, the watchdog, PBT's
+// checkpoint hand-over, and the trial records in the store. The starts themselves (the start window, the
+// hand-over to workers, the command lines per launcher) are TrialLauncher's (trial_launcher.h, launch_commands.h).
+//
+// Files: trial_manager.cc (state, records, the end of a trial, preemption, what searches decide),
+// trial_manager_queue.cc (creation, the scheduler's passes, launch, the group's release),
+// trial_manager_reports.cc (workers' reports, node losses, the watchdog), trial_manager_exploit.cc (PBT's
+// hand-over), trial_manager_recovery.cc (after a restart).
 //
 // Owns: the trial records (TrialRecord) and each search's index of them (creation order, pending and running
 // sets, ended counts: SearchTrials), assignment epochs, the trials' side of the scheduler (submit, requeue,
@@ -43,15 +49,12 @@
 //
 // Watchdog: a running trial whose search sets trial.progress_timeout and that reports no metric point for that
 // long is stopped and FAILED with an error naming the field.
-#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "ladder/v1/ladder.pb.h"
@@ -63,65 +66,10 @@
 #include "server/node_manager.h"
 #include "server/scheduler/scheduler.h"
 #include "server/store/store.h"
+#include "server/trial_launcher.h"
+#include "server/trial_record.h"
 
 namespace ladder::server {
-
-// One trial as the coordinator holds it.
-struct TrialRecord {
-  // One node of the trial's assignment.
-  struct Member {
-    std::string node_id;
-    int64_t epoch = 0;  // the assignment it belongs to
-    std::vector<int> slots, gpus;
-    int first_rank = 0;
-    bool live = false;     // a process runs (or may run) there: its exit is awaited
-    bool attached = true;  // false after a restart until its worker re-registers with it
-  };
-  // Where the scheduler has the trial.
-  enum class Sched { kNone, kQueued, kRunning };
-
-  v1::Trial proto;
-  search::Params params;
-  int64_t epoch = 0;  // current assignment epoch (0: none)
-  // The nodes of the current assignment, or of the last one while its processes stop. Cleared when every member
-  // has stopped and the group went back to the scheduler.
-  std::vector<Member> members;
-  Sched sched = Sched::kNone;
-  bool preempting = false;  // told to stop for a higher-priority trial (or a stopping worker); PENDING once stopped
-  // Rank 0 of its run could not listen on the rendezvous port (another process holds it): PENDING once stopped,
-  // same attempt; port_collisions (in memory) counts such runs and picks the next port (server/rendezvous_port.h).
-  bool port_taken = false;
-  int port_collisions = 0;
-  std::string early_stop;   // the trial scheduler stopped it (why): it COMPLETES with its value once stopped
-  std::optional<search::TrialDecision> exploit;  // pbt: once stopped, it restarts from another's checkpoint
-  bool workflow_step = false;  // the ensemble's retrain step: no sampler, no trial scheduler, not "best"
-  std::optional<double> last_objective, best_objective;
-  Clock::time_point reattach_deadline{};  // after a restart: unclaimed RUNNING trials are requeued then
-  Clock::time_point last_progress{};      // launch, re-attach or last metric point (the watchdog's clock)
-  std::string watchdog_error;             // set when the run was stopped to fail: it FAILS with this
-  // The open run's share of node-seconds (proto.node_seconds holds the ended runs'): since when, on how many nodes.
-  double run_since = 0;
-  int run_nodes = 0;
-  std::string log_tail;  // the end of rank 0's stderr while it runs (heartbeats; stored once it exited)
-
-  bool AnyLive() const;
-  // The open run's node-seconds up to `now` (0 without one).
-  double OpenNodeSeconds(double now) const { return run_since > 0 ? std::max(0.0, now - run_since) * run_nodes : 0; }
-  // The run's objective so far: its best value (objective.scope: best) or its last.
-  std::optional<double> Objective(bool best) const { return best ? best_objective : last_objective; }
-};
-
-// A search's trials, kept in step with their states by TrialManager::SetState.
-struct SearchTrials {
-  std::vector<int64_t> ids;            // in creation order
-  std::set<int64_t> pending, running;  // by trial id (pending in requeue order = id order)
-  int completed = 0, failed = 0, cancelled = 0;
-  double ended_node_seconds = 0;       // of its trials' ended runs
-  // Its open runs, summed so that NodeSeconds costs O(1) whatever runs (it is asked on every trial event): their
-  // nodes, and nodes x (start - open_origin), with the origin the first open run's start (small sums stay exact).
-  int open_nodes = 0;
-  double open_node_starts = 0, open_origin = 0;
-};
 
 class TrialManager : public NodeManager::Listener {
  public:
@@ -152,23 +100,23 @@ class TrialManager : public NodeManager::Listener {
                EventHub& hub, const CoordinatorOptions& options, std::function<void()> request_schedule);
   void set_owner(Owner* owner) { owner_ = owner; }
 
-  // --- recovery (trial_recovery.cc) -------------------------------------------------------------------------
+  // --- recovery (trial_manager_recovery.cc) ----------------------------------------------------------------------
   // Loads the stored trials of the owner's searches; RUNNING ones wait for their workers until reattach_deadline.
   void Load(Clock::time_point reattach_deadline);
   // The scheduler takes back what runs (exactly where it runs) and queues what waits, for running searches.
   void AttachToScheduler();
 
-  // --- creation and scheduling --------------------------------------------------------------------------------
+  // --- creation and scheduling (trial_manager_queue.cc) ----------------------------------------------------------
   // Stores a new PENDING trial (number `number` of the search); the caller submits it.
   const TrialRecord& Create(int64_t search_id, int number, search::Params params, bool workflow_step);
   void Submit(int64_t trial_id);
   // One pass of the node-group scheduler: launches what it starts, preempts what it displaces; at most as many
-  // starts as the window of starts not yet heard of leaves (CoordinatorOptions::starts_in_flight).
+  // starts as the window of starts not yet heard of leaves (CoordinatorOptions::starts_in_flight, TrialLauncher).
   void RunScheduler();
   // Trials whose start was sent and not yet heard of (what the window counts now).
-  size_t StartsInFlight() const { return starts_unheard_.size(); }
+  size_t StartsInFlight() const { return launcher_.InFlight(); }
 
-  // --- worker reports (trial_reports.cc) ------------------------------------------------------------------
+  // --- worker reports (trial_manager_reports.cc) -----------------------------------------------------------------
   void OnStarted(const std::string& node, const v1::TrialStarted& m);
   void OnMetrics(const std::string& node, const std::shared_ptr<WorkerLink>& link, const v1::MetricReport& m);
   void OnExited(const std::string& node, const std::shared_ptr<WorkerLink>& link, const v1::TrialExited& m);
@@ -184,10 +132,10 @@ class TrialManager : public NodeManager::Listener {
   void CheckReattachDeadlines(Clock::time_point now);
   // A search whose trials no node up could hold when they were queued within the registration window after the
   // start (CoordinatorOptions::registration_window: workers were still registering) is said once the window has
-  // passed, if a trial of it still waits and still cannot be held (trial_recovery.cc).
+  // passed, if a trial of it still waits and still cannot be held (trial_manager_recovery.cc).
   void WarnInfeasibleAfterRegistration(Clock::time_point now);
 
-  // --- what searches decide ------------------------------------------------------------------------------
+  // --- what searches decide --------------------------------------------------------------------------------------
   // The trial scheduler stopped it: it COMPLETES with its value once its members have stopped.
   void StopEarly(int64_t trial_id, const std::string& reason);
   // pbt: once stopped, it takes the source's checkpoint and the decision's parameters and is queued again.
@@ -209,10 +157,12 @@ class TrialManager : public NodeManager::Listener {
   // Every running trial stops through its checkpoint as if preempted (back to PENDING, same attempt), unless it is
   // already stopping for a decision of its own (early stop, exploit, failure). The coordinator's pause.
   void PreemptAll(const std::string& reason);
+  // How far the trial scheduler let it go (v1::Trial.rung); stored with the next commit.
+  void SetRung(int64_t trial_id, int rung);
   // Trials with a live run.
   int Running() const;
 
-  // --- reads ----------------------------------------------------------------------------------------------
+  // --- reads -----------------------------------------------------------------------------------------------------
   size_t count() const { return trials_.size(); }
   const TrialRecord* Find(int64_t trial_id) const;
   const TrialRecord& Get(int64_t trial_id) const { return trials_.at(trial_id); }
@@ -230,11 +180,7 @@ class TrialManager : public NodeManager::Listener {
   // GetTrial's extras: the log tail, every run, the trial's journal entries.
   void AddHistory(const TrialRecord& t, v1::Trial* out);
 
-  // --- what searches decide (continued) -------------------------------------------------------------------
-  // How far the trial scheduler let it go (v1::Trial.rung); stored with the next commit.
-  void SetRung(int64_t trial_id, int rung);
-
-  // --- the commit's hook: metric counts changed since the last commit ----------------------------------------
+  // --- the commit's hook: metric counts changed since the last commit --------------------------------------------
   bool HasProgress() const { return !progress_dirty_.empty(); }
   void WriteProgress();
 
@@ -257,15 +203,12 @@ class TrialManager : public NodeManager::Listener {
   scheduler::GroupRequest GroupRequestFor(const TrialRecord& t) const;
   double SchedNow() const;
 
-  // Launch (trial_launch.cc): the group's members, the command, what every rank gets, the starts.
+  // Launch (trial_manager_queue.cc): the run's record — its epoch, members, command, state and allocation — then
+  // its starts go out through the TrialLauncher.
   void Launch(TrialRecord& t, const scheduler::NodeGroup& group);
   void AssignMembers(TrialRecord& t, const scheduler::NodeGroup& group);
-  void SendStarts(TrialRecord& t, const std::vector<std::string>& command, std::map<std::string, std::string> env);
-  // resources.launcher: srun — one Slurm step over the group's nodes running `command`.
-  std::vector<std::string> SrunLine(const TrialRecord& t, int ranks_per_node, int world,
-                                    const std::vector<std::string>& command) const;
 
-  // Exits (trial_reports.cc): what a run's end means, by why it was stopped.
+  // Exits (trial_manager_reports.cc): what a run's end means, by why it was stopped.
   void EndRun(TrialRecord& t, const std::string& node, const v1::TrialExited& m, bool any_live);
   // Whether the exit of `node`'s member says rank 0 found the run's rendezvous port taken (ladder-train's
   // kExitRendezvousPortInUse from the member of rank 0 of a multi-node run that was given MASTER_PORT).
@@ -287,7 +230,7 @@ class TrialManager : public NodeManager::Listener {
   void FinishPreemption(TrialRecord& t);
   // A trial stopped on purpose goes back to the queue (same attempt): preemption, exploit, promotion.
   void BackToQueue(TrialRecord& t, const std::string& outcome);
-  // pbt (trial_exploit.cc): the stopped trial takes the source's checkpoint and the perturbed parameters.
+  // pbt (trial_manager_exploit.cc): the stopped trial takes the source's checkpoint and the perturbed parameters.
   void FinishExploit(TrialRecord& t);
   // Stops a run whose decision was just taken, and ends it at once when nothing of it runs.
   void AfterStopDecision(TrialRecord& t);
@@ -310,14 +253,8 @@ class TrialManager : public NodeManager::Listener {
   std::map<int64_t, int64_t> infeasible_deferred_;  // search -> a trial queued within the registration window
   // Says once per search that no set of nodes can hold `req`'s group now (or defers it, in the window).
   void WarnIfInfeasible(const scheduler::GroupRequest& req, int64_t search_id, int64_t trial_id);
-  // The start window: trial -> (assignment epoch, when its start was decided) until a worker's TrialStarted or
-  // metric report for that epoch, the run's end, or kStartHeardWithin. window_full_: the last pass stopped at it
-  // with trials left queued, so hearing of starts asks for the next pass (at half the window).
-  std::unordered_map<int64_t, std::pair<int64_t, Clock::time_point>> starts_unheard_;
-  bool window_full_ = false;
-  void StartHeard(int64_t trial_id, int64_t epoch);
-  // Forgets the starts that no longer hold the window: runs that ended or moved on, and those past kStartHeardWithin.
-  void ForgetStaleStarts(Clock::time_point now);
+  // The start window and the hand-over of the starts.
+  TrialLauncher launcher_;
 };
 
 }  // namespace ladder::server

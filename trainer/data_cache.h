@@ -1,5 +1,5 @@
 #pragma once
-// Datasets loaded once per ladder-train --zygote instead of once per trial (issue 23). Before it forks a trial,
+// Datasets loaded once per ladder-train --zygote instead of once per trial. Before it forks a trial,
 // the zygote loads the trial's --data into this process-wide cache (PreloadData); the child inherits the parsed
 // rows in the memory it was forked with (copy-on-write: nothing is copied unless written) and takes them from
 // here (FindData) instead of reading and parsing the file again, which on digits costs about as much as an

@@ -79,6 +79,71 @@ LADDER_CHILD_CODE int ChildExec(void* arg) {
   ChildFail(args, errno);
 }
 
+// The child's argv and environment as execve takes them: pointers into the strings beside them (fill in place;
+// moving it would move short strings' bytes).
+struct ExecStrings {
+  std::vector<std::string> env, args;
+  std::vector<char*> envp, argv;
+};
+
+void BuildExecStrings(const LaunchSpec& spec, ExecStrings* out) {
+  out->env = TrialEnvironment(spec);
+  for (auto& s : out->env) out->envp.push_back(s.data());
+  out->envp.push_back(nullptr);
+  out->args = spec.argv;
+  for (auto& a : out->args) out->argv.push_back(a.data());
+  out->argv.push_back(nullptr);
+}
+
+// The run's stdout pipe (both ends) and its stderr file (appended to; /dev/null without one), all CLOEXEC.
+bool OpenOutputs(const LaunchSpec& spec, int out_pipe[2], int* err_fd, std::string* error) {
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
+    *error = std::string("pipe: ") + std::strerror(errno);
+    return false;
+  }
+  *err_fd = open(spec.stderr_path.empty() ? "/dev/null" : spec.stderr_path.c_str(),
+                 O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (*err_fd < 0) {
+    *error = "cannot open '" + spec.stderr_path + "': " + std::strerror(errno);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return false;
+  }
+  return true;
+}
+
+// Starts the child (ChildExec) and waits until it has exec'd or failed to: 0 with its pid, or the errno that kept
+// it from running.
+//
+// clone(CLONE_VM | CLONE_VFORK) + exec, as posix_spawn does inside, rather than fork: the child borrows the
+// worker's memory until it execs instead of copying its page tables, so a large worker can start trials
+// under strict overcommit (fork fails there with ENOMEM), and the launch costs the same at any size. Not
+// posix_spawn itself, for the one thing it cannot do: PR_SET_PDEATHSIG, so that the process started here
+// dies with its worker (a SIGKILLed or crashed worker left its trials running, holding GPUs and ports, while
+// the coordinator requeued them elsewhere). The signal is not inherited: what this process starts in turn (a
+// shell script's children) is not covered. Note: the death signal follows the thread that started the child —
+// the worker's event-loop thread, which lives as long as the worker.
+int SpawnChild(ChildArgs* child, pid_t* pid) {
+  void* stack =
+      mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return errno;
+  // Every signal blocked across the clone: a handler of the worker's must never run in the child, which
+  // shares the worker's memory until it execs (the child sets every disposition to default, then unblocks).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  *pid = clone(ChildExec, static_cast<char*>(stack) + kChildStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD, child);
+  const int clone_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  munmap(stack, kChildStackBytes);
+  if (*pid < 0) return clone_errno;
+  if (child->error != 0) {  // the child could not exec and is gone (CLONE_VFORK: it has exited)
+    waitpid(*pid, nullptr, 0);
+    return child->error;
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::vector<std::string> TrialEnvironment(const LaunchSpec& spec) {
@@ -124,69 +189,23 @@ std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop
   }
   std::string exe = ResolveExecutable(spec.argv[0], spec.search_dirs, error);
   if (exe.empty()) return nullptr;
-
   // Everything the child needs is built before spawning.
-  std::vector<std::string> env_strings = TrialEnvironment(spec);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = spec.argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
+  ExecStrings strings;
+  BuildExecStrings(spec, &strings);
   int out_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
-    *error = std::string("pipe: ") + std::strerror(errno);
-    return nullptr;
-  }
-  int err_fd = open(spec.stderr_path.empty() ? "/dev/null" : spec.stderr_path.c_str(),
-                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (err_fd < 0) {
-    *error = "cannot open '" + spec.stderr_path + "': " + std::strerror(errno);
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    return nullptr;
-  }
-
-  // clone(CLONE_VM | CLONE_VFORK) + exec, as posix_spawn does inside, rather than fork: the child borrows the
-  // worker's memory until it execs instead of copying its page tables, so a large worker can start trials
-  // under strict overcommit (fork fails there with ENOMEM), and the launch costs the same at any size. Not
-  // posix_spawn itself, for the one thing it cannot do: PR_SET_PDEATHSIG, so that the process started here
-  // dies with its worker (a SIGKILLed or crashed worker left its trials running, holding GPUs and ports, while
-  // the coordinator requeued them elsewhere). The signal is not inherited: what this process starts in turn (a
-  // shell script's children) is not covered. Note: the death signal follows the thread that started the child —
-  // the worker's event-loop thread, which lives as long as the worker. The child is in ChildExec.
+  int err_fd = -1;
+  if (!OpenOutputs(spec, out_pipe, &err_fd, error)) return nullptr;
   ChildArgs child;
   child.exe = exe.c_str();
-  child.argv = argv.data();
-  child.envp = envp.data();
+  child.argv = strings.argv.data();
+  child.envp = strings.envp.data();
   child.workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
   child.stdout_fd = out_pipe[1];
   child.stderr_fd = err_fd;
   child.pass_fd = spec.pass_fd;
   child.parent = getpid();
-  int rc = 0;
-  void* stack =
-      mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) rc = errno;
   pid_t pid = -1;
-  if (rc == 0) {
-    // Every signal blocked across the clone: a handler of the worker's must never run in the child, which
-    // shares the worker's memory until it execs (the child sets every disposition to default, then unblocks).
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid = clone(ChildExec, static_cast<char*>(stack) + kChildStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
-    const int clone_errno = errno;
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    munmap(stack, kChildStackBytes);
-    if (pid < 0) {
-      rc = clone_errno;
-    } else if (child.error != 0) {  // the child could not exec and is gone (CLONE_VFORK: it has exited)
-      waitpid(pid, nullptr, 0);
-      rc = child.error;
-    }
-  }
+  const int rc = SpawnChild(&child, &pid);
   close(out_pipe[1]);
   close(err_fd);
   if (rc != 0) {

@@ -129,6 +129,7 @@ class Worker {
     v1::WorkerMessage exit;
   };
 
+  // --- the connection (worker.cc) ---------------------------------------------------------------------------
   void SessionLoop();
   // The coordinator refused the worker (its token, its role, its certificate): logs `why`; with on_refused, calls
   // it and returns true (the session thread ends), else false (the worker keeps trying).
@@ -136,7 +137,31 @@ class Worker {
   void OnConnected(std::shared_ptr<Session> s);
   void OnDisconnected(std::shared_ptr<Session> s, const std::string& why);
   void Handle(const v1::CoordinatorMessage& m);
+  void Send(const v1::WorkerMessage& m);  // drops when disconnected (callers keep what must not be lost)
+  void ArmHeartbeat();
+  // Until when this worker's ranks may run (RankGuard): its last message to the coordinator (while registered; else
+  // now) plus the lease less RankStopMargin; nullopt while no lease is known.
+  std::optional<std::chrono::steady_clock::time_point> RanksMayRunUntil() const;
+
+  // --- a trial's run (worker_trials.cc) ---------------------------------------------------------------------
+  // A start, in steps: refused (RefuseStart), the ranks' launch spec (RankSpec), the run's record (NewRun), its
+  // ranks (StartRanks); then TrialStarted, or StartFailed.
   void StartTrial(const v1::StartTrial& m);
+  // A start this worker must not run — it is stopping, or it was silent past its lease (the run may be another
+  // node's by now) — is answered at once by an exit that says so (cancelled, not the trial's failure): true then.
+  bool RefuseStart(const v1::StartTrial& m);
+  // What every local rank starts with: the coordinator's argv and environment, the trial's directory (`dir`), this
+  // node, the worker's slots, the checkpoint directory (created), and a rendezvous file when every rank is here.
+  LaunchSpec RankSpec(const v1::StartTrial& m, const std::string& dir) const;
+  Running& NewRun(const v1::StartTrial& m);
+  // Starts the local ranks in order (warm when a warm process is ready): the error that stopped it, or "".
+  std::string StartRanks(Running& r, const v1::StartTrial& m, LaunchSpec spec, const std::string& dir);
+  // Not every rank started: those that did are stopped (the run ends with the error once they are gone), or, when
+  // none did, the run ends at once (exit 127).
+  void StartFailed(Running& r, const v1::StartTrial& m, const std::string& error);
+  // The one place a run's TrialExited is written (kept in r.exit until acknowledged); the run is over.
+  static v1::TrialExited& SetExit(Running& r, int exit_code, const std::string& error, bool cancelled,
+                                  bool worker_stopping);
   void CancelTrial(int64_t trial_id, int64_t epoch, const std::string& reason);
   // Asks the trial's ranks to stop, once: SIGTERM to each local rank's group (SIGKILL after terminate_grace), or
   // through the launcher that started them all (worker/launcher_stop.h).
@@ -146,14 +171,9 @@ class Worker {
   void OnRankExit(int64_t trial_id, int local_rank, int exit_code, const std::string& description);
   void OnExit(int64_t trial_id, int exit_code, const std::string& description);
   void OnAck(const v1::Acknowledged& ack);
-  void Send(const v1::WorkerMessage& m);  // drops when disconnected (callers keep what must not be lost)
   void FlushMetrics(Running& r);
   void SendExit(Running& r);
   void ArmFlush();
-  void ArmHeartbeat();
-  // Until when this worker's ranks may run (RankGuard): its last message to the coordinator (while registered; else
-  // now) plus the lease less RankStopMargin; nullopt while no lease is known.
-  std::optional<std::chrono::steady_clock::time_point> RanksMayRunUntil() const;
 
   WorkerOptions opt_;
   boost::asio::io_context loop_;

@@ -57,7 +57,6 @@ int Cluster::RackFor(const NodeSpec& spec) {
   int r = static_cast<int>(racks_.size());
   Rack rack;
   rack.name = name;
-  rack.sw = sw;
   rack.idle.resize(classes_.size());
   rack.reserved_idle.resize(classes_.size());
   racks_.push_back(std::move(rack));

@@ -94,10 +94,8 @@ class Cluster {
   int rack_of(int node) const { return nodes_[node].rack; }
   int rack_count() const { return static_cast<int>(racks_.size()); }
   const std::string& rack_name(int rack) const { return racks_[rack].name; }
-  int switch_of_rack(int rack) const { return racks_[rack].sw; }
   int switch_count() const { return static_cast<int>(switches_.size()); }
   const std::vector<int>& racks_of_switch(int sw) const { return switches_[sw].racks; }
-  int rack_size(int rack) const { return racks_[rack].size; }
   int max_rack_size() const { return max_rack_size_; }
   // The fewest racks `nodes` nodes could ever span: ceil(nodes / max_rack_size).
   int IdealRacks(int nodes) const;
@@ -156,7 +154,6 @@ class Cluster {
   };
   struct Rack {
     std::string name;
-    int sw = 0;
     std::vector<std::set<int>> idle;  // per class
     std::vector<int> reserved_idle;   // per class
     int size = 0;                     // present nodes

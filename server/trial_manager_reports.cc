@@ -18,7 +18,7 @@ constexpr const char* kLog = "coordinator";
 void TrialManager::OnStarted(const std::string& node, const v1::TrialStarted& m) {
   auto it = trials_.find(m.trial_id());
   if (it == trials_.end() || it->second.epoch != m.assignment_epoch()) return;
-  StartHeard(m.trial_id(), m.assignment_epoch());
+  launcher_.StartHeard(m.trial_id(), m.assignment_epoch());
   hub_.Record("trial_started", it->second.proto.search_id(), m.trial_id(), node + " pid " + std::to_string(m.pid()));
 }
 
@@ -40,7 +40,7 @@ void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<Work
     return;
   }
   TrialRecord& t = it->second;
-  StartHeard(t.proto.id(), t.epoch);  // its TrialStarted may have been lost with a connection
+  launcher_.StartHeard(t.proto.id(), t.epoch);  // its TrialStarted may have been lost with a connection
   const v1::Search& s = owner_->Search(t.proto.search_id());
   const bool judged = owner_->JudgesPoints(t.proto.search_id());
   // metric_count is the number of this run's points stored so far, i.e. the next sequence number.

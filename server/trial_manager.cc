@@ -1,8 +1,7 @@
-// TrialManager: the trial state machine — state changes, stops, requeues, the end of a trial, preemption and the
-// queue, and what searches decide for a trial. Launch, worker reports, PBT's hand-over and recovery are in
-// trial_launch.cc, trial_reports.cc, trial_exploit.cc and trial_recovery.cc.
+// TrialManager: the trial state machine — state changes, stops, requeues, the end of a trial, preemption, and what
+// searches decide for a trial. Creation, the queue and launch, worker reports, PBT's hand-over and recovery are in
+// trial_manager_queue.cc, trial_manager_reports.cc, trial_manager_exploit.cc and trial_manager_recovery.cc.
 #include <algorithm>
-#include <limits>
 
 #include "common/log.h"
 #include "server/params_codec.h"
@@ -15,23 +14,11 @@ namespace {
 
 constexpr const char* kLog = "coordinator";
 
-scheduler::Priority SchedPriority(v1::Priority p) {
-  switch (p) {
-    case v1::PRIORITY_HERO: return scheduler::Priority::kHero;
-    case v1::PRIORITY_PROMOTED: return scheduler::Priority::kPromoted;
-    default: return scheduler::Priority::kSearch;
-  }
-}
-
 const char* EndWord(v1::TrialState state) {
   return state == v1::TRIAL_COMPLETED ? "completed" : state == v1::TRIAL_FAILED ? "failed" : "cancelled";
 }
 
 }  // namespace
-
-bool TrialRecord::AnyLive() const {
-  return std::any_of(members.begin(), members.end(), [](const Member& m) { return m.live; });
-}
 
 TrialManager::TrialManager(store::Store& store, scheduler::NodeGroupScheduler& sched, NodeManager& nodes,
                            CommitOutbox& outbox, EventHub& hub, const CoordinatorOptions& options,
@@ -42,7 +29,11 @@ TrialManager::TrialManager(store::Store& store, scheduler::NodeGroupScheduler& s
       outbox_(outbox),
       hub_(hub),
       opt_(options),
-      request_schedule_(std::move(request_schedule)) {}
+      request_schedule_(request_schedule),
+      launcher_(nodes, outbox, options, std::move(request_schedule), [this](int64_t trial_id, int64_t epoch) {
+        const TrialRecord* t = Find(trial_id);
+        return t && t->epoch == epoch && t->AnyLive();
+      }) {}
 
 // ------------------------------------------------------------------------------------------------------------
 // Reads
@@ -207,139 +198,6 @@ void TrialManager::StopMembers(TrialRecord& t, const std::string& reason) {
 }
 
 // ------------------------------------------------------------------------------------------------------------
-// Creation, the queue and the node group
-// ------------------------------------------------------------------------------------------------------------
-
-const TrialRecord& TrialManager::Create(int64_t search_id, int number, search::Params params, bool workflow_step) {
-  const search::SearchSpec& spec = owner_->Spec(search_id);
-  TrialRecord fresh;
-  fresh.params = std::move(params);
-  fresh.workflow_step = workflow_step;
-  auto& p = fresh.proto;
-  p.set_search_id(search_id);
-  p.set_number(number);
-  p.set_state(v1::TRIAL_PENDING);
-  p.set_workflow_step(workflow_step);
-  *p.mutable_group() = owner_->Search(search_id).group();
-  if (search::ScalesNodes(spec.scheduler) && !workflow_step) {
-    p.mutable_group()->set_nodes(search::NodeLevels(spec.scheduler, p.number()).front());
-  }
-  p.set_created_unix(WallNow());
-  for (const auto& [k, v] : fresh.params) (*p.mutable_params())[k] = ToProto(v);
-  store_.InsertTrial(&p);
-  const int64_t id = p.id();
-  if (workflow_step) p.set_checkpoint_dir(CheckpointDir(fresh));  // its ensemble file is written there before it runs
-  SearchTrials& s = by_search_[search_id];
-  s.ids.push_back(id);
-  s.pending.insert(id);
-  return trials_.emplace(id, std::move(fresh)).first->second;
-}
-
-scheduler::GroupRequest TrialManager::GroupRequestFor(const TrialRecord& t) const {
-  const search::SearchSpec& spec = owner_->Spec(t.proto.search_id());
-  scheduler::GroupRequest r;
-  r.trial_id = t.proto.id();
-  r.nodes = Nodes(t);
-  r.ranks_per_node = spec.group.ranks_per_node;
-  r.gpus_per_rank = spec.group.gpus_per_rank;
-  r.pool = spec.group.pool;
-  r.priority = SchedPriority(owner_->Search(t.proto.search_id()).priority());
-  // Node count as the fidelity: a trial past its first stage was promoted by the trial scheduler.
-  if (search::ScalesNodes(spec.scheduler) && !t.workflow_step &&
-      r.nodes > search::NodeLevels(spec.scheduler, t.proto.number()).front()) {
-    r.priority = std::max(r.priority, scheduler::Priority::kPromoted);
-  }
-  return r;
-}
-
-double TrialManager::SchedNow() const {
-  return std::chrono::duration<double>(Clock::now() - sched_epoch_).count();
-}
-
-void TrialManager::Submit(int64_t trial_id) {
-  TrialRecord& t = At(trial_id);
-  auto req = GroupRequestFor(t);
-  auto st = sched_.Submit(req, SchedNow());
-  if (!st.ok()) {
-    LogError(kLog, "trial " + std::to_string(t.proto.id()) + ": scheduler: " + st.message());
-    return;
-  }
-  t.sched = TrialRecord::Sched::kQueued;
-  WarnIfInfeasible(req, t.proto.search_id(), trial_id);
-}
-
-void TrialManager::RunScheduler() {
-  size_t budget = std::numeric_limits<size_t>::max();
-  if (opt_.starts_in_flight > 0) {
-    ForgetStaleStarts(Clock::now());
-    const size_t window = static_cast<size_t>(opt_.starts_in_flight);
-    budget = starts_unheard_.size() >= window ? 0 : window - starts_unheard_.size();
-    if (budget == 0) {  // hearing of a start asks for the next pass
-      window_full_ = sched_.queued() > 0;
-      return;
-    }
-  }
-  size_t started = 0;
-  for (const auto& d : sched_.Schedule(SchedNow(), budget)) {
-    auto it = trials_.find(d.trial_id);
-    if (it == trials_.end()) continue;
-    TrialRecord& t = it->second;
-    if (d.kind == scheduler::Decision::Kind::kPreempt) {
-      Preempt(t, d.for_trial_id);
-    } else {
-      t.sched = TrialRecord::Sched::kRunning;
-      ++started;
-      Launch(t, d.group);
-      if (opt_.starts_in_flight > 0 && t.AnyLive() && t.sched == TrialRecord::Sched::kRunning) {
-        starts_unheard_[t.proto.id()] = {t.epoch, Clock::now()};
-      }
-      // The starts so far leave now (committed first, as every start), while the rest of the pass is placed.
-      if (opt_.starts_per_commit > 0 && started % static_cast<size_t>(opt_.starts_per_commit) == 0) {
-        outbox_.CommitIfSending();
-      }
-    }
-  }
-  window_full_ = started >= budget && sched_.queued() > 0;
-}
-
-void TrialManager::StartHeard(int64_t trial_id, int64_t epoch) {
-  auto it = starts_unheard_.find(trial_id);
-  if (it == starts_unheard_.end() || it->second.first != epoch) return;
-  starts_unheard_.erase(it);
-  if (window_full_ && starts_unheard_.size() <= static_cast<size_t>(opt_.starts_in_flight) / 2) {
-    window_full_ = false;
-    request_schedule_();
-  }
-}
-
-void TrialManager::ForgetStaleStarts(Clock::time_point now) {
-  for (auto it = starts_unheard_.begin(); it != starts_unheard_.end();) {
-    auto t = trials_.find(it->first);
-    const bool stale = t == trials_.end() || t->second.epoch != it->second.first || !t->second.AnyLive() ||
-                       now - it->second.second > kStartHeardWithin;
-    it = stale ? starts_unheard_.erase(it) : std::next(it);
-  }
-}
-
-void TrialManager::MaybeReleaseGroup(TrialRecord& t) {
-  if (t.AnyLive()) return;
-  std::vector<std::string> nodes;
-  for (const auto& m : t.members) nodes.push_back(m.node_id);
-  t.members.clear();
-  const bool pending = t.proto.state() == v1::TRIAL_PENDING;
-  // A trial promoted to another node count (node count as the fidelity) is a new request, not a requeue.
-  const bool reshaped = Nodes(t) != static_cast<int>(nodes.size());
-  if (t.sched == TrialRecord::Sched::kRunning) {
-    auto st = pending && !reshaped ? sched_.Requeue(t.proto.id()) : sched_.Finish(t.proto.id());
-    if (!st.ok()) LogError(kLog, "trial " + std::to_string(t.proto.id()) + ": scheduler: " + st.message());
-    t.sched = pending && !reshaped && st.ok() ? TrialRecord::Sched::kQueued : TrialRecord::Sched::kNone;
-  }
-  if (pending && t.sched == TrialRecord::Sched::kNone) Submit(t.proto.id());
-  for (const auto& n : nodes) nodes_.UpdateBusy(n);
-  request_schedule_();
-}
-
-// ------------------------------------------------------------------------------------------------------------
 // Requeue, end, preemption
 // ------------------------------------------------------------------------------------------------------------
 
@@ -482,7 +340,7 @@ void TrialManager::StopToExploit(int64_t trial_id, search::TrialDecision decisio
 }
 
 void TrialManager::AfterStopDecision(TrialRecord& t) {
-  if (t.AnyLive()) return;  // its exits end it (trial_reports.cc)
+  if (t.AnyLive()) return;  // its exits end it (trial_manager_reports.cc)
   if (t.exploit) {
     FinishExploit(t);
   } else {
