@@ -45,7 +45,7 @@ void PrintVerdict(const nlohmann::json& x, std::ostream& out) {
     const auto& at = l["at_target"];
     std::string lr = "lr " + num(at[0]) + (at[1].is_number() ? " [" + num(at[1]) + ", " + num(at[2]) + "]" : "");
     char line[256];
-    std::snprintf(line, sizeof line, "    %-16s %-28s weight %-6s %s\n", l["name"].get<std::string>().c_str(),
+    std::snprintf(line, sizeof line, "    %-16s %-32s weight %-6s %s\n", l["name"].get<std::string>().c_str(),
                   lr.c_str(), Sig(l["weight"].get<double>(), "%.2f").c_str(),
                   l["consistent"].get<bool>() ? "the data allow it" : "ruled out by the data");
     out << line;
@@ -63,6 +63,11 @@ void PrintVerdict(const nlohmann::json& x, std::ostream& out) {
       << Sig(100 * regret["mean"].get<double>(), "%.2g") << "% (p80 " << Sig(100 * regret["p80"].get<double>(), "%.2g")
       << "%); the plan's peak LR is still its rule's\n";
   if (v["undecided"].is_string()) out << "  undecided      " << v["undecided"].get<std::string>() << "\n";
+  if (v["next_probe"].is_object() &&
+      v["next_probe"]["node_hours"].get<double>() > v["budget_node_hours"].get<double>()) {
+    out << "                 (that probe is over the probe budget of " << Sig(v["budget_node_hours"].get<double>(), "%.3g")
+        << " node-hours: raise scales.probe_budget, or run it by hand)\n";
+  }
   out << "  probes         none run (probes: " << v["probes"].get<std::string>() << ", budget "
       << Sig(100 * v["probe_budget"].get<double>(), "%.3g") << "% of the sweep's " << Sig(v["sweep_node_hours"].get<double>(), "%.3g")
       << " node-hours)\n";

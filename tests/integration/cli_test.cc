@@ -522,6 +522,10 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     EXPECT_NE(text.out.find(std::string("climb LR       ") + vlr_text + " (80% ["), std::string::npos) << text.out;
     for (const auto& name : climb_laws) EXPECT_NE(text.out.find("    " + name + " "), std::string::npos) << text.out;
     ASSERT_TRUE(v["flagged"].is_boolean()) << v.dump();
+    // This sweep (two batches, 2 epochs) leaves 512 wide open: its p80 regret is far above 1%.
+    EXPECT_TRUE(v["flagged"].get<bool>()) << v.dump();
+    EXPECT_EQ(v["why"].get<std::string>().rfind("p80 regret ", 0), 0u) << v.dump();
+    EXPECT_GT(v["regret"]["p80"].get<double>(), 0.01) << v.dump();
     if (v["flagged"].get<bool>()) {
       // Two batches five octaves below the target: the sweep cannot settle 512, and says which probe would.
       EXPECT_FALSE(v["decided"].get<bool>());
@@ -540,6 +544,9 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
       EXPECT_GT(probe["node_hours"].get<double>(), 0);
       EXPECT_NE(sentence.find("one probe at batch " + std::to_string(pb) + ", learning rates {"), std::string::npos)
           << sentence;
+      // A probe dearer than the budget is said to be.
+      const bool over = probe["node_hours"].get<double>() > v["budget_node_hours"].get<double>();
+      EXPECT_EQ(text.out.find("(that probe is over the probe budget of ") != std::string::npos, over) << text.out;
     } else {
       EXPECT_TRUE(v["decided"].get<bool>());
       EXPECT_TRUE(v["undecided"].is_null()) << v.dump();
