@@ -11,8 +11,10 @@
 #include "cli/promote_plan.h"
 #include "cli/search_progress.h"
 #include "common/address.h"
+#include "search/scaling/climb.h"
 #include "search/scaling/extrapolation.h"
 #include "search/scaling/scale_plan.h"
+#include "search/spec/spec_reader.h"
 
 namespace ladder::cli {
 
@@ -20,9 +22,60 @@ namespace {
 
 std::string Iv(const search::Interval& i) { return search::FormatInterval(i); }
 
+std::string Sig(double v, const char* format = "%.4g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// What the climb's dry run says at the target, from the plan JSON's "extrapolation" (so the text and --json agree):
+// each candidate law's LR and whether the data still allow it, the LR with its intervals and predicted regret, and
+// where undecided the probe that decides.
+void PrintVerdict(const nlohmann::json& x, std::ostream& out) {
+  if (!x.is_object() || !x.contains("verdict") || x["verdict"].is_null()) return;
+  const auto& v = x["verdict"];
+  if (v.contains("error")) {
+    out << "  laws           not judged: " << v["error"].get<std::string>() << "\n";
+    return;
+  }
+  const auto num = [](const nlohmann::json& j) { return j.is_number() ? Sig(j.get<double>()) : std::string("-"); };
+  out << "  laws at batch " << v["batch"] << " (each fitted to the loss surface; seed-bootstrap interval):\n";
+  for (const auto& l : x["laws"]) {
+    if (l.value("source", "") != "climb") continue;
+    const auto& at = l["at_target"];
+    std::string lr = "lr " + num(at[0]) + (at[1].is_number() ? " [" + num(at[1]) + ", " + num(at[2]) + "]" : "");
+    char line[256];
+    std::snprintf(line, sizeof line, "    %-16s %-32s weight %-6s %s\n", l["name"].get<std::string>().c_str(),
+                  lr.c_str(), Sig(l["weight"].get<double>(), "%.2f").c_str(),
+                  l["consistent"].get<bool>() ? "the data allow it" : "ruled out by the data");
+    out << line;
+  }
+  const double apart = v["disagreement_octaves"].get<double>();
+  const auto& regret = v["regret"];
+  if (v["flagged"].get<bool>()) {
+    out << "  verdict        flagged: " << v["why"].get<std::string>() << "\n";
+  } else {
+    out << "  verdict        not flagged: the laws the data allow part by " << Sig(apart, "%.2f")
+        << " octave there and the predicted p80 regret is " << Sig(100 * regret["p80"].get<double>(), "%.2g") << "%\n";
+  }
+  out << "  climb LR       " << num(v["lr"]) << " (80% [" << num(v["lr_80"][0]) << ", " << num(v["lr_80"][1])
+      << "], 90% [" << num(v["lr_90"][0]) << ", " << num(v["lr_90"][1]) << "]); predicted regret "
+      << Sig(100 * regret["mean"].get<double>(), "%.2g") << "% (p80 " << Sig(100 * regret["p80"].get<double>(), "%.2g")
+      << "%); the plan's peak LR is still its rule's\n";
+  if (v["undecided"].is_string()) out << "  undecided      " << v["undecided"].get<std::string>() << "\n";
+  if (v["next_probe"].is_object() &&
+      v["next_probe"]["node_hours"].get<double>() > v["budget_node_hours"].get<double>()) {
+    out << "                 (that probe is over the probe budget of " << Sig(v["budget_node_hours"].get<double>(), "%.3g")
+        << " node-hours: raise scales.probe_budget, or run it by hand)\n";
+  }
+  out << "  probes         none run (probes: " << v["probes"].get<std::string>() << ", budget "
+      << Sig(100 * v["probe_budget"].get<double>(), "%.3g") << "% of the sweep's " << Sig(v["sweep_node_hours"].get<double>(), "%.3g")
+      << " node-hours)\n";
+}
+
 void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
                const std::vector<search::LossBandPoint>& band, const HeroShape& shape,
-               const std::vector<std::string>& notes, std::ostream& out) {
+               const std::vector<std::string>& notes, const nlohmann::json& extrapolation, std::ostream& out) {
   out << "hero plan from search " << s.id() << " '" << s.name() << "' (" << used << " trials fitted; intervals "
       << std::lround(p.interval_level * 100) << "% nominal)\n";
   out << "  node group     " << shape.nodes << " node(s) x " << shape.ranks_per_node << " rank(s)\n";
@@ -35,6 +88,7 @@ void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
   out << "\n  peak LR        " << Iv(p.peak_lr) << "   (linear rule " << p.linear_rule_lr << ", sqrt rule "
       << p.sqrt_rule_lr << ")\n";
   out << "  LR rule        " << p.lr_rule << ": " << p.lr_rule_why << "\n";
+  PrintVerdict(extrapolation, out);
   out << "  warmup         " << p.warmup_steps << " steps; decay " << p.decay << "; optimizer " << p.optimizer << "\n";
   out << "  steps          " << p.steps;
   if (!std::isnan(p.steps_to_target.value)) {
@@ -205,6 +259,50 @@ std::vector<std::string> BestTrialCommand(const v1::Search& s, const std::vector
   return {};
 }
 
+// One swept run at the sweep's largest batch in node-hours (the probes' unit: probe_plan.h node_hours_per_run): the
+// median node-seconds of the trials there; 1 (runs) when they report none, said in `notes`.
+double RunNodeHours(const std::vector<v1::Trial>& trials, const std::vector<search::ScaleTrial>& scale,
+                    std::vector<std::string>* notes) {
+  int64_t largest = 0;
+  for (const auto& t : scale) largest = std::max(largest, t.global_batch);
+  std::vector<double> hours;
+  for (const auto& sc : scale) {
+    if (sc.global_batch != largest) continue;
+    for (const auto& t : trials) {
+      if (sc.id == "trial " + std::to_string(t.number()) && t.node_seconds() > 0) hours.push_back(t.node_seconds() / 3600);
+    }
+  }
+  if (hours.empty()) {
+    notes->push_back("probe costs are counted in runs at the largest swept batch (its trials report no node-seconds)");
+    return 1;
+  }
+  std::sort(hours.begin(), hours.end());
+  return hours[hours.size() / 2];
+}
+
+// The climb (search/scaling/climb.h) as a dry run at the plan's batch: which candidate laws the sweep still allows
+// there, the LR's posterior and predicted regret, and where undecided the probe that would decide. No probe runs
+// from here yet; the spec's scales.probes and probe_budget are read (defaults without `scales:`).
+ClimbVerdict JudgeLaws(const v1::Search& s, const std::vector<v1::Trial>& trials,
+                       const std::vector<search::ScaleTrial>& scale, int64_t batch, std::vector<std::string>* notes) {
+  ClimbVerdict v;
+  auto spec = search::ParseSpec(s.spec_yaml(), "search " + std::to_string(s.id()));
+  if (spec.ok() && spec.spec->scales.enabled) {
+    v.probes = spec.spec->scales.probes;
+    v.probe_budget = spec.spec->scales.probe_budget;
+  }
+  search::ClimbOptions options;
+  options.probe_budget = v.probe_budget;
+  options.probe.node_hours_per_run = RunNodeHours(trials, scale, notes);
+  auto climb = search::Climb(scale, {batch}, {}, options);
+  if (!climb.ok()) {
+    v.error = climb.error;
+    return v;
+  }
+  v.result = std::move(*climb.value);
+  return v;
+}
+
 // A plan, fitted and ready to show or submit.
 struct PlannedHero {
   v1::Search search;
@@ -250,7 +348,8 @@ bool PlanHero(Client& client, const PromoteOptions& opt, PlannedHero* h, int* ex
     *exit_code = kBadInput;
     return false;
   }
-  h->plan_json = PlanJson(h->plan, h->band, h->shape, opt.stop_outside_band, &*report.value);
+  const ClimbVerdict verdict = JudgeLaws(s, trials, scale, h->plan.global_batch, &h->notes);
+  h->plan_json = PlanJson(h->plan, h->band, h->shape, opt.stop_outside_band, &*report.value, &verdict);
   h->command = BestTrialCommand(s, trials, scale, h->plan, h->shape, &h->error);
   return true;
 }
@@ -268,7 +367,8 @@ bool ShowPlan(const PlannedHero& h, const PromoteOptions& opt, bool json, int* e
     }
     return true;
   }
-  PrintPlan(h.search, h.fitted, h.plan, h.band, h.shape, h.notes, std::cout);
+  PrintPlan(h.search, h.fitted, h.plan, h.band, h.shape, h.notes,
+            h.plan_json.contains("extrapolation") ? h.plan_json["extrapolation"] : nlohmann::json(), std::cout);
   if (!h.command.empty()) {
     std::cout << "  command       ";
     for (const auto& w : h.command) std::cout << " " << w;

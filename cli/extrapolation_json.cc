@@ -26,9 +26,69 @@ nlohmann::json Law(const search::ScalingReport& report, search::LrRule rule, con
           {"consistent", nullptr}};  // no test of the laws against the data yet
 }
 
+// A climb law over the batches, with its seed bootstrap's interval at the target (the report's level); null when
+// a point is not a finite LR.
+nlohmann::json ClimbLaw(const search::LawSet& set, const search::LawFit& law, const search::LawAtTarget* at,
+                        const std::vector<double>& batches, double target, double level) {
+  nlohmann::json points = nlohmann::json::array();
+  for (double b : batches) {
+    const double lr = std::exp2(law.Log2Lr(b));
+    if (!(lr > 0) || !std::isfinite(lr)) return nullptr;
+    points.push_back({b, lr});
+  }
+  std::vector<std::pair<double, double>> draws;
+  for (const auto& p : law.draws) {
+    double x = law.Log2LrOf(p, target);
+    if (std::isfinite(set.cap_log2)) x = std::min(x, set.cap_log2);
+    if (std::isfinite(x)) draws.push_back({x, 1.0});
+  }
+  const double tail = (1 - level) / 2;
+  const double lo = draws.empty() ? search::kNaN : std::exp2(search::WeightedQuantile(draws, tail));
+  const double hi = draws.empty() ? search::kNaN : std::exp2(search::WeightedQuantile(draws, 1 - tail));
+  return {{"name", law.name},
+          {"source", "climb"},
+          {"points", points},
+          {"at_target", nlohmann::json::array({at ? at->lr : std::exp2(law.Log2Lr(target)), lo, hi})},
+          {"chosen", false},
+          {"consistent", law.consistent},
+          {"weight", law.weight}};
+}
+
+nlohmann::json Verdict(const ClimbVerdict& climb) {
+  if (!climb.result) return {{"error", climb.error}};
+  const search::ClimbResult& r = *climb.result;
+  const search::TargetOutcome& t = *climb.At();
+  const search::LrPosterior& p = t.after;
+  nlohmann::json probe = nullptr;
+  if (r.next_probe) {
+    probe = {{"batch", r.next_probe->global_batch},
+             {"nodes", r.next_probe->nodes},
+             {"micro_batches", r.next_probe->micro_batches},
+             {"lrs", r.next_probe->lrs},
+             {"node_hours", r.next_probe->node_hours}};
+  }
+  return {{"batch", t.global_batch},
+          {"flagged", t.flagged},
+          {"why", t.flag_why},
+          {"decided", t.decided},
+          {"disagreement_octaves", p.disagreement},
+          {"laws_apart", nlohmann::json::array({p.law_lo, p.law_hi})},
+          {"lr", std::exp2(p.log2_lr)},
+          {"lr_80", nlohmann::json::array({std::exp2(p.lo80), std::exp2(p.hi80)})},
+          {"lr_90", nlohmann::json::array({std::exp2(p.lo90), std::exp2(p.hi90)})},
+          {"regret", {{"mean", p.regret_mean}, {"p80", p.regret_p80}}},
+          {"next_probe", t.decided ? nlohmann::json(nullptr) : probe},
+          {"undecided", r.undecided.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.undecided)},
+          {"probes", climb.probes ? "auto" : "off"},
+          {"probe_budget", climb.probe_budget},
+          {"sweep_node_hours", r.sweep_node_hours},
+          {"budget_node_hours", r.budget_node_hours}};
+}
+
 }  // namespace
 
-nlohmann::json ExtrapolationJson(const search::ScalingReport& report, const search::ScalePlan& plan) {
+nlohmann::json ExtrapolationJson(const search::ScalingReport& report, const search::ScalePlan& plan,
+                                 const ClimbVerdict* climb) {
   nlohmann::json swept = nlohmann::json::array();
   for (const auto& b : report.best_lr) {
     swept.push_back({{"batch", b.global_batch},
@@ -62,12 +122,23 @@ nlohmann::json ExtrapolationJson(const search::ScalingReport& report, const sear
     if (batches.empty()) break;
     if (auto law = Law(report, rule, name, batches, plan); !law.is_null()) laws.push_back(std::move(law));
   }
+  const search::TargetOutcome* at = climb ? climb->At() : nullptr;
+  if (at && !batches.empty()) {
+    const search::LawSet& set = climb->result->laws;
+    for (const search::LawFit& law : set.laws) {
+      const search::LawAtTarget* mine = nullptr;
+      for (const auto& l : at->laws) mine = l.name == law.name ? &l : mine;
+      auto j = ClimbLaw(set, law, mine, batches, static_cast<double>(plan.global_batch), report.interval_level);
+      if (!j.is_null()) laws.push_back(std::move(j));
+    }
+  }
   const auto& edge = report.stability_edge;
   return {{"swept", swept},
           {"laws", laws},
           {"target", {{"batch", plan.global_batch}, {"lr", Iv(plan.peak_lr)}, {"rule", plan.lr_rule}}},
           {"stability_edge", std::isfinite(edge.value) ? Iv(edge) : nlohmann::json(nullptr)},
-          {"probes", nlohmann::json::array()},
+          {"probes", nlohmann::json::array()},  // ladder promote runs none yet
+          {"verdict", climb ? Verdict(*climb) : nlohmann::json(nullptr)},
           {"interval_level", report.interval_level}};
 }
 

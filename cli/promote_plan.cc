@@ -245,7 +245,8 @@ std::vector<search::LossBandPoint> LiveBand(const search::ScalePlan& plan,
 }
 
 nlohmann::json PlanJson(const search::ScalePlan& plan, const std::vector<search::LossBandPoint>& live_band,
-                        const HeroShape& shape, bool stop_outside_band, const search::ScalingReport* report) {
+                        const HeroShape& shape, bool stop_outside_band, const search::ScalingReport* report,
+                        const ClimbVerdict* climb) {
   auto iv = [](const search::Interval& i) { return nlohmann::json::array({i.value, i.lo, i.hi}); };
   nlohmann::json ramp = nlohmann::json::array(), band = nlohmann::json::array(), envelope = nlohmann::json::array();
   for (const auto& r : plan.ramp) ramp.push_back({r.step, r.global_batch});
@@ -274,7 +275,7 @@ nlohmann::json PlanJson(const search::ScalePlan& plan, const std::vector<search:
                         {"lr_rule_why", plan.lr_rule_why},
                         {"warnings", plan.warnings},
                         {"stop_outside_band", stop_outside_band}};
-  if (report) out["extrapolation"] = ExtrapolationJson(*report, plan);
+  if (report) out["extrapolation"] = ExtrapolationJson(*report, plan, climb);
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/extrapolation_json.h"
 #include "ladder/v1/ladder.pb.h"
 #include "search/scaling/scale_plan.h"
 
@@ -51,9 +52,10 @@ std::string HeroSpecYaml(const v1::Search& search, const std::vector<std::string
 // decaying schedule only approaches from above; it is kept as "final_loss_envelope".) Empty without curves.
 std::vector<search::LossBandPoint> LiveBand(const search::ScalePlan& plan, const std::vector<search::ScaleTrial>& trials);
 
-// `report`: the fit the plan came from (adds "extrapolation"); nullptr leaves it out.
+// `report`: the fit the plan came from (adds "extrapolation"); nullptr leaves it out. `climb`: the climb's dry
+// run at the plan's batch (adds its laws and "verdict" to "extrapolation").
 nlohmann::json PlanJson(const search::ScalePlan& plan, const std::vector<search::LossBandPoint>& live_band,
                         const HeroShape& shape, bool stop_outside_band,
-                        const search::ScalingReport* report = nullptr);
+                        const search::ScalingReport* report = nullptr, const ClimbVerdict* climb = nullptr);
 
 }  // namespace ladder::cli

@@ -10,6 +10,9 @@
 //                                        # (window x (B / B0)^0, ^0.5 or ^1; default sqrt, between the rules)
 //     extend: 2                          # at most this many extra learning rates per batch, beyond the edge
 //                                        # where the batch's best one sits (default 2; 0: the grid only)
+//     probes: auto                       # auto | off: whether larger-batch probes may settle the hero run's LR
+//                                        # where the sweep cannot (issue 38; `ladder promote` says which probe)
+//     probe_budget: 0.1                  # the probes' node-hours as a fraction of the sweep's, in (0, 1]
 //
 // The search's parameters are `global_batch` (int) and `lr` (float, log): write them into the command, e.g.
 // `--batch-size {global_batch} --lr {lr}` (one rank) — `space:` and `sampler:` are left out. The trials are
@@ -28,6 +31,7 @@ inline constexpr const char* kScalesBatchParam = "global_batch";
 inline constexpr const char* kScalesLrParam = "lr";
 inline constexpr int kDefaultScalesPerOctave = 2;
 inline constexpr int kDefaultScalesExtend = 2;
+inline constexpr double kDefaultScalesProbeBudget = 0.1;  // search/scaling/climb.h ClimbOptions::probe_budget
 
 struct ScalesOptions {
   bool enabled = false;  // the spec has `scales:`
@@ -36,6 +40,8 @@ struct ScalesOptions {
   int per_octave = kDefaultScalesPerOctave;
   double follow = 0.5;  // exponent: none 0, sqrt 0.5, linear 1
   int extend = kDefaultScalesExtend;
+  bool probes = true;  // probes: auto (true) | off
+  double probe_budget = kDefaultScalesProbeBudget;
 };
 
 // The learning rates of batch `b`'s window: k / per_octave octaves from lr_low x (b / batches[0])^follow, for

@@ -6,7 +6,7 @@
 namespace ladder::search::internal {
 
 void ReadScalesSection(ErrorSink& sink, const YAML::Node& n, ScalesOptions* out) {
-  auto m = ReadMapping(sink, n, "scales", {"global_batch", "lr", "per_octave", "follow", "extend"});
+  auto m = ReadMapping(sink, n, "scales", {"global_batch", "lr", "per_octave", "follow", "extend", "probes", "probe_budget"});
   if (!m) return;
   bool ok = true;
   ScalesOptions o;
@@ -81,6 +81,21 @@ void ReadScalesSection(ErrorSink& sink, const YAML::Node& n, ScalesOptions* out)
       o.follow = *s == "none" ? 0.0 : *s == "sqrt" ? 0.5 : 1.0;
     } else {
       ok = false;
+    }
+  }
+  if (const MapEntry* e = Find(*m, "probes")) {
+    if (auto s = ReadEnum(sink, e->value, "scales.probes", {"auto", "off"})) o.probes = *s == "auto"; else ok = false;
+  }
+  if (const MapEntry* e = Find(*m, "probe_budget")) {
+    auto v = ReadNumber(sink, e->value, "scales.probe_budget");
+    if (!v) {
+      ok = false;
+    } else if (!(*v > 0 && *v <= 1)) {
+      sink.At(e->value, "scales.probe_budget",
+              "must be in (0, 1] (a fraction of the sweep's node-hours), got " + FormatNumber(*v));
+      ok = false;
+    } else {
+      o.probe_budget = *v;
     }
   }
   if (ok && ScalesGrid(o).size() > 100000) {

@@ -481,6 +481,78 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     EXPECT_EQ(x["target"]["batch"], 512);
     EXPECT_EQ(x["target"]["lr"], j["plan"]["peak_lr"]);
     EXPECT_TRUE(x["probes"].is_array()) << x.dump();
+    EXPECT_TRUE(x["probes"].empty()) << "promote runs no probe yet: " << x.dump();
+    // The climb's dry run at 512 (issue 38): the candidate laws with the data's judgement of each, the posterior
+    // LR with its intervals and predicted regret, and the verdict. SGD: no surge law.
+    std::vector<std::string> climb_laws;
+    double weights = 0;
+    for (const auto& l : x["laws"]) {
+      if (l.value("source", "") != "climb") {
+        EXPECT_TRUE(l["consistent"].is_null()) << "the report's fits are not judged: " << l.dump();
+        continue;
+      }
+      climb_laws.push_back(l["name"]);
+      EXPECT_TRUE(l["consistent"].is_boolean()) << l.dump();
+      EXPECT_FALSE(l["chosen"].get<bool>()) << "the plan's LR is still its rule's: " << l.dump();
+      EXPECT_EQ(l["points"].size(), x["laws"][0]["points"].size()) << l.dump();
+      EXPECT_EQ(l["points"][0][0], x["laws"][0]["points"][0][0]) << "the same batches as the report's laws";
+      EXPECT_GT(l["at_target"][0].get<double>(), 0) << l.dump();
+      EXPECT_LE(l["at_target"][1].get<double>(), l["at_target"][2].get<double>()) << l.dump();
+      weights += l["weight"].get<double>();
+    }
+    EXPECT_EQ(climb_laws, (std::vector<std::string>{"power", "saturating"})) << x.dump();
+    EXPECT_NEAR(weights, 1.0, 1e-9);
+    const auto& v = x["verdict"];
+    ASSERT_TRUE(v.is_object()) << x.dump();
+    ASSERT_FALSE(v.contains("error")) << v.dump();
+    EXPECT_EQ(v["batch"], 512);
+    const double vlr = v["lr"].get<double>();
+    EXPECT_GT(vlr, 0);
+    EXPECT_LE(v["lr_90"][0].get<double>(), v["lr_80"][0].get<double>()) << v.dump();
+    EXPECT_LE(v["lr_80"][0].get<double>(), vlr) << v.dump();
+    EXPECT_LE(vlr, v["lr_80"][1].get<double>()) << v.dump();
+    EXPECT_LE(v["lr_80"][1].get<double>(), v["lr_90"][1].get<double>()) << v.dump();
+    EXPECT_GE(v["regret"]["p80"].get<double>(), 0) << v.dump();
+    EXPECT_EQ(v["probes"], "auto");
+    EXPECT_DOUBLE_EQ(v["probe_budget"].get<double>(), 0.1);
+    EXPECT_NE(text.out.find("  laws at batch 512 (each fitted to the loss surface; seed-bootstrap interval):\n"),
+              std::string::npos) << text.out;
+    char vlr_text[32];
+    std::snprintf(vlr_text, sizeof vlr_text, "%.4g", vlr);
+    EXPECT_NE(text.out.find(std::string("climb LR       ") + vlr_text + " (80% ["), std::string::npos) << text.out;
+    for (const auto& name : climb_laws) EXPECT_NE(text.out.find("    " + name + " "), std::string::npos) << text.out;
+    ASSERT_TRUE(v["flagged"].is_boolean()) << v.dump();
+    // This sweep (two batches, 2 epochs) leaves 512 wide open: its p80 regret is far above 1%.
+    EXPECT_TRUE(v["flagged"].get<bool>()) << v.dump();
+    EXPECT_EQ(v["why"].get<std::string>().rfind("p80 regret ", 0), 0u) << v.dump();
+    EXPECT_GT(v["regret"]["p80"].get<double>(), 0.01) << v.dump();
+    if (v["flagged"].get<bool>()) {
+      // Two batches five octaves below the target: the sweep cannot settle 512, and says which probe would.
+      EXPECT_FALSE(v["decided"].get<bool>());
+      ASSERT_TRUE(v["undecided"].is_string()) << v.dump();
+      const std::string sentence = v["undecided"];
+      EXPECT_EQ(sentence.rfind("the sweep cannot ", 0), 0u) << sentence;
+      EXPECT_NE(text.out.find("  verdict        flagged: " + v["why"].get<std::string>()), std::string::npos) << text.out;
+      EXPECT_NE(text.out.find("  undecided      " + sentence + "\n"), std::string::npos) << text.out;
+      const auto& probe = v["next_probe"];
+      ASSERT_TRUE(probe.is_object()) << v.dump();
+      const int64_t pb = probe["batch"];
+      EXPECT_TRUE(pb == 64 || pb == 128 || pb == 256 || pb == 512) << "2-16x the largest swept batch: " << pb;
+      EXPECT_EQ(probe["nodes"], 1) << "no more nodes than the sweep used";
+      EXPECT_EQ(probe["micro_batches"], pb / 32) << "reached by gradient accumulation";
+      EXPECT_EQ(probe["lrs"].size(), 3u);
+      EXPECT_GT(probe["node_hours"].get<double>(), 0);
+      EXPECT_NE(sentence.find("one probe at batch " + std::to_string(pb) + ", learning rates {"), std::string::npos)
+          << sentence;
+      // A probe dearer than the budget is said to be.
+      const bool over = probe["node_hours"].get<double>() > v["budget_node_hours"].get<double>();
+      EXPECT_EQ(text.out.find("(that probe is over the probe budget of ") != std::string::npos, over) << text.out;
+    } else {
+      EXPECT_TRUE(v["decided"].get<bool>());
+      EXPECT_TRUE(v["undecided"].is_null()) << v.dump();
+      EXPECT_NE(text.out.find("  verdict        not flagged: "), std::string::npos) << text.out;
+      EXPECT_EQ(text.out.find("  undecided"), std::string::npos) << text.out;
+    }
     ASSERT_TRUE(j["plan"].contains("steps_to_target")) << json.out;  // [value, lo, hi], null without a tradeoff
     EXPECT_TRUE(j["plan"]["steps_to_target"].is_array()) << json.out;
     // This 2-epoch sweep's best losses do not fall with the effective steps (the batch with more steps ends

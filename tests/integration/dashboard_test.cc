@@ -531,6 +531,16 @@ TEST_F(DashboardTest, AHeroRunsPageLeadsWithItsPlanItsBandAndTheExtrapolation) {
     chosen += (*law)["chosen"].get<bool>();
   }
   EXPECT_EQ(chosen, 1);
+  // The climb's verdict under the laws' table: flagged or not, and where undecided the probe that decides.
+  const auto& verdict = x["verdict"];
+  ASSERT_TRUE(verdict.is_object() && verdict.contains("flagged")) << x.dump();
+  const std::string said = text("#verdict");
+  EXPECT_EQ(said.rfind(verdict["flagged"].get<bool>() ? "flagged: " + verdict["why"].get<std::string>() : "not flagged", 0),
+            0u) << said;
+  EXPECT_NE(said.find("the climb's LR at 1024: " + num(verdict["lr"])), std::string::npos) << said;
+  if (verdict["undecided"].is_string()) {
+    EXPECT_NE(said.find(verdict["undecided"].get<std::string>()), std::string::npos) << said;
+  }
   ASSERT_TRUE(drawn["hero"].is_object()) << "the hero run's LR is drawn";
   EXPECT_NEAR(drawn["hero"]["lr"].get<double>(), lr[0].get<double>(), 1e-5 * lr[0].get<double>());
   EXPECT_TRUE(drawn["hero"]["loss"].is_number());

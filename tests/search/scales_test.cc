@@ -41,6 +41,8 @@ TEST(ScalesSpecTest, WindowsFollowTheBatchAndMaxTrialsDefaultsToGridPlusExtensio
   EXPECT_NEAR(w16[1], 0.01 * std::sqrt(2.0), 1e-12);
   EXPECT_NEAR(w64.front(), 0.02, 1e-12);
   EXPECT_EQ(s.max_trials, 10 + 2 * 2);
+  EXPECT_TRUE(s.scales.probes) << "probes: auto by default";
+  EXPECT_DOUBLE_EQ(s.scales.probe_budget, 0.1);
   // The lr parameter's range covers the windows and the extensions.
   EXPECT_LE(s.space.params[1].low, 0.01 / 2 + 1e-12);
   EXPECT_GE(s.space.params[1].high, 0.08 * 2 - 1e-12);
@@ -51,6 +53,17 @@ TEST(ScalesSpecTest, WindowsFollowTheBatchAndMaxTrialsDefaultsToGridPlusExtensio
   EXPECT_EQ(lin.spec->max_trials, 12);
   EXPECT_NEAR(ScalesWindow(lin.spec->scales, 32).front(), 0.4, 1e-12);
   EXPECT_EQ(ScalesWindow(lin.spec->scales, 32).size(), 2u);
+
+  ParseResult probes = ParseSpec(kHead + "scales: {global_batch: [8, 32], lr: {low: 0.1, high: 0.2}, probes: off, "
+                                         "probe_budget: 0.25}\n", "s.yaml");
+  ASSERT_TRUE(probes.ok()) << AllErrors(probes);
+  EXPECT_FALSE(probes.spec->scales.probes);
+  EXPECT_DOUBLE_EQ(probes.spec->scales.probe_budget, 0.25);
+  ParseResult whole = ParseSpec(kHead + "scales: {global_batch: [8, 32], lr: {low: 0.1, high: 0.2}, probes: auto, "
+                                        "probe_budget: 1}\n", "s.yaml");
+  ASSERT_TRUE(whole.ok()) << AllErrors(whole);
+  EXPECT_TRUE(whole.spec->scales.probes);
+  EXPECT_DOUBLE_EQ(whole.spec->scales.probe_budget, 1.0);
 }
 
 TEST(ScalesSpecTest, ErrorsNameTheField) {
@@ -69,6 +82,14 @@ TEST(ScalesSpecTest, ErrorsNameTheField) {
       {"scales: {global_batch: [32, 64], lr: {low: 0.1, high: 1}}\nspace:\n  x: {type: float, low: 0, high: 1}\n",
        "space", "leave space out"},
       {"sampler: tpe\nscales: {global_batch: [32, 64], lr: {low: 0.1, high: 1}}\n", "sampler", "leave sampler out"},
+      {"scales: {global_batch: [32, 64], lr: {low: 0.1, high: 1}, probes: always}\n", "scales.probes",
+       "expected 'auto' or 'off', got 'always'"},
+      {"scales: {global_batch: [32, 64], lr: {low: 0.1, high: 1}, probe_budget: 0}\n", "scales.probe_budget",
+       "must be in (0, 1] (a fraction of the sweep's node-hours), got 0"},
+      {"scales: {global_batch: [32, 64], lr: {low: 0.1, high: 1}, probe_budget: 1.5}\n", "scales.probe_budget",
+       "must be in (0, 1] (a fraction of the sweep's node-hours), got 1.5"},
+      {"scales: {global_batch: [32, 64], lr: {low: 0.1, high: 1}, probe_budget: lots}\n", "scales.probe_budget",
+       "lots"},
       {"budget: {max_trials: 3}\nscales: {global_batch: [32, 64], lr: {low: 0.1, high: 0.2}}\n", "budget.max_trials",
        "plans 6 grid trials"},
   };

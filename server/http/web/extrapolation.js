@@ -4,10 +4,15 @@
 'use strict';
 
 const LAW_COLOURS = {surface_fit: '#0b6bcb', power_fit: '#5b8fd6', lr_fit: '#6b3fa0', joint_fit: '#0f766e',
-  noise_fit: '#b7791f', linear: '#888', sqrt: '#b0b0b0'};
+  noise_fit: '#b7791f', linear: '#888', sqrt: '#b0b0b0',
+  // The climb's candidate laws (plan.extrapolation.laws with source "climb").
+  power: '#1e40af', saturating: '#047857', surge: '#9d174d', 'power+edge': '#3b82f6', 'saturating+edge': '#10b981'};
 const LAW_WORDS = {surface_fit: 'power law fitted to the loss surface', power_fit: 'power law through the best LRs',
   lr_fit: 'ε_max/(1+B_noise/B) through the best LRs', joint_fit: 'ε_max/(1+B_noise/B) tied to the measured noise scale',
-  noise_fit: 'ε_max/(1+B_noise/B), B_noise measured', linear: 'linear rule (lr ∝ B)', sqrt: 'square-root rule (lr ∝ √B)'};
+  noise_fit: 'ε_max/(1+B_noise/B), B_noise measured', linear: 'linear rule (lr ∝ B)', sqrt: 'square-root rule (lr ∝ √B)',
+  power: 'climb: power law on the loss surface', saturating: 'climb: ε_max/(1+B*/B), B* free',
+  surge: 'climb: rises as √B, peaks at B_noise, then falls', 'power+edge': 'climb: power law capped at the stability edge',
+  'saturating+edge': 'climb: ε_max/(1+B*/B) capped at the stability edge'};
 
 // Labels at data values, lowest first, without two closer than `gap` pixels (the earlier one stays).
 function spacedLabels(labels, pixel, gap) {
@@ -16,6 +21,17 @@ function spacedLabels(labels, pixel, gap) {
     if (!out.length || Math.abs(pixel(l[0]) - pixel(out[out.length - 1][0])) >= gap) out.push(l);
   }
   return out;
+}
+
+// The climb's verdict at the target in words (plan.extrapolation.verdict; '' without one).
+function verdictLine(v) {
+  if (!v) return '';
+  if (v.error) return `<p class="verdict">the laws were not judged: ${esc(v.error)}</p>`;
+  const pct = r => typeof r === 'number' ? num(100 * r) + '%' : '-';
+  return `<p class="verdict" id="verdict">${v.flagged ? '<b>flagged</b>: ' + esc(v.why) : 'not flagged'}; ` +
+    `the climb's LR at ${esc(v.batch)}: ${num(v.lr)} (80% [${num(v.lr_80[0])}, ${num(v.lr_80[1])}], ` +
+    `90% [${num(v.lr_90[0])}, ${num(v.lr_90[1])}]), predicted regret ${pct(v.regret.mean)} (p80 ${pct(v.regret.p80)})` +
+    (v.undecided ? `<br>${esc(v.undecided)}` : '') + '</p>';
 }
 
 // Draws `x` (the plan's "extrapolation" object) into `el`; `hero`: {lr, loss, position} of the hero run once it
@@ -146,7 +162,7 @@ function drawExtrapolation(el, x, plan, hero) {
       `<td>${esc(LAW_WORDS[l.name] || '')}</td><td>${l.at_target && ok(l.at_target[0]) ? num(l.at_target[0]) +
       (ok(l.at_target[1]) ? ` [${num(l.at_target[1])}, ${num(l.at_target[2])}]` : '') : '-'}</td>` +
       `<td>${l.consistent === false ? 'rule it out' : l.consistent === true ? 'allow it' : 'not judged'}</td></tr>`).join('') +
-    '</tbody></table>';
+    '</tbody></table>' + verdictLine(x.verdict);
   el.append(legend);
   window.ladderExtrapolation = drawn;
 }
