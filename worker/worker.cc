@@ -25,6 +25,7 @@
 #include "worker/launcher_stop.h"
 #include "worker/leftovers.h"
 #include "worker/log_tail.h"
+#include "common/coordinator_loss_rule.h"
 #include "worker/reconnect_backoff.h"
 
 namespace ladder::worker {
@@ -69,7 +70,7 @@ bool Worker::Session::Write(const v1::WorkerMessage& m) {
 }
 
 Worker::Worker(WorkerOptions options)
-    : opt_(std::move(options)), flush_timer_(loop_), heartbeat_timer_(loop_) {
+    : opt_(std::move(options)), flush_timer_(loop_), heartbeat_timer_(loop_), disconnected_timer_(loop_) {
   if (opt_.node_id.empty()) opt_.node_id = DetectResources(opt_).hostname();
   if (opt_.search_dirs.empty()) opt_.search_dirs.push_back(OwnBinDir());
   if (opt_.warm_starts) warm_ = std::make_unique<WarmStarter>(loop_, opt_.trial_dir);
@@ -169,6 +170,7 @@ void Worker::Stop() {
   boost::asio::post(loop_, [this] {
     flush_timer_.cancel();
     heartbeat_timer_.cancel();
+    disconnected_timer_.cancel();
     trials_.clear();
     warm_.reset();  // its zygotes exit (their children are gone with the trials)
     guard_.reset();
@@ -295,6 +297,11 @@ void Worker::OnDisconnected(std::shared_ptr<Session> s, const std::string& why) 
     stopping = stopping_;
   }
   if (registered_ && !stopping) LogWarning(kLog, "lost the coordinator: " + why + "; reconnecting");
+  // The coordinator last heard this worker no earlier than its last write began.
+  if (registered_ && !stopping) {
+    ArmDisconnectedStop(s->wrote_at != std::chrono::steady_clock::time_point{} ? s->wrote_at
+                                                                                : std::chrono::steady_clock::now());
+  }
   session_.reset();
   registered_ = false;
   heartbeat_timer_.cancel();
@@ -306,6 +313,7 @@ void Worker::Handle(const v1::CoordinatorMessage& m) {
   switch (m.body_case()) {
     case v1::CoordinatorMessage::kRegistered: {
       registered_ = true;
+      disconnected_timer_.cancel();  // back within the window: its runs are re-attached as they are
       heartbeat_interval_ = std::chrono::milliseconds(std::max(10, m.registered().heartbeat_interval_ms()));
       lease_ = std::chrono::milliseconds(std::max(0, m.registered().lease_ms()));
       LogInfo(kLog, "registered with " + opt_.server + " as " + m.registered().node_id() + " (epoch " +
@@ -491,16 +499,41 @@ void Worker::CancelTrial(int64_t trial_id, int64_t epoch, const std::string& rea
   StopRanks(it->second);
 }
 
-void Worker::StopRanks(Running& r) {
+void Worker::StopRanks(Running& r, std::chrono::milliseconds grace) {
   if (r.stop_sent || r.exited) return;
   r.stop_sent = true;
   if (StartsEveryRank(r.launcher) && r.ranks.size() == 1) {
     const char* job = std::getenv("SLURM_JOB_ID");  // the job whose steps the trial's srun runs in
-    StopThroughLauncher(loop_, r.ranks[0], r.launcher, r.step_name, job ? job : "", opt_.launcher_grace,
-                        "trial " + std::to_string(r.trial_id));
+    StopThroughLauncher(loop_, r.ranks[0], r.launcher, r.step_name, job ? job : "",
+                        std::min(opt_.launcher_grace, grace), "trial " + std::to_string(r.trial_id));
     return;
   }
-  for (auto& p : r.ranks) p->Terminate(opt_.terminate_grace);
+  for (auto& p : r.ranks) p->Terminate(std::min(opt_.terminate_grace, grace));
+}
+
+void Worker::ArmDisconnectedStop(std::chrono::steady_clock::time_point last_heard) {
+  if (lease_.count() <= 0) return;  // never granted a lease: never registered, nothing of the coordinator's runs
+  const auto after = DisconnectedStopAfter(lease_);
+  disconnected_timer_.expires_at(last_heard + after);
+  disconnected_timer_.async_wait([this, after](const boost::system::error_code& ec) {
+    if (ec || registered_) return;
+    StopRunsOfLostCoordinator(after);
+  });
+}
+
+void Worker::StopRunsOfLostCoordinator(std::chrono::milliseconds silent) {
+  // A restarted coordinator gives these runs away ReattachWindow(lease) after its start: they stop before that,
+  // killed at the latest DisconnectedStopGrace(lease) after the SIGTERM. Their exits are kept and reported (as
+  // stopped, cancelled) once the worker registers again.
+  const std::string why = "stopped: the coordinator had not heard from this worker for " +
+                          std::to_string(silent.count()) + " ms (its lease)";
+  for (auto& [id, r] : trials_) {
+    if (r.exited || r.stop_sent) continue;
+    LogWarning(kLog, "trial " + std::to_string(id) + " " + why);
+    r.cancelled = true;
+    r.stop_reason = why;
+    StopRanks(r, DisconnectedStopGrace(lease_));
+  }
 }
 
 void Worker::OnLine(int64_t trial_id, const std::string& line, bool truncated) {
@@ -556,6 +589,10 @@ void Worker::OnRankExit(int64_t trial_id, int local_rank, int exit_code, const s
     r.cancelled = true;
     r.exit_code = exit_code;
     r.exit_error = guard_stop;
+  }
+  if (!r.stop_reason.empty() && r.exit_error.empty()) {  // stopped because the coordinator was gone too long
+    r.exit_code = exit_code;
+    r.exit_error = r.stop_reason;
   }
   if (exit_code != 0 && r.exit_error.empty()) {
     r.exit_code = exit_code;
