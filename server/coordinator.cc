@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <filesystem>
 
+#include "common/coordinator_loss_rule.h"
 #include "common/log.h"
 #include "server/store/sqlite_db.h"
 #include "common/wall_clock.h"
@@ -57,7 +58,9 @@ void Coordinator::Start() {
   // rebuild their samplers and trial schedulers from the trials.
   searches_.Load();
   nodes_.Load();
-  trials_.Load(Clock::now() + opt_.heartbeat_timeout);
+  // Running trials wait for their workers longer than a worker cut off from the coordinator keeps their runs going
+  // (common/coordinator_loss_rule.h): a run given away after this has stopped where it was.
+  trials_.Load(Clock::now() + ReattachWindow(opt_.heartbeat_timeout));
   if (read_only()) {
     searches_.Recover();  // the best trials, as the dashboards show them; nothing is placed, nothing is written
     LogInfo(kLog, "serving " + store_.path() + " read-only: " + std::to_string(searches_.Ids().size()) +

@@ -24,6 +24,7 @@
 #include "worker/launcher_stop.h"
 #include "worker/leftovers.h"
 #include "worker/log_tail.h"
+#include "common/coordinator_loss_rule.h"
 #include "worker/reconnect_backoff.h"
 
 namespace ladder::worker {
@@ -64,7 +65,7 @@ bool Worker::Session::Write(const v1::WorkerMessage& m) {
 }
 
 Worker::Worker(WorkerOptions options)
-    : opt_(std::move(options)), flush_timer_(loop_), heartbeat_timer_(loop_) {
+    : opt_(std::move(options)), flush_timer_(loop_), heartbeat_timer_(loop_), disconnected_timer_(loop_) {
   if (opt_.node_id.empty()) opt_.node_id = DetectResources(opt_).hostname();
   if (opt_.search_dirs.empty()) opt_.search_dirs.push_back(OwnBinDir());
   if (opt_.warm_starts) warm_ = std::make_unique<WarmStarter>(loop_, opt_.trial_dir);
@@ -155,6 +156,7 @@ void Worker::Stop() {
   boost::asio::post(loop_, [this] {
     flush_timer_.cancel();
     heartbeat_timer_.cancel();
+    disconnected_timer_.cancel();
     trials_.clear();
     warm_.reset();  // its zygotes exit (their children are gone with the trials)
     guard_.reset();
@@ -281,6 +283,11 @@ void Worker::OnDisconnected(std::shared_ptr<Session> s, const std::string& why) 
     stopping = stopping_;
   }
   if (registered_ && !stopping) LogWarning(kLog, "lost the coordinator: " + why + "; reconnecting");
+  // The coordinator last heard this worker no earlier than its last write began.
+  if (registered_ && !stopping) {
+    ArmDisconnectedStop(s->wrote_at != std::chrono::steady_clock::time_point{} ? s->wrote_at
+                                                                                : std::chrono::steady_clock::now());
+  }
   session_.reset();
   registered_ = false;
   heartbeat_timer_.cancel();
@@ -292,6 +299,7 @@ void Worker::Handle(const v1::CoordinatorMessage& m) {
   switch (m.body_case()) {
     case v1::CoordinatorMessage::kRegistered: {
       registered_ = true;
+      disconnected_timer_.cancel();  // back within the window: its runs are re-attached as they are
       heartbeat_interval_ = std::chrono::milliseconds(std::max(10, m.registered().heartbeat_interval_ms()));
       lease_ = std::chrono::milliseconds(std::max(0, m.registered().lease_ms()));
       LogInfo(kLog, "registered with " + opt_.server + " as " + m.registered().node_id() + " (epoch " +

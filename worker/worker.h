@@ -7,7 +7,9 @@
 //
 // Protocol (proto WorkerService.Connect): on every (re)connection the worker sends RegisterWorker listing the
 // trials it is still running, so a restarted coordinator re-attaches them; then heartbeats every interval the
-// coordinator asked for, TrialStarted/MetricReport/TrialExited as trials progress.
+// coordinator asked for, TrialStarted/MetricReport/TrialExited as trials progress. Cut off from the coordinator for
+// longer than its lease (from its last write), the worker stops the runs it holds before a restarted coordinator
+// can give them away (common/coordinator_loss_rule.h); their exits go out when it registers again.
 //
 // Nothing acknowledged is lost: every metric point (numbered per run) and every exit is kept until the
 // coordinator acknowledges it as durable (Acknowledged), and everything unacknowledged is sent again after a
@@ -123,6 +125,7 @@ class Worker {
     v1::Launcher launcher = v1::LAUNCHER_PER_NODE;  // from LADDER_LAUNCHER; SRUN, MPIRUN: ranks[0] starts every rank
     std::string step_name;                          // SRUN: the trial's Slurm step (LADDER_STEP_NAME)
     bool stop_sent = false;                         // StopRanks ran: a second stop signal is never sent
+    std::string stop_reason;  // this worker stopped it on its own (the coordinator was gone too long): why
     bool cancelled = false;
     bool worker_stopping = false;        // stopped because this worker is stopping (Stop), not as asked
     bool exited = false;                 // ended; `exit` is kept until the coordinator acknowledges it
@@ -165,7 +168,12 @@ class Worker {
   void CancelTrial(int64_t trial_id, int64_t epoch, const std::string& reason);
   // Asks the trial's ranks to stop, once: SIGTERM to each local rank's group (SIGKILL after terminate_grace), or
   // through the launcher that started them all (worker/launcher_stop.h).
-  void StopRanks(Running& r);
+  // `grace` caps terminate_grace (and launcher_grace) for this stop.
+  void StopRanks(Running& r, std::chrono::milliseconds grace = std::chrono::milliseconds::max());
+  // Disconnected: arms the stop of every run held when the coordinator has not heard from this worker for
+  // DisconnectedStopAfter(lease) (common/coordinator_loss_rule.h); registering again disarms it.
+  void ArmDisconnectedStop(std::chrono::steady_clock::time_point last_heard);
+  void StopRunsOfLostCoordinator(std::chrono::milliseconds silent);
   void OnLine(int64_t trial_id, const std::string& line, bool truncated);
   // One rank ended; the trial ends (OnExit) when its last rank has.
   void OnRankExit(int64_t trial_id, int local_rank, int exit_code, const std::string& description);
@@ -191,6 +199,7 @@ class Worker {
   std::chrono::milliseconds lease_{0};  // as the coordinator said (0: not said)
   boost::asio::steady_timer flush_timer_;
   boost::asio::steady_timer heartbeat_timer_;
+  boost::asio::steady_timer disconnected_timer_;  // ArmDisconnectedStop
   bool flush_armed_ = false;
   std::chrono::milliseconds heartbeat_interval_{1000};
 

@@ -17,6 +17,8 @@
 #include "worker/log_tail.h"
 #include "worker/worker.h"
 
+#include "common/coordinator_loss_rule.h"
+
 namespace ladder::worker {
 
 namespace {
@@ -191,16 +193,41 @@ void Worker::CancelTrial(int64_t trial_id, int64_t epoch, const std::string& rea
   StopRanks(it->second);
 }
 
-void Worker::StopRanks(Running& r) {
+void Worker::StopRanks(Running& r, std::chrono::milliseconds grace) {
   if (r.stop_sent || r.exited) return;
   r.stop_sent = true;
   if (StartsEveryRank(r.launcher) && r.ranks.size() == 1) {
     const char* job = std::getenv("SLURM_JOB_ID");  // the job whose steps the trial's srun runs in
-    StopThroughLauncher(loop_, r.ranks[0], r.launcher, r.step_name, job ? job : "", opt_.launcher_grace,
-                        "trial " + std::to_string(r.trial_id));
+    StopThroughLauncher(loop_, r.ranks[0], r.launcher, r.step_name, job ? job : "",
+                        std::min(opt_.launcher_grace, grace), "trial " + std::to_string(r.trial_id));
     return;
   }
-  for (auto& p : r.ranks) p->Terminate(opt_.terminate_grace);
+  for (auto& p : r.ranks) p->Terminate(std::min(opt_.terminate_grace, grace));
+}
+
+void Worker::ArmDisconnectedStop(std::chrono::steady_clock::time_point last_heard) {
+  if (lease_.count() <= 0) return;  // never granted a lease: never registered, nothing of the coordinator's runs
+  const auto after = DisconnectedStopAfter(lease_);
+  disconnected_timer_.expires_at(last_heard + after);
+  disconnected_timer_.async_wait([this, after](const boost::system::error_code& ec) {
+    if (ec || registered_) return;
+    StopRunsOfLostCoordinator(after);
+  });
+}
+
+void Worker::StopRunsOfLostCoordinator(std::chrono::milliseconds silent) {
+  // A restarted coordinator gives these runs away ReattachWindow(lease) after its start: they stop before that,
+  // killed at the latest DisconnectedStopGrace(lease) after the SIGTERM. Their exits are kept and reported (as
+  // stopped, cancelled) once the worker registers again.
+  const std::string why = "stopped: the coordinator had not heard from this worker for " +
+                          std::to_string(silent.count()) + " ms (its lease)";
+  for (auto& [id, r] : trials_) {
+    if (r.exited || r.stop_sent) continue;
+    LogWarning(kLog, "trial " + std::to_string(id) + " " + why);
+    r.cancelled = true;
+    r.stop_reason = why;
+    StopRanks(r, DisconnectedStopGrace(lease_));
+  }
 }
 
 void Worker::OnLine(int64_t trial_id, const std::string& line, bool truncated) {
@@ -256,6 +283,10 @@ void Worker::OnRankExit(int64_t trial_id, int local_rank, int exit_code, const s
     r.cancelled = true;
     r.exit_code = exit_code;
     r.exit_error = guard_stop;
+  }
+  if (!r.stop_reason.empty() && r.exit_error.empty()) {  // stopped because the coordinator was gone too long
+    r.exit_code = exit_code;
+    r.exit_error = r.stop_reason;
   }
   if (exit_code != 0 && r.exit_error.empty()) {
     r.exit_code = exit_code;

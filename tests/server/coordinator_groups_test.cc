@@ -461,7 +461,7 @@ TEST_F(CoordinatorGroupTest, AfterARestartAGroupWhoseMemberNeverReRegistersRunsA
   auto other = Connect(g.other_node, 2, {{id, g.other.assignment_epoch()}});
   auto idle = Connect(g.idle_node, 2);
   Exit(other, g.other, 128 + 15, /*cancelled=*/true);
-  for (int i = 0; i < 12; ++i) {  // past the re-attach deadline, the two workers beating
+  for (int i = 0; i < 24; ++i) {  // past the re-attach deadline (three leases), the two workers beating
     for (const auto& l : {other, idle}) {
       v1::WorkerMessage beat;
       beat.mutable_heartbeat();
