@@ -100,8 +100,16 @@ def functions(text):
 
 
 def tracked(root):
-    out = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True, check=True).stdout
-    return [f for f in out.split("\n") if f.endswith(SOURCE_EXT)]
+    """The tree's source files: git's list, or (a tree that is not a checkout) every file outside build folders."""
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True, check=True).stdout
+        files = out.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for d, dirs, names in os.walk(root):
+            dirs[:] = [x for x in dirs if not x.startswith((".", "build", "node_modules"))]
+            files += [os.path.relpath(os.path.join(d, n), root) for n in names]
+    return sorted(f for f in files if f.endswith(SOURCE_EXT))
 
 
 def main():
