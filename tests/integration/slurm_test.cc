@@ -236,7 +236,9 @@ TEST_F(SlurmTest, ATrialOnANodeThatCrashesIsRequeuedOnAnotherNode) {
   // the job and the other nodes' workers go on.
   std::string slurm_state;
   bool requeued_done = false;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // Bounded by what a loaded 2-core machine needs: the worker's lease, Slurm's SlurmdTimeout (10 s) and its ping
+  // interval, a new srun step elsewhere (it took over 60 s once beside four builds).
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(150);
        std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
     auto doc = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out, nullptr, false);
     for (const auto& t : doc.is_object() ? doc.value("trials", nlohmann::json::array()) : nlohmann::json::array()) {
