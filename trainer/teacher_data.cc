@@ -1,4 +1,5 @@
-// A teacher network's classification task (data_sources.h: teacher:), for the extrapolation regimes of issue 38.
+// A teacher network's classification task (data_sources.h: teacher:), for the extrapolation regime tasks
+// (a best LR that keeps growing with the batch, or levels off: bench/extrapolation_regimes).
 //
 // A fixed random teacher — a ReLU MLP with one hidden layer of kTeacherHidden units, biases centred so that the
 // classes are balanced — labels Gaussian inputs with the argmax of its logits. Two dials:

@@ -1,5 +1,5 @@
 #pragma once
-// `scales:` — a search that plans the small-scale trials a scale fit needs (issue 6: `ladder promote` fits the
+// `scales:` — a search that plans the small-scale trials a scale fit needs (`ladder promote` fits the
 // best learning rate against the global batch from them).
 //
 //   scales:
@@ -11,7 +11,7 @@
 //     extend: 2                          # at most this many extra learning rates per batch, beyond the edge
 //                                        # where the batch's best one sits (default 2; 0: the grid only)
 //     probes: auto                       # auto | off: whether larger-batch probes may settle the hero run's LR
-//                                        # where the sweep cannot (issue 38; `ladder promote` says which probe)
+//                                        # where the sweep cannot (`ladder promote` says which probe)
 //     probe_budget: 0.1                  # the probes' node-hours as a fraction of the sweep's, in (0, 1]
 //
 // The search's parameters are `global_batch` (int) and `lr` (float, log): write them into the command, e.g.

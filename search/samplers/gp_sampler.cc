@@ -11,7 +11,7 @@
 // trial up to 10, then every max(2, 20%)), on the first trials in trial-number order, so they stay a function
 // of the told set (the sampler's determinism contract) and are cached between refits. The completed trials
 // are kept by number and by loss as they are told, so a suggestion reads its model set in O(max_history) and
-// its cost does not grow with the history (issue 24: under 50 ms at 100,000 trials); the cost of a suggestion
+// its cost does not grow with the history (the promise: under 50 ms at 100,000 trials); the cost of a suggestion
 // is that of a GP on max_history points (O(max_history^3) to condition, O(candidates x max_history^2) to
 // predict), and a refit's is that of ~3 x 40 marginal-likelihood evaluations on as many.
 //

@@ -6,7 +6,8 @@
 //
 // Cost: the history is kept per group of coordinates as trials are told (tpe_history.h): the good group is
 // read off an ordered set, and past kKernelTermBudget the bad mixture is a stratified subsample with the
-// group's weights preserved, so a suggestion's cost stops growing with the history (issue 24).
+// group's weights preserved, so a suggestion's cost stops growing with the history (docs/BENCHMARKS.md:
+// bench/search_vs_optuna's 100,000-trial part).
 //
 // Conditional parameters: the always-active parameters are modelled jointly; each conditional parameter gets
 // its own one-dimensional estimator over the trials in which it was active (split into good and bad among
@@ -31,7 +32,7 @@ constexpr size_t kMaxGood = 25;
 // Cost bound of one suggestion (tpe_history.h): the kernel terms (candidate x component x coordinate) of
 // log g(x) over the candidates. 2^19 terms take about 0.4 ms on one core of the bench machine (about 1 ns a
 // term) and building the mixture about as much, so a suggestion costs about 1.1 ms at 100,000 trials, under
-// the 2 ms of issue 24 with room for a loaded machine; with Optuna's 24 candidates and 9 coordinates the bad
+// the 2 ms the product promises at that size, with room for a loaded machine; with Optuna's 24 candidates and 9 coordinates the bad
 // mixture keeps 2,427 components, exact up to that many bad trials.
 constexpr size_t kKernelTermBudget = size_t{1} << 19;
 constexpr size_t kMinComponents = 256;
