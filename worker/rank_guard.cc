@@ -169,6 +169,7 @@ RankGuard::RankGuard(boost::asio::io_context& loop, std::function<std::optional<
     : loop_(loop), until_(std::move(until)), on_warning_(std::move(on_warning)), beat_timer_(loop) {}
 
 RankGuard::~RankGuard() {
+  *alive_ = false;
   beat_timer_.cancel();
   reader_.reset();
   if (sock_ >= 0) close(sock_);
@@ -246,8 +247,8 @@ void RankGuard::Beat() {
                         std::chrono::milliseconds(10), std::chrono::milliseconds(250));
   }
   beat_timer_.expires_after(period);
-  beat_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) Beat();
+  beat_timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (!ec && *alive) Beat();
   });
 }
 
@@ -274,8 +275,9 @@ std::string RankGuard::Ended(int pid) {
 }
 
 void RankGuard::WaitForMessages() {
-  reader_->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
-    if (ec) return;
+  reader_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                      [this, alive = alive_](const boost::system::error_code& ec) {
+    if (ec || !*alive) return;
     ReadMessages();
     if (reader_) WaitForMessages();
   });

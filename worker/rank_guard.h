@@ -70,6 +70,9 @@ class RankGuard {
   std::set<int> watched_;
   std::map<int, std::string> killed_;  // pid -> why, until its exit is handled
   bool gone_ = false;                  // the guard ended (logged once)
+  // False once destroyed. A timer or read completion already queued with success when the guard is destroyed
+  // still runs on the loop; its handler checks this (shared with it) before touching the guard.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace ladder::worker
