@@ -1,18 +1,18 @@
 // ladder-multifidelity-bench (run through bench/multifidelity): ASHA, Hyperband and the median stopping rule
-// (search/stopping/trial_scheduler.h) against random search at EQUAL TOTAL RESOURCE (epochs).
+// (search/stopping/stopping_rule.h) against random search at EQUAL TOTAL RESOURCE (epochs).
 //
 // Table mode: trials replay learning curves recorded from real ladder-train runs (bench/data/digits_curves.csv,
 // written by bench/record_curves). W trials run at once (asynchronous: each epoch of a trial takes that
 // configuration's recorded seconds per epoch); a trial takes the next configuration of a seeded permutation of
 // the table (the same permutation for every algorithm of a seed); every finished epoch costs 1 from the budget
-// and is reported to the scheduler as (epoch, val_loss); a stopped trial frees its worker for the next
+// and is reported to the stopping rule as (epoch, val_loss); a stopped trial frees its worker for the next
 // configuration; the run ends when the budget is spent (running trials are cut there). Random search is the
-// same loop without a scheduler (every trial runs to max epochs). A configuration whose run diverged (fewer
+// same loop without a stopping rule (every trial runs to max epochs). A configuration whose run diverged (fewer
 // recorded epochs) fails after one more epoch.
 //
 // Live mode (--live, bench/multifidelity_live.*): the same loop on real ladder-train processes (digits data, --threads 1, the record_curves
 // space drawn afresh with the seed), W at once, each started with --epochs R and killed (SIGTERM) when its
-// scheduler stops it or the budget is spent. The runs fork from one `ladder-train --zygote` (as ladder-worker
+// stopping rule stops it or the budget is spent. The runs fork from one `ladder-train --zygote` (as ladder-worker
 // starts ladder-train trials: worker/warm_start.h) so that a trial start costs milliseconds, not LibTorch's
 // start-up (about 0.5 s, more than a digits epoch); --live-start cold starts each as a new process instead.
 //
@@ -39,7 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/multifidelity_live.h"
-#include "search/stopping/trial_scheduler.h"
+#include "search/stopping/stopping_rule.h"
 
 namespace {
 
@@ -47,11 +47,11 @@ using ladder::bench::LiveOptions;
 using ladder::bench::LiveResult;
 using ladder::bench::RunLive;
 using ladder::bench::WarmTrainer;
-using ladder::search::MakeTrialScheduler;
+using ladder::search::MakeStoppingRule;
 using ladder::search::TrialDecision;
-using ladder::search::TrialScheduler;
-using ladder::search::TrialSchedulerOptions;
-using ladder::search::TrialSchedulerType;
+using ladder::search::StoppingRule;
+using ladder::search::StoppingOptions;
+using ladder::search::StoppingRuleType;
 
 struct Options {
   std::string table;
@@ -214,15 +214,15 @@ Table ReadTable(const std::string& path) {
 
 const std::vector<std::string> kAlgorithms = {"random", "asha", "hyperband", "median"};
 
-TrialSchedulerOptions SchedulerFor(const std::string& algorithm, const Options& o, int max_epochs) {
-  TrialSchedulerOptions s;
+StoppingOptions RuleFor(const std::string& algorithm, const Options& o, int max_epochs) {
+  StoppingOptions s;
   s.resource = "epoch";
   s.min_resource = o.min_resource;
   s.max_resource = max_epochs;
   s.reduction_factor = o.eta;
-  if (algorithm == "asha") s.type = TrialSchedulerType::kAsha;
-  if (algorithm == "hyperband") s.type = TrialSchedulerType::kHyperband;
-  if (algorithm == "median") s.type = TrialSchedulerType::kMedian;  // library defaults: grace 1, min_trials 3
+  if (algorithm == "asha") s.type = StoppingRuleType::kAsha;
+  if (algorithm == "hyperband") s.type = StoppingRuleType::kHyperband;
+  if (algorithm == "median") s.type = StoppingRuleType::kMedian;  // library defaults: grace 1, min_trials 3
   return s;
 }
 
@@ -234,8 +234,8 @@ struct RunResult {
 
 // One simulated search over the table.
 RunResult Simulate(const Table& table, const std::string& algorithm, const Options& o, int budget, uint64_t seed) {
-  std::unique_ptr<TrialScheduler> scheduler =
-      MakeTrialScheduler(SchedulerFor(algorithm, o, table.epochs), /*maximize=*/false);
+  std::unique_ptr<StoppingRule> rule =
+      MakeStoppingRule(RuleFor(algorithm, o, table.epochs), /*maximize=*/false);
   std::vector<size_t> order(table.curves.size());
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + 1);
@@ -269,18 +269,18 @@ RunResult Simulate(const Table& table, const std::string& algorithm, const Optio
     ++t.epoch;
     bool ended = false;
     if (t.epoch > static_cast<int>(c.val_loss.size())) {  // diverged: ladder-train exited with code 3
-      if (scheduler) scheduler->Complete(t.number, std::nullopt);
+      if (rule) rule->Complete(t.number, std::nullopt);
       ended = true;
     } else {
       const double v = c.val_loss[static_cast<size_t>(t.epoch - 1)];
       r.best = std::min(r.best, v);
-      if (scheduler) {
-        TrialDecision d = scheduler->Report(t.number, t.epoch, v);
+      if (rule) {
+        TrialDecision d = rule->Report(t.number, t.epoch, v);
         if (d.stop() && t.epoch < table.epochs) ++r.stopped;
         ended = d.stop();
       }
       if (t.epoch >= table.epochs) ended = true;
-      if (ended && scheduler) scheduler->Complete(t.number, v);
+      if (ended && rule) rule->Complete(t.number, v);
     }
     if (ended) {
       if (spent < budget) start(worker, now);
@@ -327,7 +327,7 @@ int main(int argc, char** argv) {
   const Table table = ReadTable(o.table);
   std::printf("table: %s: %zu configurations x %d epochs (%d diverged), best val_loss %.5f\n", o.table.c_str(),
               table.curves.size(), table.epochs, table.diverged, table.best);
-  TrialSchedulerOptions shown = SchedulerFor("asha", o, table.epochs);
+  StoppingOptions shown = RuleFor("asha", o, table.epochs);
   std::printf("asha/hyperband: min_resource %g, max_resource %d, reduction_factor %g (rungs:", o.min_resource,
               table.epochs, o.eta);
   for (double rung : ladder::search::AshaRungs(shown)) std::printf(" %g", rung);
@@ -378,7 +378,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < kAlgorithms.size(); ++i) {
         const std::string& a = kAlgorithms[(i + static_cast<size_t>(s)) % kAlgorithms.size()];
         runs[a].push_back(
-            RunLive(SchedulerFor(a, o, table.epochs), live, table.epochs, static_cast<uint64_t>(s), warm.get()));
+            RunLive(RuleFor(a, o, table.epochs), live, table.epochs, static_cast<uint64_t>(s), warm.get()));
       }
     }
     std::printf("%-10s | %-30s | %6s | %7s | %s\n", "algorithm", "regret median [q1, q3]", "trials", "seconds",

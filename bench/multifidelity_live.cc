@@ -22,10 +22,10 @@
 
 namespace ladder::bench {
 
-using search::MakeTrialScheduler;
+using search::MakeStoppingRule;
 using search::TrialDecision;
-using search::TrialScheduler;
-using search::TrialSchedulerOptions;
+using search::StoppingRule;
+using search::StoppingOptions;
 
 WarmTrainer::WarmTrainer(const std::string& train) {
   namespace z = ladder::trainer::zygote;
@@ -172,9 +172,9 @@ double Since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-LiveResult RunLive(const TrialSchedulerOptions& algorithm, const LiveOptions& o, int max_epochs, uint64_t seed,
+LiveResult RunLive(const StoppingOptions& algorithm, const LiveOptions& o, int max_epochs, uint64_t seed,
                    WarmTrainer* warm) {
-  std::unique_ptr<TrialScheduler> scheduler = MakeTrialScheduler(algorithm, false);
+  std::unique_ptr<StoppingRule> rule = MakeStoppingRule(algorithm, false);
   LiveResult r;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Process> running;
@@ -233,17 +233,17 @@ LiveResult RunLive(const TrialSchedulerOptions& algorithm, const LiveOptions& o,
         ++spent;
         r.best = std::min(r.best, v);
         bool stop = spent >= o.budget;
-        if (scheduler) {
-          TrialDecision d = scheduler->Report(p.number, p.epoch, v);
+        if (rule) {
+          TrialDecision d = rule->Report(p.number, p.epoch, v);
           if (d.stop()) {
             stop = true;
-            scheduler->Complete(p.number, v);
+            rule->Complete(p.number, v);
           }
         }
         if (stop) p.stopping = true;
       }
       if (p.stopping || ended) {
-        if (ended && scheduler && !p.stopping) scheduler->Complete(p.number, std::nullopt);
+        if (ended && rule && !p.stopping) rule->Complete(p.number, std::nullopt);
         reap(p, p.stopping);
         p.pid = -1;
       }

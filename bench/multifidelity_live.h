@@ -1,7 +1,7 @@
 #pragma once
 // bench/multifidelity's live mode: the stopping rules on real ladder-train processes (digits data, --threads 1,
 // the record_curves space drawn afresh with the seed), W at once, each started with --epochs R and killed
-// (SIGTERM) when its scheduler stops it or the budget is spent. Runs fork from one `ladder-train --zygote` (as
+// (SIGTERM) when its stopping rule stops it or the budget is spent. Runs fork from one `ladder-train --zygote` (as
 // ladder-worker starts ladder-train trials: worker/warm_start.h) unless cold starts are asked for.
 #include <sys/types.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "search/stopping/trial_scheduler.h"
+#include "search/stopping/stopping_rule.h"
 
 namespace ladder::bench {
 
@@ -44,8 +44,8 @@ class WarmTrainer {
   int sock_ = -1;
 };
 
-// One search with `algorithm`'s scheduler (type kNone: random search) on real runs; `warm` null: cold starts.
-LiveResult RunLive(const search::TrialSchedulerOptions& algorithm, const LiveOptions& o, int max_epochs,
+// One search with `algorithm`'s stopping rule (type kNone: random search) on real runs; `warm` null: cold starts.
+LiveResult RunLive(const search::StoppingOptions& algorithm, const LiveOptions& o, int max_epochs,
                    uint64_t seed, WarmTrainer* warm);
 
 }  // namespace ladder::bench

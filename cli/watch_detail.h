@@ -17,7 +17,7 @@ std::vector<std::string> TrialDetailLines(const v1::Trial& t, const v1::Search* 
 // Node-hours for a person: "0.00", "12.34", "1234" (two decimals below 100).
 std::string FormatNodeHours(double node_seconds);
 
-// "rung 2" (asha, hyperband), "gen 3" (pbt), "-" (none yet, or no trial scheduler).
+// "rung 2" (asha, hyperband), "gen 3" (pbt), "-" (none yet, or no stopping rule).
 std::string RungLabel(const v1::Trial& t, const v1::Search* search);
 
 // The trial's node-seconds at `now`: what the coordinator counted when it sent `t` at `sent_unix`, and for a

@@ -66,7 +66,7 @@ if [ "$what" = tsan ] || [ "$what" = all ]; then
   configure build-tsan thread
   export TSAN_OPTIONS="log_path=$root/build-tsan/sanitizer-reports/tsan:suppressions=$supp/tsan.supp:second_deadlock_stack=1:history_size=4"
   mkdir -p build-tsan/sanitizer-reports
-  cmake --build build-tsan -j "$jobs" --target server_test scheduler_test worker_test search_test trial_scheduler_test \
+  cmake --build build-tsan -j "$jobs" --target server_test scheduler_test worker_test search_test stopping_rule_test \
     extrapolation_test
   # Only the binaries built here have their tests registered; the others' placeholders and the scripted tests
   # that run the CLI or the trainer (not built here) are left out.

@@ -55,7 +55,7 @@ void Coordinator::Start() {
   started_unix_ = WallNow();
   // Every part loads what it owns, in the order they depend on each other: searches (their specs), nodes (the
   // scheduler's cluster), trials (into both); then the scheduler takes back running groups and the searches
-  // rebuild their samplers and trial schedulers from the trials.
+  // rebuild their samplers and stopping rules from the trials.
   searches_.Load();
   nodes_.Load();
   // Running trials wait for their workers longer than a worker cut off from the coordinator keeps their runs going

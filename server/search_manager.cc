@@ -1,5 +1,5 @@
-// SearchManager: creation, the samplers, the best trial, the failure budget and the search's end. The trial
-// schedulers and the hero band are in search_manager_decisions.cc, ensembles in search_manager_ensemble.cc.
+// SearchManager: creation, the samplers, the best trial, the failure budget and the search's end. The stopping
+// rules and the hero band are in search_manager_decisions.cc, ensembles in search_manager_ensemble.cc.
 #include "server/search_manager.h"
 
 #include <cctype>
@@ -38,7 +38,7 @@ SearchManager::SearchManager(store::Store& store, TrialManager& trials, CommitOu
 
 std::string SearchManager::Prepare(SearchRecord& s) {
   s.sampler = search::MakeSampler(s.spec);
-  s.trial_sched = search::MakeTrialScheduler(s.spec);
+  s.stopping_rule = search::MakeStoppingRule(s.spec);
   SetRungs(s);
   SetGroupFromSpec(s);
   return s.band.Load(s.proto.plan_json());
@@ -102,7 +102,7 @@ void SearchManager::Recover() {
       // As on the live path: the ensemble's retrain step is no configuration, so never the best trial.
       if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective() && !t.workflow_step) ConsiderBest(s, t);
     }
-    if (s.trial_sched) ReplayTrialScheduler(s);
+    if (s.stopping_rule) ReplayStoppingRule(s);
   }
 }
 
@@ -230,7 +230,7 @@ bool SearchManager::CreateOne(SearchRecord& s) {
     return false;
   }
   const TrialRecord& t = trials_.Create(s.proto.id(), s.next_number++, std::move(*params), /*workflow_step=*/false);
-  if (s.trial_sched) s.trial_sched->AddTrial(t.proto.number(), t.params);
+  if (s.stopping_rule) s.stopping_rule->AddTrial(t.proto.number(), t.params);
   trials_.Submit(t.proto.id());
   hub_.Trial(t.proto);
   return true;
@@ -241,11 +241,11 @@ void SearchManager::OnTrialEnded(int64_t trial_id) {
   SearchRecord& s = searches_.at(t.proto.search_id());
   const v1::TrialState state = t.proto.state();
   if (s.sampler && !t.workflow_step) s.sampler->Tell(t.proto.number(), t.params, ObjectiveOf(t.proto));
-  if (s.trial_sched && !t.workflow_step) {
+  if (s.stopping_rule && !t.workflow_step) {
     if (state == v1::TRIAL_CANCELLED) {
-      s.trial_sched->Forget(t.proto.number());
+      s.stopping_rule->Forget(t.proto.number());
     } else {
-      s.trial_sched->Complete(t.proto.number(), state == v1::TRIAL_COMPLETED ? ObjectiveOf(t.proto) : std::nullopt);
+      s.stopping_rule->Complete(t.proto.number(), state == v1::TRIAL_COMPLETED ? ObjectiveOf(t.proto) : std::nullopt);
     }
   }
   if (state == v1::TRIAL_COMPLETED && !t.workflow_step) ConsiderBest(s, t);

@@ -1,7 +1,7 @@
 #pragma once
 // SearchManager: the searches — what trials exist and what their results mean.
 //
-// Owns: each search's record (v1::Search, its parsed spec), its sampler and trial scheduler (ASHA, Hyperband,
+// Owns: each search's record (v1::Search, its parsed spec), its sampler and stopping rule (ASHA, Hyperband,
 // median, PBT) with their replay after a restart, the best trial, the failure budget, the search's end, the
 // ensemble and its retrain step, and the hero run's band (HeroBand).
 // Does not own trials: it creates them, reads them (TrialManager::Find/Of, const) and asks for what it decides
@@ -23,7 +23,7 @@
 #include "ladder/v1/ladder.pb.h"
 #include "search/samplers/sampler.h"
 #include "search/core/spec.h"
-#include "search/stopping/trial_scheduler.h"
+#include "search/stopping/stopping_rule.h"
 #include "server/commit_outbox.h"
 #include "server/event_hub.h"
 #include "server/hero_band.h"
@@ -38,10 +38,10 @@ class SearchManager : public TrialManager::Owner {
                 std::function<void()> request_schedule);
 
   // --- recovery ---------------------------------------------------------------------------------------------
-  // The stored searches; running ones get their spec parsed again, their sampler, trial scheduler and plan.
+  // The stored searches; running ones get their spec parsed again, their sampler, stopping rule and plan.
   void Load();
-  // After the trials are loaded: next trial numbers, what the samplers knew, the best trials, and the trial
-  // schedulers rebuilt from the stored reports.
+  // After the trials are loaded: next trial numbers, what the samplers knew, the best trials, and the stopping
+  // rules rebuilt from the stored reports.
   void Recover();
 
   // --- requests ---------------------------------------------------------------------------------------------
@@ -76,7 +76,7 @@ class SearchManager : public TrialManager::Owner {
     v1::Search proto;
     search::SearchSpec spec;
     std::unique_ptr<search::Sampler> sampler;
-    std::unique_ptr<search::TrialScheduler> trial_sched;  // the spec's `scheduler:`; null for none
+    std::unique_ptr<search::StoppingRule> stopping_rule;  // the spec's `scheduler:`; null for none
     int next_number = 0;     // trials created so far
     bool exhausted = false;  // the sampler has no more configurations
     HeroBand band;           // a hero run's predicted loss band (empty for other searches)
@@ -90,7 +90,7 @@ class SearchManager : public TrialManager::Owner {
   // v1::Trial.rung of trial `number` that reported `resource`: the levels of its bracket it has reached.
   static int RungOf(const SearchRecord& s, int64_t number, double resource);
 
-  // The spec's sampler, trial scheduler, launcher and plan (a plan error is returned, naming the problem).
+  // The spec's sampler, stopping rule, launcher and plan (a plan error is returned, naming the problem).
   static std::string Prepare(SearchRecord& s);
   // The group's launcher and pool, from the spec (they are not stored; an ended search has them too).
   static void SetGroupFromSpec(SearchRecord& s);
@@ -104,14 +104,14 @@ class SearchManager : public TrialManager::Owner {
   void MaybeFinish(SearchRecord& s);
   void SetState(SearchRecord& s, v1::SearchState state, const std::string& error);
 
-  // Trial schedulers (search_manager_decisions.cc): a point of a running trial, judged by the trial
+  // Stopping rules (search_manager_decisions.cc): a point of a running trial, judged by the trial
   // scheduler.
-  void ConsultTrialScheduler(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point);
+  void ConsultStoppingRule(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point);
   // Node count as the fidelity: a stage below the last level is judged as (nodes, objective); the trial stops
   // (COMPLETED with its value) or is promoted to the next level's node count. Otherwise it completes.
   void EndStage(SearchRecord& s, int64_t trial_id);
   // After a restart: the same reports again, from the stored points; decisions on the current runs hold again.
-  void ReplayTrialScheduler(SearchRecord& s);
+  void ReplayStoppingRule(SearchRecord& s);
   // The hero run's band: warns when a run leaves it and, with stop_outside_band, stops a run above it.
   void WatchBand(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point);
 

@@ -1,4 +1,4 @@
-// SearchManager: what a search decides about its running trials from their reports — the trial scheduler
+// SearchManager: what a search decides about its running trials from their reports — the stopping rule
 // (ASHA, Hyperband, median stopping, PBT), node count as the fidelity, its replay after a restart, and the hero
 // run's band.
 #include <algorithm>
@@ -22,7 +22,7 @@ std::string FormatValue(double v) {
   return buf;
 }
 
-// The trial scheduler's resource in a point: a metric, or the point's own step (`resource: step`, which the
+// The stopping rule's resource in a point: a metric, or the point's own step (`resource: step`, which the
 // metrics line carries as "step", not among its values).
 std::optional<double> ResourceOf(const std::string& resource, const v1::MetricPoint& point) {
   if (resource == "step") return static_cast<double>(point.step());
@@ -34,13 +34,13 @@ std::optional<double> ResourceOf(const std::string& resource, const v1::MetricPo
 
 bool SearchManager::JudgesPoints(int64_t search_id) const {
   const SearchRecord& s = searches_.at(search_id);
-  return (s.trial_sched && !search::ScalesNodes(s.spec.scheduler)) || !s.band.empty();
+  return (s.stopping_rule && !search::ScalesNodes(s.spec.scheduler)) || !s.band.empty();
 }
 
 void SearchManager::OnPoint(int64_t trial_id, const v1::MetricPoint& point) {
   SearchRecord& s = searches_.at(trials_.Get(trial_id).proto.search_id());
   // With node count as the fidelity, a stage is reported when its run ends (EndStage), not per point.
-  if (s.trial_sched && !search::ScalesNodes(s.spec.scheduler)) ConsultTrialScheduler(s, trial_id, point);
+  if (s.stopping_rule && !search::ScalesNodes(s.spec.scheduler)) ConsultStoppingRule(s, trial_id, point);
   if (!s.band.empty()) WatchBand(s, trial_id, point);
 }
 
@@ -48,14 +48,14 @@ void SearchManager::OnRunSucceeded(int64_t trial_id) {
   EndStage(searches_.at(trials_.Get(trial_id).proto.search_id()), trial_id);
 }
 
-void SearchManager::ConsultTrialScheduler(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point) {
+void SearchManager::ConsultStoppingRule(SearchRecord& s, int64_t trial_id, const v1::MetricPoint& point) {
   const TrialRecord& t = trials_.Get(trial_id);
   if (t.proto.state() != v1::TRIAL_RUNNING || t.preempting || t.exploit || !t.early_stop.empty()) return;
   const std::optional<double> r = ResourceOf(s.spec.scheduler.resource, point);
   auto v = point.values().find(s.proto.objective_metric());
   if (!r || v == point.values().end()) return;
   if (!s.levels.empty()) trials_.SetRung(trial_id, std::max(t.proto.rung(), RungOf(s, t.proto.number(), *r)));
-  search::TrialDecision d = s.trial_sched->Report(t.proto.number(), *r, v->second);
+  search::TrialDecision d = s.stopping_rule->Report(t.proto.number(), *r, v->second);
   if (d.kind == search::TrialDecision::Kind::kContinue) return;
   if (d.exploit()) {
     if (!trials_.ByNumber(s.proto.id(), d.source_trial)) {
@@ -75,7 +75,7 @@ void SearchManager::ConsultTrialScheduler(SearchRecord& s, int64_t trial_id, con
 
 void SearchManager::EndStage(SearchRecord& s, int64_t trial_id) {
   const TrialRecord& t = trials_.Get(trial_id);
-  if (!s.trial_sched || !search::ScalesNodes(s.spec.scheduler) || t.workflow_step) {
+  if (!s.stopping_rule || !search::ScalesNodes(s.spec.scheduler) || t.workflow_step) {
     return trials_.CompleteFromExit(trial_id);
   }
   const std::vector<int> levels = search::NodeLevels(s.spec.scheduler, t.proto.number());
@@ -90,25 +90,25 @@ void SearchManager::EndStage(SearchRecord& s, int64_t trial_id) {
   (*point.mutable_values())[search::kNodesResource] = nodes;
   (*point.mutable_values())[s.proto.objective_metric()] = *objective;
   store_.AppendMetrics(trial_id, point);
-  ConsultTrialScheduler(s, trial_id, point);  // a stop completes the trial with its value
+  ConsultStoppingRule(s, trial_id, point);  // a stop completes the trial with its value
   if (t.proto.state() != v1::TRIAL_RUNNING || !t.early_stop.empty()) return;
   trials_.Promote(trial_id, *next,
-                  std::string(search::TrialSchedulerTypeName(s.spec.scheduler.type)) + ": promoted from " +
+                  std::string(search::StoppingRuleName(s.spec.scheduler.type)) + ": promoted from " +
                       std::to_string(nodes) + " to " + std::to_string(*next) + " nodes (" +
                       s.proto.objective_metric() + " " + FormatValue(*objective) + ")");
 }
 
-void SearchManager::ReplayTrialScheduler(SearchRecord& s) {
+void SearchManager::ReplayStoppingRule(SearchRecord& s) {
   // AddTrial for every trial, every stored report in stored order, then how each finished trial ended. Exact
   // for asha, hyperband and median; for pbt approximate: its population drops finished trials at the end
   // instead of at their place among the reports, and points a run sent after its exploit decision (ignored
-  // live) are replayed (search/stopping/trial_scheduler.h).
+  // live) are replayed (search/stopping/stopping_rule.h).
   std::map<int64_t, const TrialRecord*> by_id;
   for (int64_t id : trials_.Of(s.proto.id()).ids) {
     const TrialRecord& t = trials_.Get(id);
     if (t.workflow_step) continue;
     by_id[id] = &t;
-    s.trial_sched->AddTrial(t.proto.number(), t.params);
+    s.stopping_rule->AddTrial(t.proto.number(), t.params);
   }
   const std::string& resource = s.spec.scheduler.resource;
   const std::string& objective = s.proto.objective_metric();
@@ -118,7 +118,7 @@ void SearchManager::ReplayTrialScheduler(SearchRecord& s) {
     auto v = sp.point.values().find(objective);
     auto t = by_id.find(sp.trial_id);
     if (!r || v == sp.point.values().end() || t == by_id.end()) continue;
-    search::TrialDecision d = s.trial_sched->Report(t->second->proto.number(), *r, v->second);
+    search::TrialDecision d = s.stopping_rule->Report(t->second->proto.number(), *r, v->second);
     ++replayed;
     // A stop or exploit decided for a trial that still runs: the previous coordinator may have sent the cancel
     // (the run's exit is on its way) or crashed before. Either way the decision holds again, and the cancel goes
@@ -135,19 +135,19 @@ void SearchManager::ReplayTrialScheduler(SearchRecord& s) {
   }
   for (const auto& [id, t] : by_id) {
     switch (t->proto.state()) {
-      case v1::TRIAL_CANCELLED: s.trial_sched->Forget(t->proto.number()); break;
+      case v1::TRIAL_CANCELLED: s.stopping_rule->Forget(t->proto.number()); break;
       case v1::TRIAL_COMPLETED:
-        s.trial_sched->Complete(t->proto.number(),
+        s.stopping_rule->Complete(t->proto.number(),
                                 t->proto.has_objective() ? std::optional<double>(t->proto.objective()) : std::nullopt);
         break;
-      case v1::TRIAL_FAILED: s.trial_sched->Complete(t->proto.number(), std::nullopt); break;
+      case v1::TRIAL_FAILED: s.stopping_rule->Complete(t->proto.number(), std::nullopt); break;
       default: break;
     }
   }
   // pbt keeps each trial's parameters; the store has the current ones (after any exploit).
-  for (const auto& [id, t] : by_id) s.trial_sched->AddTrial(t->proto.number(), t->params);
+  for (const auto& [id, t] : by_id) s.stopping_rule->AddTrial(t->proto.number(), t->params);
   LogInfo(kLog, "search " + std::to_string(s.proto.id()) + ": " +
-                    search::TrialSchedulerTypeName(s.spec.scheduler.type) + " rebuilt from " +
+                    search::StoppingRuleName(s.spec.scheduler.type) + " rebuilt from " +
                     std::to_string(replayed) + " stored reports");
 }
 
@@ -170,14 +170,14 @@ void SearchManager::WatchBand(SearchRecord& s, int64_t trial_id, const v1::Metri
 // ------------------------------------------------------------------------------------------------------------
 
 void SearchManager::SetRungs(SearchRecord& s) {
-  const search::TrialSchedulerOptions& o = s.spec.scheduler;
+  const search::StoppingOptions& o = s.spec.scheduler;
   s.proto.clear_rungs();
   s.levels.clear();
   s.bracket_cycle.clear();
-  if (o.type != search::TrialSchedulerType::kAsha && o.type != search::TrialSchedulerType::kHyperband) return;
+  if (o.type != search::StoppingRuleType::kAsha && o.type != search::StoppingRuleType::kHyperband) return;
   for (double r : search::AshaRungs(o, 0)) s.proto.add_rungs(r);
   s.proto.set_rung_metric(o.resource);
-  const int brackets = o.type == search::TrialSchedulerType::kHyperband ? search::MaxBrackets(o) : 1;
+  const int brackets = o.type == search::StoppingRuleType::kHyperband ? search::MaxBrackets(o) : 1;
   for (int b = 0; b < brackets; ++b) {
     s.levels.push_back(search::AshaRungs(o, b));
     s.levels.back().push_back(o.max_resource);
@@ -192,7 +192,7 @@ int SearchManager::RungOf(const SearchRecord& s, int64_t number, double resource
     bracket = static_cast<size_t>(s.bracket_cycle[static_cast<size_t>(number) % s.bracket_cycle.size()]);
   }
   const auto& levels = s.levels[std::min(bracket, s.levels.size() - 1)];
-  // The same tolerance as the schedulers': a resource computed in floating point still lands on its rung.
+  // The same tolerance as the stopping rules': a resource computed in floating point still lands on its rung.
   const double eps = 1e-9 * std::max(1.0, std::abs(resource));
   return static_cast<int>(std::count_if(levels.begin(), levels.end(), [&](double l) { return l <= resource + eps; }));
 }

@@ -12,7 +12,7 @@
 // Owns: the trial records (TrialRecord) and each search's index of them (creation order, pending and running
 // sets, ended counts: SearchTrials), assignment epochs, the trials' side of the scheduler (submit, requeue,
 // finish, attach), and the trial progress that is batched until the next commit.
-// Does not own: what a trial's result means — the sampler, the trial scheduler (ASHA/PBT), the best trial,
+// Does not own: what a trial's result means — the sampler, the stopping rule (ASHA/PBT), the best trial,
 // budgets, the search's end — which the Owner (SearchManager) decides; nodes and streams (NodeManager).
 // Others read records through Find/Get/Of (const); every change goes through a method here.
 // Thread: the coordinator's loop.
@@ -59,7 +59,7 @@
 
 #include "ladder/v1/ladder.pb.h"
 #include "search/core/spec.h"
-#include "search/stopping/trial_scheduler.h"
+#include "search/stopping/stopping_rule.h"
 #include "server/commit_outbox.h"
 #include "server/coordinator_options.h"
 #include "server/event_hub.h"
@@ -81,16 +81,16 @@ class TrialManager : public NodeManager::Listener {
     virtual const search::SearchSpec& Spec(int64_t search_id) const = 0;
     // The search's record: its state, group, priority, objective metric and direction.
     virtual const v1::Search& Search(int64_t search_id) const = 0;
-    // Whether the search judges its trials' points as they come (a trial scheduler per point, a hero band): asked
+    // Whether the search judges its trials' points as they come (a stopping rule per point, a hero band): asked
     // once per report, so that a search that does not pays nothing per point.
     virtual bool JudgesPoints(int64_t search_id) const = 0;
-    // A point of a running trial's current run was stored (rank 0's member): the search's trial scheduler and
+    // A point of a running trial's current run was stored (rank 0's member): the search's stopping rule and
     // hero-run band judge it.
     virtual void OnPoint(int64_t trial_id, const v1::MetricPoint& point) = 0;
     // Every member of a running trial exited 0 and nobody asked it to stop: the search ends the stage or the trial.
     virtual void OnRunSucceeded(int64_t trial_id) = 0;
     // The trial ended (COMPLETED, FAILED, CANCELLED by Finish): its record is stored and its group released or
-    // stopping. The search tells its sampler and trial scheduler, and may end.
+    // stopping. The search tells its sampler and stopping rule, and may end.
     virtual void OnTrialEnded(int64_t trial_id) = 0;
     // The search's trial counts changed (a trial started or went back to the queue): watchers hear of it.
     virtual void OnCountsChanged(int64_t search_id) = 0;
@@ -136,7 +136,7 @@ class TrialManager : public NodeManager::Listener {
   void WarnInfeasibleAfterRegistration(Clock::time_point now);
 
   // --- what searches decide --------------------------------------------------------------------------------------
-  // The trial scheduler stopped it: it COMPLETES with its value once its members have stopped.
+  // The stopping rule stopped it: it COMPLETES with its value once its members have stopped.
   void StopEarly(int64_t trial_id, const std::string& reason);
   // pbt: once stopped, it takes the source's checkpoint and the decision's parameters and is queued again.
   void StopToExploit(int64_t trial_id, search::TrialDecision decision);
@@ -157,7 +157,7 @@ class TrialManager : public NodeManager::Listener {
   // Every running trial stops through its checkpoint as if preempted (back to PENDING, same attempt), unless it is
   // already stopping for a decision of its own (early stop, exploit, failure). The coordinator's pause.
   void PreemptAll(const std::string& reason);
-  // How far the trial scheduler let it go (v1::Trial.rung); stored with the next commit.
+  // How far the stopping rule let it go (v1::Trial.rung); stored with the next commit.
   void SetRung(int64_t trial_id, int rung);
   // Trials with a live run.
   int Running() const;

@@ -72,7 +72,7 @@ scheduler::GroupRequest TrialManager::GroupRequestFor(const TrialRecord& t) cons
   r.gpus_per_rank = spec.group.gpus_per_rank;
   r.pool = spec.group.pool;
   r.priority = SchedPriority(owner_->Search(t.proto.search_id()).priority());
-  // Node count as the fidelity: a trial past its first stage was promoted by the trial scheduler.
+  // Node count as the fidelity: a trial past its first stage was promoted by the stopping rule.
   if (search::ScalesNodes(spec.scheduler) && !t.workflow_step &&
       r.nodes > search::NodeLevels(spec.scheduler, t.proto.number()).front()) {
     r.priority = std::max(r.priority, scheduler::Priority::kPromoted);

@@ -64,7 +64,7 @@ void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<Work
                                                                         : vit->second < *t.best_objective);
       if (better) t.best_objective = vit->second;
     }
-    if (judged) owner_->OnPoint(t.proto.id(), point);  // the trial scheduler's and the hero band's judgement
+    if (judged) owner_->OnPoint(t.proto.id(), point);  // the stopping rule's and the hero band's judgement
   }
   if (last) {
     hub_.Metrics(t.proto, *last);  // watchers get a report's newest point (EventHub coalesces per trial)
@@ -127,7 +127,7 @@ void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::Tri
   } else if (t.exploit && (m.cancelled() || !failed)) {
     if (!any_live) FinishExploit(t);
   } else if (!t.early_stop.empty() && (m.cancelled() || !failed)) {
-    // Stopped by the trial scheduler: it completes with the value it reached.
+    // Stopped by the stopping rule: it completes with the value it reached.
     if (!any_live) CompleteFromExit(t.proto.id());
   } else if (t.preempting && (m.cancelled() || failed)) {
     // Stopped for a higher-priority trial: it resumes once every member has stopped.

@@ -10,7 +10,7 @@
 
 #include "ladder/v1/ladder.pb.h"
 #include "search/core/space.h"
-#include "search/stopping/trial_scheduler.h"
+#include "search/stopping/stopping_rule.h"
 #include "server/coordinator_options.h"
 
 namespace ladder::server {
@@ -41,9 +41,9 @@ struct TrialRecord {
   // same attempt; port_collisions (in memory) counts such runs and picks the next port (server/rendezvous_port.h).
   bool port_taken = false;
   int port_collisions = 0;
-  std::string early_stop;   // the trial scheduler stopped it (why): it COMPLETES with its value once stopped
+  std::string early_stop;   // the stopping rule stopped it (why): it COMPLETES with its value once stopped
   std::optional<search::TrialDecision> exploit;  // pbt: once stopped, it restarts from another's checkpoint
-  bool workflow_step = false;  // the ensemble's retrain step: no sampler, no trial scheduler, not "best"
+  bool workflow_step = false;  // the ensemble's retrain step: no sampler, no stopping rule, not "best"
   std::optional<double> last_objective, best_objective;
   Clock::time_point reattach_deadline{};  // after a restart: unclaimed RUNNING trials are requeued then
   Clock::time_point last_progress{};      // launch, re-attach or last metric point (the watchdog's clock)

@@ -70,7 +70,7 @@ struct SearchSpec {
   std::map<std::string, std::string> env;
   std::vector<StageFile> stage;   // `stage:`: copied to node-local storage before a trial's ranks start
   double progress_timeout_s = 0;  // trial.progress_timeout; 0: no watchdog
-  TrialSchedulerOptions scheduler;  // `scheduler:` (type none when absent)
+  StoppingOptions scheduler;  // `scheduler:` (type none when absent)
   EnsembleOptions ensemble;         // `ensemble:` (enabled false when absent)
   ScalesOptions scales;             // `scales:` (sampler "scales"; the space is global_batch x lr)
   SearchSpace space;

@@ -2,13 +2,13 @@
 
 namespace ladder::search {
 
-const char* TrialSchedulerTypeName(TrialSchedulerType type) {
+const char* StoppingRuleName(StoppingRuleType type) {
   switch (type) {
-    case TrialSchedulerType::kNone: return "none";
-    case TrialSchedulerType::kAsha: return "asha";
-    case TrialSchedulerType::kHyperband: return "hyperband";
-    case TrialSchedulerType::kMedian: return "median";
-    case TrialSchedulerType::kPbt: return "pbt";
+    case StoppingRuleType::kNone: return "none";
+    case StoppingRuleType::kAsha: return "asha";
+    case StoppingRuleType::kHyperband: return "hyperband";
+    case StoppingRuleType::kMedian: return "median";
+    case StoppingRuleType::kPbt: return "pbt";
   }
   return "?";
 }

@@ -1,16 +1,16 @@
 #pragma once
-// The options of a search's trial scheduler (the spec's `scheduler:` mapping). Pure data; ParseSpec fills and
-// checks them (search/spec/spec_reader.h), MakeTrialScheduler (search/stopping/trial_scheduler.h) uses them.
+// The options of a search's stopping rule (the spec's `scheduler:` mapping). Pure data; ParseSpec fills and
+// checks them (search/spec/spec_reader.h), MakeStoppingRule (search/stopping/stopping_rule.h) uses them.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ladder::search {
 
-enum class TrialSchedulerType { kNone, kAsha, kHyperband, kMedian, kPbt };
+enum class StoppingRuleType { kNone, kAsha, kHyperband, kMedian, kPbt };
 
 // "none", "asha", "hyperband", "median" or "pbt": the spelling of `scheduler.type`.
-const char* TrialSchedulerTypeName(TrialSchedulerType type);
+const char* StoppingRuleName(StoppingRuleType type);
 
 inline constexpr double kDefaultMinResource = 1;
 inline constexpr double kDefaultReductionFactor = 3;
@@ -20,8 +20,8 @@ inline constexpr double kDefaultPbtQuantile = 0.25;
 inline constexpr double kDefaultResampleProbability = 0.25;
 
 // Each field applies only to the types its comment names (the parser rejects it for the others).
-struct TrialSchedulerOptions {
-  TrialSchedulerType type = TrialSchedulerType::kNone;
+struct StoppingOptions {
+  StoppingRuleType type = StoppingRuleType::kNone;
   // The metric that measures how far a trial got: it grows along a trial (epoch, step, samples, or the
   // trial's scale such as its global batch or node count). Reports are (resource, objective) pairs read from
   // one metrics line that carries both.

@@ -13,7 +13,7 @@
 #include "search/spec/spec_limits.h"
 #include "search/scaling/scales_section.h"
 #include "search/spec/stage_section.h"
-#include "search/stopping/scheduler_section.h"
+#include "search/stopping/stopping_section.h"
 #include "search/core/yaml_reader.h"
 
 namespace ladder::search {
@@ -93,8 +93,8 @@ class SpecReader {
     }
 
     if (const MapEntry* e = Find(t, "scheduler")) {
-      internal::ReadSchedulerSection(sink_, e->value, &spec_.scheduler, &scheduler_seed_given_);
-      internal::CheckSchedulerSection(sink_, e->value, spec_);
+      internal::ReadStoppingSection(sink_, e->value, &spec_.scheduler, &scheduler_seed_given_);
+      internal::CheckStoppingSection(sink_, e->value, spec_);
     }
     if (const MapEntry* e = Find(t, "ensemble")) {
       if (auto site = internal::ReadEnsembleSection(sink_, e->value, &spec_.ensemble)) {

@@ -43,7 +43,7 @@
 //   trial:
 //     progress_timeout: 10m          # the watchdog fails a trial that prints no metrics line for this long
 //                                    # (seconds, or a number with s/m/h; default: no watchdog)
-//   scheduler:                       # early stopping / multi-fidelity (default none); search/stopping/trial_scheduler.h
+//   scheduler:                       # early stopping / multi-fidelity (default none); search/stopping/stopping_rule.h
 //     type: asha                     # none | asha | hyperband | median | pbt (a type name alone also works
 //                                    # for none and median)
 //     resource: epoch                # the metric that grows along a trial: epoch (default), step, samples, or
@@ -87,7 +87,7 @@
 // word). The grid sampler takes no conditions. Parameter names are [A-Za-z_][A-Za-z0-9_]* and may not be a built-in
 // placeholder's name.
 //
-// The scheduler's resource must differ from the objective's metric; asha and hyperband need
+// The stopping rule's resource must differ from the objective's metric; asha and hyperband need
 // min_resource < max_resource; pbt needs budget.parallelism >= 2 (its population is the trials running at once).
 //
 // ParseSpec reports every error it finds, each with file:line:column and the dotted field, its text escaped

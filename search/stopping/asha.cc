@@ -1,18 +1,18 @@
-// ASHA and Hyperband (brackets of ASHA); the contract is in trial_scheduler.h.
+// ASHA and Hyperband (brackets of ASHA); the contract is in stopping_rule.h.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
 
-#include "search/stopping/trial_schedulers.h"
+#include "search/stopping/stopping_rules.h"
 
 namespace ladder::search::internal {
 namespace {
 
-class AshaScheduler : public TrialScheduler {
+class AshaRule : public StoppingRule {
  public:
-  AshaScheduler(const TrialSchedulerOptions& o, bool maximize, int brackets)
-      : o_(o), maximize_(maximize), hyperband_(brackets > 1 || o.type == TrialSchedulerType::kHyperband) {
+  AshaRule(const StoppingOptions& o, bool maximize, int brackets)
+      : o_(o), maximize_(maximize), hyperband_(brackets > 1 || o.type == StoppingRuleType::kHyperband) {
     brackets_.resize(static_cast<size_t>(brackets));
     for (int s = 0; s < brackets; ++s) {
       Bracket& b = brackets_[static_cast<size_t>(s)];
@@ -99,7 +99,7 @@ class AshaScheduler : public TrialScheduler {
     return d;
   }
 
-  TrialSchedulerOptions o_;
+  StoppingOptions o_;
   bool maximize_;
   bool hyperband_;
   std::vector<Bracket> brackets_;
@@ -109,9 +109,9 @@ class AshaScheduler : public TrialScheduler {
 
 }  // namespace
 
-std::unique_ptr<TrialScheduler> MakeAshaScheduler(const TrialSchedulerOptions& options, bool maximize,
+std::unique_ptr<StoppingRule> MakeAshaRule(const StoppingOptions& options, bool maximize,
                                                   int brackets) {
-  return std::make_unique<AshaScheduler>(options, maximize, std::max(1, brackets));
+  return std::make_unique<AshaRule>(options, maximize, std::max(1, brackets));
 }
 
 }  // namespace ladder::search::internal

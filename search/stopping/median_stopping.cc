@@ -1,16 +1,16 @@
-// The median stopping rule; the contract is in trial_scheduler.h.
+// The median stopping rule; the contract is in stopping_rule.h.
 #include <algorithm>
 #include <map>
 #include <vector>
 
-#include "search/stopping/trial_schedulers.h"
+#include "search/stopping/stopping_rules.h"
 
 namespace ladder::search::internal {
 namespace {
 
-class MedianStopping : public TrialScheduler {
+class MedianStopping : public StoppingRule {
  public:
-  MedianStopping(const TrialSchedulerOptions& o, bool maximize) : o_(o), maximize_(maximize) {}
+  MedianStopping(const StoppingOptions& o, bool maximize) : o_(o), maximize_(maximize) {}
 
   TrialDecision Report(int64_t n, double resource, double value) override {
     Trial& t = trials_[n];
@@ -71,14 +71,14 @@ class MedianStopping : public TrialScheduler {
     std::string stop_reason;
   };
 
-  TrialSchedulerOptions o_;
+  StoppingOptions o_;
   bool maximize_;
   std::map<int64_t, Trial> trials_;
 };
 
 }  // namespace
 
-std::unique_ptr<TrialScheduler> MakeMedianStopping(const TrialSchedulerOptions& options, bool maximize) {
+std::unique_ptr<StoppingRule> MakeMedianStopping(const StoppingOptions& options, bool maximize) {
   return std::make_unique<MedianStopping>(options, maximize);
 }
 

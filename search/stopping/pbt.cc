@@ -1,11 +1,11 @@
-// Population-based training and its explore step (Perturb); the contract is in trial_scheduler.h.
+// Population-based training and its explore step (Perturb); the contract is in stopping_rule.h.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
 
 #include "search/samplers/sampler_internal.h"
-#include "search/stopping/trial_schedulers.h"
+#include "search/stopping/stopping_rules.h"
 #include "search/core/unit_space.h"
 
 namespace ladder::search {
@@ -57,9 +57,9 @@ Params Perturb(const SearchSpace& space, const Params& source, double resample_p
 namespace internal {
 namespace {
 
-class PbtScheduler : public TrialScheduler {
+class PbtRule : public StoppingRule {
  public:
-  PbtScheduler(const TrialSchedulerOptions& o, bool maximize, SearchSpace space)
+  PbtRule(const StoppingOptions& o, bool maximize, SearchSpace space)
       : o_(o), maximize_(maximize), space_(std::move(space)) {}
 
   void AddTrial(int64_t n, const Params& params) override {
@@ -130,7 +130,7 @@ class PbtScheduler : public TrialScheduler {
     int exploits = 0;
   };
 
-  TrialSchedulerOptions o_;
+  StoppingOptions o_;
   bool maximize_;
   SearchSpace space_;
   std::map<int64_t, Trial> trials_;
@@ -138,9 +138,9 @@ class PbtScheduler : public TrialScheduler {
 
 }  // namespace
 
-std::unique_ptr<TrialScheduler> MakePbtScheduler(const TrialSchedulerOptions& options, bool maximize,
+std::unique_ptr<StoppingRule> MakePbtRule(const StoppingOptions& options, bool maximize,
                                                  const SearchSpace& space) {
-  return std::make_unique<PbtScheduler>(options, maximize, space);
+  return std::make_unique<PbtRule>(options, maximize, space);
 }
 
 }  // namespace internal

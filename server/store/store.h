@@ -88,7 +88,7 @@ class Store {
   };
   MetricsView LoadMetricsView(int64_t trial_id, int64_t max_points, int64_t max_rows);
   // Every stored point of the search's trials that carries one of `names`, in the order they were stored
-  // (across trials), only those values: what a restarted trial scheduler replays.
+  // (across trials), only those values: what a restarted stopping rule replays.
   struct SearchPoint {
     int64_t trial_id = 0;
     v1::MetricPoint point;

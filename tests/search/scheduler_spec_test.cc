@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "search/spec/spec_reader.h"
-#include "search/stopping/trial_scheduler.h"
+#include "search/stopping/stopping_rule.h"
 
 namespace ladder::search {
 namespace {
@@ -26,7 +26,7 @@ std::string AllErrors(const ParseResult& r) {
 TEST(SchedulerSpecTest, AbsentMeansNoneAndNoEnsemble) {
   ParseResult r = ParseSpec(kHead, "s.yaml");
   ASSERT_TRUE(r.ok()) << AllErrors(r);
-  EXPECT_EQ(r.spec->scheduler.type, TrialSchedulerType::kNone);
+  EXPECT_EQ(r.spec->scheduler.type, StoppingRuleType::kNone);
   EXPECT_FALSE(r.spec->ensemble.enabled);
 }
 
@@ -34,8 +34,8 @@ TEST(SchedulerSpecTest, AshaWithEveryFieldAndDefaults) {
   ParseResult r = ParseSpec(kHead + "scheduler:\n  type: hyperband\n  resource: step\n  min_resource: 100\n"
                                     "  max_resource: 8100\n  reduction_factor: 3\n  brackets: 3\n", "s.yaml");
   ASSERT_TRUE(r.ok()) << AllErrors(r);
-  const TrialSchedulerOptions& o = r.spec->scheduler;
-  EXPECT_EQ(o.type, TrialSchedulerType::kHyperband);
+  const StoppingOptions& o = r.spec->scheduler;
+  EXPECT_EQ(o.type, StoppingRuleType::kHyperband);
   EXPECT_EQ(o.resource, "step");
   EXPECT_EQ(o.min_resource, 100);
   EXPECT_EQ(o.max_resource, 8100);
@@ -43,7 +43,7 @@ TEST(SchedulerSpecTest, AshaWithEveryFieldAndDefaults) {
   EXPECT_EQ(o.brackets, 3);
   ParseResult d = ParseSpec(kHead + "scheduler: {type: asha, max_resource: 20}\n", "s.yaml");
   ASSERT_TRUE(d.ok()) << AllErrors(d);
-  EXPECT_EQ(d.spec->scheduler.type, TrialSchedulerType::kAsha);
+  EXPECT_EQ(d.spec->scheduler.type, StoppingRuleType::kAsha);
   EXPECT_EQ(d.spec->scheduler.resource, "epoch");
   EXPECT_EQ(d.spec->scheduler.min_resource, kDefaultMinResource);
   EXPECT_EQ(d.spec->scheduler.reduction_factor, kDefaultReductionFactor);
@@ -53,7 +53,7 @@ TEST(SchedulerSpecTest, AshaWithEveryFieldAndDefaults) {
 TEST(SchedulerSpecTest, MedianAndPbt) {
   ParseResult m = ParseSpec(kHead + "scheduler: median\n", "s.yaml");
   ASSERT_TRUE(m.ok()) << AllErrors(m);
-  EXPECT_EQ(m.spec->scheduler.type, TrialSchedulerType::kMedian);
+  EXPECT_EQ(m.spec->scheduler.type, StoppingRuleType::kMedian);
   EXPECT_EQ(m.spec->scheduler.grace_period, kDefaultGracePeriod);
   EXPECT_EQ(m.spec->scheduler.min_trials, kDefaultMedianMinTrials);
   ParseResult m2 = ParseSpec(kHead + "scheduler: {type: median, grace_period: 0, min_trials: 5}\n", "s.yaml");

@@ -1,5 +1,5 @@
 #pragma once
-// Internal to search/: the trial schedulers' factories (one file each) and what they share.
+// Internal to search/: the stopping rules' factories (one file each) and what they share.
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "search/stopping/trial_scheduler.h"
+#include "search/stopping/stopping_rule.h"
 
 namespace ladder::search::internal {
 
-std::unique_ptr<TrialScheduler> MakeAshaScheduler(const TrialSchedulerOptions& options, bool maximize,
+std::unique_ptr<StoppingRule> MakeAshaRule(const StoppingOptions& options, bool maximize,
                                                   int brackets);                     // asha.cc
 // median_stopping.cc
-std::unique_ptr<TrialScheduler> MakeMedianStopping(const TrialSchedulerOptions& options, bool maximize);
-std::unique_ptr<TrialScheduler> MakePbtScheduler(const TrialSchedulerOptions& options, bool maximize,
+std::unique_ptr<StoppingRule> MakeMedianStopping(const StoppingOptions& options, bool maximize);
+std::unique_ptr<StoppingRule> MakePbtRule(const StoppingOptions& options, bool maximize,
                                                  const SearchSpace& space);          // pbt.cc
 
 // The objective as a loss (lower is better): negated when maximizing; not finite: +inf.

@@ -1,4 +1,4 @@
-// Trial schedulers (ASHA, Hyperband, median stopping, PBT): decisions on hand-built report sequences whose
+// Stopping rules (ASHA, Hyperband, median stopping, PBT): decisions on hand-built report sequences whose
 // outcome is known, both objective directions, and the restart contract (state = f(replayed calls)).
 #include <gtest/gtest.h>
 
@@ -10,23 +10,23 @@
 #include <variant>
 
 #include "search/spec/spec_reader.h"
-#include "search/stopping/trial_scheduler.h"
+#include "search/stopping/stopping_rule.h"
 
 namespace ladder::search {
 namespace {
 
 using Kind = TrialDecision::Kind;
 
-TrialSchedulerOptions Asha(double r = 1, double big_r = 27, double eta = 3) {
-  TrialSchedulerOptions o;
-  o.type = TrialSchedulerType::kAsha;
+StoppingOptions Asha(double r = 1, double big_r = 27, double eta = 3) {
+  StoppingOptions o;
+  o.type = StoppingRuleType::kAsha;
   o.min_resource = r;
   o.max_resource = big_r;
   o.reduction_factor = eta;
   return o;
 }
 
-// The value as written for minimizing; negated when the scheduler maximizes.
+// The value as written for minimizing; negated when the rule maximizes.
 double V(double v, bool maximize) { return maximize ? -v : v; }
 
 TEST(AshaTest, RungsAreGeometricBelowTheMaximum) {
@@ -44,7 +44,7 @@ class AshaDirectionTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(AshaDirectionTest, KeepsTheTopThirdOfEachRung) {
   const bool max = GetParam();
-  auto s = MakeTrialScheduler(Asha(), max);
+  auto s = MakeStoppingRule(Asha(), max);
   // Rung 0 (resource 1), eta 3: a trial goes on when fewer than ceil(n / 3) recorded values beat it.
   EXPECT_EQ(s->Report(0, 1, V(0.5, max)).kind, Kind::kContinue);  // n=1, keep 1
   TrialDecision d1 = s->Report(1, 1, V(0.7, max));                 // n=2, keep 1, one better
@@ -64,7 +64,7 @@ INSTANTIATE_TEST_SUITE_P(Directions, AshaDirectionTest, ::testing::Values(false,
                          [](const auto& info) { return info.param ? "Maximize" : "Minimize"; });
 
 TEST(AshaTest, JudgesATrialOncePerRungAtItsFirstReportThere) {
-  auto s = MakeTrialScheduler(Asha(), false);
+  auto s = MakeStoppingRule(Asha(), false);
   EXPECT_EQ(s->Report(0, 1, 0.1).kind, Kind::kContinue);
   EXPECT_EQ(s->Report(1, 1, 0.2).kind, Kind::kStop);
   EXPECT_EQ(s->Report(2, 0.5, 9.0).kind, Kind::kContinue);  // below the first rung: nothing to judge
@@ -80,7 +80,7 @@ TEST(AshaTest, JudgesATrialOncePerRungAtItsFirstReportThere) {
 }
 
 TEST(AshaTest, StopsAtTheMaximumAndRepeatsAStop) {
-  auto s = MakeTrialScheduler(Asha(1, 4, 2), false);
+  auto s = MakeStoppingRule(Asha(1, 4, 2), false);
   EXPECT_EQ(s->Report(0, 1, 0.5).kind, Kind::kContinue);
   EXPECT_EQ(s->Report(0, 2, 0.4).kind, Kind::kContinue);
   TrialDecision d = s->Report(0, 4, 0.3);
@@ -92,14 +92,14 @@ TEST(AshaTest, StopsAtTheMaximumAndRepeatsAStop) {
 }
 
 TEST(AshaTest, NonFiniteValuesAreTheWorst) {
-  auto s = MakeTrialScheduler(Asha(1, 27, 3), true);  // maximize: NaN must not look large
+  auto s = MakeStoppingRule(Asha(1, 27, 3), true);  // maximize: NaN must not look large
   EXPECT_EQ(s->Report(0, 1, 0.1).kind, Kind::kContinue);
   EXPECT_EQ(s->Report(1, 1, std::nan("")).kind, Kind::kStop);
   EXPECT_EQ(s->Report(2, 1, INFINITY).kind, Kind::kStop);
 }
 
 TEST(AshaTest, ForgetRemovesATrialsRecords) {
-  auto s = MakeTrialScheduler(Asha(), false);
+  auto s = MakeStoppingRule(Asha(), false);
   EXPECT_EQ(s->Report(0, 1, 0.1).kind, Kind::kContinue);
   s->Forget(0);
   // Without trial 0's record, trial 1 is first at the rung again.
@@ -112,8 +112,8 @@ TEST(AshaTest, ForgetRemovesATrialsRecords) {
 }
 
 TEST(HyperbandTest, BracketsFollowHyperbandsSizesInACycle) {
-  TrialSchedulerOptions o = Asha(1, 27, 3);
-  o.type = TrialSchedulerType::kHyperband;
+  StoppingOptions o = Asha(1, 27, 3);
+  o.type = StoppingRuleType::kHyperband;
   // s_max = 3: brackets with 3, 2, 1, 0 rungs get ceil(4/4*27)=27, ceil(4/3*9)=12, ceil(4/2*3)=6, 4 trials.
   std::map<int, int> counts;
   for (int64_t n = 0; n < 49; ++n) ++counts[HyperbandBracket(o, 4, n)];
@@ -130,8 +130,8 @@ TEST(HyperbandTest, BracketsFollowHyperbandsSizesInACycle) {
 }
 
 TEST(HyperbandTest, WideRangesKeepTheCycleShortAndEveryBracketInIt) {
-  TrialSchedulerOptions o = Asha(1, 1e12, 10);  // 12 rungs: bracket 0 alone would be 10^12 trials a cycle
-  o.type = TrialSchedulerType::kHyperband;
+  StoppingOptions o = Asha(1, 1e12, 10);  // 12 rungs: bracket 0 alone would be 10^12 trials a cycle
+  o.type = StoppingRuleType::kHyperband;
   ASSERT_EQ(MaxBrackets(o), 13);
   const std::vector<int> cycle = HyperbandCycle(o, 13);
   EXPECT_LT(cycle.size(), 12000u);  // 10^4 * (1 + 13/12/10 + ...) and a 1 for each tiny bracket
@@ -140,9 +140,9 @@ TEST(HyperbandTest, WideRangesKeepTheCycleShortAndEveryBracketInIt) {
 }
 
 TEST(HyperbandTest, EachBracketHasItsOwnRungs) {
-  TrialSchedulerOptions o = Asha(1, 27, 3);
-  o.type = TrialSchedulerType::kHyperband;
-  auto s = MakeTrialScheduler(o, false);
+  StoppingOptions o = Asha(1, 27, 3);
+  o.type = StoppingRuleType::kHyperband;
+  auto s = MakeStoppingRule(o, false);
   std::vector<int64_t> in0, in1, in3;
   for (int64_t n = 0; n < 49; ++n) {
     int b = HyperbandBracket(o, 4, n);
@@ -164,9 +164,9 @@ TEST(HyperbandTest, EachBracketHasItsOwnRungs) {
   EXPECT_EQ(s->Report(in3[1], 27, 100.0).kind, Kind::kStop);
 }
 
-TrialSchedulerOptions Median(double grace = 2, int min_trials = 3) {
-  TrialSchedulerOptions o;
-  o.type = TrialSchedulerType::kMedian;
+StoppingOptions Median(double grace = 2, int min_trials = 3) {
+  StoppingOptions o;
+  o.type = StoppingRuleType::kMedian;
   o.grace_period = grace;
   o.min_trials = min_trials;
   return o;
@@ -176,7 +176,7 @@ class MedianDirectionTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(MedianDirectionTest, StopsATrialWorseThanTheMedianRunningAverage) {
   const bool max = GetParam();
-  auto s = MakeTrialScheduler(Median(), max);
+  auto s = MakeStoppingRule(Median(), max);
   // Running averages at resource 2: A (1.0, 0.8) -> 0.9, B (0.5, 0.5) -> 0.5, C (2.0, 1.0) -> 1.5: median 0.9.
   const std::map<int64_t, std::vector<double>> curves = {{0, {1.0, 0.8, 0.6}}, {1, {0.5, 0.5, 0.5}},
                                                          {2, {2.0, 1.0, 0.0}}};
@@ -200,7 +200,7 @@ INSTANTIATE_TEST_SUITE_P(Directions, MedianDirectionTest, ::testing::Values(fals
                          [](const auto& info) { return info.param ? "Maximize" : "Minimize"; });
 
 TEST(MedianStoppingTest, NeedsMinTrialsThatReachedTheResource) {
-  auto s = MakeTrialScheduler(Median(1, 2), false);
+  auto s = MakeStoppingRule(Median(1, 2), false);
   s->Report(0, 1, 0.1);
   s->Report(0, 2, 0.1);
   EXPECT_EQ(s->Report(1, 1, 0.5).kind, Kind::kContinue);  // one other trial only
@@ -210,7 +210,7 @@ TEST(MedianStoppingTest, NeedsMinTrialsThatReachedTheResource) {
 }
 
 TEST(MedianStoppingTest, AReportThatGoesBackCutsTheCurve) {
-  auto s = MakeTrialScheduler(Median(1, 1), false);
+  auto s = MakeStoppingRule(Median(1, 1), false);
   s->Report(0, 1, 0.3);
   s->Report(0, 2, 0.3);  // running average at 2: 0.3
   EXPECT_EQ(s->Report(1, 1, 0.1).kind, Kind::kContinue);
@@ -295,9 +295,9 @@ TEST(PerturbTest, SmallIntsMoveAndResamplingRespectsConditions) {
   EXPECT_EQ(opts, (std::set<std::string>{"sgd", "adam", "lamb"}));
 }
 
-TrialSchedulerOptions Pbt(double interval = 2, double quantile = 0.25) {
-  TrialSchedulerOptions o;
-  o.type = TrialSchedulerType::kPbt;
+StoppingOptions Pbt(double interval = 2, double quantile = 0.25) {
+  StoppingOptions o;
+  o.type = StoppingRuleType::kPbt;
   o.perturbation_interval = interval;
   o.quantile = quantile;
   o.resample_probability = 0;
@@ -311,7 +311,7 @@ class PbtDirectionTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(PbtDirectionTest, TheBottomQuantileExploitsTheTop) {
   const bool max = GetParam();
-  auto s = MakeTrialScheduler(Pbt(), max, PbtSpace());
+  auto s = MakeStoppingRule(Pbt(), max, PbtSpace());
   for (int64_t n = 0; n < 4; ++n) s->AddTrial(n, LrParams(0.01 * (n + 1)));
   // Resource 1: before the first perturbation point.
   for (int64_t n = 0; n < 4; ++n) EXPECT_EQ(s->Report(n, 1, V(1.0 + n, max)).kind, Kind::kContinue);
@@ -338,7 +338,7 @@ INSTANTIATE_TEST_SUITE_P(Directions, PbtDirectionTest, ::testing::Values(false, 
                          [](const auto& info) { return info.param ? "Maximize" : "Minimize"; });
 
 TEST(PbtTest, CompletedTrialsLeaveThePopulation) {
-  auto s = MakeTrialScheduler(Pbt(1, 0.5), false, PbtSpace());
+  auto s = MakeStoppingRule(Pbt(1, 0.5), false, PbtSpace());
   s->AddTrial(0, LrParams(0.1));
   s->AddTrial(1, LrParams(0.2));
   EXPECT_EQ(s->Report(0, 1, 0.1).kind, Kind::kContinue);
@@ -391,7 +391,7 @@ std::vector<Call> RandomCalls(uint64_t seed, int trials) {
   return calls;
 }
 
-std::string Apply(TrialScheduler& s, const Call& c) {
+std::string Apply(StoppingRule& s, const Call& c) {
   switch (c.what) {
     case Call::kAdd:
       s.AddTrial(c.n, LrParams(0.001 * static_cast<double>(c.n + 1)));
@@ -413,18 +413,18 @@ std::string Apply(TrialScheduler& s, const Call& c) {
   return "";
 }
 
-std::vector<TrialSchedulerOptions> AllTypes() {
-  TrialSchedulerOptions hb = Asha(1, 27, 3);
-  hb.type = TrialSchedulerType::kHyperband;
+std::vector<StoppingOptions> AllTypes() {
+  StoppingOptions hb = Asha(1, 27, 3);
+  hb.type = StoppingRuleType::kHyperband;
   return {Asha(1, 27, 3), hb, Median(2, 3), Pbt(3, 0.25)};
 }
 
-TEST(TrialSchedulerReplayTest, ReplayingTheCallsRebuildsTheSameState) {
-  for (const TrialSchedulerOptions& o : AllTypes()) {
-    SCOPED_TRACE(TrialSchedulerTypeName(o.type));
+TEST(StoppingRuleReplayTest, ReplayingTheCallsRebuildsTheSameState) {
+  for (const StoppingOptions& o : AllTypes()) {
+    SCOPED_TRACE(StoppingRuleName(o.type));
     const std::vector<Call> calls = RandomCalls(42, 40);
     const size_t cut = calls.size() * 2 / 3;  // the coordinator restarts here
-    auto original = MakeTrialScheduler(o, false, PbtSpace());
+    auto original = MakeStoppingRule(o, false, PbtSpace());
     std::vector<std::string> decisions;
     int stops = 0, exploits = 0;
     for (const Call& c : calls) {
@@ -433,24 +433,24 @@ TEST(TrialSchedulerReplayTest, ReplayingTheCallsRebuildsTheSameState) {
       exploits += decisions.back().rfind("2 ", 0) == 0;
     }
     EXPECT_GT(stops + exploits, 0);  // the stream exercises the decisions
-    auto rebuilt = MakeTrialScheduler(o, false, PbtSpace());
+    auto rebuilt = MakeStoppingRule(o, false, PbtSpace());
     for (size_t i = 0; i < cut; ++i) EXPECT_EQ(Apply(*rebuilt, calls[i]), decisions[i]) << "call " << i;
     for (size_t i = cut; i < calls.size(); ++i) EXPECT_EQ(Apply(*rebuilt, calls[i]), decisions[i]) << "call " << i;
   }
 }
 
-TEST(TrialSchedulerReplayTest, RungAndMedianStateIsAFunctionOfTheReportsAlone) {
+TEST(StoppingRuleReplayTest, RungAndMedianStateIsAFunctionOfTheReportsAlone) {
   // For asha, hyperband and median: AddTrial for all, the reports and Forget calls in order, then the
   // completions, give the same later decisions as the interleaved original.
-  std::vector<TrialSchedulerOptions> types = AllTypes();
+  std::vector<StoppingOptions> types = AllTypes();
   types.pop_back();  // pbt
-  for (const TrialSchedulerOptions& o : types) {
-    SCOPED_TRACE(TrialSchedulerTypeName(o.type));
+  for (const StoppingOptions& o : types) {
+    SCOPED_TRACE(StoppingRuleName(o.type));
     const std::vector<Call> calls = RandomCalls(7, 40);
     const size_t cut = calls.size() / 2;
-    auto original = MakeTrialScheduler(o, false, PbtSpace());
+    auto original = MakeStoppingRule(o, false, PbtSpace());
     for (size_t i = 0; i < cut; ++i) Apply(*original, calls[i]);
-    auto rebuilt = MakeTrialScheduler(o, false, PbtSpace());
+    auto rebuilt = MakeStoppingRule(o, false, PbtSpace());
     for (int pass = 0; pass < 3; ++pass) {
       for (size_t i = 0; i < cut; ++i) {
         const Call& c = calls[i];
@@ -464,14 +464,14 @@ TEST(TrialSchedulerReplayTest, RungAndMedianStateIsAFunctionOfTheReportsAlone) {
   }
 }
 
-TEST(TrialSchedulerReplayTest, PbtReplayedWithCurrentParametersThenResetToThem) {
+TEST(StoppingRuleReplayTest, PbtReplayedWithCurrentParametersThenResetToThem) {
   // The coordinator stores a trial's parameters after each exploit (not the ones it was created with). A
   // replay that adds every trial with its current parameters and sets them again at the end continues with
   // exactly the original decisions, parameters included.
-  const TrialSchedulerOptions o = Pbt(3, 0.25);
+  const StoppingOptions o = Pbt(3, 0.25);
   const std::vector<Call> calls = RandomCalls(42, 40);
   const size_t cut = calls.size() * 2 / 3;
-  auto original = MakeTrialScheduler(o, false, PbtSpace());
+  auto original = MakeStoppingRule(o, false, PbtSpace());
   std::map<int64_t, Params> current;
   int exploits = 0;
   for (size_t i = 0; i < cut; ++i) {
@@ -488,7 +488,7 @@ TEST(TrialSchedulerReplayTest, PbtReplayedWithCurrentParametersThenResetToThem) 
     }
   }
   ASSERT_GT(exploits, 2);
-  auto rebuilt = MakeTrialScheduler(o, false, PbtSpace());
+  auto rebuilt = MakeStoppingRule(o, false, PbtSpace());
   for (const auto& [n, params] : current) rebuilt->AddTrial(n, params);
   for (size_t i = 0; i < cut; ++i) {
     if (calls[i].what != Call::kAdd) Apply(*rebuilt, calls[i]);
@@ -503,15 +503,15 @@ TEST(TrialSchedulerReplayTest, PbtReplayedWithCurrentParametersThenResetToThem) 
   EXPECT_GT(later_exploits, 0);
 }
 
-TEST(TrialSchedulerTest, MadeFromASpec) {
+TEST(StoppingRuleTest, MadeFromASpec) {
   const std::string head = "name: s\nobjective: {metric: val_loss, mode: min}\nbudget: {max_trials: 4, parallelism: 4}\n"
                            "command: [t, \"{lr}\"]\nspace:\n  lr: {type: float, low: 0.001, high: 0.1}\n";
   ParseResult none = ParseSpec(head, "s.yaml");
   ASSERT_TRUE(none.ok());
-  EXPECT_EQ(MakeTrialScheduler(*none.spec), nullptr);
+  EXPECT_EQ(MakeStoppingRule(*none.spec), nullptr);
   ParseResult asha = ParseSpec(head + "scheduler: {type: asha, max_resource: 9}\n", "s.yaml");
   ASSERT_TRUE(asha.ok()) << asha.errors[0].ToString();
-  auto s = MakeTrialScheduler(*asha.spec);
+  auto s = MakeStoppingRule(*asha.spec);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->Report(0, 1, 0.1).kind, Kind::kContinue);
   EXPECT_EQ(s->Report(1, 1, 0.2).kind, Kind::kStop);

@@ -1,14 +1,14 @@
-#include "search/stopping/trial_scheduler.h"
+#include "search/stopping/stopping_rule.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "search/core/spec.h"
-#include "search/stopping/trial_schedulers.h"
+#include "search/stopping/stopping_rules.h"
 
 namespace ladder::search {
 
-std::vector<double> AshaRungs(const TrialSchedulerOptions& o, int bracket) {
+std::vector<double> AshaRungs(const StoppingOptions& o, int bracket) {
   std::vector<double> rungs;
   double rung = o.min_resource;
   for (int s = 0; s < bracket; ++s) rung *= o.reduction_factor;
@@ -20,7 +20,7 @@ std::vector<double> AshaRungs(const TrialSchedulerOptions& o, int bracket) {
   return rungs;
 }
 
-int MaxBrackets(const TrialSchedulerOptions& o) {
+int MaxBrackets(const StoppingOptions& o) {
   // One bracket per rung of bracket 0, plus the bracket without rungs (every trial runs to R).
   return static_cast<int>(AshaRungs(o, 0).size()) + 1;
 }
@@ -28,7 +28,7 @@ int MaxBrackets(const TrialSchedulerOptions& o) {
 // Hyperband's bracket sizes for brackets 0..b-1 (bracket s has k = K - s rungs, K = MaxBrackets - 1), spread
 // over one cycle by smooth weighted round-robin: each step every bracket gains its weight, the one with the
 // most credit (lowest index on ties) is chosen and pays the total. Deterministic, evenly interleaved.
-std::vector<int> HyperbandCycle(const TrialSchedulerOptions& o, int brackets) {
+std::vector<int> HyperbandCycle(const StoppingOptions& o, int brackets) {
   if (brackets < 1) return {0};
   const int max_b = MaxBrackets(o);
   const int s_max = max_b - 1;
@@ -63,15 +63,15 @@ std::vector<int> HyperbandCycle(const TrialSchedulerOptions& o, int brackets) {
   return cycle;
 }
 
-int HyperbandBracket(const TrialSchedulerOptions& o, int brackets, int64_t trial_number) {
+int HyperbandBracket(const StoppingOptions& o, int brackets, int64_t trial_number) {
   std::vector<int> cycle = HyperbandCycle(o, brackets);
   const auto w = static_cast<int64_t>(cycle.size());
   return cycle[static_cast<size_t>(((trial_number % w) + w) % w)];
 }
 
-std::vector<int> NodeLevels(const TrialSchedulerOptions& o, int64_t trial_number) {
+std::vector<int> NodeLevels(const StoppingOptions& o, int64_t trial_number) {
   int bracket = 0;
-  if (o.type == TrialSchedulerType::kHyperband) {
+  if (o.type == StoppingRuleType::kHyperband) {
     bracket = HyperbandBracket(o, o.brackets > 0 ? o.brackets : MaxBrackets(o), trial_number);
   }
   std::vector<int> levels;
@@ -80,21 +80,21 @@ std::vector<int> NodeLevels(const TrialSchedulerOptions& o, int64_t trial_number
   return levels;
 }
 
-std::unique_ptr<TrialScheduler> MakeTrialScheduler(const TrialSchedulerOptions& o, bool maximize,
+std::unique_ptr<StoppingRule> MakeStoppingRule(const StoppingOptions& o, bool maximize,
                                                    const SearchSpace& space) {
   switch (o.type) {
-    case TrialSchedulerType::kNone: return nullptr;
-    case TrialSchedulerType::kAsha: return internal::MakeAshaScheduler(o, maximize, 1);
-    case TrialSchedulerType::kHyperband:
-      return internal::MakeAshaScheduler(o, maximize, o.brackets > 0 ? o.brackets : MaxBrackets(o));
-    case TrialSchedulerType::kMedian: return internal::MakeMedianStopping(o, maximize);
-    case TrialSchedulerType::kPbt: return internal::MakePbtScheduler(o, maximize, space);
+    case StoppingRuleType::kNone: return nullptr;
+    case StoppingRuleType::kAsha: return internal::MakeAshaRule(o, maximize, 1);
+    case StoppingRuleType::kHyperband:
+      return internal::MakeAshaRule(o, maximize, o.brackets > 0 ? o.brackets : MaxBrackets(o));
+    case StoppingRuleType::kMedian: return internal::MakeMedianStopping(o, maximize);
+    case StoppingRuleType::kPbt: return internal::MakePbtRule(o, maximize, space);
   }
   return nullptr;
 }
 
-std::unique_ptr<TrialScheduler> MakeTrialScheduler(const SearchSpec& spec) {
-  return MakeTrialScheduler(spec.scheduler, spec.objective.maximize, spec.space);
+std::unique_ptr<StoppingRule> MakeStoppingRule(const SearchSpec& spec) {
+  return MakeStoppingRule(spec.scheduler, spec.objective.maximize, spec.space);
 }
 
 }  // namespace ladder::search

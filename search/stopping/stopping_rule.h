@@ -1,5 +1,5 @@
 #pragma once
-// TrialScheduler: early stopping and multi-fidelity scheduling of running trials, chosen by the spec's
+// StoppingRule: early stopping and multi-fidelity scheduling of running trials, chosen by the spec's
 // `scheduler:` mapping (search/core/stopping_options.h):
 //   asha       asynchronous successive halving (Li et al. 2020), stop-based like Ray Tune's AsyncHyperBand:
 //              rungs at r, r*eta, r*eta^2, ... < R. When a trial first reports at or past a rung, its value is
@@ -34,7 +34,7 @@
 //                               Failed trials keep their reported values in the statistics.
 //   Forget(n)                   drop the trial from every statistic, as if it never reported (a cancelled
 //                               trial whose reports should not count)
-// Values are the objective as reported; the scheduler knows the direction (objective.mode). A value that is
+// Values are the objective as reported; the rule knows the direction (objective.mode). A value that is
 // not finite counts as the worst possible. A report for a trial already stopped returns kStop again. A
 // report at a resource at or below the trial's previous one means the trial went back (it resumed from an
 // older checkpoint, or restarted): its curve is cut there first (rung records stay: a rung is judged once).
@@ -43,7 +43,7 @@
 //
 // Determinism and restarts. The state is a function of the sequence of calls only, and every decision too
 // (pbt's choices are seeded by (seed, trial number, that trial's exploit count)). A restarted coordinator
-// rebuilds the scheduler by making the same calls again, with the stored events in their original order, and
+// rebuilds the rule by making the same calls again, with the stored events in their original order, and
 // ignoring the decisions (it acted on them already): AddTrial for every trial, with the parameters it was
 // CREATED with (pbt derives its exploits again, new parameters included), Report for every stored metrics
 // point that carries both metrics, Complete/Forget where the trial ended. For asha, hyperband and
@@ -81,9 +81,9 @@ struct TrialDecision {
   bool exploit() const { return kind == Kind::kExploit; }
 };
 
-class TrialScheduler {
+class StoppingRule {
  public:
-  virtual ~TrialScheduler() = default;
+  virtual ~StoppingRule() = default;
   virtual void AddTrial(int64_t /*trial_number*/, const Params& /*params*/) {}
   virtual TrialDecision Report(int64_t trial_number, double resource, double value) = 0;
   virtual void Complete(int64_t trial_number, std::optional<double> final_value) = 0;
@@ -91,40 +91,40 @@ class TrialScheduler {
 };
 
 // The scheduler of a valid spec (from ParseSpec); nullptr when `scheduler.type` is none.
-std::unique_ptr<TrialScheduler> MakeTrialScheduler(const SearchSpec& spec);
+std::unique_ptr<StoppingRule> MakeStoppingRule(const SearchSpec& spec);
 
-// The same from its parts (benchmarks and tests build schedulers without a whole spec). `space` is used by
+// The same from its parts (benchmarks and tests build rules without a whole spec). `space` is used by
 // pbt only. `options` must be valid (ParseSpec's checks); nullptr for kNone.
-std::unique_ptr<TrialScheduler> MakeTrialScheduler(const TrialSchedulerOptions& options, bool maximize,
+std::unique_ptr<StoppingRule> MakeStoppingRule(const StoppingOptions& options, bool maximize,
                                                    const SearchSpace& space = {});
 
 // The rungs of ASHA bracket `bracket` (0: r, r*eta, ... < R; bracket s starts at r * eta^s), ascending.
-std::vector<double> AshaRungs(const TrialSchedulerOptions& options, int bracket = 0);
+std::vector<double> AshaRungs(const StoppingOptions& options, int bracket = 0);
 
 // The number of Hyperband brackets the options allow: floor(log_eta(R / r)) + 1 (computed with a small
 // tolerance, so R / r = eta^k exactly gives k + 1).
-int MaxBrackets(const TrialSchedulerOptions& options);
+int MaxBrackets(const StoppingOptions& options);
 
 // Hyperband's cycle of bracket numbers for `brackets` brackets (see above): trial n goes to
 // cycle[n mod size]. When the largest bracket would get more than 10,000 trials a cycle, every size is scaled
 // down in proportion (the largest to 10,000, none below 1).
-std::vector<int> HyperbandCycle(const TrialSchedulerOptions& options, int brackets);
+std::vector<int> HyperbandCycle(const StoppingOptions& options, int brackets);
 
 // The Hyperband bracket of trial `trial_number` for `brackets` brackets (builds the cycle: not for loops).
-int HyperbandBracket(const TrialSchedulerOptions& options, int brackets, int64_t trial_number);
+int HyperbandBracket(const StoppingOptions& options, int brackets, int64_t trial_number);
 
 // Node count as the fidelity (`scheduler.resource: nodes`, asha and hyperband only). The coordinator runs such a
 // trial in stages, one per level: the first on NodeLevels(...)[0] nodes; when a stage's run exits 0 the
-// coordinator reports (node count, the run's objective) to the scheduler; a trial that goes on is queued again,
+// coordinator reports (node count, the run's objective) to the rule; a trial that goes on is queued again,
 // at promoted priority, for the next level's node count and resumes from its checkpoint directory (the command
 // gets the stage's node count as {nodes}, e.g. `--epochs {nodes}` so that a stage on more nodes trains on).
 // The levels are the rungs of the trial's bracket, then max_resource; every one a whole number.
 inline constexpr const char* kNodesResource = "nodes";
-inline bool ScalesNodes(const TrialSchedulerOptions& options) {
-  return (options.type == TrialSchedulerType::kAsha || options.type == TrialSchedulerType::kHyperband) &&
+inline bool ScalesNodes(const StoppingOptions& options) {
+  return (options.type == StoppingRuleType::kAsha || options.type == StoppingRuleType::kHyperband) &&
          options.resource == kNodesResource;
 }
-std::vector<int> NodeLevels(const TrialSchedulerOptions& options, int64_t trial_number);
+std::vector<int> NodeLevels(const StoppingOptions& options, int64_t trial_number);
 
 // PBT's explore step, seeded by `rng_seed`: every active parameter of `source` is perturbed, in spec order:
 // with probability resample_probability it is drawn again (uniformly, log-uniformly where `log`); otherwise a

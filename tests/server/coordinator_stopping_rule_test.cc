@@ -1,4 +1,4 @@
-// The coordinator with a trial scheduler (the spec's `scheduler:`): ASHA stops trials early (they complete
+// The coordinator with a stopping rule (the spec's `scheduler:`): ASHA stops trials early (they complete
 // with their value), PBT restarts a bad trial from a good one's checkpoint with perturbed parameters, and the
 // scheduler's state is rebuilt from the stored points after a restart.
 #include <fstream>
@@ -8,7 +8,7 @@
 namespace ladder::server {
 namespace {
 
-using CoordinatorTrialSchedulerTest = CoordinatorTest;
+using CoordinatorStoppingRuleTest = CoordinatorTest;
 
 std::string Spec(const std::string& scheduler, int parallelism, int max_trials) {
   return "name: sched\n"
@@ -31,7 +31,7 @@ std::vector<v1::CancelTrial> CancelsOf(const FakeLink& link, int64_t trial) {
 
 constexpr const char* kAsha = "{type: asha, resource: epoch, min_resource: 1, max_resource: 9, reduction_factor: 3}";
 
-TEST_F(CoordinatorTrialSchedulerTest, AshaStopsATrialBelowTheRungCutoffAndItCompletesWithItsValue) {
+TEST_F(CoordinatorStoppingRuleTest, AshaStopsATrialBelowTheRungCutoffAndItCompletesWithItsValue) {
   auto a = Connect("a", 3);
   auto id = CreateSearch(Spec(kAsha, 3, 3));
   auto starts = a->Starts();
@@ -59,7 +59,7 @@ TEST_F(CoordinatorTrialSchedulerTest, AshaStopsATrialBelowTheRungCutoffAndItComp
   EXPECT_DOUBLE_EQ(GetSearch(id).best_objective(), 0.95);
 }
 
-TEST_F(CoordinatorTrialSchedulerTest, AshaRungsAreRebuiltFromStoredPointsAfterARestart) {
+TEST_F(CoordinatorStoppingRuleTest, AshaRungsAreRebuiltFromStoredPointsAfterARestart) {
   auto a = Connect("a", 3);
   CreateSearch(Spec(kAsha, 3, 3));
   auto starts = a->Starts();
@@ -81,7 +81,7 @@ TEST_F(CoordinatorTrialSchedulerTest, AshaRungsAreRebuiltFromStoredPointsAfterAR
 // A coordinator crash between an early stop's cancel and the run's exit: the exit (cancelled, as asked) reaches
 // the next coordinator, which knows from the replayed reports that the trial was stopped early — it completes
 // with its value instead of ending CANCELLED — and which sends the cancel again in case the first was never sent.
-TEST_F(CoordinatorTrialSchedulerTest, AnEarlyStopInFlightAcrossACrashStillCompletesTheTrialWithItsValue) {
+TEST_F(CoordinatorStoppingRuleTest, AnEarlyStopInFlightAcrossACrashStillCompletesTheTrialWithItsValue) {
   auto a = Connect("a", 3);
   auto id = CreateSearch(Spec(kAsha, 3, 3));
   auto starts = a->Starts();
@@ -112,7 +112,7 @@ TEST_F(CoordinatorTrialSchedulerTest, AnEarlyStopInFlightAcrossACrashStillComple
   EXPECT_EQ(GetSearch(id).cancelled(), 0);
 }
 
-TEST_F(CoordinatorTrialSchedulerTest, PbtRestartsABadTrialFromAGoodOnesCheckpointWithPerturbedParameters) {
+TEST_F(CoordinatorStoppingRuleTest, PbtRestartsABadTrialFromAGoodOnesCheckpointWithPerturbedParameters) {
   auto a = Connect("a", 2);
   auto id = CreateSearch(
       Spec("{type: pbt, resource: epoch, perturbation_interval: 1, quantile: 0.5, resample_probability: 0}", 2, 2));

@@ -1,23 +1,23 @@
-#include "search/stopping/scheduler_section.h"
+#include "search/stopping/stopping_section.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "search/core/command_template.h"
-#include "search/stopping/trial_scheduler.h"
+#include "search/stopping/stopping_rule.h"
 
 namespace ladder::search::internal {
 namespace {
 
 const std::vector<std::string> kTypes = {"none", "asha", "hyperband", "median", "pbt"};
 
-TrialSchedulerType TypeOf(const std::string& s) {
-  if (s == "asha") return TrialSchedulerType::kAsha;
-  if (s == "hyperband") return TrialSchedulerType::kHyperband;
-  if (s == "median") return TrialSchedulerType::kMedian;
-  if (s == "pbt") return TrialSchedulerType::kPbt;
-  return TrialSchedulerType::kNone;
+StoppingRuleType TypeOf(const std::string& s) {
+  if (s == "asha") return StoppingRuleType::kAsha;
+  if (s == "hyperband") return StoppingRuleType::kHyperband;
+  if (s == "median") return StoppingRuleType::kMedian;
+  if (s == "pbt") return StoppingRuleType::kPbt;
+  return StoppingRuleType::kNone;
 }
 
 // The mark of field `key` of mapping `node` (the value's; its key's for an empty value), or the mapping's.
@@ -32,13 +32,13 @@ YAML::Node FieldNode(const YAML::Node& node, std::string_view key) {
 
 }  // namespace
 
-void ReadSchedulerSection(ErrorSink& sink, const YAML::Node& n, TrialSchedulerOptions* o, bool* seed_given) {
+void ReadStoppingSection(ErrorSink& sink, const YAML::Node& n, StoppingOptions* o, bool* seed_given) {
   if (n.IsScalar()) {
     if (auto s = ReadEnum(sink, n, "scheduler", kTypes)) o->type = TypeOf(*s);
-    if (o->type == TrialSchedulerType::kAsha || o->type == TrialSchedulerType::kHyperband) {
+    if (o->type == StoppingRuleType::kAsha || o->type == StoppingRuleType::kHyperband) {
       sink.At(n, "scheduler", n.Scalar() + " needs max_resource: write a mapping, e.g. {type: " + n.Scalar() +
                                   ", max_resource: 27}");
-    } else if (o->type == TrialSchedulerType::kPbt) {
+    } else if (o->type == StoppingRuleType::kPbt) {
       sink.At(n, "scheduler", "pbt needs perturbation_interval: write a mapping, e.g. {type: pbt, "
                               "perturbation_interval: 4}");
     }
@@ -66,7 +66,7 @@ void ReadSchedulerSection(ErrorSink& sink, const YAML::Node& n, TrialSchedulerOp
     type_ok = false;
   }
   if (!type_ok) return;  // which fields apply is unknown; the type's error is enough
-  const std::string type = TrialSchedulerTypeName(o->type);
+  const std::string type = StoppingRuleName(o->type);
   auto applies = [&](const MapEntry* e, std::string_view key, std::vector<std::string> ok) {
     if (std::find(ok.begin(), ok.end(), type) != ok.end()) return true;
     std::string list;
@@ -124,11 +124,11 @@ void ReadSchedulerSection(ErrorSink& sink, const YAML::Node& n, TrialSchedulerOp
     }
   }
   if (Find(*m, "max_resource") == nullptr &&
-      (o->type == TrialSchedulerType::kAsha || o->type == TrialSchedulerType::kHyperband)) {
+      (o->type == StoppingRuleType::kAsha || o->type == StoppingRuleType::kHyperband)) {
     sink.At(n, "scheduler.max_resource",
             "missing required field 'max_resource' (the resource a trial runs to, e.g. its epochs)");
   }
-  if (Find(*m, "perturbation_interval") == nullptr && o->type == TrialSchedulerType::kPbt) {
+  if (Find(*m, "perturbation_interval") == nullptr && o->type == StoppingRuleType::kPbt) {
     sink.At(n, "scheduler.perturbation_interval",
             "missing required field 'perturbation_interval' (resource between exploit/explore steps)");
   }
@@ -136,13 +136,13 @@ void ReadSchedulerSection(ErrorSink& sink, const YAML::Node& n, TrialSchedulerOp
 
 namespace {
 
-// `resource: nodes`: the rungs are node counts (trial_scheduler.h, NodeLevels).
+// `resource: nodes`: the rungs are node counts (stopping_rule.h, NodeLevels).
 void CheckNodeLevels(ErrorSink& sink, const YAML::Node& n, const SearchSpec& spec) {
-  const TrialSchedulerOptions& o = spec.scheduler;
-  if (o.type != TrialSchedulerType::kAsha && o.type != TrialSchedulerType::kHyperband) {
+  const StoppingOptions& o = spec.scheduler;
+  if (o.type != StoppingRuleType::kAsha && o.type != StoppingRuleType::kHyperband) {
     sink.At(FieldNode(n, "resource"), "scheduler.resource",
             "nodes (node count as the fidelity) needs type asha or hyperband, got " +
-                std::string(TrialSchedulerTypeName(o.type)));
+                std::string(StoppingRuleName(o.type)));
     return;
   }
   if (o.max_resource <= 0 || !(o.min_resource < o.max_resource)) return;  // reported above
@@ -173,18 +173,18 @@ void CheckNodeLevels(ErrorSink& sink, const YAML::Node& n, const SearchSpec& spe
 
 }  // namespace
 
-void CheckSchedulerSection(ErrorSink& sink, const YAML::Node& n, const SearchSpec& spec) {
-  const TrialSchedulerOptions& o = spec.scheduler;
-  if (o.type == TrialSchedulerType::kNone) return;
+void CheckStoppingSection(ErrorSink& sink, const YAML::Node& n, const SearchSpec& spec) {
+  const StoppingOptions& o = spec.scheduler;
+  if (o.type == StoppingRuleType::kNone) return;
   if (!spec.objective.metric.empty() && o.resource == spec.objective.metric) {
     sink.At(FieldNode(n, "resource"), "scheduler.resource",
             "must differ from objective.metric ('" + o.resource + "'): the resource is what grows along a trial");
   }
-  if (o.type == TrialSchedulerType::kAsha || o.type == TrialSchedulerType::kHyperband) {
+  if (o.type == StoppingRuleType::kAsha || o.type == StoppingRuleType::kHyperband) {
     if (o.max_resource > 0 && !(o.min_resource < o.max_resource)) {
       sink.At(FieldNode(n, "min_resource"), "scheduler.min_resource",
               "must be < max_resource (" + FormatNumber(o.max_resource) + "), got " + FormatNumber(o.min_resource));
-    } else if (o.type == TrialSchedulerType::kHyperband && o.max_resource > 0 && o.brackets > MaxBrackets(o)) {
+    } else if (o.type == StoppingRuleType::kHyperband && o.max_resource > 0 && o.brackets > MaxBrackets(o)) {
       sink.At(FieldNode(n, "brackets"), "scheduler.brackets",
               "at most " + std::to_string(MaxBrackets(o)) + " for min_resource " + FormatNumber(o.min_resource) +
                   ", max_resource " + FormatNumber(o.max_resource) + " and reduction_factor " +
@@ -193,7 +193,7 @@ void CheckSchedulerSection(ErrorSink& sink, const YAML::Node& n, const SearchSpe
     }
   }
   if (o.resource == kNodesResource) CheckNodeLevels(sink, n, spec);
-  if (o.type == TrialSchedulerType::kPbt && spec.parallelism < 2) {
+  if (o.type == StoppingRuleType::kPbt && spec.parallelism < 2) {
     sink.At(FieldNode(n, "type"), "scheduler.type",
             "pbt needs a population of trials running at once: set budget.parallelism >= 2 (got " +
                 std::to_string(spec.parallelism) + ")");
