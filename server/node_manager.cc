@@ -164,7 +164,9 @@ void NodeManager::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   r->set_worker_epoch(n.info.epoch());
   r->set_heartbeat_interval_ms(static_cast<int32_t>(interval_.count()));
   r->set_lease_ms(static_cast<int32_t>(lease_.count()));
+  std::set<int64_t> reported;
   for (const auto& run : reg.running()) {
+    reported.insert(run.trial_id());
     if (listener_->Reattach(node, link, run)) {
       previous->erase(run.trial_id());
     } else {
@@ -176,6 +178,7 @@ void NodeManager::Register(const std::shared_ptr<WorkerLink>& link, const v1::Re
   link->Send(reply);
   LogInfo(kLog, "worker " + node + " registered: " + std::to_string(reg.resources().slots()) + " slots, epoch " +
                     std::to_string(n.info.epoch()));
+  listener_->RegisteredWithout(node, reported);
   // Trials this node had before but no longer reports are lost.
   if (!previous->empty()) {
     listener_->RunsLost(node, *previous, "worker " + node + " came back without it", NodeLoss::kFault);

@@ -55,6 +55,9 @@ class NodeManager {
     // scheduler took the node from them).
     virtual void RunsLost(const std::string& node, const std::set<int64_t>& trials, const std::string& reason,
                           NodeLoss loss) = 0;
+    // A worker registered reporting exactly these runs: a run the coordinator placed on `node` before a restart
+    // and still waits to hear from there is not coming back.
+    virtual void RegisteredWithout(const std::string& node, const std::set<int64_t>& reported) = 0;
   };
 
   NodeManager(store::Store& store, scheduler::NodeGroupScheduler& sched, EventHub& hub,

@@ -127,6 +127,7 @@ class TrialManager : public NodeManager::Listener {
                 const v1::RunningTrial& run) override;
   void RunsLost(const std::string& node, const std::set<int64_t>& trials, const std::string& reason,
                 NodeLoss loss) override;
+  void RegisteredWithout(const std::string& node, const std::set<int64_t>& reported) override;
   // The periodic checks: trials silent for trial.progress_timeout; trials no worker re-attached after a restart.
   void CheckWatchdog(Clock::time_point now);
   void CheckReattachDeadlines(Clock::time_point now);

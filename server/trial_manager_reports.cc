@@ -256,6 +256,36 @@ void TrialManager::RunsLost(const std::string& node, const std::set<int64_t>& tr
   }
 }
 
+void TrialManager::RegisteredWithout(const std::string& node, const std::set<int64_t>& reported) {
+  for (auto& [id, t] : trials_) {
+    if (reported.count(id) || t.reattach_deadline == Clock::time_point{}) continue;
+    bool gone = false;
+    for (auto& m : t.members) {
+      if (m.node_id == node && m.live && !m.attached) MemberGone(t, m), gone = true;
+    }
+    if (!gone) continue;
+    if (t.proto.state() != v1::TRIAL_RUNNING) {
+      MaybeReleaseGroup(t);
+      continue;
+    }
+    const std::string reason = "worker " + node + " came back after the coordinator restarted without it";
+    if (t.proto.metric_count() > 0) {
+      RequeueOrFail(t, reason);  // the run did work there, now lost
+      continue;
+    }
+    // Not one point of this run was stored: its start most likely never reached the worker (the coordinator
+    // died between committing the start and sending it). Nothing ran that could be lost: the trial goes back to
+    // the queue with its attempt, as after a preemption, once the group's other members have stopped.
+    LogInfo(kLog, "trial " + std::to_string(id) + ": " + reason + " (it had reported nothing): it waits in the queue");
+    t.preempting = true;
+    StopMembers(t, reason);
+    if (!t.AnyLive()) {
+      BackToQueue(t, "never started");
+      request_schedule_();
+    }
+  }
+}
+
 void TrialManager::CheckWatchdog(Clock::time_point now) {
   for (auto& [sid, s] : by_search_) {
     const search::SearchSpec& spec = owner_->Spec(sid);

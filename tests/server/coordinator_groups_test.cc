@@ -577,3 +577,35 @@ space:
 
 }  // namespace
 }  // namespace ladder::server
+
+namespace ladder::server {
+namespace {
+
+// After a restart, a worker that registers without a run it was given, a run that stored nothing (its start never
+// reached the worker: the coordinator died between committing the start and sending it), costs the trial no
+// attempt: the group's other member is stopped, and the trial runs again at once rather than at the re-attach
+// deadline (an hour away here).
+TEST_F(CoordinatorGroupTest, AfterARestartARunItsWorkerNeverGotRunsAgainWithoutCostingAnAttempt) {
+  auto a = Connect("a", 2), b = Connect("b", 2), c = Connect("c", 2);
+  CreateSearch(kTwoNodeSpec);
+  const RunningGroup g = StartOneGroup(a, b, c);
+  const int64_t id = g.rank0.trial_id();
+  store_->Flush();
+  coord_.reset();
+  store_.reset();
+  lease_ = std::chrono::hours(1);
+  Open();
+  auto rank0 = Connect(g.rank0_node, 2);  // without the run
+  auto other = Connect(g.other_node, 2, {{id, g.other.assignment_epoch()}});
+  ASSERT_EQ(Cancels(*other).size(), 1u) << "the rest of the group is stopped";
+  Exit(other, g.other, 128 + 15, /*cancelled=*/true);
+  auto idle = Connect(g.idle_node, 2);
+  EXPECT_EQ(rank0->Starts().size() + other->Starts().size() + idle->Starts().size(), 2u)
+      << "the trial runs again on two nodes";
+  const v1::Trial t = GetTrial(id);
+  EXPECT_EQ(t.state(), v1::TRIAL_RUNNING);
+  EXPECT_EQ(t.attempt(), 0) << t.error();
+}
+
+}  // namespace
+}  // namespace ladder::server
