@@ -76,9 +76,16 @@ struct LawSet {
   int seeds = 0;                        // seeds resampled (0: trials resampled)
   int64_t largest_batch = 0;            // of the surface
   std::vector<std::string> notes;       // batches left out, and why
+  // The anchor: with probes above the sweep (LawOptions::anchor_above), the largest batch's own optimum (its
+  // residual's argmin), full-data and per bootstrap replicate; anchor_batch 0: none.
+  int64_t anchor_batch = 0;
+  double anchor_log2 = kNaN;
+  std::vector<double> anchor_draws;
   const LawFit* Best() const;           // the lowest SSE
   // The relative-loss curvature extrapolated to `global_batch` (see the header comment).
   double KAt(double global_batch) const;
+  // A law's full fit at a batch, anchored: at or past anchor_batch, the anchor plus the law's rise from there.
+  double FitLog2(const LawFit& law, double global_batch) const;
 };
 
 enum class SurgeLaw { kAuto, kAlways, kNever };  // kAuto: when the trials' optimizer is Adam-family
@@ -95,9 +102,17 @@ struct LawOptions {
                                         //   inside their tables), in [this, 0.5] (a parabola's bias; one seed)
   double edge_margin_octaves = 0.05;    // capped laws and the prediction stay this far below the stability edge
   SurgeLaw surge = SurgeLaw::kAuto;
+  int64_t anchor_above = 0;             // batches above this one are probes: at and past the largest of them
+                                        //   the prediction is its own optimum plus the law's rise from there
+                                        //   (the law supplies the slope, the nearest measurement the level);
+                                        //   0: no anchor
   bool log_loss = true;                 // fit ln(loss/best), not loss/best: a seed that scales a whole curve (the
                                         //   noisy quadratic's seeds do) shifts it, and L* per seed absorbs that
 };
+
+// log2 of the stability edge 2(1 + β)/λ_max: the median over convergent SGD trials that measured λ_max
+// (ScaleTrial.sharpness); NaN when none did.
+double EdgeLog2(const std::vector<ScaleTrial>& trials);
 
 Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& options = {});
 
@@ -106,9 +121,12 @@ struct MixtureDraw {
   int law = 0;  // index into LawSet::laws
   LawParams params;
   double weight = 0;
+  int replicate = -1;  // the bootstrap replicate (-1: the full fit)
 };
 // The consistent laws' draws, each law's weight spread evenly over its draws.
 std::vector<MixtureDraw> Mixture(const LawSet& set);
+// A draw at a batch, anchored like LawSet::FitLog2 (with its replicate's anchor).
+double DrawLog2(const LawSet& set, const MixtureDraw& draw, double global_batch);
 
 // The posterior of log2 best LR at a batch, and the predicted regret of its centre.
 struct LrPosterior {

@@ -12,6 +12,8 @@
 namespace ladder::search {
 namespace {
 
+constexpr double kMinEdgeStep = 1.0 / 16;  // octaves: an extension closer than this to the best LR is not run
+
 std::string Fixed(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
@@ -37,7 +39,7 @@ std::vector<double> ProbeLrs(const LawSet& set, const std::vector<ScaleTrial>& t
   double lo = 1e300, hi = -1e300;
   for (const LawFit& l : set.laws) {
     if (!l.consistent) continue;
-    const double x = l.Log2Lr(static_cast<double>(batch));
+    const double x = set.FitLog2(l, static_cast<double>(batch));
     lo = std::min(lo, x), hi = std::max(hi, x);
   }
   lo -= o.lr_margin_octaves, hi += o.lr_margin_octaves;
@@ -51,8 +53,10 @@ std::vector<double> ProbeLrs(const LawSet& set, const std::vector<ScaleTrial>& t
       diverged = std::min(diverged, std::log2(t.peak_lr));
     }
   }
-  if (hi > diverged - 0.5) {
-    const double shift = hi - (diverged - 0.5);
+  // Kept half an octave below a diverged LR, and at or below the stability edge's cap: past it lies the cliff.
+  const double top = std::min(diverged - 0.5, std::isfinite(set.cap_log2) ? set.cap_log2 : 1e300);
+  if (hi > top) {
+    const double shift = hi - top;
     lo -= shift, hi -= shift;
   }
   std::vector<double> out;
@@ -96,8 +100,7 @@ double ExpectedP80After(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   if (n == 0) return 0;
   std::vector<double> xp(n), xt(n), w(n), cw(n);
   for (size_t i = 0; i < n; ++i) {
-    const LawFit& l = set.laws[mixture[i].law];
-    xp[i] = l.Log2LrOf(mixture[i].params, probe_batch), xt[i] = l.Log2LrOf(mixture[i].params, target);
+    xp[i] = DrawLog2(set, mixture[i], probe_batch), xt[i] = DrawLog2(set, mixture[i], target);
     w[i] = mixture[i].weight;
   }
   const double k = set.KAt(target);
@@ -119,7 +122,8 @@ std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDr
   double best_gain = -1e300;
   for (int f : o.factors) {
     const int64_t batch = sweep_batch * f;
-    if (batch > target) continue;
+    // Past the anchor's batch or at it: a probe below the nearest measurement does not move an anchored target.
+    if (batch > target || batch < set.anchor_batch) continue;
     Probe p;
     p.global_batch = batch, p.target_batch = target, p.nodes = nodes;
     p.micro_batches = static_cast<int>(std::max<int64_t>(1, (batch + sweep_batch - 1) / std::max<int64_t>(sweep_batch, 1)));
@@ -133,7 +137,8 @@ std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDr
   return best;
 }
 
-std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& o) {
+std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& o,
+                                 double cap_log2) {
   std::map<double, std::pair<double, int>> by_lr;  // log2 lr -> (sum of losses, runs); diverged: +inf
   for (const ScaleTrial& t : trials) {
     if (t.global_batch != last.global_batch) continue;
@@ -150,7 +155,10 @@ std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Pr
   if (best == by_lr.begin()) {
     p.lrs = {std::exp2(best->first - step)};
   } else if (std::next(best) == by_lr.end()) {
-    p.lrs = {std::exp2(best->first + step)};
+    // Not past the stability edge's cap: a best LR at the cap is bracketed by the edge.
+    const double up = std::isfinite(cap_log2) ? std::min(best->first + step, cap_log2) : best->first + step;
+    if (up < best->first + kMinEdgeStep) return std::nullopt;
+    p.lrs = {std::exp2(up)};
   } else {
     return std::nullopt;
   }

@@ -11,7 +11,7 @@
 //               = P / the sweep's largest batch (gradient accumulation)
 //   LRs         options.lrs LRs evenly from the lowest consistent law's prediction at P − lr_margin_octaves to
 //               the highest + lr_margin_octaves (at least 1 octave wide), kept half an octave below the lowest LR
-//               that diverged at P
+//               that diverged at P and at or below the stability edge's cap
 //   cost        each LR is one run; with a budget in epochs a run at any batch on the same nodes costs what one
 //               swept run at the sweep's largest batch cost: options.node_hours_per_run
 //   choice      the largest expected drop in p80 regret per node-hour. The expectation is a preposterior over the
@@ -68,8 +68,10 @@ std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDr
 
 // A probe whose best LR (seed-mean loss) is its lowest or highest convergent one did not bracket its optimum:
 // one more LR beyond that side (the probe's spacing, at least half an octave); nullopt when bracketed. A diverged
-// LR above closes the high side.
-std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& options);
+// LR above closes the high side; so does the stability edge's cap (log2; NaN: none): the LR above goes no higher
+// than the cap, and none is run when the best LR is within 1/16 octave of it.
+std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& options,
+                                 double cap_log2 = kNaN);
 
 // The preposterior: expected p80 regret at `target` after measuring x*(probe_batch) (see the header comment).
 double ExpectedP80After(const LawSet& set, const std::vector<MixtureDraw>& mixture, double probe_batch,
