@@ -3,6 +3,7 @@
 #include "search/scaling/lr_laws.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <map>
 #include <random>
@@ -270,13 +271,13 @@ double SseArgmin(const SurfaceBatch& b, double lo, double hi) {
   return best;
 }
 
-// The sd of one seed's optimum about its batch's (all seeds'), over the batches below `above` whose seeds each
+// The sd of one seed's optimum about its batch's (all seeds'), over the batches in [lo, hi] whose seeds each
 // have 3 or more LRs: how far one seed's probe may lie from the expected loss's optimum. NaN when none.
-double SeedScatter(const std::vector<SurfaceBatch>& data, int64_t above) {
+double SeedScatter(const std::vector<SurfaceBatch>& data, int64_t lo, int64_t hi) {
   double ss = 0;
   int n = 0;
   for (const SurfaceBatch& b : data) {
-    if (b.batch > above) continue;
+    if (b.batch < lo || b.batch > hi) continue;
     const auto [mn, mx] = std::minmax_element(b.x.begin(), b.x.end());
     const double pooled = SseArgmin(b, *mn - 1, *mx + 1);
     std::map<int64_t, SurfaceBatch> by_seed;
@@ -295,10 +296,64 @@ double SeedScatter(const std::vector<SurfaceBatch>& data, int64_t above) {
   return n ? std::sqrt(ss / n) : kNaN;
 }
 
+// The seeds measured at 3 or more LRs of a batch.
+int SeedsWith3Lrs(const SurfaceBatch& b) {
+  std::map<int64_t, std::set<double>> lrs;
+  for (size_t i = 0; i < b.x.size(); ++i) lrs[b.seed[i]].insert(b.x[i]);
+  int n = 0;
+  for (const auto& [seed, xs] : lrs) n += xs.size() >= 3 ? 1 : 0;
+  return n;
+}
+
 // The swept LR range (log2) of the largest batch on the surface.
 std::pair<double, double> LastRange(const std::vector<SurfaceBatch>& data) {
   const auto [mn, mx] = std::minmax_element(data.back().x.begin(), data.back().x.end());
   return {*mn, *mx};
+}
+
+// Weighted variance of (value, weight) pairs.
+double Variance(const std::vector<std::pair<double, double>>& vw) {
+  double sw = 0, m = 0, v = 0;
+  for (const auto& [x, w] : vw) sw += w, m += w * x;
+  if (!(sw > 0)) return 0;
+  m /= sw;
+  for (const auto& [x, w] : vw) v += w * (x - m) * (x - m);
+  return v / sw;
+}
+
+// The anchor's weight against the laws at its batch, by precision: the laws' variance there (their draws' spread,
+// plus τ², their lack of fit to a batch's own optimum) over that plus the anchor's (its draws' spread).
+double AnchorWeight(const LawSet& set, double tau) {
+  std::vector<std::pair<double, double>> law, anchor;
+  const double pb = static_cast<double>(set.anchor_batch);
+  for (const MixtureDraw& d : Mixture(set)) law.push_back({set.laws[d.law].Log2LrOf(d.params, pb), d.weight});
+  for (double a : set.anchor_draws) anchor.push_back({a, 1.0});
+  const double vl = Variance(law) + tau * tau, va = Variance(anchor);
+  return vl + va > 0 ? vl / (vl + va) : 1.0;
+}
+
+// The loss of LR 2^x relative to its optimum 2^xs under a basin a/η + b·η/(E − η), E = 2^edge: training left
+// undone falls as 1/η, the noise in the sharpest direction grows without bound at the edge. Its minimum at xs
+// fixes a/b = E·η*²/(E − η*)².
+double EdgeBasin(double x, double xs, double edge) {
+  const double e = std::exp2(edge), h = std::exp2(x), hs = std::exp2(xs);
+  if (h >= e) return 1e300;
+  const double ab = e * hs * hs / ((e - hs) * (e - hs));
+  return (ab / h + h / (e - h)) / (ab / hs + hs / (e - hs)) - 1;
+}
+
+// The LR (log2, at most `cap`) of the least expected relative loss over the posterior draws under EdgeBasin:
+// near the edge a step too high costs more than one too low.
+double EdgeDecision(const std::vector<std::pair<double, double>>& draws, double edge, double cap) {
+  double lo = cap;
+  for (const auto& d : draws) lo = std::min(lo, d.first);
+  double best = cap, best_loss = 1e300;
+  for (double x = cap; x >= lo - 1e-9; x -= kTableStep) {
+    double loss = 0;
+    for (const auto& [xs, w] : draws) loss += w * EdgeBasin(x, std::min(xs, cap), edge);
+    if (loss < best_loss) best_loss = loss, best = x;
+  }
+  return best;
 }
 
 }  // namespace
@@ -327,7 +382,7 @@ const LawFit* LawSet::Best() const {
 double LawSet::FitLog2(const LawFit& law, double global_batch) const {
   const double x = law.Log2Lr(global_batch);
   if (anchor_batch <= 0 || global_batch < static_cast<double>(anchor_batch)) return x;
-  return anchor_log2 + x - law.Log2Lr(static_cast<double>(anchor_batch));
+  return x + anchor_weight * (anchor_log2 - law.Log2Lr(static_cast<double>(anchor_batch)));
 }
 
 double DrawLog2(const LawSet& set, const MixtureDraw& d, double global_batch) {
@@ -337,12 +392,13 @@ double DrawLog2(const LawSet& set, const MixtureDraw& d, double global_batch) {
   const double a = d.replicate >= 0 && d.replicate < static_cast<int>(set.anchor_draws.size())
                        ? set.anchor_draws[d.replicate]
                        : set.anchor_log2;
-  return a + x - law.Log2LrOf(d.params, static_cast<double>(set.anchor_batch));
+  return x + set.anchor_weight * (a - law.Log2LrOf(d.params, static_cast<double>(set.anchor_batch)));
 }
 
 double LawSet::KAt(double global_batch) const {
   std::vector<double> v, lk;
   for (size_t i = batches.size(); i-- > 0 && v.size() < 3;) {
+    if (sweep_largest > 0 && batches[i] > sweep_largest) continue;  // a probe's curvature: few one-seed LRs
     if (k_rel[i] > 0) v.push_back(std::log2(static_cast<double>(batches[i]))), lk.push_back(std::log(k_rel[i]));
   }
   if (v.empty()) return 0;
@@ -391,11 +447,16 @@ Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& 
   const double widen = o.widen && n > 1 ? std::sqrt((n + 1) / (n - 1)) : 1.0;
   const auto [x_lo, x_hi] = LastRange(p.data);
   double anchor_sd = 0;  // a probe's seeds' scatter about the expected loss's optimum, beyond the replicates'
+  set.sweep_largest = o.anchor_above;
   if (o.anchor_above > 0 && set.largest_batch > o.anchor_above) {
     set.anchor_batch = set.largest_batch, set.anchor_log2 = OwnOptimum(tables.back(), x_lo, x_hi);
-    const double scatter = SeedScatter(p.data, o.anchor_above);
+    // One seed's scatter: the sweep's, or the anchor batch's own where larger (seeds measured at 3+ LRs there).
+    const double sweep = SeedScatter(p.data, 0, o.anchor_above);
+    const double own = SeedScatter(p.data, set.largest_batch, set.largest_batch);
+    const double scatter = std::isfinite(own) ? std::max(std::isfinite(sweep) ? sweep : 0.0, own) : sweep;
     const auto& top = p.data.back().seed;
     const double m = static_cast<double>(std::set<int64_t>(top.begin(), top.end()).size());
+    set.anchor_seeds = SeedsWith3Lrs(p.data.back());
     anchor_sd = std::isfinite(scatter) ? scatter / std::sqrt(m) : kMaxLocationSd;
   }
   std::normal_distribution<double> anchor_noise(0.0, std::max(anchor_sd, 1e-12));
@@ -416,6 +477,7 @@ Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& 
       l.draws.push_back(d);
     }
   }
+  if (set.anchor_batch > 0) set.anchor_weight = AnchorWeight(set, tau);
   const LawFit& best = *set.Best();
   for (const SurfaceBatch& b : p.data) {
     double k = 0;
@@ -476,6 +538,7 @@ LrPosterior PosteriorAt(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   }
   out.log2_lr = fits.empty() ? WeightedQuantile(vw, 0.5) : WeightedQuantile(fits, 0.5);
   if (std::isfinite(set.cap_log2)) out.log2_lr = std::min(out.log2_lr, set.cap_log2);  // nor is a plan at it
+  if (std::isfinite(set.cap_log2) && !std::getenv("NO_EL")) out.log2_lr = EdgeDecision(vw, set.edge_log2, set.cap_log2);
   out.lo80 = std::min(out.lo80, out.log2_lr), out.hi80 = std::max(out.hi80, out.log2_lr);
   out.lo90 = std::min(out.lo90, out.log2_lr), out.hi90 = std::max(out.hi90, out.log2_lr);
   out.k_rel = set.KAt(global_batch);

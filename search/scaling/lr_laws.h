@@ -28,7 +28,8 @@
 //                 skewed bootstrap does not move it), the intervals the mixture's central quantiles (holding it)
 //   regret        k_rel(B): the surface's curvature of the (log) relative loss per octave² at each fitted batch,
 //                 extrapolated to a target from the largest batch's k along the slope of ln k against log2 B over
-//                 the largest 3 batches (kept in [0, 1]); regret(x_pred) ≈ k_rel·(x_pred − x_true)² over the
+//                 the largest 3 batches (kept in [0, 1]; the sweep's batches only where anchor_above is set: a
+//                 probe's few one-seed LRs give a curvature near 0 where they do not bracket its optimum); regret(x_pred) ≈ k_rel·(x_pred − x_true)² over the
 //                 posterior draws (mean and 80th percentile)
 //
 // Pure: no I/O, no threads, no global state; deterministic for a given options.seed. Errors (no trial, fewer
@@ -81,6 +82,9 @@ struct LawSet {
   int64_t anchor_batch = 0;
   double anchor_log2 = kNaN;
   std::vector<double> anchor_draws;
+  int64_t sweep_largest = 0;            // LawOptions::anchor_above: KAt reads the curvature of the sweep's batches
+  int anchor_seeds = 0;                 // seeds with 3 or more LRs at anchor_batch
+  double anchor_weight = 1;             // how much of the law's miss at anchor_batch the anchor moves it (0..1)
   const LawFit* Best() const;           // the lowest SSE
   // The relative-loss curvature extrapolated to `global_batch` (see the header comment).
   double KAt(double global_batch) const;

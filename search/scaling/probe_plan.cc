@@ -90,6 +90,19 @@ TargetCheck CheckTarget(const LawSet& set, const std::vector<MixtureDraw>& mixtu
     c.why += (c.why.empty() ? "" : ", ") + std::string("p80 regret ") + Fixed("%.2f", 100 * c.posterior.regret_p80) +
              "%";
   }
+  double miss = 0, total = 0;
+  for (const MixtureDraw& d : mixture) {
+    double x = DrawLog2(set, d, static_cast<double>(target));
+    if (std::isfinite(set.edge_log2)) x = std::min(x, set.edge_log2);
+    miss += std::abs(x - c.posterior.log2_lr) > o.max_miss_octaves ? d.weight : 0, total += d.weight;
+  }
+  if (total > 0 && miss / total > o.max_miss_probability) {
+    c.why += (c.why.empty() ? "" : ", ") + Fixed("%.0f%%", 100 * miss / total) + " of the posterior lies over " +
+             Fixed("%.2g", o.max_miss_octaves) + " octave from the prediction";
+  }
+  if (set.anchor_batch > 0 && target >= set.anchor_batch && set.anchor_seeds < 2) {
+    c.why += (c.why.empty() ? "" : ", ") + std::string("one seed at the probe's batch");
+  }
   c.needs_probe = !c.why.empty();
   return c;
 }

@@ -4,8 +4,12 @@
 //   flag        a target needs a probe when the consistent laws' full fits part by more than
 //               options.max_disagreement octaves there, when the prediction sits at the stability edge's cap
 //               (the laws run into the edge there: the draws pile up at it and would read as certainty, while the
-//               truth may lie anywhere below it), or when the posterior's 80th-percentile regret is above
-//               options.max_regret
+//               truth may lie anywhere below it), when the posterior's 80th-percentile regret is above
+//               options.max_regret, or when more than options.max_miss_probability of the posterior lies farther
+//               than options.max_miss_octaves from the prediction (the regret's curvature is an extrapolation: a
+//               flat basin reads as a small regret however wide the posterior), or when the anchor's batch
+//               (lr_laws.h) has fewer than 2 seeds measured at 3 LRs (one seed's optimum scatters by about half
+//               an octave, and one seed cannot measure that scatter at the probe's batch)
 //   candidates  batches options.factors × the sweep's largest batch, not past the target, reached on the
 //               sweep's own nodes (the most nodes any trial at the sweep's largest batch used) with micro-batches
 //               = P / the sweep's largest batch (gradient accumulation)
@@ -36,6 +40,8 @@ struct ProbeOptions {
   double probe_sigma_octaves = 0.2;
   double max_regret = 0.01;         // p80 regret above this flags a target
   double max_disagreement = 0.5;    // octaves between consistent laws above this flags a target
+  double max_miss_octaves = 0.5;    // a target is flagged when more than max_miss_probability of the posterior
+  double max_miss_probability = 0.1;  //   lies farther than this from the prediction
   double node_hours_per_run = 1.0;  // one swept run at the sweep's largest batch (1: count in runs)
   int64_t sweep_largest_batch = 0;  // 0: the largest batch among the trials given
   int max_truths = 200;             // draws that play the truth in the preposterior (evenly strided)
