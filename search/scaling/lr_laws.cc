@@ -3,7 +3,6 @@
 #include "search/scaling/lr_laws.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <map>
 #include <random>
@@ -538,7 +537,7 @@ LrPosterior PosteriorAt(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   }
   out.log2_lr = fits.empty() ? WeightedQuantile(vw, 0.5) : WeightedQuantile(fits, 0.5);
   if (std::isfinite(set.cap_log2)) out.log2_lr = std::min(out.log2_lr, set.cap_log2);  // nor is a plan at it
-  if (std::isfinite(set.cap_log2) && !std::getenv("NO_EL")) out.log2_lr = EdgeDecision(vw, set.edge_log2, set.cap_log2);
+  if (std::isfinite(set.cap_log2)) out.log2_lr = EdgeDecision(vw, set.edge_log2, set.cap_log2);
   out.lo80 = std::min(out.lo80, out.log2_lr), out.hi80 = std::max(out.hi80, out.log2_lr);
   out.lo90 = std::min(out.lo90, out.log2_lr), out.hi90 = std::max(out.hi90, out.log2_lr);
   out.k_rel = set.KAt(global_batch);
