@@ -458,6 +458,7 @@ Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& 
     set.anchor_seeds = SeedsWith3Lrs(p.data.back());
     anchor_sd = std::isfinite(scatter) ? scatter / std::sqrt(m) : kMaxLocationSd;
   }
+  set.anchor_sd = anchor_sd;
   std::normal_distribution<double> anchor_noise(0.0, std::max(anchor_sd, 1e-12));
   for (int rep = 0; rep < o.bootstrap; ++rep) {
     std::vector<Table> t = Tabulate(Reweigh(p.data, by_seed, rng));

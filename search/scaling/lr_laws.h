@@ -84,6 +84,7 @@ struct LawSet {
   std::vector<double> anchor_draws;
   int64_t sweep_largest = 0;            // LawOptions::anchor_above: KAt reads the curvature of the sweep's batches
   int anchor_seeds = 0;                 // seeds with 3 or more LRs at anchor_batch
+  double anchor_sd = 0;                 // one seed's scatter over √(seeds at anchor_batch): the anchor's own noise
   double anchor_weight = 1;             // how much of the law's miss at anchor_batch the anchor moves it (0..1)
   const LawFit* Best() const;           // the lowest SSE
   // The relative-loss curvature extrapolated to `global_batch` (see the header comment).

@@ -37,15 +37,20 @@ std::pair<int64_t, int> SweepBase(const std::vector<ScaleTrial>& trials, int64_t
 std::vector<double> ProbeLrs(const LawSet& set, const std::vector<ScaleTrial>& trials, int64_t batch,
                              const ProbeOptions& o) {
   double lo = 1e300, hi = -1e300;
+  std::vector<std::pair<double, double>> fits;
   for (const LawFit& l : set.laws) {
     if (!l.consistent) continue;
-    const double x = set.FitLog2(l, static_cast<double>(batch));
-    lo = std::min(lo, x), hi = std::max(hi, x);
+    double x = set.FitLog2(l, static_cast<double>(batch));
+    if (std::isfinite(set.cap_log2)) x = std::min(x, set.cap_log2);
+    lo = std::min(lo, x), hi = std::max(hi, x), fits.push_back({x, l.weight});
   }
   lo -= o.lr_margin_octaves, hi += o.lr_margin_octaves;
-  if (hi - lo < 1.0) {
-    const double mid = (lo + hi) / 2;
-    lo = mid - 0.5, hi = mid + 0.5;
+  const int n = std::max(o.lrs, 2);
+  const double span = std::max(1.0, (n - 1) * o.max_lr_step_octaves);
+  if (hi - lo < 1.0 || hi - lo > span) {  // too wide: centred on the laws' weighted median, steps kept fine
+    const double mid = hi - lo < 1.0 ? (lo + hi) / 2 : WeightedQuantile(fits, 0.5);
+    const double half = hi - lo < 1.0 ? 0.5 : span / 2;
+    lo = mid - half, hi = mid + half;
   }
   double diverged = 1e300;
   for (const ScaleTrial& t : trials) {
@@ -60,7 +65,6 @@ std::vector<double> ProbeLrs(const LawSet& set, const std::vector<ScaleTrial>& t
     lo -= shift, hi -= shift;
   }
   std::vector<double> out;
-  const int n = std::max(o.lrs, 2);
   for (int i = 0; i < n; ++i) out.push_back(std::exp2(lo + (hi - lo) * i / (n - 1)));
   return out;
 }
@@ -100,8 +104,17 @@ TargetCheck CheckTarget(const LawSet& set, const std::vector<MixtureDraw>& mixtu
     c.why += (c.why.empty() ? "" : ", ") + Fixed("%.0f%%", 100 * miss / total) + " of the posterior lies over " +
              Fixed("%.2g", o.max_miss_octaves) + " octave from the prediction";
   }
-  if (set.anchor_batch > 0 && target >= set.anchor_batch && set.anchor_seeds < 2) {
-    c.why += (c.why.empty() ? "" : ", ") + std::string("one seed at the probe's batch");
+  if (set.anchor_batch > 0 && target >= set.anchor_batch) {
+    // The anchor alone must pin its batch's optimum as the posterior must: the laws past the sweep lean on it.
+    const double anchor_miss = std::erfc(o.max_miss_octaves / (std::sqrt(2.0) * std::max(set.anchor_sd, 1e-12)));
+    if (set.anchor_seeds < 2) {
+      c.why += (c.why.empty() ? "" : ", ") + std::string("one seed at the probe's batch");
+    } else if (target > set.anchor_batch) {
+      c.why += (c.why.empty() ? "" : ", ") + std::string("past the largest probe (a law's slope from there)");
+    } else if (anchor_miss > o.max_miss_probability) {
+      c.why += (c.why.empty() ? "" : ", ") + std::string("the probe's optimum is known to ±") +
+               Fixed("%.2f", set.anchor_sd) + " octave";
+    }
   }
   c.needs_probe = !c.why.empty();
   return c;

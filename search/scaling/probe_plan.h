@@ -7,9 +7,12 @@
 //               truth may lie anywhere below it), when the posterior's 80th-percentile regret is above
 //               options.max_regret, or when more than options.max_miss_probability of the posterior lies farther
 //               than options.max_miss_octaves from the prediction (the regret's curvature is an extrapolation: a
-//               flat basin reads as a small regret however wide the posterior), or when the anchor's batch
-//               (lr_laws.h) has fewer than 2 seeds measured at 3 LRs (one seed's optimum scatters by about half
-//               an octave, and one seed cannot measure that scatter at the probe's batch)
+//               flat basin reads as a small regret however wide the posterior), or, at or past the anchor's
+//               batch (lr_laws.h), when it has fewer than 2 seeds measured at 3 LRs (one seed cannot measure the
+//               scatter of one seed's optimum there), when the target lies past it (its LR rests on a law's slope
+//               beyond the last measurement, which no probe checked) or when the anchor alone (sd LawSet::anchor_sd) would miss
+//               by more than max_miss_octaves with more than max_miss_probability: the laws past the sweep lean
+//               on the anchor, and a law fitted through the probe's own points can look surer than they are
 //   candidates  batches options.factors × the sweep's largest batch, not past the target, reached on the
 //               sweep's own nodes (the most nodes any trial at the sweep's largest batch used) with micro-batches
 //               = P / the sweep's largest batch (gradient accumulation)
@@ -36,6 +39,7 @@ namespace ladder::search {
 struct ProbeOptions {
   std::vector<int> factors = {2, 4, 8, 16};
   int lrs = 3;
+  double max_lr_step_octaves = 0.5;  // the LRs of a probe lie no farther apart than this (or 1 octave in all)
   double lr_margin_octaves = 0.5;
   double probe_sigma_octaves = 0.2;
   double max_regret = 0.01;         // p80 regret above this flags a target

