@@ -341,15 +341,19 @@ double EdgeBasin(double x, double xs, double edge) {
   return (ab / h + h / (e - h)) / (ab / hs + hs / (e - hs)) - 1;
 }
 
-// The LR (log2, at most `cap`) of the least expected relative loss over the posterior draws under EdgeBasin:
-// near the edge a step too high costs more than one too low.
-double EdgeDecision(const std::vector<std::pair<double, double>>& draws, double edge, double cap) {
+// The LR (log2, at most `cap`) of the least expected relative loss over the posterior draws, each draw's loss
+// the larger of the measured basin k·(x − x*)² and EdgeBasin: near the edge a step too high costs more than one
+// too low, and far below it the measured curvature rules.
+double EdgeDecision(const std::vector<std::pair<double, double>>& draws, double edge, double cap, double k) {
   double lo = cap;
   for (const auto& d : draws) lo = std::min(lo, d.first);
   double best = cap, best_loss = 1e300;
   for (double x = cap; x >= lo - 1e-9; x -= kTableStep) {
     double loss = 0;
-    for (const auto& [xs, w] : draws) loss += w * EdgeBasin(x, std::min(xs, cap), edge);
+    for (const auto& [xs, w] : draws) {
+      const double d = x - std::min(xs, cap);
+      loss += w * std::max(k * d * d, EdgeBasin(x, std::min(xs, cap), edge));
+    }
     if (loss < best_loss) best_loss = loss, best = x;
   }
   return best;
@@ -538,7 +542,9 @@ LrPosterior PosteriorAt(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   }
   out.log2_lr = fits.empty() ? WeightedQuantile(vw, 0.5) : WeightedQuantile(fits, 0.5);
   if (std::isfinite(set.cap_log2)) out.log2_lr = std::min(out.log2_lr, set.cap_log2);  // nor is a plan at it
-  if (std::isfinite(set.cap_log2)) out.log2_lr = EdgeDecision(vw, set.edge_log2, set.cap_log2);
+  if (std::isfinite(set.cap_log2)) {
+    out.log2_lr = EdgeDecision(vw, set.edge_log2, set.cap_log2, set.KAt(global_batch));
+  }
   out.lo80 = std::min(out.lo80, out.log2_lr), out.hi80 = std::max(out.hi80, out.log2_lr);
   out.lo90 = std::min(out.lo90, out.log2_lr), out.hi90 = std::max(out.hi90, out.log2_lr);
   out.k_rel = set.KAt(global_batch);
