@@ -13,6 +13,7 @@ namespace ladder::search {
 namespace {
 
 constexpr double kMinEdgeStep = 1.0 / 16;  // octaves: an extension closer than this to the best LR is not run
+constexpr double kEdgeResolution = 0.25;   // octaves: a best LR at the cap is resolved this finely from below
 
 std::string Fixed(const char* format, double v) {
   char buf[64];
@@ -183,8 +184,13 @@ std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Pr
   } else if (std::next(best) == by_lr.end()) {
     // Not past the stability edge's cap: a best LR at the cap is bracketed by the edge.
     const double up = std::isfinite(cap_log2) ? std::min(best->first + step, cap_log2) : best->first + step;
-    if (up < best->first + kMinEdgeStep) return std::nullopt;
-    p.lrs = {std::exp2(up)};
+    if (up >= best->first + kMinEdgeStep) {
+      p.lrs = {std::exp2(up)};
+    } else if (best != by_lr.begin() && best->first - std::prev(best)->first > kEdgeResolution) {
+      p.lrs = {std::exp2((best->first + std::prev(best)->first) / 2)};  // at the cap: halve the gap below it
+    } else {
+      return std::nullopt;
+    }
   } else {
     return std::nullopt;
   }

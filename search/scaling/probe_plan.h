@@ -79,7 +79,8 @@ std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDr
 // A probe whose best LR (seed-mean loss) is its lowest or highest convergent one did not bracket its optimum:
 // one more LR beyond that side (the probe's spacing, at least half an octave); nullopt when bracketed. A diverged
 // LR above closes the high side; so does the stability edge's cap (log2; NaN: none): the LR above goes no higher
-// than the cap, and none is run when the best LR is within 1/16 octave of it.
+// than the cap, and when the best LR is within 1/16 octave of it the gap to the LR below is halved until it is a
+// quarter octave (just under the edge the loss is a cliff: the cap itself may be well past the optimum).
 std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& options,
                                  double cap_log2 = kNaN);
 

@@ -199,7 +199,12 @@ TEST(ProbePlan, AnExtensionGoesNoHigherThanTheStabilityEdgesCap) {
   auto up = ExtendProbe(trials, last, {}, std::log2(1.5));  // the cap lies half an octave short of the next step
   ASSERT_TRUE(up.has_value());
   EXPECT_NEAR(up->lrs[0], 1.5, 1e-12);
-  EXPECT_FALSE(ExtendProbe(trials, last, {}, std::log2(1.02)).has_value());  // the best LR is at the cap
+  // The best LR at the cap, the next below it an octave lower: the gap is halved (a cliff lies just under the edge).
+  auto mid = ExtendProbe(trials, last, {}, std::log2(1.02));
+  ASSERT_TRUE(mid.has_value());
+  EXPECT_NEAR(mid->lrs[0], std::sqrt(0.5), 1e-12);
+  const std::vector<ScaleTrial> fine = {run(0.7, 3), run(0.85, 2), run(1.0, 1)};  // a quarter octave apart
+  EXPECT_FALSE(ExtendProbe(fine, last, {}, std::log2(1.02)).has_value());
 }
 
 TEST(ProbePlan, SweepNodeHoursCountRunsByNodesAndCompute) {
