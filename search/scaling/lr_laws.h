@@ -25,7 +25,12 @@
 //                 exp(−Δ/2) (AIC: every law has 2 parameters); consistent: Δ ≤ options.reject_delta (χ²₁ 95%).
 //                 The posterior of a batch's log2 best LR is the mixture of the consistent laws' bootstrap draws,
 //                 by weight; the prediction is the weighted median of the consistent laws' full-data fits (a
-//                 skewed bootstrap does not move it), the intervals the mixture's central quantiles (holding it)
+//                 skewed bootstrap does not move it), the intervals the mixture's central quantiles (holding it).
+//                 With a known edge the prediction is instead the LR (at most the cap) of least expected relative
+//                 loss over the draws, each draw's loss max(k_rel·(x − x*)², a/η + b·η/(E − η) with its minimum at
+//                 x*): the noise in the sharpest direction diverges at the edge, so a step too high costs more
+//   anchor        with probes (options.anchor_above), at and past the largest probed batch P each law is moved by
+//                 anchor_weight of its miss at P's own optimum (LawSet::FitLog2, DrawLog2)
 //   regret        k_rel(B): the surface's curvature of the (log) relative loss per octave² at each fitted batch,
 //                 extrapolated to a target from the largest batch's k along the slope of ln k against log2 B over
 //                 the largest 3 batches (kept in [0, 1]; the sweep's batches only where anchor_above is set: a
@@ -136,7 +141,7 @@ double DrawLog2(const LawSet& set, const MixtureDraw& draw, double global_batch)
 // The posterior of log2 best LR at a batch, and the predicted regret of its centre.
 struct LrPosterior {
   int64_t global_batch = 0;
-  double log2_lr = kNaN;               // the prediction: weighted median of the consistent laws' full fits
+  double log2_lr = kNaN;               // the prediction (the header comment's combination)
   double lo80 = kNaN, hi80 = kNaN;     // central 80% and 90% intervals, log2 lr
   double lo90 = kNaN, hi90 = kNaN;
   double k_rel = kNaN;                 // LawSet::KAt
