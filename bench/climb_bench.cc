@@ -96,10 +96,10 @@ TargetRow Score(const NoisyQuadratic& q, int cls, int64_t batch, const LrPosteri
   r.cov80 = x >= after.lo80 && x <= after.hi80, r.cov90 = x >= after.lo90 && x <= after.hi90;
   r.width80 = after.hi80 - after.lo80, r.width90 = after.hi90 - after.lo90;
   std::printf("  target %6lld oracle %.4g | sweep %.4g err %.2f regret %.2f%% %s | final %.4g [%.4g, %.4g] err %.2f "
-              "regret %.2f%% (seed spread %.1f%%) in80 %d in90 %d\n",
+              "regret %.2f%% (seed spread %.1f%%) in80 %d in90 %d%s\n",
               static_cast<long long>(batch), oracle.lr, std::exp2(before.log2_lr), r.err_before,
               100 * r.regret_before, flagged ? "flagged" : "not flagged", std::exp2(after.log2_lr),
-              std::exp2(after.lo90), std::exp2(after.hi90), r.err, 100 * r.regret, 100 * r.seed_spread, r.cov80, r.cov90);
+              std::exp2(after.lo90), std::exp2(after.hi90), r.err, 100 * r.regret, 100 * r.seed_spread, r.cov80, r.cov90, decided ? " decided" : "");
   return r;
 }
 

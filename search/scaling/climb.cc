@@ -54,7 +54,7 @@ void Finish(ClimbResult& out, const Round& r, const std::vector<ScaleTrial>& tri
     t.decided = !r.checks[i].needs_probe;
     t.laws.clear();
     for (const LawFit& l : r.set.laws) {
-      t.laws.push_back({l.name, std::exp2(l.Log2Lr(static_cast<double>(t.global_batch))), l.weight, l.consistent});
+      t.laws.push_back({l.name, std::exp2(r.set.FitLog2(l, static_cast<double>(t.global_batch))), l.weight, l.consistent});
     }
   }
   out.decided = WorstTarget(r.checks) < 0;
@@ -70,9 +70,9 @@ void Finish(ClimbResult& out, const Round& r, const std::vector<ScaleTrial>& tri
 
 // Runs one more LR at the last probe's batch while its optimum is not bracketed (at most 3, within the budget).
 void ExtendUntilBracketed(ClimbResult& out, std::vector<ScaleTrial>& trials, const Probe& last, const ProbeRunner& run,
-                          const ClimbOptions& o) {
+                          const ClimbOptions& o, double cap_log2) {
   for (int i = 0; i < 3; ++i) {
-    auto ext = ExtendProbe(trials, last, o.probe);
+    auto ext = ExtendProbe(trials, last, o.probe, cap_log2);
     if (!ext || out.probe_node_hours + ext->node_hours > out.budget_node_hours + 1e-9) return;
     std::vector<ScaleTrial> got = run(*ext);
     if (got.empty()) return;
@@ -108,6 +108,7 @@ Fitted<ClimbResult> Climb(const std::vector<ScaleTrial>& sweep, const std::vecto
   if (o.probe.sweep_largest_batch <= 0) {
     for (const ScaleTrial& t : sweep) o.probe.sweep_largest_batch = std::max(o.probe.sweep_largest_batch, t.global_batch);
   }
+  if (o.laws.anchor_above <= 0) o.laws.anchor_above = o.probe.sweep_largest_batch;
   ClimbResult out;
   out.sweep_node_hours = SweepNodeHours(sweep, o.probe.node_hours_per_run);
   out.budget_node_hours = o.probe_budget * out.sweep_node_hours;
@@ -132,7 +133,7 @@ Fitted<ClimbResult> Climb(const std::vector<ScaleTrial>& sweep, const std::vecto
     out.probe_node_hours += probe->node_hours;
     out.next_probe.reset();
     for (ScaleTrial& t : got) out.probe_trials.push_back(t), trials.push_back(std::move(t));
-    ExtendUntilBracketed(out, trials, *probe, run, o);
+    ExtendUntilBracketed(out, trials, *probe, run, o, round.value->set.cap_log2);
     auto next = FitRound(trials, targets, o);
     if (!next.ok()) break;  // keep the last good fit (a probe's trials cannot remove the sweep's)
     round = std::move(next);

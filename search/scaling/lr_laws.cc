@@ -163,14 +163,15 @@ Fitted<Prepared> Prepare(const std::vector<ScaleTrial>& trials, const LawOptions
   if (std::string e = extrapolation_internal::Validate(trials); !e.empty()) return Fitted<Prepared>::Fail(e);
   std::map<int64_t, Group> by_batch;
   std::map<int64_t, std::pair<double, double>> range;
-  std::vector<double> edges;
   Prepared p;
+  p.edge = EdgeLog2(trials);
   for (const ScaleTrial& t : trials) {
+    if (t.optimizer.find("adam") != std::string::npos) p.adam = true;
+    // Past the stability edge the sharpest direction grows: a cliff, not the basin the surface describes.
+    if (std::isfinite(p.edge) && std::log2(t.peak_lr) > p.edge + 1e-9) continue;
     by_batch[t.global_batch].push_back(&t);
     auto [it, fresh] = range.try_emplace(t.global_batch, t.peak_lr, t.peak_lr);
     if (!fresh) it->second = {std::min(it->second.first, t.peak_lr), std::max(it->second.second, t.peak_lr)};
-    if (t.optimizer.find("adam") != std::string::npos) p.adam = true;
-    if (Convergent(t) && t.sharpness > 0 && t.optimizer == "sgd") edges.push_back(2 * (1 + t.momentum) / t.sharpness);
   }
   for (const auto& [batch, group] : by_batch) {
     std::set<double> lrs;
@@ -188,7 +189,6 @@ Fitted<Prepared> Prepare(const std::vector<ScaleTrial>& trials, const LawOptions
   auto data = extrapolation_internal::SurfaceData(by_batch, p.best, o.window_octaves, o.log_loss);
   if (!data) return Fitted<Prepared>::Fail("fewer than 2 batch sizes with 3 convergent learning rates");
   p.data = std::move(*data);
-  if (!edges.empty()) p.edge = std::log2(internal::Median(edges));
   return Fitted<Prepared>{std::move(p), {}};
 }
 
@@ -254,7 +254,120 @@ double LocationSd(const std::vector<Table>& tables, const LawFit& best, double f
   return std::clamp(n ? std::sqrt(ss / n) : floor, floor, kMaxLocationSd);
 }
 
+// A table's own optimum (its argmin, shifted with the replicate), kept within an octave of the batch's swept LRs.
+double OwnOptimum(const Table& t, double x_lo, double x_hi) {
+  const size_t i = static_cast<size_t>(std::min_element(t.sse.begin(), t.sse.end()) - t.sse.begin());
+  return std::clamp(t.lo + kTableStep * static_cast<double>(i) + t.shift, x_lo - 1, x_hi + 1);
+}
+
+// The argmin of BatchSse over [lo, hi] on the table's grid.
+double SseArgmin(const SurfaceBatch& b, double lo, double hi) {
+  double best = lo, best_sse = 1e300;
+  for (double x = lo; x <= hi + 1e-9; x += kTableStep) {
+    const double e = BatchSse(b, x);
+    if (e < best_sse) best_sse = e, best = x;
+  }
+  return best;
+}
+
+// The sd of one seed's optimum about its batch's (all seeds'), over the batches in [lo, hi] whose seeds each
+// have 3 or more LRs: how far one seed's probe may lie from the expected loss's optimum. NaN when none.
+double SeedScatter(const std::vector<SurfaceBatch>& data, int64_t lo, int64_t hi) {
+  double ss = 0;
+  int n = 0;
+  for (const SurfaceBatch& b : data) {
+    if (b.batch < lo || b.batch > hi) continue;
+    const auto [mn, mx] = std::minmax_element(b.x.begin(), b.x.end());
+    const double pooled = SseArgmin(b, *mn - 1, *mx + 1);
+    std::map<int64_t, SurfaceBatch> by_seed;
+    for (size_t i = 0; i < b.x.size(); ++i) {
+      if (b.seed[i] < 0) continue;
+      SurfaceBatch& o = by_seed[b.seed[i]];
+      o.x.push_back(b.x[i]), o.y.push_back(b.y[i]), o.group.push_back(0), o.seed.push_back(b.seed[i]);
+    }
+    const double m = static_cast<double>(by_seed.size());
+    for (auto& [seed, o] : by_seed) {
+      if (std::set<double>(o.x.begin(), o.x.end()).size() < 3 || m < 2) continue;
+      const double d = SseArgmin(o, *mn - 1, *mx + 1) - pooled;
+      ss += d * d * m / (m - 1), ++n;
+    }
+  }
+  return n ? std::sqrt(ss / n) : kNaN;
+}
+
+// The seeds measured at 3 or more LRs of a batch.
+int SeedsWith3Lrs(const SurfaceBatch& b) {
+  std::map<int64_t, std::set<double>> lrs;
+  for (size_t i = 0; i < b.x.size(); ++i) lrs[b.seed[i]].insert(b.x[i]);
+  int n = 0;
+  for (const auto& [seed, xs] : lrs) n += xs.size() >= 3 ? 1 : 0;
+  return n;
+}
+
+// The swept LR range (log2) of the largest batch on the surface.
+std::pair<double, double> LastRange(const std::vector<SurfaceBatch>& data) {
+  const auto [mn, mx] = std::minmax_element(data.back().x.begin(), data.back().x.end());
+  return {*mn, *mx};
+}
+
+// Weighted variance of (value, weight) pairs.
+double Variance(const std::vector<std::pair<double, double>>& vw) {
+  double sw = 0, m = 0, v = 0;
+  for (const auto& [x, w] : vw) sw += w, m += w * x;
+  if (!(sw > 0)) return 0;
+  m /= sw;
+  for (const auto& [x, w] : vw) v += w * (x - m) * (x - m);
+  return v / sw;
+}
+
+// The anchor's weight against the laws at its batch, by precision: the laws' variance there (their draws' spread,
+// plus τ², their lack of fit to a batch's own optimum) over that plus the anchor's (its draws' spread).
+double AnchorWeight(const LawSet& set, double tau) {
+  std::vector<std::pair<double, double>> law, anchor;
+  const double pb = static_cast<double>(set.anchor_batch);
+  for (const MixtureDraw& d : Mixture(set)) law.push_back({set.laws[d.law].Log2LrOf(d.params, pb), d.weight});
+  for (double a : set.anchor_draws) anchor.push_back({a, 1.0});
+  const double vl = Variance(law) + tau * tau, va = Variance(anchor);
+  return vl + va > 0 ? vl / (vl + va) : 1.0;
+}
+
+// The loss of LR 2^x relative to its optimum 2^xs under a basin a/η + b·η/(E − η), E = 2^edge: training left
+// undone falls as 1/η, the noise in the sharpest direction grows without bound at the edge. Its minimum at xs
+// fixes a/b = E·η*²/(E − η*)².
+double EdgeBasin(double x, double xs, double edge) {
+  const double e = std::exp2(edge), h = std::exp2(x), hs = std::exp2(xs);
+  if (h >= e) return 1e300;
+  const double ab = e * hs * hs / ((e - hs) * (e - hs));
+  return (ab / h + h / (e - h)) / (ab / hs + hs / (e - hs)) - 1;
+}
+
+// The LR (log2, at most `cap`) of the least expected relative loss over the posterior draws, each draw's loss
+// the larger of the measured basin k·(x − x*)² and EdgeBasin: near the edge a step too high costs more than one
+// too low, and far below it the measured curvature rules.
+double EdgeDecision(const std::vector<std::pair<double, double>>& draws, double edge, double cap, double k) {
+  double lo = cap;
+  for (const auto& d : draws) lo = std::min(lo, d.first);
+  double best = cap, best_loss = 1e300;
+  for (double x = cap; x >= lo - 1e-9; x -= kTableStep) {
+    double loss = 0;
+    for (const auto& [xs, w] : draws) {
+      const double d = x - std::min(xs, cap);
+      loss += w * std::max(k * d * d, EdgeBasin(x, std::min(xs, cap), edge));
+    }
+    if (loss < best_loss) best_loss = loss, best = x;
+  }
+  return best;
+}
+
 }  // namespace
+
+double EdgeLog2(const std::vector<ScaleTrial>& trials) {
+  std::vector<double> edges;
+  for (const ScaleTrial& t : trials) {
+    if (Convergent(t) && t.sharpness > 0 && t.optimizer == "sgd") edges.push_back(2 * (1 + t.momentum) / t.sharpness);
+  }
+  return edges.empty() ? kNaN : std::log2(internal::Median(edges));
+}
 
 double LawFit::Log2LrOf(const LawParams& p, double global_batch) const {
   return LawLog2(kind, capped, edge_log2, log2_ref, p, std::log2(global_batch));
@@ -269,9 +382,26 @@ const LawFit* LawSet::Best() const {
   return best;
 }
 
+double LawSet::FitLog2(const LawFit& law, double global_batch) const {
+  const double x = law.Log2Lr(global_batch);
+  if (anchor_batch <= 0 || global_batch < static_cast<double>(anchor_batch)) return x;
+  return x + anchor_weight * (anchor_log2 - law.Log2Lr(static_cast<double>(anchor_batch)));
+}
+
+double DrawLog2(const LawSet& set, const MixtureDraw& d, double global_batch) {
+  const LawFit& law = set.laws[d.law];
+  const double x = law.Log2LrOf(d.params, global_batch);
+  if (set.anchor_batch <= 0 || global_batch < static_cast<double>(set.anchor_batch)) return x;
+  const double a = d.replicate >= 0 && d.replicate < static_cast<int>(set.anchor_draws.size())
+                       ? set.anchor_draws[d.replicate]
+                       : set.anchor_log2;
+  return x + set.anchor_weight * (a - law.Log2LrOf(d.params, static_cast<double>(set.anchor_batch)));
+}
+
 double LawSet::KAt(double global_batch) const {
   std::vector<double> v, lk;
   for (size_t i = batches.size(); i-- > 0 && v.size() < 3;) {
+    if (sweep_largest > 0 && batches[i] > sweep_largest) continue;  // a probe's curvature: few one-seed LRs
     if (k_rel[i] > 0) v.push_back(std::log2(static_cast<double>(batches[i]))), lk.push_back(std::log(k_rel[i]));
   }
   if (v.empty()) return 0;
@@ -318,9 +448,29 @@ Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& 
   for (const SurfaceBatch& b : p.data) n_min = std::min(n_min, static_cast<int>(b.x.size()));
   const double n = by_seed ? static_cast<double>(seeds.size()) : static_cast<double>(n_min);
   const double widen = o.widen && n > 1 ? std::sqrt((n + 1) / (n - 1)) : 1.0;
+  const auto [x_lo, x_hi] = LastRange(p.data);
+  double anchor_sd = 0;  // a probe's seeds' scatter about the expected loss's optimum, beyond the replicates'
+  set.sweep_largest = o.anchor_above;
+  if (o.anchor_above > 0 && set.largest_batch > o.anchor_above) {
+    set.anchor_batch = set.largest_batch, set.anchor_log2 = OwnOptimum(tables.back(), x_lo, x_hi);
+    // One seed's scatter: the sweep's, or the anchor batch's own where larger (seeds measured at 3+ LRs there).
+    const double sweep = SeedScatter(p.data, 0, o.anchor_above);
+    const double own = SeedScatter(p.data, set.largest_batch, set.largest_batch);
+    const double scatter = std::isfinite(own) ? std::max(std::isfinite(sweep) ? sweep : 0.0, own) : sweep;
+    const auto& top = p.data.back().seed;
+    const double m = static_cast<double>(std::set<int64_t>(top.begin(), top.end()).size());
+    set.anchor_seeds = SeedsWith3Lrs(p.data.back());
+    anchor_sd = std::isfinite(scatter) ? scatter / std::sqrt(m) : kMaxLocationSd;
+  }
+  set.anchor_sd = anchor_sd;
+  std::normal_distribution<double> anchor_noise(0.0, std::max(anchor_sd, 1e-12));
   for (int rep = 0; rep < o.bootstrap; ++rep) {
     std::vector<Table> t = Tabulate(Reweigh(p.data, by_seed, rng));
     for (Table& b : t) b.shift = jitter(rng);
+    if (set.anchor_batch > 0) {
+      set.anchor_draws.push_back(set.anchor_log2 + widen * (OwnOptimum(t.back(), x_lo, x_hi) - set.anchor_log2) +
+                                 anchor_noise(rng));
+    }
     for (LawFit& l : set.laws) {
       LawParams d = FitOne(l.kind, l.capped, t, r).p;
       d.level = l.params.level + widen * (d.level - l.params.level);
@@ -331,6 +481,7 @@ Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& 
       l.draws.push_back(d);
     }
   }
+  if (set.anchor_batch > 0) set.anchor_weight = AnchorWeight(set, tau);
   const LawFit& best = *set.Best();
   for (const SurfaceBatch& b : p.data) {
     double k = 0;
@@ -352,7 +503,9 @@ std::vector<MixtureDraw> Mixture(const LawSet& set) {
       out.push_back({static_cast<int>(i), l.params, w});
       continue;
     }
-    for (const LawParams& d : l.draws) out.push_back({static_cast<int>(i), d, w / static_cast<double>(l.draws.size())});
+    for (size_t j = 0; j < l.draws.size(); ++j) {
+      out.push_back({static_cast<int>(i), l.draws[j], w / static_cast<double>(l.draws.size()), static_cast<int>(j)});
+    }
   }
   return out;
 }
@@ -375,7 +528,7 @@ LrPosterior PosteriorAt(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   out.global_batch = static_cast<int64_t>(global_batch);
   std::vector<std::pair<double, double>> vw;
   for (const MixtureDraw& d : mixture) {
-    double x = set.laws[d.law].Log2LrOf(d.params, global_batch);
+    double x = DrawLog2(set, d, global_batch);
     if (std::isfinite(set.edge_log2)) x = std::min(x, set.edge_log2);  // no best LR lies above the edge
     vw.push_back({x, d.weight});
   }
@@ -385,10 +538,13 @@ LrPosterior PosteriorAt(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   // below the cap; the intervals are widened to hold it.
   std::vector<std::pair<double, double>> fits;
   for (const LawFit& l : set.laws) {
-    if (l.consistent) fits.push_back({std::min(l.Log2Lr(global_batch), set.edge_log2), l.weight});
+    if (l.consistent) fits.push_back({std::min(set.FitLog2(l, global_batch), set.edge_log2), l.weight});
   }
   out.log2_lr = fits.empty() ? WeightedQuantile(vw, 0.5) : WeightedQuantile(fits, 0.5);
   if (std::isfinite(set.cap_log2)) out.log2_lr = std::min(out.log2_lr, set.cap_log2);  // nor is a plan at it
+  if (std::isfinite(set.cap_log2)) {
+    out.log2_lr = EdgeDecision(vw, set.edge_log2, set.cap_log2, set.KAt(global_batch));
+  }
   out.lo80 = std::min(out.lo80, out.log2_lr), out.hi80 = std::max(out.hi80, out.log2_lr);
   out.lo90 = std::min(out.lo90, out.log2_lr), out.hi90 = std::max(out.hi90, out.log2_lr);
   out.k_rel = set.KAt(global_batch);
@@ -402,7 +558,7 @@ LrPosterior PosteriorAt(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   out.regret_p80 = WeightedQuantile(regret, 0.8);
   for (const LawFit& l : set.laws) {
     if (!l.consistent) continue;
-    double x = l.Log2Lr(global_batch);
+    double x = set.FitLog2(l, global_batch);
     if (std::isfinite(set.edge_log2)) x = std::min(x, set.edge_log2);
     if (out.law_lo.empty() || x < out.law_lo_log2) out.law_lo = l.name, out.law_lo_log2 = x;
     if (out.law_hi.empty() || x > out.law_hi_log2) out.law_hi = l.name, out.law_hi_log2 = x;

@@ -25,10 +25,16 @@
 //                 exp(−Δ/2) (AIC: every law has 2 parameters); consistent: Δ ≤ options.reject_delta (χ²₁ 95%).
 //                 The posterior of a batch's log2 best LR is the mixture of the consistent laws' bootstrap draws,
 //                 by weight; the prediction is the weighted median of the consistent laws' full-data fits (a
-//                 skewed bootstrap does not move it), the intervals the mixture's central quantiles (holding it)
+//                 skewed bootstrap does not move it), the intervals the mixture's central quantiles (holding it).
+//                 With a known edge the prediction is instead the LR (at most the cap) of least expected relative
+//                 loss over the draws, each draw's loss max(k_rel·(x − x*)², a/η + b·η/(E − η) with its minimum at
+//                 x*): the noise in the sharpest direction diverges at the edge, so a step too high costs more
+//   anchor        with probes (options.anchor_above), at and past the largest probed batch P each law is moved by
+//                 anchor_weight of its miss at P's own optimum (LawSet::FitLog2, DrawLog2)
 //   regret        k_rel(B): the surface's curvature of the (log) relative loss per octave² at each fitted batch,
 //                 extrapolated to a target from the largest batch's k along the slope of ln k against log2 B over
-//                 the largest 3 batches (kept in [0, 1]); regret(x_pred) ≈ k_rel·(x_pred − x_true)² over the
+//                 the largest 3 batches (kept in [0, 1]; the sweep's batches only where anchor_above is set: a
+//                 probe's few one-seed LRs give a curvature near 0 where they do not bracket its optimum); regret(x_pred) ≈ k_rel·(x_pred − x_true)² over the
 //                 posterior draws (mean and 80th percentile)
 //
 // Pure: no I/O, no threads, no global state; deterministic for a given options.seed. Errors (no trial, fewer
@@ -76,9 +82,20 @@ struct LawSet {
   int seeds = 0;                        // seeds resampled (0: trials resampled)
   int64_t largest_batch = 0;            // of the surface
   std::vector<std::string> notes;       // batches left out, and why
+  // The anchor: with probes above the sweep (LawOptions::anchor_above), the largest batch's own optimum (its
+  // residual's argmin), full-data and per bootstrap replicate; anchor_batch 0: none.
+  int64_t anchor_batch = 0;
+  double anchor_log2 = kNaN;
+  std::vector<double> anchor_draws;
+  int64_t sweep_largest = 0;            // LawOptions::anchor_above: KAt reads the curvature of the sweep's batches
+  int anchor_seeds = 0;                 // seeds with 3 or more LRs at anchor_batch
+  double anchor_sd = 0;                 // one seed's scatter over √(seeds at anchor_batch): the anchor's own noise
+  double anchor_weight = 1;             // how much of the law's miss at anchor_batch the anchor moves it (0..1)
   const LawFit* Best() const;           // the lowest SSE
   // The relative-loss curvature extrapolated to `global_batch` (see the header comment).
   double KAt(double global_batch) const;
+  // A law's full fit at a batch, anchored: at or past anchor_batch, the anchor plus the law's rise from there.
+  double FitLog2(const LawFit& law, double global_batch) const;
 };
 
 enum class SurgeLaw { kAuto, kAlways, kNever };  // kAuto: when the trials' optimizer is Adam-family
@@ -95,9 +112,17 @@ struct LawOptions {
                                         //   inside their tables), in [this, 0.5] (a parabola's bias; one seed)
   double edge_margin_octaves = 0.05;    // capped laws and the prediction stay this far below the stability edge
   SurgeLaw surge = SurgeLaw::kAuto;
+  int64_t anchor_above = 0;             // batches above this one are probes: at and past the largest of them
+                                        //   the prediction is its own optimum plus the law's rise from there
+                                        //   (the law supplies the slope, the nearest measurement the level);
+                                        //   0: no anchor
   bool log_loss = true;                 // fit ln(loss/best), not loss/best: a seed that scales a whole curve (the
                                         //   noisy quadratic's seeds do) shifts it, and L* per seed absorbs that
 };
+
+// log2 of the stability edge 2(1 + β)/λ_max: the median over convergent SGD trials that measured λ_max
+// (ScaleTrial.sharpness); NaN when none did.
+double EdgeLog2(const std::vector<ScaleTrial>& trials);
 
 Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& options = {});
 
@@ -106,14 +131,17 @@ struct MixtureDraw {
   int law = 0;  // index into LawSet::laws
   LawParams params;
   double weight = 0;
+  int replicate = -1;  // the bootstrap replicate (-1: the full fit)
 };
 // The consistent laws' draws, each law's weight spread evenly over its draws.
 std::vector<MixtureDraw> Mixture(const LawSet& set);
+// A draw at a batch, anchored like LawSet::FitLog2 (with its replicate's anchor).
+double DrawLog2(const LawSet& set, const MixtureDraw& draw, double global_batch);
 
 // The posterior of log2 best LR at a batch, and the predicted regret of its centre.
 struct LrPosterior {
   int64_t global_batch = 0;
-  double log2_lr = kNaN;               // the prediction: weighted median of the consistent laws' full fits
+  double log2_lr = kNaN;               // the prediction (the header comment's combination)
   double lo80 = kNaN, hi80 = kNaN;     // central 80% and 90% intervals, log2 lr
   double lo90 = kNaN, hi90 = kNaN;
   double k_rel = kNaN;                 // LawSet::KAt

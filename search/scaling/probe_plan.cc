@@ -12,6 +12,9 @@
 namespace ladder::search {
 namespace {
 
+constexpr double kMinEdgeStep = 1.0 / 16;  // octaves: an extension closer than this to the best LR is not run
+constexpr double kEdgeResolution = 0.25;   // octaves: a best LR at the cap is resolved this finely from below
+
 std::string Fixed(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
@@ -35,15 +38,20 @@ std::pair<int64_t, int> SweepBase(const std::vector<ScaleTrial>& trials, int64_t
 std::vector<double> ProbeLrs(const LawSet& set, const std::vector<ScaleTrial>& trials, int64_t batch,
                              const ProbeOptions& o) {
   double lo = 1e300, hi = -1e300;
+  std::vector<std::pair<double, double>> fits;
   for (const LawFit& l : set.laws) {
     if (!l.consistent) continue;
-    const double x = l.Log2Lr(static_cast<double>(batch));
-    lo = std::min(lo, x), hi = std::max(hi, x);
+    double x = set.FitLog2(l, static_cast<double>(batch));
+    if (std::isfinite(set.cap_log2)) x = std::min(x, set.cap_log2);
+    lo = std::min(lo, x), hi = std::max(hi, x), fits.push_back({x, l.weight});
   }
   lo -= o.lr_margin_octaves, hi += o.lr_margin_octaves;
-  if (hi - lo < 1.0) {
-    const double mid = (lo + hi) / 2;
-    lo = mid - 0.5, hi = mid + 0.5;
+  const int n = std::max(o.lrs, 2);
+  const double span = std::max(1.0, (n - 1) * o.max_lr_step_octaves);
+  if (hi - lo < 1.0 || hi - lo > span) {  // too wide: centred on the laws' weighted median, steps kept fine
+    const double mid = hi - lo < 1.0 ? (lo + hi) / 2 : WeightedQuantile(fits, 0.5);
+    const double half = hi - lo < 1.0 ? 0.5 : span / 2;
+    lo = mid - half, hi = mid + half;
   }
   double diverged = 1e300;
   for (const ScaleTrial& t : trials) {
@@ -51,12 +59,13 @@ std::vector<double> ProbeLrs(const LawSet& set, const std::vector<ScaleTrial>& t
       diverged = std::min(diverged, std::log2(t.peak_lr));
     }
   }
-  if (hi > diverged - 0.5) {
-    const double shift = hi - (diverged - 0.5);
+  // Kept half an octave below a diverged LR, and at or below the stability edge's cap: past it lies the cliff.
+  const double top = std::min(diverged - 0.5, std::isfinite(set.cap_log2) ? set.cap_log2 : 1e300);
+  if (hi > top) {
+    const double shift = hi - top;
     lo -= shift, hi -= shift;
   }
   std::vector<double> out;
-  const int n = std::max(o.lrs, 2);
   for (int i = 0; i < n; ++i) out.push_back(std::exp2(lo + (hi - lo) * i / (n - 1)));
   return out;
 }
@@ -86,6 +95,28 @@ TargetCheck CheckTarget(const LawSet& set, const std::vector<MixtureDraw>& mixtu
     c.why += (c.why.empty() ? "" : ", ") + std::string("p80 regret ") + Fixed("%.2f", 100 * c.posterior.regret_p80) +
              "%";
   }
+  double miss = 0, total = 0;
+  for (const MixtureDraw& d : mixture) {
+    double x = DrawLog2(set, d, static_cast<double>(target));
+    if (std::isfinite(set.edge_log2)) x = std::min(x, set.edge_log2);
+    miss += std::abs(x - c.posterior.log2_lr) > o.max_miss_octaves ? d.weight : 0, total += d.weight;
+  }
+  if (total > 0 && miss / total > o.max_miss_probability) {
+    c.why += (c.why.empty() ? "" : ", ") + Fixed("%.0f%%", 100 * miss / total) + " of the posterior lies over " +
+             Fixed("%.2g", o.max_miss_octaves) + " octave from the prediction";
+  }
+  if (set.anchor_batch > 0 && target >= set.anchor_batch) {
+    // The anchor alone must pin its batch's optimum as the posterior must: the laws past the sweep lean on it.
+    const double anchor_miss = std::erfc(o.max_miss_octaves / (std::sqrt(2.0) * std::max(set.anchor_sd, 1e-12)));
+    if (set.anchor_seeds < 2) {
+      c.why += (c.why.empty() ? "" : ", ") + std::string("one seed at the probe's batch");
+    } else if (target > set.anchor_batch) {
+      c.why += (c.why.empty() ? "" : ", ") + std::string("past the largest probe (a law's slope from there)");
+    } else if (anchor_miss > o.max_miss_probability) {
+      c.why += (c.why.empty() ? "" : ", ") + std::string("the probe's optimum is known to ±") +
+               Fixed("%.2f", set.anchor_sd) + " octave";
+    }
+  }
   c.needs_probe = !c.why.empty();
   return c;
 }
@@ -96,8 +127,7 @@ double ExpectedP80After(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   if (n == 0) return 0;
   std::vector<double> xp(n), xt(n), w(n), cw(n);
   for (size_t i = 0; i < n; ++i) {
-    const LawFit& l = set.laws[mixture[i].law];
-    xp[i] = l.Log2LrOf(mixture[i].params, probe_batch), xt[i] = l.Log2LrOf(mixture[i].params, target);
+    xp[i] = DrawLog2(set, mixture[i], probe_batch), xt[i] = DrawLog2(set, mixture[i], target);
     w[i] = mixture[i].weight;
   }
   const double k = set.KAt(target);
@@ -119,7 +149,8 @@ std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDr
   double best_gain = -1e300;
   for (int f : o.factors) {
     const int64_t batch = sweep_batch * f;
-    if (batch > target) continue;
+    // Past the anchor's batch or at it: a probe below the nearest measurement does not move an anchored target.
+    if (batch > target || batch < set.anchor_batch) continue;
     Probe p;
     p.global_batch = batch, p.target_batch = target, p.nodes = nodes;
     p.micro_batches = static_cast<int>(std::max<int64_t>(1, (batch + sweep_batch - 1) / std::max<int64_t>(sweep_batch, 1)));
@@ -133,7 +164,8 @@ std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDr
   return best;
 }
 
-std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& o) {
+std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& o,
+                                 double cap_log2) {
   std::map<double, std::pair<double, int>> by_lr;  // log2 lr -> (sum of losses, runs); diverged: +inf
   for (const ScaleTrial& t : trials) {
     if (t.global_batch != last.global_batch) continue;
@@ -150,7 +182,15 @@ std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Pr
   if (best == by_lr.begin()) {
     p.lrs = {std::exp2(best->first - step)};
   } else if (std::next(best) == by_lr.end()) {
-    p.lrs = {std::exp2(best->first + step)};
+    // Not past the stability edge's cap: a best LR at the cap is bracketed by the edge.
+    const double up = std::isfinite(cap_log2) ? std::min(best->first + step, cap_log2) : best->first + step;
+    if (up >= best->first + kMinEdgeStep) {
+      p.lrs = {std::exp2(up)};
+    } else if (best != by_lr.begin() && best->first - std::prev(best)->first > kEdgeResolution) {
+      p.lrs = {std::exp2((best->first + std::prev(best)->first) / 2)};  // at the cap: halve the gap below it
+    } else {
+      return std::nullopt;
+    }
   } else {
     return std::nullopt;
   }

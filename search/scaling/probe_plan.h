@@ -4,14 +4,21 @@
 //   flag        a target needs a probe when the consistent laws' full fits part by more than
 //               options.max_disagreement octaves there, when the prediction sits at the stability edge's cap
 //               (the laws run into the edge there: the draws pile up at it and would read as certainty, while the
-//               truth may lie anywhere below it), or when the posterior's 80th-percentile regret is above
-//               options.max_regret
+//               truth may lie anywhere below it), when the posterior's 80th-percentile regret is above
+//               options.max_regret, or when more than options.max_miss_probability of the posterior lies farther
+//               than options.max_miss_octaves from the prediction (the regret's curvature is an extrapolation: a
+//               flat basin reads as a small regret however wide the posterior), or, at or past the anchor's
+//               batch (lr_laws.h), when it has fewer than 2 seeds measured at 3 LRs (one seed cannot measure the
+//               scatter of one seed's optimum there), when the target lies past it (its LR rests on a law's slope
+//               beyond the last measurement, which no probe checked) or when the anchor alone (sd LawSet::anchor_sd) would miss
+//               by more than max_miss_octaves with more than max_miss_probability: the laws past the sweep lean
+//               on the anchor, and a law fitted through the probe's own points can look surer than they are
 //   candidates  batches options.factors × the sweep's largest batch, not past the target, reached on the
 //               sweep's own nodes (the most nodes any trial at the sweep's largest batch used) with micro-batches
 //               = P / the sweep's largest batch (gradient accumulation)
 //   LRs         options.lrs LRs evenly from the lowest consistent law's prediction at P − lr_margin_octaves to
 //               the highest + lr_margin_octaves (at least 1 octave wide), kept half an octave below the lowest LR
-//               that diverged at P
+//               that diverged at P and at or below the stability edge's cap
 //   cost        each LR is one run; with a budget in epochs a run at any batch on the same nodes costs what one
 //               swept run at the sweep's largest batch cost: options.node_hours_per_run
 //   choice      the largest expected drop in p80 regret per node-hour. The expectation is a preposterior over the
@@ -32,10 +39,13 @@ namespace ladder::search {
 struct ProbeOptions {
   std::vector<int> factors = {2, 4, 8, 16};
   int lrs = 3;
+  double max_lr_step_octaves = 0.5;  // the LRs of a probe lie no farther apart than this (or 1 octave in all)
   double lr_margin_octaves = 0.5;
   double probe_sigma_octaves = 0.2;
   double max_regret = 0.01;         // p80 regret above this flags a target
   double max_disagreement = 0.5;    // octaves between consistent laws above this flags a target
+  double max_miss_octaves = 0.5;    // a target is flagged when more than max_miss_probability of the posterior
+  double max_miss_probability = 0.1;  //   lies farther than this from the prediction
   double node_hours_per_run = 1.0;  // one swept run at the sweep's largest batch (1: count in runs)
   int64_t sweep_largest_batch = 0;  // 0: the largest batch among the trials given
   int max_truths = 200;             // draws that play the truth in the preposterior (evenly strided)
@@ -68,8 +78,11 @@ std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDr
 
 // A probe whose best LR (seed-mean loss) is its lowest or highest convergent one did not bracket its optimum:
 // one more LR beyond that side (the probe's spacing, at least half an octave); nullopt when bracketed. A diverged
-// LR above closes the high side.
-std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& options);
+// LR above closes the high side; so does the stability edge's cap (log2; NaN: none): the LR above goes no higher
+// than the cap, and when the best LR is within 1/16 octave of it the gap to the LR below is halved until it is a
+// quarter octave (just under the edge the loss is a cliff: the cap itself may be well past the optimum).
+std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& options,
+                                 double cap_log2 = kNaN);
 
 // The preposterior: expected p80 regret at `target` after measuring x*(probe_batch) (see the header comment).
 double ExpectedP80After(const LawSet& set, const std::vector<MixtureDraw>& mixture, double probe_batch,
