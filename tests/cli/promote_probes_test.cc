@@ -1,0 +1,63 @@
+// ladder promote's probes read back from a search's trials: which are the sweep, which the probes, the last probe
+// as the climb's step needs it, and what each probe batch measured.
+#include "cli/promote_probes.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace ladder::cli {
+namespace {
+
+v1::Trial Trial(int number, int64_t batch, double lr, bool probe, int micro = 0) {
+  v1::Trial t;
+  t.set_number(number);
+  t.set_state(v1::TRIAL_COMPLETED);
+  t.set_probe(probe);
+  t.set_micro_batches(micro);
+  (*t.mutable_params())["global_batch"].set_int_value(batch);
+  (*t.mutable_params())["lr"].set_float_value(lr);
+  return t;
+}
+
+search::ScaleTrial Scale(int number, int64_t batch, double lr, double loss) {
+  search::ScaleTrial s;
+  s.id = "trial " + std::to_string(number);
+  s.global_batch = batch, s.peak_lr = lr, s.final_loss = loss, s.steps = 100;
+  return s;
+}
+
+TEST(SplitProbes, SeparatesTheSweepFromItsProbesAndSaysWhatEachProbeMeasured) {
+  std::vector<v1::Trial> trials = {Trial(0, 32, 0.1, false), Trial(1, 64, 0.2, false),
+                                   Trial(2, 256, 0.2, true, 4), Trial(3, 256, 0.4, true, 4),
+                                   Trial(4, 256, 0.8, true, 4), Trial(5, 256, 1.6, true, 4)};
+  // Trial 5 (an extension) has no scale record: it failed other than by diverging.
+  std::vector<search::ScaleTrial> scale = {Scale(0, 32, 0.1, 1.0), Scale(1, 64, 0.2, 0.9), Scale(2, 256, 0.2, 0.8),
+                                           Scale(3, 256, 0.4, 0.7), Scale(4, 256, 0.8, 0.75)};
+  const ProbeTrials split = SplitProbes(trials, scale, 3);
+  ASSERT_EQ(split.sweep.size(), 2u);
+  ASSERT_EQ(split.probes.size(), 3u);
+  EXPECT_EQ(split.probes.front().id, "trial 2");
+  ASSERT_EQ(split.runs.size(), 1u);
+  const ProbeRun& run = split.runs[0];
+  EXPECT_EQ(run.batch, 256);
+  EXPECT_EQ(run.micro_batches, 4);
+  EXPECT_EQ(run.lrs, (std::vector<double>{0.2, 0.4, 0.8, 1.6}));
+  EXPECT_EQ(run.trials, (std::vector<int>{2, 3, 4, 5}));
+  EXPECT_DOUBLE_EQ(run.best_lr, 0.4);
+  ASSERT_TRUE(split.last.has_value());
+  EXPECT_EQ(split.last->global_batch, 256);
+  EXPECT_EQ(split.last->micro_batches, 4);
+  EXPECT_EQ(split.last->lrs, (std::vector<double>{0.2, 0.4, 0.8})) << "the probe as proposed; the rest extend it";
+}
+
+TEST(SplitProbes, ASearchWithoutProbesIsAllSweep) {
+  const ProbeTrials split = SplitProbes({Trial(0, 32, 0.1, false)}, {Scale(0, 32, 0.1, 1.0)}, 3);
+  EXPECT_EQ(split.sweep.size(), 1u);
+  EXPECT_TRUE(split.probes.empty());
+  EXPECT_TRUE(split.runs.empty());
+  EXPECT_FALSE(split.last.has_value());
+}
+
+}  // namespace
+}  // namespace ladder::cli
