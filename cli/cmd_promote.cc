@@ -80,8 +80,8 @@ void PrintVerdict(const nlohmann::json& x, std::ostream& out) {
     std::string lrs, trials;
     for (const auto& lr : r["lrs"]) lrs += (lrs.empty() ? "" : ", ") + Sig(lr.get<double>(), "%.3g");
     for (const auto& t : r["trials"]) trials += (trials.empty() ? "" : ", ") + std::to_string(t.get<int>());
-    out << "    batch " << r["batch"].get<int64_t>() << " (" << r["micro_batches"].get<int>() << " micro-batches): lrs {"
-        << lrs << "}, trials " << trials << "; best lr " << num(r["best_lr"]) << "\n";
+    out << "    batch " << r["batch"].get<int64_t>() << " (" << r["micro_batches"].get<int>()
+        << " micro-batches): lrs {" << lrs << "}, trials " << trials << "; best lr " << num(r["best_lr"]) << "\n";
   }
 }
 
@@ -397,19 +397,19 @@ bool ClimbWithProbes(Client& client, const GlobalOptions& g, const PromoteOption
                                                                        : "no probe batch lies below the target") + ")");
     }
     if (none) return true;
-    const search::ClimbResult& r = *v.result;
-    const search::Probe next = *r.next_probe;
-    const bool fits = r.probe_node_hours + next.node_hours <= r.budget_node_hours + 1e-9;
+    const search::Probe next = *v.result->next_probe;
+    const double budget = v.result->budget_node_hours, spent = v.result->probe_node_hours;  // before *h changes
+    const bool fits = spent + next.node_hours <= budget + 1e-9;
     if (!opt.probe && !fits) return true;
     if (!RunProbe(client, opt.search_id, next, g.json, interrupt, exit_code)) return false;
     PlannedHero again;
     if (!PlanHero(client, opt, &again, exit_code)) return false;
     *h = std::move(again);
     if (!fits) {
-      h->notes.push_back("the probe at batch " + std::to_string(next.global_batch) + " (" + Sig(next.node_hours, "%.3g") +
-                         " node-hours) ran over the probe budget (" + Sig(r.budget_node_hours, "%.3g") +
-                         " node-hours, of which " + Sig(r.budget_node_hours - r.probe_node_hours, "%.3g") +
-                         " were left): --probe runs it whatever the budget");
+      h->notes.push_back("the probe at batch " + std::to_string(next.global_batch) + " (" +
+                         Sig(next.node_hours, "%.3g") + " node-hours) ran over the probe budget (" +
+                         Sig(budget, "%.3g") + " node-hours, " + Sig(std::max(0.0, budget - spent), "%.3g") +
+                         " of it left): --probe runs it whatever the budget");
     }
   }
   return true;

@@ -6,6 +6,8 @@
 #include <iostream>
 #include <map>
 
+#include "cli/format.h"
+
 namespace ladder::cli {
 
 namespace {
@@ -84,8 +86,10 @@ bool RunProbe(Client& client, int64_t search_id, const search::Probe& probe, boo
               << "}: trials " << numbers << " of search " << search_id << "; waiting for them\n"
               << std::flush;
   }
-  auto ended = FollowSearch(client, search_id, quiet, interrupt, exit_code);
+  // Quiet: the search's earlier trials are no news; what the probe measured is in the plan printed next.
+  auto ended = FollowSearch(client, search_id, /*quiet=*/true, interrupt, exit_code);
   if (!ended) return false;
+  if (!quiet) std::cout << "probe trials ended; search " << search_id << " " << StateName(ended->state()) << "\n";
   if (ended->state() == v1::SEARCH_CANCELLED) {
     std::cerr << "ladder promote: search " << search_id << " was cancelled while its probe ran\n";
     *exit_code = kFailed;

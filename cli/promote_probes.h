@@ -29,8 +29,8 @@ struct ProbeTrials {
 ProbeTrials SplitProbes(const std::vector<v1::Trial>& trials, const std::vector<search::ScaleTrial>& scale,
                         int probe_lrs);
 
-// Runs `probe` as trials of the search and waits until the search has ended again. Progress goes where
-// FollowSearch prints it (nothing with `quiet`). False (the reason said, *exit_code set) when the probe was refused,
+// Runs `probe` as trials of the search and waits until the search has ended again, saying so on stdout (nothing
+// with `quiet`). False (the reason said, *exit_code set) when the probe was refused,
 // the wait broke or was interrupted.
 bool RunProbe(Client& client, int64_t search_id, const search::Probe& probe, bool quiet, Interrupt* interrupt,
               int* exit_code);

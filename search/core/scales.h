@@ -17,11 +17,11 @@
 // The search's parameters are `global_batch` (int) and `lr` (float, log): write them into the command, e.g.
 // `--batch-size {global_batch} --lr {lr}` (one rank) — `space:` and `sampler:` are left out. The climb's probes
 // (`ladder promote --probe`) run as trials of the same search at a larger global_batch; `{micro_batches}` (1 for
-// the sweep's trials) is how many micro-batches reach it on the sweep's nodes: `--micro-batches {micro_batches}`. The trials are
-// the grid (every batch x its window, batch by batch), then, once a batch's grid points have all ended, one
-// more learning rate beyond the edge while its best completed one is at an edge of those tried there (up to
-// `extend`), so every batch's best learning rate ends up bracketed. max_trials defaults to the grid size
-// plus extend x batches.
+// the sweep's trials) is how many micro-batches reach it on the sweep's nodes: `--micro-batches {micro_batches}`.
+// The trials are the grid (every batch x its window, batch by batch), then, once a batch's grid points have all
+// ended, one more learning rate beyond the edge while its best completed one is at an edge of those tried there
+// (up to `extend`), so every batch's best learning rate ends up bracketed. max_trials defaults to the grid size
+// plus extend x batches (probes not counted).
 #include <cstdint>
 #include <vector>
 
