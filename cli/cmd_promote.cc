@@ -316,7 +316,7 @@ ClimbVerdict JudgeLaws(const v1::Search& s, const std::vector<v1::Trial>& trials
   }
   search::ClimbOptions options;
   options.probe_budget = v.probe_budget;
-  ProbeTrials split = SplitProbes(trials, scale, options.probe.lrs);
+  ProbeTrials split = SplitProbes(trials, scale);
   v.runs = split.runs;
   if (split.last) split.last->target_batch = batch, split.last->nodes = std::max(1, s.group().nodes());
   options.probe.node_hours_per_run = RunNodeHours(trials, split.sweep, notes);

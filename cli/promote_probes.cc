@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 #include <map>
 
 #include "cli/format.h"
@@ -20,8 +21,7 @@ std::string Sig(double v) {
 
 }  // namespace
 
-ProbeTrials SplitProbes(const std::vector<v1::Trial>& trials, const std::vector<search::ScaleTrial>& scale,
-                        int probe_lrs) {
+ProbeTrials SplitProbes(const std::vector<v1::Trial>& trials, const std::vector<search::ScaleTrial>& scale) {
   ProbeTrials out;
   std::map<std::string, const v1::Trial*> by_id;  // "trial N", as ScaleTrialsFrom names them
   for (const auto& t : trials) by_id["trial " + std::to_string(t.number())] = &t;
@@ -34,7 +34,15 @@ ProbeTrials SplitProbes(const std::vector<v1::Trial>& trials, const std::vector<
   }
   std::map<int64_t, size_t> run_of;  // batch -> index in runs
   std::map<int64_t, double> best_loss;
-  const v1::Trial* latest = nullptr;
+  // The probes as asked for (one AddProbe each): a run of probe trials at one batch, all created before any of them
+  // finished (the next one is asked for once they have ended). Two LRs or more: a proposal; one: an extension.
+  struct Asked {
+    int64_t batch = 0;
+    size_t lrs_at_batch = 0;  // the LRs run at its batch up to and with it
+    int micro_batches = 1, size = 0;
+    double first_finished = 0;
+  };
+  std::vector<Asked> asked;
   for (const auto& t : trials) {  // in number order (ListTrials answers in id order)
     if (!t.probe()) continue;
     auto b = t.params().find("global_batch");
@@ -47,21 +55,33 @@ ProbeTrials SplitProbes(const std::vector<v1::Trial>& trials, const std::vector<
     ProbeRun& run = out.runs[slot->second];
     run.lrs.push_back(lr);
     run.trials.push_back(t.number());
+    if (asked.empty() || asked.back().batch != batch ||
+        (asked.back().first_finished > 0 && t.created_unix() >= asked.back().first_finished)) {
+      asked.push_back({batch, 0, run.micro_batches, 0, 0});
+    }
+    Asked& a = asked.back();
+    a.lrs_at_batch = run.lrs.size(), ++a.size;
+    if (t.finished_unix() > 0 && (a.first_finished == 0 || t.finished_unix() < a.first_finished)) {
+      a.first_finished = t.finished_unix();
+    }
     auto f = fitted.find("trial " + std::to_string(t.number()));
     if (f != fitted.end() && std::isfinite(f->second->final_loss) && !f->second->diverged &&
         (!best_loss.count(batch) || f->second->final_loss < best_loss[batch])) {
       best_loss[batch] = f->second->final_loss;
       run.best_lr = lr;
     }
-    latest = &t;
   }
-  if (latest) {
-    const ProbeRun& run = out.runs[run_of.at(latest->params().at("global_batch").int_value())];
+  // The last proposal (its extensions follow it at its batch); its LRs are every LR run at its batch up to it, so
+  // that the extensions NextProbe counts there are its own.
+  for (auto a = asked.rbegin(); a != asked.rend(); ++a) {
+    if (a->size < 2 && std::next(a) != asked.rend()) continue;
+    const ProbeRun& run = out.runs[run_of.at(a->batch)];
     search::Probe p;
-    p.global_batch = run.batch;
-    p.micro_batches = run.micro_batches;
-    p.lrs.assign(run.lrs.begin(), run.lrs.begin() + std::min<size_t>(run.lrs.size(), static_cast<size_t>(probe_lrs)));
+    p.global_batch = a->batch;
+    p.micro_batches = a->micro_batches;
+    p.lrs.assign(run.lrs.begin(), run.lrs.begin() + static_cast<std::ptrdiff_t>(a->lrs_at_batch));
     out.last = p;
+    break;
   }
   return out;
 }

@@ -18,16 +18,16 @@ namespace ladder::cli {
 
 struct ProbeTrials {
   std::vector<search::ScaleTrial> sweep, probes;
-  // The last probe: the batch of the latest probe trial, with its first `probe_lrs` LRs there (what the climb
-  // proposed; the LRs after them are its extensions). nullopt: no probe yet.
+  // The last probe the climb proposed (its trials asked for in one AddProbe: created before any of them finished;
+  // two LRs or more, where an extension has one), with every LR run at its batch up to it; the LRs after it there
+  // are its extensions. nullopt: no probe yet.
   std::optional<search::Probe> last;
   std::vector<ProbeRun> runs;  // one per probe batch, in the order first run
 };
 
 // `scale` comes from ScaleTrialsFrom(trials) (ids "trial N"); a probe trial without a scale record (it failed
-// other than by diverging, or still runs) is listed in `runs` but not fitted.
-ProbeTrials SplitProbes(const std::vector<v1::Trial>& trials, const std::vector<search::ScaleTrial>& scale,
-                        int probe_lrs);
+// other than by diverging, or still runs) is listed in `runs` but not fitted. `trials` in number order.
+ProbeTrials SplitProbes(const std::vector<v1::Trial>& trials, const std::vector<search::ScaleTrial>& scale);
 
 // Runs `probe` as trials of the search and waits until the search has ended again, saying so on stdout (nothing
 // with `quiet`). False (the reason said, *exit_code set) when the probe was refused,
