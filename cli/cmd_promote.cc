@@ -1,5 +1,7 @@
 // ladder promote SEARCH: plan a hero run from a finished search's trials (scale extrapolation), print the
-// plan, and unless --dry-run submit it as a one-trial search at hero priority with the plan stored.
+// plan, and unless --dry-run submit it as a one-trial search at hero priority with the plan stored. Probes: with
+// --probe, the climb's next probe runs as trials of the search (promote_probes.h) and the refitted plan is printed;
+// without --dry-run, a `scales:` search with `probes: auto` first runs the climb's probes within the probe budget.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include "cli/format.h"
 #include "cli/hero_job.h"
 #include "cli/promote_plan.h"
+#include "cli/promote_probes.h"
 #include "cli/search_progress.h"
 #include "common/address.h"
 #include "search/scaling/climb.h"
@@ -68,9 +71,18 @@ void PrintVerdict(const nlohmann::json& x, std::ostream& out) {
     out << "                 (that probe is over the probe budget of " << Sig(v["budget_node_hours"].get<double>(), "%.3g")
         << " node-hours: raise scales.probe_budget, or run it by hand)\n";
   }
-  out << "  probes         none run (probes: " << v["probes"].get<std::string>() << ", budget "
+  const auto& runs = x["probes"];
+  out << "  probes         " << (runs.empty() ? std::string("none run") : std::to_string(runs.size()) + " run")
+      << " (probes: " << v["probes"].get<std::string>() << ", budget "
       << Sig(100 * v["probe_budget"].get<double>(), "%.3g") << "% of the sweep's " << Sig(v["sweep_node_hours"].get<double>(), "%.3g")
-      << " node-hours)\n";
+      << " node-hours; spent " << Sig(v["probe_node_hours"].get<double>(), "%.3g") << ")\n";
+  for (const auto& r : runs) {
+    std::string lrs, trials;
+    for (const auto& lr : r["lrs"]) lrs += (lrs.empty() ? "" : ", ") + Sig(lr.get<double>(), "%.3g");
+    for (const auto& t : r["trials"]) trials += (trials.empty() ? "" : ", ") + std::to_string(t.get<int>());
+    out << "    batch " << r["batch"].get<int64_t>() << " (" << r["micro_batches"].get<int>()
+        << " micro-batches): lrs {" << lrs << "}, trials " << trials << "; best lr " << num(r["best_lr"]) << "\n";
+  }
 }
 
 void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
@@ -122,6 +134,7 @@ struct PromoteOptions {
   int64_t per_node_batch = 0;
   double budget = 0;
   bool dry_run = false;
+  bool probe = false;
   bool stop_outside_band = false;
   std::string lr_rule = "fit";
   bool submit = false;
@@ -156,6 +169,10 @@ void AddPromoteOptions(CLI::App* cmd, PromoteOptions* opt) {
                   "docs/BENCHMARKS.md), or one of the other fits and baselines")
       ->check(CLI::IsMember(search::LrRuleNames()));
   cmd->add_flag("--dry-run", opt->dry_run, "print the plan and stop");
+  cmd->add_flag("--probe", opt->probe,
+                "run the climb's next probe (a few learning rates at a larger batch, on the search's nodes by "
+                "gradient accumulation: {micro_batches}) as trials of the search, wait for them, refit and print "
+                "the plan with the updated verdict (nothing is submitted; whatever the probe budget)");
   cmd->add_flag("--wait", opt->wait,
                 "follow the hero run until it ends, saying when its validation loss leaves the predicted band "
                 "(and when it comes back), then print its result");
@@ -185,6 +202,10 @@ bool CheckPromoteOptions(const PromoteOptions& opt, CLI::App* cmd) {
       std::cerr << "ladder promote: " << o << " is an option of --submit\n";
       return false;
     }
+  }
+  if (opt.probe && (opt.submit || opt.dry_run || opt.wait)) {
+    std::cerr << "ladder promote: --probe runs a probe and prints the plan: not with --dry-run, --submit or --wait\n";
+    return false;
   }
   if (opt.wait && (opt.submit || opt.dry_run)) {
     std::cerr << "ladder promote: --wait follows a hero run submitted here (not with --dry-run or --submit: "
@@ -250,7 +271,7 @@ std::vector<std::string> BestTrialCommand(const v1::Search& s, const std::vector
                                           const std::vector<search::ScaleTrial>& scale, const search::ScalePlan& plan,
                                           const HeroShape& shape, std::string* error) {
   for (const auto& t : RankTrials(s, trials)) {
-    if (t.state() != v1::TRIAL_COMPLETED) continue;
+    if (t.state() != v1::TRIAL_COMPLETED || t.probe()) continue;  // a probe's command accumulates micro-batches
     for (const auto& sc : scale) {
       if (sc.id == "trial " + std::to_string(t.number())) return HeroCommand(t, sc, plan, shape, error);
     }
@@ -280,21 +301,26 @@ double RunNodeHours(const std::vector<v1::Trial>& trials, const std::vector<sear
   return hours[hours.size() / 2];
 }
 
-// The climb (search/scaling/climb.h) as a dry run at the plan's batch: which candidate laws the sweep still allows
-// there, the LR's posterior and predicted regret, and where undecided the probe that would decide. No probe runs
-// from here yet; the spec's scales.probes and probe_budget are read (defaults without `scales:`).
+// The climb (search/scaling/climb.h) at the plan's batch after the probes the search ran (its trials marked
+// probe): which candidate laws the data still allow there, the LR's posterior and predicted regret, and the next
+// probe (the last one's extension, or where undecided the probe that would decide). Nothing runs from here; the
+// spec's scales.probes and probe_budget are read (defaults without `scales:`).
 ClimbVerdict JudgeLaws(const v1::Search& s, const std::vector<v1::Trial>& trials,
                        const std::vector<search::ScaleTrial>& scale, int64_t batch, std::vector<std::string>* notes) {
   ClimbVerdict v;
   auto spec = search::ParseSpec(s.spec_yaml(), "search " + std::to_string(s.id()));
   if (spec.ok() && spec.spec->scales.enabled) {
+    v.scales = true;
     v.probes = spec.spec->scales.probes;
     v.probe_budget = spec.spec->scales.probe_budget;
   }
   search::ClimbOptions options;
   options.probe_budget = v.probe_budget;
-  options.probe.node_hours_per_run = RunNodeHours(trials, scale, notes);
-  auto climb = search::Climb(scale, {batch}, {}, options);
+  ProbeTrials split = SplitProbes(trials, scale);
+  v.runs = split.runs;
+  if (split.last) split.last->target_batch = batch, split.last->nodes = std::max(1, s.group().nodes());
+  options.probe.node_hours_per_run = RunNodeHours(trials, split.sweep, notes);
+  auto climb = search::NextProbe(split.sweep, split.probes, split.last, {batch}, options);
   if (!climb.ok()) {
     v.error = climb.error;
     return v;
@@ -311,6 +337,7 @@ struct PlannedHero {
   std::vector<search::LossBandPoint> band;
   HeroShape shape;
   nlohmann::json plan_json;
+  ClimbVerdict verdict;  // the climb after the probes run so far
   std::vector<std::string> command;
   std::vector<std::string> notes;
   std::string error;  // no command (the plan is still shown)
@@ -348,9 +375,43 @@ bool PlanHero(Client& client, const PromoteOptions& opt, PlannedHero* h, int* ex
     *exit_code = kBadInput;
     return false;
   }
-  const ClimbVerdict verdict = JudgeLaws(s, trials, scale, h->plan.global_batch, &h->notes);
-  h->plan_json = PlanJson(h->plan, h->band, h->shape, opt.stop_outside_band, &*report.value, &verdict);
+  h->verdict = JudgeLaws(s, trials, scale, h->plan.global_batch, &h->notes);
+  h->plan_json = PlanJson(h->plan, h->band, h->shape, opt.stop_outside_band, &*report.value, &h->verdict);
   h->command = BestTrialCommand(s, trials, scale, h->plan, h->shape, &h->error);
+  return true;
+}
+
+// The climb's probes as trials of the search, the plan made again from every trial after each: with --probe the
+// next one (whatever the budget; none when the verdict is decided), else, for a `scales:` search with
+// `probes: auto`, while a target is flagged (or the last probe is not bracketed) and the next probe fits the budget.
+// False (exit_code set) when a probe could not run or the plan could not be made again.
+bool ClimbWithProbes(Client& client, const GlobalOptions& g, const PromoteOptions& opt, PlannedHero* h,
+                     Interrupt* interrupt, int* exit_code) {
+  constexpr int kMaxProbeSteps = 12;  // a guard: the budget ends the climb first
+  for (int step = 0; step < (opt.probe ? 1 : kMaxProbeSteps); ++step) {
+    const ClimbVerdict& v = h->verdict;
+    const bool none = !v.result || !v.result->next_probe || (v.result->decided && !v.result->next_probe->extension);
+    if (none && opt.probe) {
+      h->notes.push_back(std::string("--probe: no probe to run (") +
+                         (!v.result ? "the laws could not be fitted" : v.result->decided ? "the verdict is decided"
+                                                                       : "no probe batch lies below the target") + ")");
+    }
+    if (none) return true;
+    const search::Probe next = *v.result->next_probe;
+    const double budget = v.result->budget_node_hours, spent = v.result->probe_node_hours;  // before *h changes
+    const bool fits = spent + next.node_hours <= budget + 1e-9;
+    if (!opt.probe && !fits) return true;
+    if (!RunProbe(client, opt.search_id, next, g.json, interrupt, exit_code)) return false;
+    PlannedHero again;
+    if (!PlanHero(client, opt, &again, exit_code)) return false;
+    *h = std::move(again);
+    if (!fits) {
+      h->notes.push_back("the probe at batch " + std::to_string(next.global_batch) + " (" +
+                         Sig(next.node_hours, "%.3g") + " node-hours) ran over the probe budget (" +
+                         Sig(budget, "%.3g") + " node-hours, " + Sig(std::max(0.0, budget - spent), "%.3g") +
+                         " of it left): --probe runs it whatever the budget");
+    }
+  }
   return true;
 }
 
@@ -360,7 +421,7 @@ bool ShowPlan(const PlannedHero& h, const PromoteOptions& opt, bool json, int* e
     nlohmann::json out = {
         {"search_id", h.search.id()}, {"plan", h.plan_json}, {"command", h.command}, {"notes", h.notes}};
     if (!h.error.empty()) out["error"] = h.error;
-    if (opt.dry_run || !h.error.empty()) {
+    if (opt.dry_run || opt.probe || !h.error.empty()) {
       std::cout << out.dump() << "\n";
       *exit_code = h.error.empty() ? kOk : kFailed;
       return false;
@@ -379,7 +440,7 @@ bool ShowPlan(const PlannedHero& h, const PromoteOptions& opt, bool json, int* e
     *exit_code = kFailed;
     return false;
   }
-  if (opt.dry_run && !opt.submit) {
+  if ((opt.dry_run && !opt.submit) || opt.probe) {
     *exit_code = kOk;
     return false;
   }
@@ -442,10 +503,12 @@ void SetupPromote(CLI::App& app, GlobalOptions& g, int& exit_code) {
     }
     // As `search start --wait`: signals go to one thread, before gRPC starts its own.
     auto interrupt = std::make_shared<Interrupt>();
-    if (opt->wait) HandleStopSignals([interrupt](int) { interrupt->Fire(); });
+    if (opt->wait || opt->probe) HandleStopSignals([interrupt](int) { interrupt->Fire(); });
     Client client(g);
     PlannedHero hero;
     if (!PlanHero(client, *opt, &hero, &exit_code)) return;
+    const bool auto_probes = !opt->dry_run && hero.verdict.scales && hero.verdict.probes;
+    if ((opt->probe || auto_probes) && !ClimbWithProbes(client, g, *opt, &hero, interrupt.get(), &exit_code)) return;
     if (!ShowPlan(hero, *opt, g.json, &exit_code)) return;
     SubmitHero(client, g, *opt, hero, interrupt.get(), &exit_code);
   });

@@ -65,7 +65,8 @@ nlohmann::json Verdict(const ClimbVerdict& climb) {
              {"nodes", r.next_probe->nodes},
              {"micro_batches", r.next_probe->micro_batches},
              {"lrs", r.next_probe->lrs},
-             {"node_hours", r.next_probe->node_hours}};
+             {"node_hours", r.next_probe->node_hours},
+             {"extension", r.next_probe->extension}};
   }
   return {{"batch", t.global_batch},
           {"flagged", t.flagged},
@@ -77,12 +78,26 @@ nlohmann::json Verdict(const ClimbVerdict& climb) {
           {"lr_80", nlohmann::json::array({std::exp2(p.lo80), std::exp2(p.hi80)})},
           {"lr_90", nlohmann::json::array({std::exp2(p.lo90), std::exp2(p.hi90)})},
           {"regret", {{"mean", p.regret_mean}, {"p80", p.regret_p80}}},
-          {"next_probe", t.decided ? nlohmann::json(nullptr) : probe},
+          // decided: none, unless the last probe's optimum is not bracketed yet (its extension)
+          {"next_probe", t.decided && !(r.next_probe && r.next_probe->extension) ? nlohmann::json(nullptr) : probe},
           {"undecided", r.undecided.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.undecided)},
           {"probes", climb.probes ? "auto" : "off"},
           {"probe_budget", climb.probe_budget},
           {"sweep_node_hours", r.sweep_node_hours},
+          {"probe_node_hours", r.probe_node_hours},
           {"budget_node_hours", r.budget_node_hours}};
+}
+
+nlohmann::json ProbesJson(const std::vector<ProbeRun>& runs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ProbeRun& r : runs) {
+    out.push_back({{"batch", r.batch},
+                   {"micro_batches", r.micro_batches},
+                   {"lrs", r.lrs},
+                   {"trials", r.trials},
+                   {"best_lr", std::isfinite(r.best_lr) ? nlohmann::json(r.best_lr) : nlohmann::json(nullptr)}});
+  }
+  return out;
 }
 
 }  // namespace
@@ -137,7 +152,7 @@ nlohmann::json ExtrapolationJson(const search::ScalingReport& report, const sear
           {"laws", laws},
           {"target", {{"batch", plan.global_batch}, {"lr", Iv(plan.peak_lr)}, {"rule", plan.lr_rule}}},
           {"stability_edge", std::isfinite(edge.value) ? Iv(edge) : nlohmann::json(nullptr)},
-          {"probes", nlohmann::json::array()},  // ladder promote runs none yet
+          {"probes", climb ? ProbesJson(climb->runs) : nlohmann::json::array()},
           {"verdict", climb ? Verdict(*climb) : nlohmann::json(nullptr)},
           {"interval_level", report.interval_level}};
 }

@@ -14,11 +14,14 @@
 //   verdict         the climb's dry run at the target (search/scaling/climb.h; null without one): {batch, flagged,
 //                   why, decided, disagreement_octaves, laws_apart: [low law, high law], lr, lr_80: [lo, hi],
 //                   lr_90: [lo, hi], regret: {mean, p80} (relative loss), next_probe: {batch, nodes, micro_batches,
-//                   lrs, node_hours} or null, undecided: the sentence or null, probes: "auto" | "off",
-//                   probe_budget, sweep_node_hours, budget_node_hours}; {error} where the laws could not be fitted
+//                   lrs, node_hours, extension} or null, undecided: the sentence or null, probes: "auto" | "off",
+//                   probe_budget, sweep_node_hours, probe_node_hours (the probes run so far),
+//                   budget_node_hours}; {error} where the laws could not be fitted
 //   target          {batch, lr: [v, lo, hi], rule}: the plan's batch and peak LR
 //   stability_edge  [v, lo, hi] or null: 2(1 + β)/λ_max where the trials measured their sharpness
-//   probes          [{batch, lrs: [...], settled: "..."}]: larger-batch probes the search ran (none yet)
+//   probes          [{batch, micro_batches, lrs: [...], trials: [numbers], best_lr}]: the larger-batch probes the
+//                   search ran (its trials marked probe; extensions with their probe), in the order run; best_lr
+//                   is the LR of the lowest final val_loss measured there (null while none converged)
 //   interval_level  the intervals' nominal central coverage
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -33,12 +36,24 @@ namespace ladder::cli {
 
 inline constexpr int kCurvePoints = 24;
 
-// The climb run as a dry run (no probe) for the plan's batch (cmd_promote.cc PlanHero), or why it could not be.
+// One probe the search ran, read back from its trials (cli/promote_probes.h).
+struct ProbeRun {
+  int64_t batch = 0;
+  int micro_batches = 1;
+  std::vector<double> lrs;   // in the order run
+  std::vector<int> trials;   // their numbers in the search
+  double best_lr = search::kNaN;
+};
+
+// The climb's step after the probes run so far (no probe run here) for the plan's batch (cmd_promote.cc
+// PlanHero), or why it could not be.
 struct ClimbVerdict {
   std::optional<search::ClimbResult> result;
   std::string error;  // FitLaws' message
-  bool probes = true;  // the spec's scales.probes (auto)
+  bool scales = false;  // the search has `scales:` (its probes can run as its trials: AddProbe)
+  bool probes = true;   // the spec's scales.probes (auto)
   double probe_budget = search::kDefaultScalesProbeBudget;
+  std::vector<ProbeRun> runs;  // the probes the search ran
   // The climb's outcome at `batch` (the first target), nullptr without a result.
   const search::TargetOutcome* At() const { return result && !result->targets.empty() ? &result->targets[0] : nullptr; }
 };

@@ -113,12 +113,14 @@ void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked,
   header.push_back("time");
   header.push_back("note");
   rows.push_back(header);
-  size_t rank = 0;
+  size_t rank = 0, shown = 0;
   for (const auto& t : ranked) {
-    if (top && rank >= top) break;
-    ++rank;
+    if (top && shown++ >= top) break;
+    // A probe of the climb (ladder promote --probe) is no configuration of the search: tagged, and not ranked.
+    const bool ranked_here = t.state() == v1::TRIAL_COMPLETED && !t.probe();
+    if (ranked_here) ++rank;
     std::vector<std::string> row;
-    row.push_back(t.state() == v1::TRIAL_COMPLETED ? std::to_string(rank) : "-");
+    row.push_back(ranked_here ? std::to_string(rank) : "-");
     row.push_back(std::to_string(t.number()));
     row.push_back(StateName(t.state()));
     char obj[32] = "-";
@@ -130,7 +132,8 @@ void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked,
     }
     double end = t.finished_unix() > 0 ? t.finished_unix() : 0;
     row.push_back(t.started_unix() > 0 && end > 0 ? FormatDuration(end - t.started_unix()) : "");
-    std::string note = t.error();
+    std::string note = t.probe() ? "probe (" + std::to_string(std::max(1, t.micro_batches())) + " micro-batches)" : "";
+    if (!t.error().empty()) note += (note.empty() ? "" : "; ") + t.error();
     if (t.ignored_lines() > 0) note += (note.empty() ? "" : "; ") + std::to_string(t.ignored_lines()) + " ignored lines";
     if (note.size() > 60) note = note.substr(0, 57) + "...";
     row.push_back(note);
@@ -162,6 +165,10 @@ void PrintSearchSummary(const v1::Search& s, std::ostream& out) {
       << " completed, " << s.running() << " running, " << s.pending() << " pending, " << s.failed() << " failed, "
       << s.cancelled() << " cancelled of " << s.max_trials() << " (" << s.parallelism() << " at a time)\n";
   if (!s.error().empty()) out << "  error: " << s.error() << "\n";
+  if (s.probes() > 0) {
+    out << "  probes: " << s.probes() << " of its trials are probes of the climb (ladder promote --probe; not "
+        << "counted against its " << s.max_trials() << " trials)\n";
+  }
   if (s.best_trial_id() != 0) {
     // A trial is named by its number in the search, as the leaderboard's "trial" column and `best configuration`.
     out << "  best " << s.objective_metric() << " = " << s.best_objective() << " (trial " << s.best_trial_number()

@@ -60,6 +60,10 @@ std::vector<std::string> TrialDetailLines(const v1::Trial& t, const v1::Search* 
   line("state", StateName(t.state()) + (t.attempt() ? "  (attempt " + std::to_string(t.attempt() + 1) + ")" : "") +
                     (t.preemptions() ? "  preempted " + std::to_string(t.preemptions()) + "x" : ""));
   line("parameters", FormatParams(t));
+  if (t.probe()) {
+    line("probe", "a probe of the climb (ladder promote --probe): " + std::to_string(std::max(1, t.micro_batches())) +
+                      " micro-batches");
+  }
   std::string cmd;
   for (const auto& a : t.command()) cmd += (cmd.empty() ? "" : " ") + a;
   line("command", cmd.empty() ? "-" : cmd);

@@ -214,6 +214,7 @@ void Tui::DrawTrials(int y, int h) {
       }
     }
     std::string note = t.error().empty() ? FormatParams(t) : FormatParams(t) + "  | " + t.error();
+    if (t.probe()) note = "[probe] " + note;  // a probe of the climb (ladder promote --probe)
     auto search = model_.searches.find(t.search_id());
     auto sent = model_.sent_unix.find(t.id());
     const double node_s = NodeSecondsAt(t, sent == model_.sent_unix.end() ? t.started_unix() : sent->second, now);

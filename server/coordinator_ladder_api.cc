@@ -44,6 +44,11 @@ grpc::Status Coordinator::CancelSearch(const v1::CancelSearchRequest& req, v1::C
   return searches_.Cancel(req.search_id(), resp->mutable_search());
 }
 
+grpc::Status Coordinator::AddProbe(const v1::AddProbeRequest& req, v1::AddProbeResponse* resp) {
+  if (read_only()) return ReadOnlyRefusal("AddProbe", store_.path());
+  return searches_.AddProbe(req, resp);
+}
+
 grpc::Status Coordinator::ListTrials(const v1::ListTrialsRequest& req, v1::ListTrialsResponse* resp) {
   if (!searches_.Has(req.search_id())) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(req.search_id()));

@@ -355,6 +355,11 @@ grpc::ServerUnaryReactor* LadderService::CancelSearch(grpc::CallbackServerContex
                                                       v1::CancelSearchResponse* resp) {
   return Unary(ctx, "CancelSearch", Need::kWrite, req, resp, &Coordinator::CancelSearch);
 }
+
+grpc::ServerUnaryReactor* LadderService::AddProbe(grpc::CallbackServerContext* ctx, const v1::AddProbeRequest* req,
+                                                  v1::AddProbeResponse* resp) {
+  return Unary(ctx, "AddProbe", Need::kWrite, req, resp, &Coordinator::AddProbe);
+}
 grpc::ServerUnaryReactor* LadderService::ListTrials(grpc::CallbackServerContext* ctx,
                                                     const v1::ListTrialsRequest* req, v1::ListTrialsResponse* resp) {
   return Unary(ctx, "ListTrials", Need::kRead, req, resp, &Coordinator::ListTrials);

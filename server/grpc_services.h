@@ -3,7 +3,7 @@
 // loop and finishes its reactor from there; no handler blocks a gRPC thread.
 //
 // Authentication: every call carries `authorization: Bearer <token>`; AccessControl (access.h) decides from the
-// token's role: reads need a viewer or admin token, calls that change state (CreateSearch, CancelSearch,
+// token's role: reads need a viewer or admin token, calls that change state (CreateSearch, CancelSearch, AddProbe,
 // ReleaseNode, the token calls) an admin token, the worker stream a worker or admin token. Refusals:
 // UNAUTHENTICATED for no token, an unknown, a revoked or an expired one; PERMISSION_DENIED for a token of the wrong
 // role. A stream (Watch, a worker's Connect) is filed in OpenStreams under the token it was opened with, and ends
@@ -39,6 +39,8 @@ class LadderService final : public v1::Ladder::CallbackService {
                                       v1::GetSearchResponse* resp) override;
   grpc::ServerUnaryReactor* CancelSearch(grpc::CallbackServerContext* ctx, const v1::CancelSearchRequest* req,
                                          v1::CancelSearchResponse* resp) override;
+  grpc::ServerUnaryReactor* AddProbe(grpc::CallbackServerContext* ctx, const v1::AddProbeRequest* req,
+                                     v1::AddProbeResponse* resp) override;
   grpc::ServerUnaryReactor* ListTrials(grpc::CallbackServerContext* ctx, const v1::ListTrialsRequest* req,
                                        v1::ListTrialsResponse* resp) override;
   grpc::ServerUnaryReactor* GetTrial(grpc::CallbackServerContext* ctx, const v1::GetTrialRequest* req,

@@ -89,18 +89,23 @@ void SearchManager::Recover() {
     for (int64_t tid : trials_.Of(id).ids) {
       const TrialRecord& t = trials_.Get(tid);
       s.next_number = std::max(s.next_number, t.proto.number() + 1);
-      if (t.workflow_step || !s.sampler) continue;  // the retrain step is no configuration of the space
+      if (t.proto.probe()) s.probe_numbers.insert(t.proto.number());
+    }
+    for (int64_t tid : trials_.Of(id).ids) {
+      const TrialRecord& t = trials_.Get(tid);
+      // The retrain step and the probes are no configuration of the space.
+      if (!t.Sampled() || !s.sampler) continue;
       if (IsTerminal(t.proto.state())) {
-        s.sampler->Tell(t.proto.number(), t.params, ObjectiveOf(t.proto));
+        s.sampler->Tell(SamplerNumber(s, t.proto.number()), t.params, ObjectiveOf(t.proto));
       } else {
         // Pending or running: a model-based sampler spreads new suggestions away from it, as before the restart.
-        s.sampler->AddPending(t.proto.number(), t.params);
+        s.sampler->AddPending(SamplerNumber(s, t.proto.number()), t.params);
       }
     }
     for (int64_t tid : trials_.Of(id).ids) {
       const TrialRecord& t = trials_.Get(tid);
-      // As on the live path: the ensemble's retrain step is no configuration, so never the best trial.
-      if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective() && !t.workflow_step) ConsiderBest(s, t);
+      // As on the live path: the retrain step and the probes are no configuration, so never the best trial.
+      if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective() && t.Sampled()) ConsiderBest(s, t);
     }
     if (s.stopping_rule) ReplayStoppingRule(s);
   }
@@ -194,6 +199,7 @@ void SearchManager::RefreshCounts(SearchRecord& s) {
   s.proto.set_completed(idx.completed);
   s.proto.set_failed(idx.failed);
   s.proto.set_cancelled(idx.cancelled);
+  s.proto.set_probes(static_cast<int32_t>(s.probe_numbers.size()));
   s.proto.set_node_seconds(trials_.NodeSeconds(s.proto.id(), WallNow()));
 }
 
@@ -221,8 +227,9 @@ void SearchManager::FinishEnded() {
 bool SearchManager::CreateOne(SearchRecord& s) {
   const SearchTrials& idx = trials_.Of(s.proto.id());
   if (static_cast<int>(idx.running.size() + idx.pending.size()) >= s.proto.parallelism()) return false;
-  if (s.exhausted || s.next_number >= s.proto.max_trials()) return false;
-  auto params = s.sampler->Ask(s.next_number);
+  const int sampled = s.next_number - static_cast<int>(s.probe_numbers.size());  // probes are not counted
+  if (s.reopened || s.exhausted || sampled >= s.proto.max_trials()) return false;
+  auto params = s.sampler->Ask(sampled);
   if (!params) {
     // A sampler that waits for results is asked again after the next trial ends (MaybeFinish does not end a
     // search that is not exhausted); with nothing left to wait for it is done.
@@ -240,17 +247,18 @@ void SearchManager::OnTrialEnded(int64_t trial_id) {
   const TrialRecord& t = trials_.Get(trial_id);
   SearchRecord& s = searches_.at(t.proto.search_id());
   const v1::TrialState state = t.proto.state();
-  if (s.sampler && !t.workflow_step) s.sampler->Tell(t.proto.number(), t.params, ObjectiveOf(t.proto));
-  if (s.stopping_rule && !t.workflow_step) {
+  if (s.sampler && t.Sampled()) s.sampler->Tell(SamplerNumber(s, t.proto.number()), t.params, ObjectiveOf(t.proto));
+  if (s.stopping_rule && t.Sampled()) {
     if (state == v1::TRIAL_CANCELLED) {
       s.stopping_rule->Forget(t.proto.number());
     } else {
       s.stopping_rule->Complete(t.proto.number(), state == v1::TRIAL_COMPLETED ? ObjectiveOf(t.proto) : std::nullopt);
     }
   }
-  if (state == v1::TRIAL_COMPLETED && !t.workflow_step) ConsiderBest(s, t);
-  const int failed = trials_.Of(s.proto.id()).failed;
-  if (state == v1::TRIAL_FAILED && s.proto.state() == v1::SEARCH_RUNNING && failed >= s.spec.max_failed_trials) {
+  if (state == v1::TRIAL_COMPLETED && t.Sampled()) ConsiderBest(s, t);
+  const int failed = BudgetFailures(s);  // a probe's LR may diverge: probes do not count
+  if (state == v1::TRIAL_FAILED && !t.proto.probe() && s.proto.state() == v1::SEARCH_RUNNING &&
+      failed >= s.spec.max_failed_trials) {
     SetState(s, v1::SEARCH_FAILED,
              std::to_string(failed) + " trials failed (budget.max_failed_trials is " +
                  std::to_string(s.spec.max_failed_trials) + "); last error: trial " +
@@ -276,7 +284,13 @@ void SearchManager::MaybeFinish(SearchRecord& s) {
   if (s.proto.state() != v1::SEARCH_RUNNING) return;
   const SearchTrials& idx = trials_.Of(s.proto.id());
   if (!idx.running.empty() || !idx.pending.empty()) return;
-  if (!s.exhausted && s.next_number < s.proto.max_trials()) return;
+  if (s.reopened) {  // a probe reopened it: it ends as it had
+    const SearchRecord::Ended was = *s.reopened;
+    s.reopened.reset();
+    SetState(s, was.state, was.error);
+    return;
+  }
+  if (!s.exhausted && s.next_number - static_cast<int>(s.probe_numbers.size()) < s.proto.max_trials()) return;
   if (s.spec.ensemble.enabled && !s.proto.has_ensemble()) {
     BuildEnsemble(s);
     if (!s.spec.ensemble.retrain.empty() && s.proto.ensemble().error().empty()) {

@@ -12,6 +12,11 @@
 // Search lifecycle (v1::SearchState): RUNNING ──no trial left to run or create──► COMPLETED (FAILED when none
 // completed), or ──budget.max_failed_trials failures──► FAILED, or ──CancelSearch──► CANCELLED. An ended search
 // cancels its pending trials and stops its running ones. Its end is committed before anyone hears of it.
+// Probes (AddProbe, search_manager_probes.cc): a COMPLETED or FAILED `scales:` search that is given a probe is
+// RUNNING again, creates no sampled trial, and once its probe trials have ended goes back to the state (and error)
+// it had; a restart in between ends it as its trials say (MaybeFinish). A CANCELLED search takes no probe.
+#include <optional>
+#include <set>
 #include <functional>
 #include <map>
 #include <memory>
@@ -47,6 +52,8 @@ class SearchManager : public TrialManager::Owner {
   // --- requests ---------------------------------------------------------------------------------------------
   grpc::Status Create(const v1::CreateSearchRequest& req, v1::Search* out);
   grpc::Status Cancel(int64_t search_id, v1::Search* out);
+  // One probe of the climb: a trial per LR at the probe's batch, marked as probes (v1::AddProbeRequest).
+  grpc::Status AddProbe(const v1::AddProbeRequest& req, v1::AddProbeResponse* out);
   // The search's record with its current trial counts; nullptr for no such search.
   const v1::Search* Get(int64_t search_id);
   std::vector<int64_t> Ids() const;
@@ -83,7 +90,20 @@ class SearchManager : public TrialManager::Owner {
     // asha, hyperband: each bracket's levels (its rungs, then max_resource) and hyperband's bracket cycle.
     std::vector<std::vector<double>> levels;
     std::vector<int> bracket_cycle;
+    // Probes: their trial numbers (the sampler numbers the sampled trials without them: SamplerNumber), and the
+    // ended state a probe reopened (restored once the probe trials end).
+    std::set<int> probe_numbers;
+    struct Ended {
+      v1::SearchState state;
+      std::string error;
+    };
+    std::optional<Ended> reopened;
   };
+
+  // A sampled trial's number as its sampler knows it: the trial number less the probes numbered before it.
+  static int SamplerNumber(const SearchRecord& s, int number);
+  // How many of the search's failed trials count against budget.max_failed_trials (not its probes).
+  int BudgetFailures(const SearchRecord& s) const;
 
   // The spec's rungs on the proto (Search.rungs) and the levels a trial's rung is counted against.
   static void SetRungs(SearchRecord& s);

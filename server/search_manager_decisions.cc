@@ -40,7 +40,9 @@ bool SearchManager::JudgesPoints(int64_t search_id) const {
 void SearchManager::OnPoint(int64_t trial_id, const v1::MetricPoint& point) {
   SearchRecord& s = searches_.at(trials_.Get(trial_id).proto.search_id());
   // With node count as the fidelity, a stage is reported when its run ends (EndStage), not per point.
-  if (s.stopping_rule && !search::ScalesNodes(s.spec.scheduler)) ConsultStoppingRule(s, trial_id, point);
+  if (s.stopping_rule && !search::ScalesNodes(s.spec.scheduler) && trials_.Get(trial_id).Sampled()) {
+    ConsultStoppingRule(s, trial_id, point);
+  }
   if (!s.band.empty()) WatchBand(s, trial_id, point);
 }
 
@@ -75,7 +77,7 @@ void SearchManager::ConsultStoppingRule(SearchRecord& s, int64_t trial_id, const
 
 void SearchManager::EndStage(SearchRecord& s, int64_t trial_id) {
   const TrialRecord& t = trials_.Get(trial_id);
-  if (!s.stopping_rule || !search::ScalesNodes(s.spec.scheduler) || t.workflow_step) {
+  if (!s.stopping_rule || !search::ScalesNodes(s.spec.scheduler) || !t.Sampled()) {
     return trials_.CompleteFromExit(trial_id);
   }
   const std::vector<int> levels = search::NodeLevels(s.spec.scheduler, t.proto.number());
@@ -106,7 +108,7 @@ void SearchManager::ReplayStoppingRule(SearchRecord& s) {
   std::map<int64_t, const TrialRecord*> by_id;
   for (int64_t id : trials_.Of(s.proto.id()).ids) {
     const TrialRecord& t = trials_.Get(id);
-    if (t.workflow_step) continue;
+    if (!t.Sampled()) continue;
     by_id[id] = &t;
     s.stopping_rule->AddTrial(t.proto.number(), t.params);
   }

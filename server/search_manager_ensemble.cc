@@ -25,7 +25,7 @@ void SearchManager::BuildEnsemble(SearchRecord& s) {
   std::vector<const TrialRecord*> done;
   for (int64_t id : trials_.Of(s.proto.id()).ids) {
     const TrialRecord& t = trials_.Get(id);
-    if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective()) done.push_back(&t);
+    if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective() && t.Sampled()) done.push_back(&t);
   }
   const bool maximize = s.spec.objective.maximize;
   std::stable_sort(done.begin(), done.end(), [&](const TrialRecord* a, const TrialRecord* b) {

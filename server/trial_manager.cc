@@ -72,7 +72,8 @@ std::map<std::string, std::string> TrialManager::Builtins(const TrialRecord& t) 
           {"trial_number", std::to_string(t.proto.number())},
           {"search_id", std::to_string(t.proto.search_id())},
           {"checkpoint_dir", CheckpointDir(t)},
-          {"nodes", std::to_string(Nodes(t))}};
+          {"nodes", std::to_string(Nodes(t))},
+          {"micro_batches", std::to_string(std::max(1, t.proto.micro_batches()))}};
 }
 
 void TrialManager::WriteProgress() {

@@ -38,7 +38,8 @@ search::Substituted CommandOf(const search::SearchSpec& spec, const TrialRecord&
 
 }  // namespace
 
-const TrialRecord& TrialManager::Create(int64_t search_id, int number, search::Params params, bool workflow_step) {
+const TrialRecord& TrialManager::Create(int64_t search_id, int number, search::Params params, bool workflow_step,
+                                       int probe_micro_batches) {
   const search::SearchSpec& spec = owner_->Spec(search_id);
   TrialRecord fresh;
   fresh.params = std::move(params);
@@ -48,8 +49,10 @@ const TrialRecord& TrialManager::Create(int64_t search_id, int number, search::P
   p.set_number(number);
   p.set_state(v1::TRIAL_PENDING);
   p.set_workflow_step(workflow_step);
+  p.set_probe(probe_micro_batches > 0);
+  p.set_micro_batches(probe_micro_batches);
   *p.mutable_group() = owner_->Search(search_id).group();
-  if (search::ScalesNodes(spec.scheduler) && !workflow_step) {
+  if (search::ScalesNodes(spec.scheduler) && fresh.Sampled()) {
     p.mutable_group()->set_nodes(search::NodeLevels(spec.scheduler, p.number()).front());
   }
   p.set_created_unix(WallNow());
@@ -73,7 +76,7 @@ scheduler::GroupRequest TrialManager::GroupRequestFor(const TrialRecord& t) cons
   r.pool = spec.group.pool;
   r.priority = SchedPriority(owner_->Search(t.proto.search_id()).priority());
   // Node count as the fidelity: a trial past its first stage was promoted by the stopping rule.
-  if (search::ScalesNodes(spec.scheduler) && !t.workflow_step &&
+  if (search::ScalesNodes(spec.scheduler) && t.Sampled() &&
       r.nodes > search::NodeLevels(spec.scheduler, t.proto.number()).front()) {
     r.priority = std::max(r.priority, scheduler::Priority::kPromoted);
   }

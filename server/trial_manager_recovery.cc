@@ -65,7 +65,7 @@ void TrialManager::Load(Clock::time_point reattach_deadline) {
     *t.proto.mutable_group() = s.group();
     if (stored_nodes > 0) {
       t.proto.mutable_group()->set_nodes(stored_nodes);
-    } else if (search::ScalesNodes(spec.scheduler) && !t.proto.workflow_step()) {
+    } else if (search::ScalesNodes(spec.scheduler) && !t.proto.workflow_step() && !t.proto.probe()) {
       t.proto.mutable_group()->set_nodes(search::NodeLevels(spec.scheduler, t.proto.number()).front());
     }
     SearchTrials& index = by_search_[sid];

@@ -53,6 +53,9 @@ struct TrialRecord {
   int run_nodes = 0;
   std::string log_tail;  // the end of rank 0's stderr while it runs (heartbeats; stored once it exited)
 
+  // One of the search's sampled configurations: not the retrain step, not a probe (proto.probe: AddProbe). Only
+  // those go to the sampler and the stopping rule, count against max_trials and may be the best trial.
+  bool Sampled() const { return !workflow_step && !proto.probe(); }
   bool AnyLive() const {
     return std::any_of(members.begin(), members.end(), [](const Member& m) { return m.live; });
   }

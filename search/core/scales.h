@@ -15,11 +15,13 @@
 //     probe_budget: 0.1                  # the probes' node-hours as a fraction of the sweep's, in (0, 1]
 //
 // The search's parameters are `global_batch` (int) and `lr` (float, log): write them into the command, e.g.
-// `--batch-size {global_batch} --lr {lr}` (one rank) — `space:` and `sampler:` are left out. The trials are
-// the grid (every batch x its window, batch by batch), then, once a batch's grid points have all ended, one
-// more learning rate beyond the edge while its best completed one is at an edge of those tried there (up to
-// `extend`), so every batch's best learning rate ends up bracketed. max_trials defaults to the grid size
-// plus extend x batches.
+// `--batch-size {global_batch} --lr {lr}` (one rank) — `space:` and `sampler:` are left out. The climb's probes
+// (`ladder promote --probe`) run as trials of the same search at a larger global_batch; `{micro_batches}` (1 for
+// the sweep's trials) is how many micro-batches reach it on the sweep's nodes: `--micro-batches {micro_batches}`.
+// The trials are the grid (every batch x its window, batch by batch), then, once a batch's grid points have all
+// ended, one more learning rate beyond the edge while its best completed one is at an edge of those tried there
+// (up to `extend`), so every batch's best learning rate ends up bracketed. max_trials defaults to the grid size
+// plus extend x batches (probes not counted).
 #include <cstdint>
 #include <vector>
 

@@ -101,7 +101,8 @@ Substituted SubstituteCommand(const SearchSpec& spec, const Params& params,
 
 // The built-in placeholders every command may use.
 inline const std::vector<std::string>& BuiltinPlaceholders() {
-  static const std::vector<std::string> k = {"trial_id", "trial_number", "search_id", "checkpoint_dir", "nodes"};
+  static const std::vector<std::string> k = {"trial_id", "trial_number", "search_id", "checkpoint_dir", "nodes",
+                                             "micro_batches"};
   return k;
 }
 

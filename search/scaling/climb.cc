@@ -142,4 +142,39 @@ Fitted<ClimbResult> Climb(const std::vector<ScaleTrial>& sweep, const std::vecto
   return Fitted<ClimbResult>{std::move(out), {}};
 }
 
+Fitted<ClimbResult> NextProbe(const std::vector<ScaleTrial>& sweep, const std::vector<ScaleTrial>& probe_trials,
+                              const std::optional<Probe>& last_probe, const std::vector<int64_t>& targets,
+                              const ClimbOptions& options) {
+  ClimbOptions o = options;
+  if (o.probe.sweep_largest_batch <= 0) {
+    for (const ScaleTrial& t : sweep) o.probe.sweep_largest_batch = std::max(o.probe.sweep_largest_batch, t.global_batch);
+  }
+  ClimbResult out;
+  out.sweep_node_hours = SweepNodeHours(sweep, o.probe.node_hours_per_run);
+  out.budget_node_hours = o.probe_budget * out.sweep_node_hours;
+  out.probe_node_hours = static_cast<double>(probe_trials.size()) * o.probe.node_hours_per_run;
+  out.probe_trials = probe_trials;
+  auto round = FitRound(sweep, targets, o);
+  if (!round.ok()) return Fitted<ClimbResult>::Fail(round.error);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    TargetOutcome t;
+    t.global_batch = targets[i], t.before = round.value->checks[i].posterior;
+    t.flagged = round.value->checks[i].needs_probe, t.flag_why = round.value->checks[i].why;
+    out.targets.push_back(std::move(t));
+  }
+  std::vector<ScaleTrial> trials = sweep;
+  trials.insert(trials.end(), probe_trials.begin(), probe_trials.end());
+  if (!probe_trials.empty()) {
+    auto next = FitRound(trials, targets, o);
+    if (next.ok()) round = std::move(next);  // else the sweep's fit (a probe's trials cannot remove the sweep's)
+  }
+  if (last_probe) {
+    size_t at_batch = 0;
+    for (const ScaleTrial& t : probe_trials) at_batch += t.global_batch == last_probe->global_batch;
+    if (at_batch < last_probe->lrs.size() + 3) out.next_probe = ExtendProbe(trials, *last_probe, o.probe);
+  }
+  Finish(out, *round.value, trials, o);
+  return Fitted<ClimbResult>{std::move(out), {}};
+}
+
 }  // namespace ladder::search

@@ -6,10 +6,10 @@
 // probe's, one per LR; a diverged run comes back with diverged = true). Deterministic for given options and a
 // deterministic callback. Errors: the sweep's laws cannot be fitted (FitLaws' message).
 //
-// Wiring (spec `scales: {probes: auto | off, probe_budget: 0.1}`, `ladder promote --dry-run / --probe`): call
-// Climb with the search's trials and the hero batches; with probes off (or a dry run) pass no runner, and the
-// result carries the probe that would decide and the undecided sentence. Every probe trial the callback returns
-// is also in ClimbResult::probe_trials, for the caller to mark as probes wherever trials are shown.
+// Wiring (spec `scales: {probes: auto | off, probe_budget: 0.1}`, `ladder promote --dry-run / --probe`): `ladder
+// promote` runs each probe as trials of the search (AddProbe) between steps, so it calls NextProbe with the
+// sweep's trials, the probe trials so far and the hero batch; Climb runs the whole loop for a caller with a
+// runner (bench/climb, the tests). Every probe trial the callback returns is also in ClimbResult::probe_trials.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -62,6 +62,18 @@ struct ClimbResult {
 // `run` may be empty (a dry run: no probe is run).
 Fitted<ClimbResult> Climb(const std::vector<ScaleTrial>& sweep, const std::vector<int64_t>& targets,
                           const ProbeRunner& run, const ClimbOptions& options = {});
+
+// One step of the climb, for a caller that runs each probe itself between steps (`ladder promote`, whose probes
+// are trials of the search): `probe_trials` are the trials of the probes run so far (their cost, one run each at
+// options.probe.node_hours_per_run, counts against the budget; they are fitted with the sweep), `last_probe` the
+// last probe proposed and run (not an extension; nullopt: none yet). The result is the climb's state after them:
+// targets' `before` and `flagged` from the sweep alone, `after` and `decided` from the sweep and the probes;
+// next_probe is the last probe's extension while its optimum is not bracketed (ExtendProbe, at most 3 LRs more,
+// as Climb runs them; whether or not a target is still flagged), else, undecided, the probe that would decide.
+// `probes` is left empty (the caller has them). Errors: the sweep's laws cannot be fitted.
+Fitted<ClimbResult> NextProbe(const std::vector<ScaleTrial>& sweep, const std::vector<ScaleTrial>& probe_trials,
+                              const std::optional<Probe>& last_probe, const std::vector<int64_t>& targets,
+                              const ClimbOptions& options = {});
 
 // "the sweep cannot tell power (lr 0.52) from saturating (lr 0.31) (0.74 octaves apart at batch 8192); one probe at
 // batch 2048, learning rates {0.25, 0.42, 0.71}, about 3 node-hours, decides" where the consistent laws part by

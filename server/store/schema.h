@@ -131,6 +131,11 @@ CREATE TABLE tokens(
       R"sql(
 ALTER TABLE tokens ADD COLUMN expires_at REAL;
 )sql",
+      // 9: a probe of the extrapolation's climb (AddProbe): marked, with its gradient-accumulation steps (0: 1).
+      R"sql(
+ALTER TABLE trials ADD COLUMN probe INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN micro_batches INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return kMigrations;
 }

@@ -218,9 +218,10 @@ void Store::UpdateSearch(const v1::Search& s) {
 void Store::InsertTrial(v1::Trial* t) {
   BeginIfNeeded();
   auto& st = db_.Prepare(
-      "INSERT INTO trials(search_id,number,state,attempt,created_at,command) VALUES(?,?,?,?,?,?)");
+      "INSERT INTO trials(search_id,number,state,attempt,created_at,command,probe,micro_batches) "
+      "VALUES(?,?,?,?,?,?,?,?)");
   st.Bind(1, t->search_id()).Bind(2, t->number()).Bind(3, t->state()).Bind(4, t->attempt());
-  st.Bind(5, t->created_unix()).Bind(6, CommandJson(*t));
+  st.Bind(5, t->created_unix()).Bind(6, CommandJson(*t)).Bind(7, t->probe() ? 1 : 0).Bind(8, t->micro_batches());
   st.Run();
   t->set_id(db_.LastInsertId());
   InsertParams(*t);
@@ -421,8 +422,8 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs) {
   std::vector<v1::Trial> out;
   auto& st = db_.Prepare(
       "SELECT id,search_id,number,state,attempt,exit_code,error,ignored_lines,last_ignored_line,objective,"
-      "metric_count,command,placement,assignment_epoch,created_at,started_at,finished_at,preemptions,group_nodes,rung "
-      "FROM trials "
+      "metric_count,command,placement,assignment_epoch,created_at,started_at,finished_at,preemptions,group_nodes,rung,"
+      "probe,micro_batches FROM trials "
       "ORDER BY id");
   while (st.Step()) {
     v1::Trial t;
@@ -452,6 +453,8 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs) {
     t.set_preemptions(static_cast<int>(st.Int(17)));
     t.mutable_group()->set_nodes(static_cast<int>(st.Int(18)));  // 0 (older rows): the search's
     t.set_rung(static_cast<int>(st.Int(19)));
+    t.set_probe(st.Int(20) != 0);
+    t.set_micro_batches(static_cast<int>(st.Int(21)));  // 0 (older rows and ordinary trials): 1
     out.push_back(std::move(t));
   }
   st.Reset();

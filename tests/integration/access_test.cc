@@ -109,6 +109,12 @@ TEST_F(AccessTest, AViewerTokenReadsAndCannotChangeAnything) {
   v1::CancelSearchResponse cancelled;
   EXPECT_EQ(stub_->CancelSearch(Ctx(viewer).get(), cancel, &cancelled).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
+  v1::AddProbeRequest probe;  // a probe of the climb adds trials: an operator's call
+  probe.set_search_id(1);
+  probe.set_global_batch(256);
+  probe.add_lrs(0.1);
+  v1::AddProbeResponse probed;
+  EXPECT_EQ(stub_->AddProbe(Ctx(viewer).get(), probe, &probed).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   v1::CreateTokenRequest more;
   more.set_role(v1::TOKEN_ROLE_ADMIN);
   v1::CreateTokenResponse made;

@@ -481,7 +481,7 @@ TEST(Cli, PromotePlansAHeroRunFromAScaleSweepAndSubmitsItAtHeroPriority) {
     EXPECT_EQ(x["target"]["batch"], 512);
     EXPECT_EQ(x["target"]["lr"], j["plan"]["peak_lr"]);
     EXPECT_TRUE(x["probes"].is_array()) << x.dump();
-    EXPECT_TRUE(x["probes"].empty()) << "promote runs no probe yet: " << x.dump();
+    EXPECT_TRUE(x["probes"].empty()) << "--dry-run runs no probe: " << x.dump();
     // The climb's dry run at 512 (issue 38): the candidate laws with the data's judgement of each, the posterior
     // LR with its intervals and predicted regret, and the verdict. SGD: no surge law.
     std::vector<std::string> climb_laws;

@@ -554,6 +554,39 @@ TEST_F(DashboardTest, AHeroRunsPageLeadsWithItsPlanItsBandAndTheExtrapolation) {
   EXPECT_EQ(browser.Eval("!!document.querySelector('#hero-plan, #extrapolation')"), false);
 }
 
+// A probe of the climb (ladder promote --probe) runs as trials of the sweep: the search's trial table tags each of
+// them, and only them.
+TEST_F(DashboardTest, TheTrialTableTagsTheProbesOfTheClimb) {
+  std::string trainer = kFakeTrainer;
+  trainer.replace(trainer.find("GATE"), 4, (dir_ / "gate").string());
+  std::ofstream(dir_ / "fake_train.sh") << trainer;
+  std::ofstream(dir_ / "sweep.yaml")
+      << "name: fake-scales\nobjective: {metric: val_loss, mode: min}\nbudget: {parallelism: 2}\n"
+         "scales:\n  global_batch: [16, 32]\n  lr: {low: 0.025, high: 0.1}\n  per_octave: 1\n  follow: linear\n"
+         "  extend: 1\n"
+         "command: [/bin/sh, " + (dir_ / "fake_train.sh").string() + ", --lr, '{lr}', --batch-size, '{global_batch}', "
+         "--micro-batches, '{micro_batches}', --epochs, '2']\n";
+  auto sweep = Ladder({"search", "start", "sweep.yaml", "--wait"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
+  auto probed = Ladder({"promote", "1", "--batch", "4096", "--probe"});
+  ASSERT_EQ(probed.exit_code, 0) << probed.out << probed.err;
+  std::vector<std::string> want;
+  const auto listed = nlohmann::json::parse(Ladder({"--json", "trials", "1"}).out);
+  for (const auto& t : listed["trials"]) {
+    if (t["probe"].get<bool>()) want.push_back(t["id"].get<std::string>());
+  }
+  ASSERT_EQ(want.size(), 3u) << probed.out;
+  std::sort(want.begin(), want.end());
+  testing::HeadlessChromium browser(dir_);
+  browser.Open(Url("/"));
+  browser.Navigate(Url("/login?token=" + token_ + "&next=%23/search/1"));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/search/1'")) << browser.Eval("document.body.innerHTML");
+  auto tagged = browser.Eval("[...document.querySelectorAll('#trials tbody tr')].filter(r => "
+                             "r.querySelector('span.probe')).map(r => r.dataset.id).sort()");
+  EXPECT_EQ(tagged.get<std::vector<std::string>>(), want);
+  EXPECT_EQ(browser.Eval("document.querySelector('#trials span.probe').innerText"), "probe");
+}
+
 TEST_F(DashboardTest, BadRequestsGetAClearStatusAndLeaveTheCoordinatorServing) {
   const std::string host = "Host: 127.0.0.1\r\n";
   EXPECT_EQ(RawHttp(http_port_, "NONSENSE\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);

@@ -216,3 +216,47 @@ TEST(ProbePlan, SweepNodeHoursCountRunsByNodesAndCompute) {
 
 }  // namespace
 }  // namespace ladder::search
+
+namespace ladder::search {
+namespace {
+
+// Stepping the climb (NextProbe, the caller running each probe) takes the same probes, extensions included, and
+// ends where Climb does.
+TEST(Climb, SteppingWithNextProbeTakesTheSameProbesAsTheLoop) {
+  const NoisyQuadratic q = Task(0.9, 30, 524288);
+  const auto sweep = Sweep(q);
+  std::vector<Probe> looped;
+  auto whole = Climb(sweep, {4096, 8192}, Runner(q, &looped));
+  ASSERT_TRUE(whole.ok()) << whole.error;
+  ASSERT_FALSE(looped.empty());
+  ProbeRunner run = Runner(q);
+  std::vector<ScaleTrial> probe_trials;
+  std::optional<Probe> last;
+  std::vector<Probe> stepped;
+  for (int i = 0; i < 20; ++i) {
+    auto step = NextProbe(sweep, probe_trials, last, {4096, 8192});
+    ASSERT_TRUE(step.ok()) << step.error;
+    const auto& next = step.value->next_probe;
+    if (!next || (step.value->decided && !next->extension) ||
+        step.value->probe_node_hours + next->node_hours > step.value->budget_node_hours + 1e-9) {
+      EXPECT_EQ(step.value->decided, whole.value->decided);
+      EXPECT_NEAR(step.value->probe_node_hours, whole.value->probe_node_hours, 1e-9);
+      for (size_t t = 0; t < 2; ++t) {
+        EXPECT_NEAR(step.value->targets[t].after.log2_lr, whole.value->targets[t].after.log2_lr, 1e-9);
+      }
+      break;
+    }
+    stepped.push_back(*next);
+    if (!next->extension) last = *next;
+    for (ScaleTrial& t : run(*next)) probe_trials.push_back(std::move(t));
+  }
+  ASSERT_EQ(stepped.size(), looped.size());
+  for (size_t i = 0; i < looped.size(); ++i) {
+    EXPECT_EQ(stepped[i].global_batch, looped[i].global_batch) << i;
+    EXPECT_EQ(stepped[i].extension, looped[i].extension) << i;
+    EXPECT_EQ(stepped[i].lrs, looped[i].lrs) << i;
+  }
+}
+
+}  // namespace
+}  // namespace ladder::search

@@ -43,7 +43,7 @@ v1::Search MakeSearch() {
 TEST_F(StoreTest, MigratesToCurrentSchemaInWalMode) {
   Store st(path_);
   EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
-  EXPECT_EQ(st.SchemaVersion(), 8);  // 8: a token's expiry
+  EXPECT_EQ(st.SchemaVersion(), 9);  // 9: a trial's probe mark and micro-batches
   Db raw(path_);
   auto& q = raw.Prepare("PRAGMA journal_mode");
   ASSERT_TRUE(q.Step());
@@ -147,6 +147,38 @@ TEST_F(StoreTest, UnflushedBatchIsInvisibleToOtherConnectionsUntilFlush) {
   EXPECT_EQ(count(), 0);
   st.Flush();
   EXPECT_EQ(count(), 1);
+}
+
+// A database written before probes existed (schema 8, a trial in it) opens at the current schema: its trial is
+// no probe; a probe trial stored afterwards reads back marked, with its micro-batches.
+TEST_F(StoreTest, MigratesADatabaseFromBeforeProbes) {
+  {
+    Db raw(path_);
+    for (int i = 0; i < 8; ++i) raw.Exec(Migrations()[static_cast<size_t>(i)]);
+    raw.Exec("PRAGMA user_version=8");
+    raw.Exec("INSERT INTO searches(id,name,state,spec_yaml,objective_metric,direction,max_trials,parallelism,"
+             "nodes,ranks_per_node,gpus_per_rank,created_at) VALUES(1,'old',2,'name: old\n','loss',1,4,1,1,1,0,"
+             "1.0)");
+    raw.Exec("INSERT INTO trials(id,search_id,number,state,attempt,created_at,command) VALUES(1,1,0,3,0,2.0,'[]')");
+  }
+  Store st(path_);
+  EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
+  auto trials = st.LoadTrials(nullptr);
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_FALSE(trials[0].probe());
+  EXPECT_EQ(trials[0].micro_batches(), 0);
+  v1::Trial probe;
+  probe.set_search_id(1);
+  probe.set_number(1);
+  probe.set_state(v1::TRIAL_PENDING);
+  probe.set_probe(true);
+  probe.set_micro_batches(4);
+  st.InsertTrial(&probe);
+  st.Flush();
+  trials = st.LoadTrials(nullptr);
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_TRUE(trials[1].probe());
+  EXPECT_EQ(trials[1].micro_batches(), 4);
 }
 
 TEST_F(StoreTest, RefusesDatabaseFromNewerLadder) {

@@ -24,6 +24,11 @@ function rungLabel(s, t) {
   if (!t.rung) return '-';
   return (s && (s.rungs || []).length ? 'rung ' : 'gen ') + t.rung;
 }
+// A probe of the extrapolation's climb (ladder promote --probe): a larger batch reached by micro-batches, no
+// configuration of the search.
+function probeTag(t) {
+  return t.probe ? ` <span class="probe" title="probe of the climb: ${+t.micro_batches || 1} micro-batches">probe</span>` : '';
+}
 function word(state) { return String(state || '').replace(/^(TRIAL|SEARCH|WORKER)_/, ''); }
 function since(t0, t1) {
   if (!t0) return '-';
@@ -223,7 +228,7 @@ function drawTable(st) {
   count.textContent = ` ${all.length ? st.page * PAGE + 1 : 0}–${st.page * PAGE + rows.length} of ${all.length} `;
   count.dataset.total = all.length;
   document.querySelector('#trials tbody').innerHTML = rows.map(t => `<tr class="${word(t.state)}" data-id="${esc(t.id)}">
-    <td><a href="#/trial/${esc(t.id)}">${esc(t.id)}</a></td><td>${t.number || 0}</td><td>${word(t.state)}</td>
+    <td><a href="#/trial/${esc(t.id)}">${esc(t.id)}</a></td><td>${t.number || 0}${probeTag(t)}</td><td>${word(t.state)}</td>
     <td>${esc((t.placement || []).map(p => p.node_id).join(',') || '-')}</td><td>${t.has_objective ? num(t.objective) : '-'}</td>
     <td>${rungLabel(st.search, t)}</td><td>${t.attempt || 0}</td><td>${since(t.started_unix, t.finished_unix)}</td>
     <td>${nodeHours(nodeSeconds(t))}</td><td>${esc(params(t))}</td>
@@ -261,7 +266,7 @@ function drawCost(st) {
     const xs = [], bs = [];
     for (const t of ended) {
       spent += (+t.node_seconds || 0) / 3600;
-      if (t.has_objective && !t.workflow_step) {
+      if (t.has_objective && !t.workflow_step && !t.probe) {
         best = best === null ? t.objective : max ? Math.max(best, t.objective) : Math.min(best, t.objective);
       }
       if (best !== null) { xs.push(spent); bs.push(best); }

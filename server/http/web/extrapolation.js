@@ -119,11 +119,12 @@ function drawExtrapolation(el, x, plan, hero) {
     ctx.fillStyle = s.at_edge ? '#fff' : '#1d2430'; ctx.fill(); ctx.strokeStyle = '#1d2430'; ctx.lineWidth = 1.5; ctx.stroke();
     drawn.swept.push({batch: s.batch, lr: s.lr, x: px(s.batch), y: py(v)});
   }
-  // The probes: their LRs as open squares at their batch, with what they settled.
+  // The probes: their LRs as open squares at their batch, the best LR measured there filled.
   for (const p of probes) {
     ctx.strokeStyle = '#b7791f'; ctx.lineWidth = 1.5;
     for (const v of (p.lrs || []).filter(ok)) ctx.strokeRect(px(p.batch) - 4, py(v) - 4, 8, 8);
-    drawn.probes.push({batch: p.batch, lrs: p.lrs, settled: p.settled, x: px(p.batch)});
+    if (ok(p.best_lr)) { ctx.fillStyle = '#b7791f'; ctx.fillRect(px(p.batch) - 4, py(p.best_lr) - 4, 8, 8); }
+    drawn.probes.push({batch: p.batch, lrs: p.lrs, best_lr: p.best_lr, x: px(p.batch)});
   }
   // The hero run: the LR it used (a ring, under the target's diamond), and the loss it reached against its band.
   if (hero && ok(hero.lr) && ok(tgt.batch)) {

@@ -1,8 +1,8 @@
 // ladder's web dashboard: a hero run's page (a search with a plan, made by `ladder promote`). It leads with the
 // plan — the peak LR and the predicted final loss with their intervals, what the run reached against them, the
-// rule and why, what the probes settled — then the live val_loss inside the predicted band at full width, then
-// the extrapolation the plan came from (extrapolation.js). The generic views of a search (optimization history,
-// parameters, slices) are left out: a hero run is one trial of one configuration.
+// rule and why, the probes run (the best LR each measured) — then the live val_loss inside the predicted band at
+// full width, then the extrapolation the plan came from (extrapolation.js). The generic views of a search
+// (optimization history, parameters, slices) are left out: a hero run is one trial of one configuration.
 'use strict';
 
 // The plan a hero search carries (PlanJson in cli/promote_plan.cc), or null for any other search.
@@ -109,8 +109,10 @@ function drawPlan(el, plan, reached) {
   const ramp = (plan.ramp || []).length > 1 ? ', batch ramp ' + plan.ramp.map(r => `${r[1]} from step ${r[0]}`).join(', ') : '';
   const rows = [
     ['rule', `<b>${esc(plan.lr_rule || '-')}</b>: ${esc(plan.lr_rule_why || '')}`],
-    ['probes', probes.length ? probes.map(p => `batch ${esc(p.batch)}, LRs ${(p.lrs || []).map(num).join(', ')}: ` +
-      esc(p.settled || 'not settled')).join('<br>') : 'no probes: the plan rests on the sweep alone'],
+    ['probes', probes.length ? probes.map(p => `batch ${esc(p.batch)} (${esc(p.micro_batches || 1)} micro-batches), ` +
+      `LRs ${(p.lrs || []).map(num).join(', ')} (trials ${(p.trials || []).map(esc).join(', ')}): ` +
+      (ok(p.best_lr) ? 'best LR ' + num(p.best_lr) : 'none converged')).join('<br>') :
+      'no probes: the plan rests on the sweep alone'],
     ['schedule', `${esc(plan.optimizer)}, warmup ${esc(plan.warmup_steps)} steps, ` +
       `${plan.decay === 'none' ? 'no' : esc(plan.decay)} decay, ` +
       `${esc(plan.steps)} steps${esc(ramp)}`],

@@ -7,7 +7,7 @@
 function paramValue(v) { return v === undefined ? undefined : v.float_value ?? (v.int_value !== undefined ? +v.int_value : v.string_value); }
 
 function paramTable(st) {
-  const done = [...st.trials.values()].filter(t => t.has_objective && !t.workflow_step);
+  const done = [...st.trials.values()].filter(t => t.has_objective && !t.workflow_step && !t.probe);
   const names = [...new Set([].concat(...done.map(t => Object.keys(t.params || {}))))].sort();
   const cols = names.map(name => {
     const raw = done.map(t => paramValue((t.params || {})[name]));
