@@ -272,7 +272,7 @@ void TrialManager::RunsLost(const std::string& node, const std::set<int64_t>& tr
       // already decided (a preemption or a stopping worker: requeued from the checkpoint with no attempt counted).
       continue;
     }
-    if (t.proto.state() == v1::TRIAL_RUNNING && loss == NodeLoss::kTokenEnded) {
+    if (t.proto.state() == v1::TRIAL_RUNNING && loss != NodeLoss::kFault) {
       WaitForAnotherNode(t, reason);  // stops the group's members on the other nodes
     } else if (t.proto.state() == v1::TRIAL_RUNNING) {
       RequeueOrFail(t, reason);  // stops the group's members on the other nodes

@@ -301,5 +301,77 @@ TEST_F(MultiNodeStops, AWorkersShutdownCountsNoAttemptWhenTheOtherNodesRankExits
   ShutDownRankOnesWorker("{LINGER: '0.5'}");
 }
 
+// The worker of the node that holds the second half of a running 2-node mpirun trial stops gracefully. Its worker
+// started nothing of the trial (mpirun on the first node starts every rank, here through the rsh agent), so the trial
+// stops through mpirun: both ranks leave through the checkpoint, and the trial resumes — no attempt counted — on the
+// node left and a new one.
+TEST_F(MultiNodeStops, AWorkersShutdownOnAnMpirunTrialsSecondNodeRequeuesItWithNoAttempt) {
+  StartNodes("nodea", "nodeb");
+  const int64_t id = CreateSearch(Spec("mpi-shutdown", "mpirun"));
+  ASSERT_TRUE(WaitForMetrics(id, std::chrono::seconds(60))) << TrialLogs();
+  const v1::Trial running = Trials(id).at(0);
+  ASSERT_EQ(running.placement_size(), 2);
+  const int zero = running.placement(0).first_rank() == 0 ? 0 : 1;
+  const std::string other = running.placement(1 - zero).node_id();  // rank 1's (mpirun runs on rank 0's)
+  workers_[other == "nodea" ? 0 : 1]->Stop();
+  AddNode("nodec", "nodec");
+  auto s = testing::WaitForSearchEnd(*stub_, id, std::chrono::seconds(90));
+  ASSERT_TRUE(s) << TrialLogs();
+  EXPECT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
+  const v1::Trial t = Trial(running.id());
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+  EXPECT_EQ(t.attempt(), 0) << "a worker's shutdown is not the trial's failure";
+  const auto runs = Runs(t);
+  ASSERT_EQ(runs.size(), 2u);
+  ExpectBothRanksStoppedThroughTheCheckpoint(t, runs.begin()->first);
+  EXPECT_EQ(runs.rbegin()->second.from, runs.begin()->second.steps.back());
+  ExpectEachStepOnce(t);
+  EXPECT_EQ(WaitForNoTrialProcess(std::chrono::seconds(20)), std::vector<std::string>{});
+}
+
+// The same shutdown with ladder-train over Gloo: the stopping worker SIGTERMs rank 1, the ranks agree on a step (an
+// allreduce), rank 0 saves its checkpoint there, both exit 143; the trial resumes on the node left and a new one from
+// that step, and trains to --max-steps with every step stored once.
+TEST_F(MultiNodeStops, ALadderTrainGlooTrialStopsThroughItsCheckpointWhenAWorkerShutsDownAndResumes) {
+  StartNodes("127.0.0.1", "127.0.0.1");
+  const int64_t id = CreateSearch(
+      "name: train-shutdown\nobjective: {metric: val_accuracy, mode: max}\nbudget: {max_trials: 1, max_retries: 0}\n"
+      "resources: {nodes: 2, ranks_per_node: 1}\n"
+      "command: [ladder-train, --comm, gloo, --epochs, '1000', --max-steps, '1500', --batch-size, '16',\n"
+      "          --width, '32', --log-every, '1', --prefetch, '0', --lr, '{lr}',\n"
+      "          --checkpoint, '{checkpoint_dir}/model.pt', --resume]\n"
+      "env: {OMP_NUM_THREADS: '1'}\nspace:\n  lr: {type: categorical, values: ['0.05']}\n");
+  ASSERT_TRUE(WaitForMetrics(id, std::chrono::seconds(60))) << TrialLogs();
+  const v1::Trial running = Trials(id).at(0);
+  ASSERT_EQ(running.placement_size(), 2);
+  const int one = running.placement(0).first_rank() == 1 ? 0 : 1;
+  const std::string rank1_node = running.placement(one).node_id();
+  workers_[rank1_node == "nodea" ? 0 : 1]->Stop();
+  AddNode("nodec", "127.0.0.1");
+  auto s = testing::WaitForSearchEnd(*stub_, id, std::chrono::seconds(180));
+  ASSERT_TRUE(s) << TrialLogs();
+  EXPECT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
+  const v1::Trial t = Trial(running.id());
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+  EXPECT_EQ(t.attempt(), 0) << t.error();
+  const auto db = dir_ / "ladder.db";
+  const auto outcomes = testing::Query(db, "SELECT outcome FROM allocations ORDER BY id");
+  ASSERT_EQ(outcomes.size(), 2u) << TrialLogs();
+  EXPECT_EQ(outcomes[0][0], "preempted");
+  EXPECT_EQ(outcomes[1][0], "exited");
+  // Training lines carry lr (evaluation lines do not): one per step, 1 to 1500.
+  const auto steps = testing::Query(db, "SELECT COUNT(*), COUNT(DISTINCT step), MIN(step), MAX(step) FROM metrics "
+                                        "WHERE name = 'lr'");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0][0], steps[0][1]) << "a step stored twice";
+  EXPECT_EQ(steps[0][2], "1");
+  EXPECT_EQ(steps[0][3], "1500");
+  EXPECT_EQ(steps[0][0], "1500") << "a step missing";
+  const std::string logs = TrialLogs();
+  EXPECT_NE(logs.find("stopped by signal"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("resumed from"), std::string::npos) << logs;
+  EXPECT_EQ(WaitForNoTrialProcess(std::chrono::seconds(20)), std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace ladder

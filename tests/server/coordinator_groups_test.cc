@@ -633,5 +633,37 @@ TEST_F(CoordinatorGroupTest, AStoppingWorkersMemberRequeuesTheTrialWithNoAttempt
   }
 }
 
+// The worker of the node that only holds slots of a running 2-node mpirun trial (mpirun on the other node starts every
+// rank) says it is stopping and closes its stream: no fault. The trial stops through mpirun and its checkpoint, and
+// waits for another node with no attempt counted; the node counts no failure.
+TEST_F(CoordinatorGroupTest, AnAnnouncedWorkerStopOnAnMpirunTrialsSlotNodeRequeuesItWithNoAttempt) {
+  Close();
+  options_.mpirun = {"mpirun", "--allow-run-as-root"};
+  Open();
+  auto a = Connect("a", 2);
+  auto b = Connect("b", 2);
+  std::string spec = kTwoNodeSpec;
+  spec.replace(spec.find("ranks_per_node: 2}"), 18, "ranks_per_node: 2, launcher: mpirun}");
+  CreateSearch(spec);
+  auto& launching = a->Starts().empty() ? b : a;
+  auto& holding = a->Starts().empty() ? a : b;
+  ASSERT_EQ(launching->Starts().size(), 1u);
+  const v1::StartTrial st = launching->Starts()[0];
+  v1::WorkerMessage stopping;
+  stopping.mutable_stopping()->set_reason("the worker is shutting down");
+  coord_->OnWorkerMessage(holding, stopping);
+  coord_->OnWorkerGone(holding, "stream closed");
+  Drain();
+  ASSERT_EQ(Cancels(*launching).size(), 1u) << "mpirun is told to stop";
+  EXPECT_EQ(GetTrial(st.trial_id()).state(), v1::TRIAL_RUNNING) << "until mpirun has exited";
+  Exit(launching, st, 143, /*cancelled=*/true);
+  auto t = GetTrial(st.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_PENDING) << t.error();
+  EXPECT_EQ(t.attempt(), 0) << t.error();
+  EXPECT_EQ(t.preemptions(), 1);
+  auto c = Connect("c", 2);
+  EXPECT_EQ(launching->Starts().size() + c->Starts().size(), 2u) << "it resumes on the node left and the new one";
+}
+
 }  // namespace
 }  // namespace ladder::server
