@@ -1,5 +1,6 @@
 // Every way ladder stops a 2-node trial, on two (or four) in-process workers acting as nodes: a hero search's
-// preemption, a PBT exploit, a user's cancel, a worker's graceful shutdown (what ladder-worker does on SIGTERM).
+// preemption, a PBT exploit, an ASHA early stop, a user's cancel, a worker's graceful shutdown (what ladder-worker does
+// on SIGTERM).
 // The ranks are a shell script that behaves as ladder-train does on a stop (trainer/stop_request.h): a rank that
 // gets SIGTERM or SIGUSR1 asks the group to stop, the ranks agree (here through a file in the shared checkpoint
 // directory, as ladder-train's allreduce), rank 0 saves the step it reached, no rank exits before the save is on
@@ -370,6 +371,41 @@ TEST_F(MultiNodeStops, ALadderTrainGlooTrialStopsThroughItsCheckpointWhenAWorker
   const std::string logs = TrialLogs();
   EXPECT_NE(logs.find("stopped by signal"), std::string::npos) << logs;
   EXPECT_NE(logs.find("resumed from"), std::string::npos) << logs;
+  EXPECT_EQ(WaitForNoTrialProcess(std::chrono::seconds(20)), std::vector<std::string>{});
+}
+
+// ASHA stops the worse of two 2-node trials (run one after the other) at its first rung: both ranks leave through the
+// checkpoint, and the trial COMPLETES with the value it reached (run `stopped early`, no attempt), every step once.
+TEST_F(MultiNodeStops, AnEarlyStopEndsBothRanksOfATwoNodeTrialWhichCompletesWithItsValue) {
+  StartNodes("127.0.0.1", "127.0.0.1");
+  const int64_t id = CreateSearch(
+      "name: asha\nobjective: {metric: score, mode: max}\nbudget: {max_trials: 2, parallelism: 1, max_retries: 0}\n"
+      "sampler: grid\nresources: {nodes: 2, ranks_per_node: 1}\n"
+      "scheduler: {type: asha, resource: epoch, min_resource: 4, max_resource: 12, reduction_factor: 3}\n"
+      "command: [/bin/sh, " + script_ + ", '{x}']\nenv: {FIRST_STEPS: '12'}\n"
+      "space:\n  x: {type: categorical, values: ['1', '0.2']}\n");
+  auto s = testing::WaitForSearchEnd(*stub_, id, std::chrono::seconds(90));
+  ASSERT_TRUE(s) << TrialLogs();
+  EXPECT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
+  const auto trials = Trials(id);
+  ASSERT_EQ(trials.size(), 2u);
+  int stopped = 0;
+  for (const auto& t : trials) {
+    EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+    EXPECT_EQ(t.attempt(), 0);
+    ExpectEachStepOnce(t);
+    const auto outcome = testing::Query(dir_ / "ladder.db", "SELECT outcome FROM allocations WHERE trial_id = " +
+                                                                std::to_string(t.id()));
+    ASSERT_EQ(outcome.size(), 1u);
+    // The better trial ran its 12 steps (ASHA marks it stopped at max_resource as well); the worse one is stopped.
+    EXPECT_EQ(outcome[0][0], "stopped early");
+    if (t.error().find("is not in the top") == std::string::npos) continue;
+    ++stopped;
+    EXPECT_EQ(t.error().rfind("stopped early: asha: rung 0", 0), 0u) << t.error();
+    ExpectBothRanksStoppedThroughTheCheckpoint(t, Runs(t).begin()->first);
+    EXPECT_LT(Runs(t).begin()->second.steps.size(), 12u);
+  }
+  EXPECT_EQ(stopped, 1) << TrialLogs();
   EXPECT_EQ(WaitForNoTrialProcess(std::chrono::seconds(20)), std::vector<std::string>{});
 }
 
