@@ -30,6 +30,10 @@ void Coordinator::OnWorkerMessage(const std::shared_ptr<WorkerLink>& link, const
       case v1::WorkerMessage::kStarted: trials_.OnStarted(*node, msg.started()); break;
       case v1::WorkerMessage::kMetrics: trials_.OnMetrics(*node, link, msg.metrics()); break;
       case v1::WorkerMessage::kExited: trials_.OnExited(*node, link, msg.exited()); break;
+      case v1::WorkerMessage::kStopping:
+        LogInfo(kLog, "worker " + *node + " is stopping: " + msg.stopping().reason());
+        nodes_.Stopping(*node, "its worker is stopping");
+        break;
       default: break;
     }
   } catch (const store::SqliteError& e) {

@@ -133,6 +133,7 @@ std::optional<std::set<int64_t>> NodeManager::Connect(const std::shared_ptr<Work
   std::set<int64_t> previous = std::move(n.trials);
   n.trials.clear();
   n.link = link;
+  n.stopping = false;
   link_nodes_[link.get()] = node;
   n.info.set_node_id(node);
   if (n.info.state() != v1::WORKER_QUARANTINED) {
@@ -227,7 +228,8 @@ void NodeManager::Disconnected(const std::shared_ptr<WorkerLink>& link, const st
   // Only a loss that affects trials is worth a warning.
   Log(nit->second.trials.empty() ? LogLevel::kInfo : LogLevel::kWarning, kLog,
       "worker " + node + " disconnected: " + reason);
-  MarkDown(nit->second, "worker " + node + " disconnected: " + reason);
+  MarkDown(nit->second, "worker " + node + (nit->second.stopping ? " stopped: " : " disconnected: ") + reason,
+           nit->second.stopping ? NodeLoss::kWorkerStopped : NodeLoss::kFault);
 }
 
 void NodeManager::TokenEnded(const std::shared_ptr<WorkerLink>& link, const grpc::Status& status) {
@@ -279,6 +281,13 @@ void NodeManager::Drain(const std::string& node, const std::string& reason) {
   SyncNode(n);
   store_.UpsertNode(n.info);
   hub_.Worker(n.info);
+}
+
+void NodeManager::Stopping(const std::string& node, const std::string& reason) {
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return;
+  it->second.stopping = true;
+  Drain(node, reason);
 }
 
 grpc::Status NodeManager::Release(const std::string& node, v1::WorkerInfo* out) {

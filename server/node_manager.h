@@ -40,7 +40,9 @@ namespace ladder::server {
 // How a node's runs were lost: by a fault (its stream or lease ended, its worker came back without them: a failure
 // of the node, and each trial uses up an attempt), or because its worker's token ended (revoked, expired: neither
 // the node's fault nor the trials'; they wait for another node with their attempt, as after a preemption).
-enum class NodeLoss { kFault, kTokenEnded };
+// Why a node's stream ended: a fault (a failure is counted, its runs are lost), its token's end, or its worker's
+// announced shutdown (neither counts a failure; the trials in its group wait for another node, attempt unchanged).
+enum class NodeLoss { kFault, kTokenEnded, kWorkerStopped };
 
 class NodeManager {
  public:
@@ -98,6 +100,9 @@ class NodeManager {
   bool LoopWasLate(Clock::time_point now, Clock::duration late);
   // The node's worker is shutting down: it drains (no new trials) until its stream ends.
   void Drain(const std::string& node, const std::string& reason);
+  // The node's worker said it is shutting down (WorkerStopping): it drains, and its stream's end is
+  // NodeLoss::kWorkerStopped, until it registers again.
+  void Stopping(const std::string& node, const std::string& reason);
   // ladder nodes release: lifts a quarantine.
   grpc::Status Release(const std::string& node, v1::WorkerInfo* out);
 
@@ -129,6 +134,7 @@ class NodeManager {
     Clock::time_point lease_deadline;
     std::set<int64_t> trials;                 // trials with a live run on this node
     std::vector<Clock::time_point> failures;  // inside the quarantine window
+    bool stopping = false;                    // its worker announced its shutdown (WorkerStopping)
   };
   // Registration's first half: the node takes this stream; returns the trials it had runs of before.
   std::optional<std::set<int64_t>> Connect(const std::shared_ptr<WorkerLink>& link, const v1::RegisterWorker& reg,

@@ -224,6 +224,7 @@ void TrialManager::RequeueOrFail(TrialRecord& t, const std::string& reason) {
     t.last_objective.reset();
     t.best_objective.reset();
     t.watchdog_error.clear();
+    t.outside_stop.clear();
     SetState(t, v1::TRIAL_PENDING);
     Save(t);
     hub_.Record("trial_requeued", sid, t.proto.id(), reason);
@@ -315,6 +316,7 @@ void TrialManager::BackToQueue(TrialRecord& t, const std::string& outcome) {
   t.last_objective.reset();
   t.best_objective.reset();
   t.watchdog_error.clear();
+  t.outside_stop.clear();
   SetState(t, v1::TRIAL_PENDING);
   Save(t);
   hub_.Trial(t.proto);

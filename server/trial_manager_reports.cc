@@ -140,12 +140,25 @@ void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::Tri
     // checkpoint, as after a preemption; no attempt is used up).
     nodes_.Drain(node, "its worker is stopping");
     WaitForAnotherNode(t, "node " + node + "'s worker stopped");
+  } else if (!t.outside_stop.empty()) {
+    // The rest of a group one member of which was stopped from outside ladder (below): requeued once all stopped.
+    if (!any_live) RequeueOrFail(t, t.outside_stop);
   } else if (m.step_cancelled()) {
     // Stopped from outside ladder: Slurm cancelled the run's step (scancel, a node failure), or a SIGTERM its worker
     // did not send ended it (scancel or preemption of its job, an administrator): as a lost node, not a failure.
-    RequeueOrFail(t, where + (m.exit_code() == 128 + SIGTERM && m.log_tail().find("srun: Job step aborted") == std::string::npos
-                                  ? "ended by a SIGTERM from outside ladder (scancel, a preempted job, an administrator)"
-                                  : "its Slurm step was cancelled (scancel or a node failure)"));
+    const std::string why =
+        where + (m.exit_code() == 128 + SIGTERM && m.log_tail().find("srun: Job step aborted") == std::string::npos
+                     ? "ended by a SIGTERM from outside ladder (scancel, a preempted job, an administrator)"
+                     : "its Slurm step was cancelled (scancel or a node failure)");
+    if (any_live) {
+      // The group's ranks stop together: a rank that stopped because another asked exits 143 too (ladder-train), with
+      // no signal of its own. The other members' exits say why (a stopping worker: no attempt counted); they are
+      // told to stop meanwhile.
+      t.outside_stop = why;
+      StopMembers(t, why + "; the group's other ranks stop");
+    } else {
+      RequeueOrFail(t, why);
+    }
   } else if (m.cancelled()) {
     // Stopped without a request of this coordinator (a preemption decided before a restart is remembered: see
     // Load). Not what anyone cancelled: it runs again.
@@ -243,10 +256,23 @@ void TrialManager::RunsLost(const std::string& node, const std::set<int64_t>& tr
     auto it = trials_.find(id);
     if (it == trials_.end()) continue;
     TrialRecord& t = it->second;
+    bool ran_here = false, lost_here = false;  // a process of the current run was started there; one still ran
+    const bool one_launch = owner_->Spec(t.proto.search_id()).group.launcher != search::Launcher::kPerNode;
     for (auto& m : t.members) {
-      if (m.node_id == node && m.live) MemberGone(t, m);
+      if (m.node_id != node || m.epoch != t.epoch) continue;
+      ran_here |= !one_launch || m.first_rank == 0;  // mpirun/srun: the other members only hold slots
+      if (m.live) {
+        lost_here = true;
+        MemberGone(t, m);
+      }
     }
-    if (t.proto.state() == v1::TRIAL_RUNNING && loss == NodeLoss::kTokenEnded) {
+    if (t.proto.state() == v1::TRIAL_RUNNING && ran_here && !lost_here && t.AnyLive()) {
+      // The run's part on that node had ended and been reported (a stopping worker reports its ranks' exits, then
+      // closes its stream) while the group's other members stop: nothing was lost there. Their exits end the run as
+      // already decided (a preemption or a stopping worker: requeued from the checkpoint with no attempt counted).
+      continue;
+    }
+    if (t.proto.state() == v1::TRIAL_RUNNING && loss != NodeLoss::kFault) {
       WaitForAnotherNode(t, reason);  // stops the group's members on the other nodes
     } else if (t.proto.state() == v1::TRIAL_RUNNING) {
       RequeueOrFail(t, reason);  // stops the group's members on the other nodes

@@ -117,6 +117,11 @@ void Worker::Stop() {
   std::promise<void> all_exited;
   auto fut = all_exited.get_future();
   boost::asio::post(loop_, [this, p = &all_exited]() mutable {
+    // First the coordinator hears why the stream will end: a graceful stop, not a lost node (a trial whose group
+    // holds this node without a process of this worker's, mpirun's or srun's, then keeps its attempt).
+    v1::WorkerMessage stopping;
+    stopping.mutable_stopping()->set_reason("the worker is shutting down");
+    Send(stopping);
     for (auto& [id, r] : trials_) {
       r.cancelled = true;
       r.worker_stopping = true;  // the coordinator puts the trial back in the queue, and this node out of it

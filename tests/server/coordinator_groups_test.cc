@@ -575,6 +575,96 @@ space:
   EXPECT_EQ(seen.back().busy_slots(), 0);
 }
 
+
+// One member's exit as a worker reports it: `how` "stopping" (its worker is shutting down: it stopped the ranks),
+// "outside" (exit 143 the worker did not ask for: ladder-train's rank that stopped because a peer asked).
+void MemberExit(Coordinator& coord, const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s,
+                const std::string& how) {
+  v1::WorkerMessage e;
+  e.mutable_exited()->set_trial_id(s.trial_id());
+  e.mutable_exited()->set_assignment_epoch(s.assignment_epoch());
+  e.mutable_exited()->set_exit_code(143);
+  e.mutable_exited()->set_error("exited with code 143");
+  e.mutable_exited()->set_cancelled(how == "stopping");
+  e.mutable_exited()->set_worker_stopping(how == "stopping");
+  e.mutable_exited()->set_step_cancelled(how == "outside");
+  coord.OnWorkerMessage(link, e);
+}
+
+// The worker of one node of a running 2-node trial shuts down: its rank asks the group to stop, and the ranks leave
+// through their checkpoint. Whichever way the two exits and the worker's closed stream reach the coordinator, the
+// trial goes back to the queue as a preemption (no attempt) and resumes on the nodes left and a new one.
+TEST_F(CoordinatorGroupTest, AStoppingWorkersMemberRequeuesTheTrialWithNoAttemptWhateverOrderTheExitsCome) {
+  for (const bool stopping_first : {true, false}) {
+    SCOPED_TRACE(stopping_first ? "the stopping worker's exit first" : "the other node's exit first");
+    Close();  // a fresh coordinator and database each round
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    Open();
+    auto a = Connect("a", 2);
+    auto b = Connect("b", 2);
+    CreateSearch(kTwoNodeSpec);
+    ASSERT_EQ(a->Starts().size(), 1u);
+    ASSERT_EQ(b->Starts().size(), 1u);
+    const v1::StartTrial on_a = a->Starts()[0], on_b = b->Starts()[0];
+    if (stopping_first) {
+      MemberExit(*coord_, b, on_b, "stopping");
+      Drain();
+      ASSERT_EQ(Cancels(*a).size(), 1u) << "the other node's rank is told to stop";
+      coord_->OnWorkerGone(b, "stream closed");  // the worker is gone before the other rank's exit arrives
+      Drain();
+      MemberExit(*coord_, a, on_a, "outside");
+    } else {
+      MemberExit(*coord_, a, on_a, "outside");  // rank 0 stopped with rank 1 before b's worker reported
+      Drain();
+      MemberExit(*coord_, b, on_b, "stopping");
+      Drain();
+      coord_->OnWorkerGone(b, "stream closed");
+    }
+    Drain();
+    auto t = GetTrial(on_a.trial_id());
+    EXPECT_EQ(t.state(), v1::TRIAL_PENDING) << t.error();
+    EXPECT_EQ(t.attempt(), 0) << "a worker's shutdown is not the trial's failure: " << t.error();
+    EXPECT_EQ(t.preemptions(), 1);
+    auto c = Connect("c", 2);
+    ASSERT_EQ(c->Starts().size(), 1u) << "it resumes on the node left and the new one";
+    ASSERT_EQ(a->Starts().size(), 2u);
+    EXPECT_EQ(a->Starts()[1].trial_id(), on_a.trial_id());
+  }
+}
+
+// The worker of the node that only holds slots of a running 2-node mpirun trial (mpirun on the other node starts every
+// rank) says it is stopping and closes its stream: no fault. The trial stops through mpirun and its checkpoint, and
+// waits for another node with no attempt counted; the node counts no failure.
+TEST_F(CoordinatorGroupTest, AnAnnouncedWorkerStopOnAnMpirunTrialsSlotNodeRequeuesItWithNoAttempt) {
+  Close();
+  options_.mpirun = {"mpirun", "--allow-run-as-root"};
+  Open();
+  auto a = Connect("a", 2);
+  auto b = Connect("b", 2);
+  std::string spec = kTwoNodeSpec;
+  spec.replace(spec.find("ranks_per_node: 2}"), 18, "ranks_per_node: 2, launcher: mpirun}");
+  CreateSearch(spec);
+  auto& launching = a->Starts().empty() ? b : a;
+  auto& holding = a->Starts().empty() ? a : b;
+  ASSERT_EQ(launching->Starts().size(), 1u);
+  const v1::StartTrial st = launching->Starts()[0];
+  v1::WorkerMessage stopping;
+  stopping.mutable_stopping()->set_reason("the worker is shutting down");
+  coord_->OnWorkerMessage(holding, stopping);
+  coord_->OnWorkerGone(holding, "stream closed");
+  Drain();
+  ASSERT_EQ(Cancels(*launching).size(), 1u) << "mpirun is told to stop";
+  EXPECT_EQ(GetTrial(st.trial_id()).state(), v1::TRIAL_RUNNING) << "until mpirun has exited";
+  Exit(launching, st, 143, /*cancelled=*/true);
+  auto t = GetTrial(st.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_PENDING) << t.error();
+  EXPECT_EQ(t.attempt(), 0) << t.error();
+  EXPECT_EQ(t.preemptions(), 1);
+  auto c = Connect("c", 2);
+  EXPECT_EQ(launching->Starts().size() + c->Starts().size(), 2u) << "it resumes on the node left and the new one";
+}
+
 }  // namespace
 }  // namespace ladder::server
 
