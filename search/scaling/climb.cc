@@ -149,6 +149,7 @@ Fitted<ClimbResult> NextProbe(const std::vector<ScaleTrial>& sweep, const std::v
   if (o.probe.sweep_largest_batch <= 0) {
     for (const ScaleTrial& t : sweep) o.probe.sweep_largest_batch = std::max(o.probe.sweep_largest_batch, t.global_batch);
   }
+  if (o.laws.anchor_above <= 0) o.laws.anchor_above = o.probe.sweep_largest_batch;  // as Climb
   ClimbResult out;
   out.sweep_node_hours = SweepNodeHours(sweep, o.probe.node_hours_per_run);
   out.budget_node_hours = o.probe_budget * out.sweep_node_hours;
@@ -171,7 +172,9 @@ Fitted<ClimbResult> NextProbe(const std::vector<ScaleTrial>& sweep, const std::v
   if (last_probe) {
     size_t at_batch = 0;
     for (const ScaleTrial& t : probe_trials) at_batch += t.global_batch == last_probe->global_batch;
-    if (at_batch < last_probe->lrs.size() + 3) out.next_probe = ExtendProbe(trials, *last_probe, o.probe);
+    if (at_batch < last_probe->lrs.size() + 3) {
+      out.next_probe = ExtendProbe(trials, *last_probe, o.probe, round.value->set.cap_log2);
+    }
   }
   Finish(out, *round.value, trials, o);
   return Fitted<ClimbResult>{std::move(out), {}};
