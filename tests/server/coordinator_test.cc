@@ -386,15 +386,24 @@ TEST_F(CoordinatorTest, ADatabaseFailureStopsTheCoordinatorWithoutAcknowledgingW
 TEST_F(CoordinatorTest, StoresEachPointOnceAndAcknowledgesOnlyAfterCommit) {
   Close();
   options_.ack_delay = std::chrono::milliseconds(0);  // every commit sends what it acknowledges (the delay: below)
+  // A commit a second: no commit falls between sending points and looking, however slowly a loaded machine runs.
+  options_.flush_interval = std::chrono::seconds(1);
+  lease_ = std::chrono::hours(1);  // the fake worker does not beat while the test waits for a commit
   Open();
   auto a = Connect("a", 1);
   CreateSearch();
   auto s = a->Starts().at(0);
+  auto run_until_acks = [&](size_t n) {  // the next commit, however late
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (Acks(*a).size() < n && std::chrono::steady_clock::now() < give_up) {
+      loop_.restart();
+      loop_.run_for(std::chrono::milliseconds(50));
+    }
+  };
   coord_->OnWorkerMessage(a, Points(s, 0, 3, 0.1));
   Drain();
   EXPECT_TRUE(Acks(*a).empty()) << "nothing is acknowledged before the batch is committed";
-  loop_.restart();
-  loop_.run_for(std::chrono::milliseconds(120));  // past the 50 ms flush interval
+  run_until_acks(1);
   auto acks = Acks(*a);
   ASSERT_EQ(acks.size(), 1u);
   EXPECT_EQ(acks[0].trial_id(), s.trial_id());
@@ -409,8 +418,7 @@ TEST_F(CoordinatorTest, StoresEachPointOnceAndAcknowledgesOnlyAfterCommit) {
   e.mutable_exited()->set_trial_id(s.trial_id());
   e.mutable_exited()->set_assignment_epoch(s.assignment_epoch());
   coord_->OnWorkerMessage(a, e);
-  loop_.restart();
-  loop_.run_for(std::chrono::milliseconds(120));
+  run_until_acks(2);
   acks = Acks(*a);
   ASSERT_EQ(acks.size(), 2u);
   EXPECT_EQ(acks[1].durable_seq(), 5);
