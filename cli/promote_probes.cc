@@ -11,16 +11,6 @@
 
 namespace ladder::cli {
 
-namespace {
-
-std::string Sig(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
-}  // namespace
-
 ProbeTrials SplitProbes(const std::vector<v1::Trial>& trials, const std::vector<search::ScaleTrial>& scale) {
   ProbeTrials out;
   std::map<std::string, const v1::Trial*> by_id;  // "trial N", as ScaleTrialsFrom names them
@@ -99,7 +89,7 @@ bool RunProbe(Client& client, int64_t search_id, const search::Probe& probe, boo
   if (!client.Call(&v1::Ladder::Stub::AddProbe, req, &resp, "promote: probe", exit_code)) return false;
   if (!quiet) {
     std::string lrs, numbers;
-    for (double lr : probe.lrs) lrs += (lrs.empty() ? "" : ", ") + Sig(lr);
+    for (double lr : probe.lrs) lrs += (lrs.empty() ? "" : ", ") + FormatNumber(lr, 3);
     for (const auto& t : resp.trials()) numbers += (numbers.empty() ? "" : ", ") + std::to_string(t.number());
     std::cout << (probe.extension ? "probe extended" : "probe") << " at batch " << probe.global_batch << " ("
               << probe.micro_batches << " micro-batches on " << probe.nodes << " node(s)), learning rates {" << lrs

@@ -82,6 +82,27 @@ void ExtendUntilBracketed(ClimbResult& out, std::vector<ScaleTrial>& trials, con
   }
 }
 
+// What both entry points start with: the options completed from the sweep (its largest batch; the laws anchored
+// past it), the budget, and the sweep's own fit with every target's check as "before".
+Fitted<Round> Begin(const std::vector<ScaleTrial>& sweep, const std::vector<int64_t>& targets, ClimbOptions& o,
+                    ClimbResult& out) {
+  if (o.probe.sweep_largest_batch <= 0) {
+    for (const ScaleTrial& t : sweep) o.probe.sweep_largest_batch = std::max(o.probe.sweep_largest_batch, t.global_batch);
+  }
+  if (o.laws.anchor_above <= 0) o.laws.anchor_above = o.probe.sweep_largest_batch;
+  out.sweep_node_hours = SweepNodeHours(sweep, o.probe.node_hours_per_run);
+  out.budget_node_hours = o.probe_budget * out.sweep_node_hours;
+  auto round = FitRound(sweep, targets, o);
+  if (!round.ok()) return round;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    TargetOutcome t;
+    t.global_batch = targets[i], t.before = round.value->checks[i].posterior;
+    t.flagged = round.value->checks[i].needs_probe, t.flag_why = round.value->checks[i].why;
+    out.targets.push_back(std::move(t));
+  }
+  return round;
+}
+
 }  // namespace
 
 std::string UndecidedText(const TargetCheck& check, const std::optional<Probe>& probe, double max_disagreement) {
@@ -105,22 +126,10 @@ std::string UndecidedText(const TargetCheck& check, const std::optional<Probe>& 
 Fitted<ClimbResult> Climb(const std::vector<ScaleTrial>& sweep, const std::vector<int64_t>& targets,
                           const ProbeRunner& run, const ClimbOptions& options) {
   ClimbOptions o = options;
-  if (o.probe.sweep_largest_batch <= 0) {
-    for (const ScaleTrial& t : sweep) o.probe.sweep_largest_batch = std::max(o.probe.sweep_largest_batch, t.global_batch);
-  }
-  if (o.laws.anchor_above <= 0) o.laws.anchor_above = o.probe.sweep_largest_batch;
   ClimbResult out;
-  out.sweep_node_hours = SweepNodeHours(sweep, o.probe.node_hours_per_run);
-  out.budget_node_hours = o.probe_budget * out.sweep_node_hours;
-  std::vector<ScaleTrial> trials = sweep;
-  auto round = FitRound(trials, targets, o);
+  auto round = Begin(sweep, targets, o, out);
   if (!round.ok()) return Fitted<ClimbResult>::Fail(round.error);
-  for (size_t i = 0; i < targets.size(); ++i) {
-    TargetOutcome t;
-    t.global_batch = targets[i], t.before = round.value->checks[i].posterior;
-    t.flagged = round.value->checks[i].needs_probe, t.flag_why = round.value->checks[i].why;
-    out.targets.push_back(std::move(t));
-  }
+  std::vector<ScaleTrial> trials = sweep;
   for (int r = 0; r < o.max_rounds; ++r) {
     const int w = WorstTarget(round.value->checks);
     if (w < 0) break;
@@ -146,23 +155,11 @@ Fitted<ClimbResult> NextProbe(const std::vector<ScaleTrial>& sweep, const std::v
                               const std::optional<Probe>& last_probe, const std::vector<int64_t>& targets,
                               const ClimbOptions& options) {
   ClimbOptions o = options;
-  if (o.probe.sweep_largest_batch <= 0) {
-    for (const ScaleTrial& t : sweep) o.probe.sweep_largest_batch = std::max(o.probe.sweep_largest_batch, t.global_batch);
-  }
-  if (o.laws.anchor_above <= 0) o.laws.anchor_above = o.probe.sweep_largest_batch;  // as Climb
   ClimbResult out;
-  out.sweep_node_hours = SweepNodeHours(sweep, o.probe.node_hours_per_run);
-  out.budget_node_hours = o.probe_budget * out.sweep_node_hours;
+  auto round = Begin(sweep, targets, o, out);
+  if (!round.ok()) return Fitted<ClimbResult>::Fail(round.error);
   out.probe_node_hours = static_cast<double>(probe_trials.size()) * o.probe.node_hours_per_run;
   out.probe_trials = probe_trials;
-  auto round = FitRound(sweep, targets, o);
-  if (!round.ok()) return Fitted<ClimbResult>::Fail(round.error);
-  for (size_t i = 0; i < targets.size(); ++i) {
-    TargetOutcome t;
-    t.global_batch = targets[i], t.before = round.value->checks[i].posterior;
-    t.flagged = round.value->checks[i].needs_probe, t.flag_why = round.value->checks[i].why;
-    out.targets.push_back(std::move(t));
-  }
   std::vector<ScaleTrial> trials = sweep;
   trials.insert(trials.end(), probe_trials.begin(), probe_trials.end());
   if (!probe_trials.empty()) {
