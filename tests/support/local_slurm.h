@@ -11,9 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -54,6 +56,7 @@ class LocalSlurm {
   std::string Start(const std::filesystem::path& dir, int nodes, int cpus, bool topology = true,
                     std::optional<Preemption> preemption = std::nullopt) {
     base_ = dir / "slurm";
+    ReapOrphans();
     // Sockets live in the spool and tmp directories: a UNIX socket's path has at most 107 bytes, so those two
     // get a short directory of their own (removed by Stop).
     static int started = 0;
@@ -63,6 +66,7 @@ class LocalSlurm {
     nodes_ = nodes;
     for (const char* sub : {"etc", "state", "log", "pid"}) std::filesystem::create_directories(base_ / sub);
     conf_ = (base_ / "etc" / "slurm.conf").string();
+    std::ofstream(base_ / "owner.pid") << ::getpid() << "\n";
     WriteConfig(cpus, topology, preemption);
     ctld_ = Spawn({"/usr/sbin/slurmctld", "-D"}, base_ / "log" / "slurmctld.out");
     std::filesystem::create_directories(NodeLocalDir());
@@ -208,6 +212,32 @@ class LocalSlurm {
 
   // Any process left of this cluster (a slurmstepd whose slurmd died, a job's task): they all carry this
   // cluster's SLURM_CONF in their environment.
+  // The daemons and tasks of a cluster whose test is gone (killed at ctest's timeout: no destructor ran) would go on
+  // taking CPU from every later test: each process whose SLURM_CONF names a cluster whose owner.pid is not alive is
+  // killed. A cluster another test still runs (its owner alive) is left alone.
+  static void ReapOrphans() {
+    std::map<std::string, bool> orphaned;  // conf path -> its owner is gone
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream env(e.path() / "environ", std::ios::binary);
+      std::string var;
+      while (std::getline(env, var, '\0')) {
+        if (var.rfind("SLURM_CONF=", 0) != 0) continue;
+        const std::filesystem::path conf = var.substr(11);
+        auto it = orphaned.find(conf.string());
+        if (it == orphaned.end()) {
+          std::ifstream owner(conf.parent_path().parent_path() / "owner.pid");
+          pid_t pid = 0;
+          const bool gone = (owner >> pid) && pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+          it = orphaned.emplace(conf.string(), gone).first;
+        }
+        if (it->second) ::kill(static_cast<pid_t>(std::stol(name)), SIGKILL);
+        break;
+      }
+    }
+  }
+
   void KillStragglers() const {
     const std::string mark = "SLURM_CONF=" + conf_;
     for (const auto& e : std::filesystem::directory_iterator("/proc")) {
