@@ -108,6 +108,14 @@ void SearchManager::Recover() {
       if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective() && t.Sampled()) ConsiderBest(s, t);
     }
     if (s.stopping_rule) ReplayStoppingRule(s);
+    // Running although over its failure budget: only a probe reopens such a search (reaching the budget ends it at
+    // once), and which state it had is not stored: it samples nothing and fails again once its probes have ended.
+    const int failed = BudgetFailures(s);
+    if (s.proto.state() == v1::SEARCH_RUNNING && !s.probe_numbers.empty() && failed >= s.spec.max_failed_trials) {
+      s.reopened = SearchRecord::Ended{v1::SEARCH_FAILED, std::to_string(failed) +
+                                                              " trials failed (budget.max_failed_trials is " +
+                                                              std::to_string(s.spec.max_failed_trials) + ")"};
+    }
   }
 }
 

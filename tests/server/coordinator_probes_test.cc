@@ -128,6 +128,33 @@ TEST_F(CoordinatorProbesTest, ProbeTrialsKeepTheirMarkAcrossARestartAndStillRun)
   EXPECT_EQ(GetSearch(id).state(), v1::SEARCH_COMPLETED);
 }
 
+// A search that failed on its failure budget with grid points never started, reopened by a probe, the coordinator
+// restarted meanwhile: it samples nothing, and it fails again once its probe has ended.
+TEST_F(CoordinatorProbesTest, ASearchAProbeReopenedAfterItFailedFailsAgainAfterARestartWithoutSampling) {
+  std::string spec = kScalesSpec;
+  spec.replace(spec.find("parallelism: 8"), 14, "parallelism: 1");
+  auto a = Connect("a", 8);
+  const int64_t id = CreateSearch(spec);
+  ASSERT_EQ(a->Starts().size(), 1u);
+  Exit(a, a->Starts()[0], 1);
+  ASSERT_EQ(GetSearch(id).state(), v1::SEARCH_FAILED) << "one failure is the budget: 3 grid points never ran";
+  a.reset();
+  Close();
+  Open();  // no worker: the probe waits in the queue across the next restart
+  v1::AddProbeResponse resp;
+  ASSERT_TRUE(AddProbe(id, {0.1}, &resp).ok());
+  Close();
+  Open();
+  auto b = Connect("b", 8);
+  ASSERT_EQ(b->Starts().size(), 1u);
+  EXPECT_TRUE(GetTrial(b->Starts()[0].trial_id()).probe());
+  Report(b, b->Starts()[0], 0.5);
+  EXPECT_EQ(b->Starts().size(), 1u) << "no grid point starts after the probe";
+  const v1::Search done = GetSearch(id);
+  EXPECT_EQ(done.state(), v1::SEARCH_FAILED);
+  EXPECT_NE(done.error().find("budget.max_failed_trials"), std::string::npos) << done.error();
+}
+
 TEST_F(CoordinatorProbesTest, AProbeInARunningSearchLeavesItsSampledTrialsAsTheyWere) {
   auto a = Connect("a", 8);
   const int64_t id = CreateSearch(R"(
