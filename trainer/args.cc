@@ -112,6 +112,9 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
                        costs 12 double-backward passes over those rows (about 0.6 s for 1,024 rows of the
                        default MLP on one core)
   --micro-batches M    gradient accumulation: split each rank's batch into M equal micro-batches
+  --accumulate K       K times as many micro-batches again (M x K in all; default 1): what a scale sweep's
+                       command writes as --accumulate {micro_batches}, so that a probe at K times the swept
+                       batch runs micro-batches the size of the sweep's on the sweep's nodes
   --batch-ramp S:K,..  batch-size ramp: from step S on, the global batch is K x the base (the sample order
                        stays exact: every step takes the next samples of the same stream)
   --comm NAME          collectives: auto | none | gloo | shm | mpi | nccl (default auto: nccl on GPUs, mpi
@@ -304,6 +307,7 @@ std::map<std::string, Setter> ValueOptions(TrainArgs& a) {
       {"--threads", Integer(&a.threads, 1, 1024)},
       {"--log-every", Integer(&a.log_every, 1, 1 << 30)},
       {"--micro-batches", Integer(&a.micro_batches, 1, 1 << 20)},
+      {"--accumulate", Integer(&a.accumulate, 1, 1 << 20)},
       {"--noise-scale-every", Integer(&a.noise_scale_every, 0, 1 << 30)},
       {"--curvature-every", Integer(&a.curvature_every, 0, 1 << 30)},
       {"--curvature-rows", Integer(&a.curvature_rows, 1, big)},
@@ -328,8 +332,12 @@ std::map<std::string, bool*> SwitchOptions(TrainArgs& a) {
 std::string CheckCombinations(const TrainArgs& a) {
   std::string error;
   if (a.batch_size % a.micro_batches != 0) {
-    error = "option --micro-batches: " + std::to_string(a.micro_batches) + " does not divide --batch-size " +
-            std::to_string(a.batch_size);
+    error = a.accumulate > 1 ? "options --micro-batches " + std::to_string(a.micro_batches / a.accumulate) +
+                                   " x --accumulate " + std::to_string(a.accumulate) + ": " +
+                                   std::to_string(a.micro_batches) + " micro-batches do not divide --batch-size " +
+                                   std::to_string(a.batch_size)
+                             : "option --micro-batches: " + std::to_string(a.micro_batches) +
+                                   " does not divide --batch-size " + std::to_string(a.batch_size);
   }
   if (a.resume && a.checkpoint.empty()) error = "option --resume needs --checkpoint PATH";
   if (a.lr_scaling != "none" && a.reference_batch == 0) error = "option --lr-scaling needs --reference-batch";
@@ -390,6 +398,12 @@ ParsedArgs ParseArgs(const std::vector<std::string>& argv) {
       return out;
     }
   }
+  if (int64_t{a.micro_batches} * a.accumulate > (1 << 20)) {
+    out.error = "options --micro-batches " + std::to_string(a.micro_batches) + " and --accumulate " +
+                std::to_string(a.accumulate) + ": more than 1048576 micro-batches";
+    return out;
+  }
+  a.micro_batches *= a.accumulate;
   out.error = CheckCombinations(a);
   return out;
 }

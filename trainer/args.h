@@ -48,6 +48,8 @@ struct TrainArgs {
   int threads = 1;
   int log_every = 10;
   int micro_batches = 1;         // gradient accumulation: the per-rank batch is split into this many
+  int accumulate = 1;            // --accumulate K: micro_batches is multiplied by K once parsed (a probe's larger
+                                 //   batch in micro-batches the size of the sweep's: --accumulate {micro_batches})
   int noise_scale_every = 10;    // measure the gradient noise scale every N steps (0: never)
   int curvature_every = 0;       // measure the loss curvature (curvature.h) every N steps (0: never)
   int64_t curvature_rows = 1024; // on the first N training rows

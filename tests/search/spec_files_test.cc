@@ -54,7 +54,7 @@ TEST(SpecFilesTest, ValidExamplesParse) {
     ASSERT_TRUE(params.has_value()) << f;
     Substituted sub = SubstituteCommand(*r.spec, *params,
                                         {{"trial_id", "1"}, {"trial_number", "0"}, {"search_id", "1"},
-                                         {"checkpoint_dir", "/ckpt/trial-1"}, {"nodes", "1"}});
+                                         {"checkpoint_dir", "/ckpt/trial-1"}, {"nodes", "1"}, {"micro_batches", "1"}});
     EXPECT_EQ(sub.error, "") << f;
     // Words that mention an inactive conditional parameter are left out.
     EXPECT_LE(sub.argv.size(), r.spec->command.size()) << f;

@@ -22,6 +22,17 @@ TEST(TrainerArgs, DefaultsAndBothValueForms) {
   EXPECT_TRUE(ParseArgs({"--phase-times"}).args.phase_times);
 }
 
+TEST(TrainerArgs, AccumulateMultipliesTheMicroBatches) {
+  auto p = ParseArgs({"--batch-size", "512", "--micro-batches", "2", "--accumulate", "8"});
+  ASSERT_TRUE(p.error.empty()) << p.error;
+  EXPECT_EQ(p.args.micro_batches, 16) << "micro-batches of 32, as the sweep's 64-row batch in 2";
+  EXPECT_EQ(ParseArgs({"--batch-size", "64", "--micro-batches", "2"}).args.micro_batches, 2) << "K is 1 by default";
+  p = ParseArgs({"--batch-size", "100", "--micro-batches", "2", "--accumulate", "4"});
+  EXPECT_NE(p.error.find("--micro-batches 2 x --accumulate 4: 8 micro-batches do not divide --batch-size 100"),
+            std::string::npos)
+      << p.error;
+}
+
 TEST(TrainerArgs, BadValuesNameTheFlag) {
   struct Case {
     std::vector<std::string> argv;
