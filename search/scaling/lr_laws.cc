@@ -46,7 +46,9 @@ double Argmin(const F& f, double lo, double hi, int grid, double tol = 1e-3) {
   return f(x) <= best_f ? x : lo + h * best;
 }
 
-constexpr double kTableStep = 1.0 / 32;  // octaves between the tabulated optima of one batch's residual
+constexpr double kTableStep = 1.0 / 32;
+constexpr double kCensorAtCap = 0.1;    // octaves: a best LR this close under the edge's cap is closed by the edge
+constexpr double kCensorMinSd = 0.05;   // octaves: the least noise of a censoring bound  // octaves between the tabulated optima of one batch's residual
 constexpr double kTableReach = 4.0;      // octaves past the batch's swept LRs that the table covers
 constexpr double kShapeBelow = 6.0;      // B* / B_noise searched from B_min / 2^6 ...
 constexpr double kShapeAbove = 12.0;     // ... to B_max · 2^12
@@ -359,6 +361,28 @@ double EdgeDecision(const std::vector<std::pair<double, double>>& draws, double 
   return best;
 }
 
+// The consistent laws' draws by law weight, before a censored anchor reweighs them (Mixture).
+std::vector<MixtureDraw> MixtureUncensored(const LawSet& set) {
+  std::vector<MixtureDraw> out;
+  double total = 0;
+  for (const LawFit& l : set.laws) total += l.consistent ? l.weight : 0;
+  for (size_t i = 0; i < set.laws.size(); ++i) {
+    const LawFit& l = set.laws[i];
+    if (!l.consistent || !(total > 0)) continue;
+    const double w = l.weight / total;
+    if (l.draws.empty()) {
+      out.push_back({static_cast<int>(i), l.params, w});
+      continue;
+    }
+    for (size_t j = 0; j < l.draws.size(); ++j) {
+      out.push_back({static_cast<int>(i), l.draws[j], w / static_cast<double>(l.draws.size()), static_cast<int>(j)});
+    }
+  }
+  return out;
+}
+
+Fitted<LawSet> FitLawsOn(const std::vector<ScaleTrial>& trials, const LawOptions& o);
+
 }  // namespace
 
 double EdgeLog2(const std::vector<ScaleTrial>& trials) {
@@ -413,6 +437,31 @@ double LawSet::KAt(double global_batch) const {
 }
 
 Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& o) {
+  // The largest probed batch P with its optimum unbracketed (and not closed by the edge's cap) is a bound, not a
+  // measurement: the laws are fitted without it (a parabola through points that only fall extrapolates freely),
+  // and the bound weighs their draws (Mixture).
+  int64_t largest = 0;
+  for (const ScaleTrial& t : trials) largest = std::max(largest, t.global_batch);
+  if (o.anchor_above <= 0 || largest <= o.anchor_above) return FitLawsOn(trials, o);
+  double bound = kNaN;
+  const int side = Unbracketed(trials, largest, &bound);
+  const double edge = EdgeLog2(trials) - o.edge_margin_octaves;
+  if (side == 0 || (side > 0 && std::isfinite(edge) && bound >= edge - kCensorAtCap)) return FitLawsOn(trials, o);
+  std::vector<ScaleTrial> rest;
+  for (const ScaleTrial& t : trials) {
+    if (t.global_batch != largest) rest.push_back(t);
+  }
+  auto set = FitLawsOn(rest, o);
+  if (!set.ok()) return set;
+  set.value->censor_batch = largest, set.value->censored = side, set.value->censor_bound = bound;
+  set.value->notes.push_back("batch " + std::to_string(largest) + ": its best LR is its " +
+                             (side > 0 ? "highest" : "lowest") + " (the optimum not bracketed): a bound");
+  return set;
+}
+
+namespace {
+
+Fitted<LawSet> FitLawsOn(const std::vector<ScaleTrial>& trials, const LawOptions& o) {
   auto prepared = Prepare(trials, o);
   if (!prepared.ok()) return Fitted<LawSet>::Fail(prepared.error);
   const Prepared& p = *prepared.value;
@@ -482,6 +531,10 @@ Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& 
     }
   }
   if (set.anchor_batch > 0) set.anchor_weight = AnchorWeight(set, tau);
+  if (o.anchor_above > 0) {
+    const double sweep = SeedScatter(p.data, 0, o.anchor_above);
+    set.censor_sd = std::isfinite(sweep) ? sweep : kMaxLocationSd;
+  }
   const LawFit& best = *set.Best();
   for (const SurfaceBatch& b : p.data) {
     double k = 0;
@@ -491,22 +544,41 @@ Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& 
   return Fitted<LawSet>{std::move(set), {}};
 }
 
-std::vector<MixtureDraw> Mixture(const LawSet& set) {
-  std::vector<MixtureDraw> out;
-  double total = 0;
-  for (const LawFit& l : set.laws) total += l.consistent ? l.weight : 0;
-  for (size_t i = 0; i < set.laws.size(); ++i) {
-    const LawFit& l = set.laws[i];
-    if (!l.consistent || !(total > 0)) continue;
-    const double w = l.weight / total;
-    if (l.draws.empty()) {
-      out.push_back({static_cast<int>(i), l.params, w});
-      continue;
-    }
-    for (size_t j = 0; j < l.draws.size(); ++j) {
-      out.push_back({static_cast<int>(i), l.draws[j], w / static_cast<double>(l.draws.size()), static_cast<int>(j)});
-    }
+}  // namespace
+
+int Unbracketed(const std::vector<ScaleTrial>& trials, int64_t global_batch, double* bound) {
+  std::map<double, std::pair<double, int>> by_lr;  // log2 lr -> (sum of final losses, runs); diverged: +inf
+  for (const ScaleTrial& t : trials) {
+    if (t.global_batch != global_batch) continue;
+    auto& e = by_lr[std::log2(t.peak_lr)];
+    e.first += Convergent(t) ? t.final_loss : 1e300, ++e.second;
   }
+  if (by_lr.size() < 2) return 0;
+  auto best = by_lr.begin();
+  for (auto it = by_lr.begin(); it != by_lr.end(); ++it) {
+    if (it->second.first / it->second.second < best->second.first / best->second.second) best = it;
+  }
+  if (bound) *bound = best->first;
+  if (best == by_lr.begin()) return -1;
+  return std::next(best) == by_lr.end() ? 1 : 0;
+}
+
+std::vector<MixtureDraw> Mixture(const LawSet& set) {
+  std::vector<MixtureDraw> out = MixtureUncensored(set);
+  if (set.censored == 0 || out.empty()) return out;
+  // Weighed by the chance that one probe at the censored batch saw its best LR at the bound: a draw whose optimum
+  // there lies well inside the probe's LRs would have been bracketed.
+  const double pb = static_cast<double>(set.censor_batch);
+  const double sd = std::max(set.censor_sd, kCensorMinSd);
+  double total = 0;
+  std::vector<double> w(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double z = set.censored * (DrawLog2(set, out[i], pb) - set.censor_bound) / sd;
+    w[i] = out[i].weight * 0.5 * std::erfc(-z / std::sqrt(2.0));
+    total += w[i];
+  }
+  if (!(total > 1e-12)) return out;  // no law reaches the bound: left as it was (the target stays flagged)
+  for (size_t i = 0; i < out.size(); ++i) out[i].weight = w[i] / total;
   return out;
 }
 
@@ -540,7 +612,8 @@ LrPosterior PosteriorAt(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   for (const LawFit& l : set.laws) {
     if (l.consistent) fits.push_back({std::min(set.FitLog2(l, global_batch), set.edge_log2), l.weight});
   }
-  out.log2_lr = fits.empty() ? WeightedQuantile(vw, 0.5) : WeightedQuantile(fits, 0.5);
+  // (A censored anchor: the mixture's median, which the bound reweighed; the laws' full fits ignore the bound.)
+  out.log2_lr = fits.empty() || set.censored != 0 ? WeightedQuantile(vw, 0.5) : WeightedQuantile(fits, 0.5);
   if (std::isfinite(set.cap_log2)) out.log2_lr = std::min(out.log2_lr, set.cap_log2);  // nor is a plan at it
   if (std::isfinite(set.cap_log2)) {
     out.log2_lr = EdgeDecision(vw, set.edge_log2, set.cap_log2, set.KAt(global_batch));

@@ -31,6 +31,12 @@
 //                 x*): the noise in the sharpest direction diverges at the edge, so a step too high costs more
 //   anchor        with probes (options.anchor_above), at and past the largest probed batch P each law is moved by
 //                 anchor_weight of its miss at P's own optimum (LawSet::FitLog2, DrawLog2)
+//   censored      where the largest probed batch's best LR (seed-mean loss) is the highest it ran (none diverged
+//                 above it; not within 0.1 octave of the edge's cap) or the lowest, its optimum is not measured but
+//                 bounded: the laws are fitted without that batch (anchored at the next probe, if any), and each
+//                 mixture draw is weighed by the chance that one probe would have seen its best LR at the bound,
+//                 Φ(±(x*(B) − bound)/sd), sd one seed's scatter about its batch's optimum in the sweep (Mixture);
+//                 the prediction is then the mixture's weighted median
 //   regret        k_rel(B): the surface's curvature of the (log) relative loss per octave² at each fitted batch,
 //                 extrapolated to a target from the largest batch's k along the slope of ln k against log2 B over
 //                 the largest 3 batches (kept in [0, 1]; the sweep's batches only where anchor_above is set: a
@@ -91,6 +97,12 @@ struct LawSet {
   int anchor_seeds = 0;                 // seeds with 3 or more LRs at anchor_batch
   double anchor_sd = 0;                 // one seed's scatter over √(seeds at anchor_batch): the anchor's own noise
   double anchor_weight = 1;             // how much of the law's miss at anchor_batch the anchor moves it (0..1)
+  // A censored probe (see the header comment): its batch (0: none), +1 when its best LR is the highest it ran
+  // (the optimum at or above censor_bound), −1 the lowest; the bound (log2) and its noise (octaves).
+  int64_t censor_batch = 0;
+  int censored = 0;
+  double censor_bound = kNaN;
+  double censor_sd = 0;
   const LawFit* Best() const;           // the lowest SSE
   // The relative-loss curvature extrapolated to `global_batch` (see the header comment).
   double KAt(double global_batch) const;
@@ -119,6 +131,11 @@ struct LawOptions {
   bool log_loss = true;                 // fit ln(loss/best), not loss/best: a seed that scales a whole curve (the
                                         //   noisy quadratic's seeds do) shifts it, and L* per seed absorbs that
 };
+
+// Whether a batch's optimum is bracketed by its trials: +1 when its best LR (seed-mean final loss of the
+// convergent runs) is the highest LR run there (none diverged above it), −1 when it is the lowest, else 0; `bound`
+// gets that LR (log2). 0 with fewer than 2 LRs at the batch.
+int Unbracketed(const std::vector<ScaleTrial>& trials, int64_t global_batch, double* bound);
 
 // log2 of the stability edge 2(1 + β)/λ_max: the median over convergent SGD trials that measured λ_max
 // (ScaleTrial.sharpness); NaN when none did.

@@ -117,6 +117,10 @@ TargetCheck CheckTarget(const LawSet& set, const std::vector<MixtureDraw>& mixtu
                Fixed("%.2f", set.anchor_sd) + " octave";
     }
   }
+  if (set.censored != 0 && target >= set.censor_batch) {
+    c.why += (c.why.empty() ? "" : ", ") + std::string("the best LR at batch ") + std::to_string(set.censor_batch) +
+             " is the " + (set.censored > 0 ? "highest" : "lowest") + " it ran (its optimum not bracketed)";
+  }
   c.needs_probe = !c.why.empty();
   return c;
 }

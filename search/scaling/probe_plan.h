@@ -12,7 +12,8 @@
 //               scatter of one seed's optimum there), when the target lies past it (its LR rests on a law's slope
 //               beyond the last measurement, which no probe checked) or when the anchor alone (sd LawSet::anchor_sd) would miss
 //               by more than max_miss_octaves with more than max_miss_probability: the laws past the sweep lean
-//               on the anchor, and a law fitted through the probe's own points can look surer than they are
+//               on the anchor, and a law fitted through the probe's own points can look surer than they are; and at or past a
+//               probe whose best LR is the highest or lowest it ran (LawSet::censored: not bracketed)
 //   candidates  batches options.factors × the sweep's largest batch, not past the target, reached on the
 //               sweep's own nodes (the most nodes any trial at the sweep's largest batch used) with micro-batches
 //               = P / the sweep's largest batch (gradient accumulation)

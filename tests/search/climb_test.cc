@@ -207,6 +207,53 @@ TEST(ProbePlan, AnExtensionGoesNoHigherThanTheStabilityEdgesCap) {
   EXPECT_FALSE(ExtendProbe(fine, last, {}, std::log2(1.02)).has_value());
 }
 
+// A probe whose LRs all lie below its batch's optimum (its best LR its highest: the budget ran out before an
+// extension) measured a bound, not the optimum: the laws are not pinned to its top LR; the posterior keeps the
+// oracle inside its 90% interval, the target stays undecided, and the next step extends the probe upward.
+TEST(Climb, AProbeThatDidNotBracketItsOptimumIsABoundNotAMeasurement) {
+  const NoisyQuadratic q = Task(0.9, 30, 524288);
+  const auto sweep = Sweep(q);
+  const double truth = std::log2(q.Oracle(4096).lr);
+  Probe probe;
+  probe.global_batch = 4096, probe.micro_batches = 16, probe.target_batch = 4096;
+  probe.lrs = {std::exp2(truth - 3), std::exp2(truth - 2.5), std::exp2(truth - 2)};
+  const auto trials = bench::SimulateProbe(q, probe, 101);
+  double bound = 0;
+  ASSERT_EQ(Unbracketed(trials, 4096, &bound), 1) << "the probe's best LR must be its highest";
+  EXPECT_DOUBLE_EQ(bound, truth - 2);
+  auto r = NextProbe(sweep, trials, probe, {4096});
+  ASSERT_TRUE(r.ok()) << r.error;
+  const TargetOutcome& t = r.value->targets[0];
+  EXPECT_FALSE(t.decided);
+  EXPECT_EQ(r.value->laws.censored, 1);
+  EXPECT_EQ(r.value->laws.censor_batch, 4096);
+  EXPECT_TRUE(truth >= t.after.lo90 && truth <= t.after.hi90) << t.after.lo90 << " " << t.after.hi90 << " " << truth;
+  EXPECT_GT(t.after.log2_lr, bound - 0.25) << "a bound from below does not pull the prediction under it";
+  ASSERT_TRUE(r.value->next_probe.has_value());
+  EXPECT_TRUE(r.value->next_probe->extension);
+  EXPECT_GT(r.value->next_probe->lrs.front(), std::exp2(bound));
+}
+
+TEST(ProbePlan, UnbracketedReadsTheSeedMeanBestLrAndADivergedLrAboveClosesIt) {
+  auto run = [](double lr, double loss, int64_t seed) {
+    ScaleTrial t;
+    t.global_batch = 1024, t.peak_lr = lr, t.final_loss = loss, t.seed = seed, t.diverged = !std::isfinite(loss);
+    return t;
+  };
+  double bound = 0;
+  // Seed 1 alone would put the best at 0.5; the mean over both seeds puts it at 1.0, the highest: unbracketed.
+  std::vector<ScaleTrial> t = {run(0.25, 3, 1), run(0.5, 1.9, 1), run(1.0, 2.0, 1),
+                               run(0.25, 3, 2), run(0.5, 2.2, 2), run(1.0, 1.5, 2)};
+  EXPECT_EQ(Unbracketed(t, 1024, &bound), 1);
+  EXPECT_DOUBLE_EQ(bound, 0.0);
+  t.push_back(run(2.0, INFINITY, 1));
+  EXPECT_EQ(Unbracketed(t, 1024, &bound), 0);
+  EXPECT_EQ(Unbracketed({run(0.25, 1, 1), run(0.5, 2, 1)}, 1024, &bound), -1);
+  EXPECT_DOUBLE_EQ(bound, -2.0);
+  EXPECT_EQ(Unbracketed({run(0.25, 1, 1)}, 1024, &bound), 0);
+  EXPECT_EQ(Unbracketed(t, 512, &bound), 0);
+}
+
 TEST(ProbePlan, SweepNodeHoursCountRunsByNodesAndCompute) {
   ScaleTrial a, b;
   a.global_batch = 256, a.steps = 100, a.nodes = 2;  // the reference run: 1
