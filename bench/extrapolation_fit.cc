@@ -9,19 +9,28 @@
 //    "oracle": [trials at other batches],          optional: the best LR of each of their sweeps
 //    "options": {"seed": 0, "bootstrap": 200, "anchor": "largest" | "best", "neighbours": 2},
 //    "plan": {"global_batch": 8192, "examples": 1e6, "nodes": 0, "per_node_batch": 0},   optional
-//    "plans": {"batches": [4096, 8192], "examples": 1e6}}   optional: one plan per batch, the same budget
+//    "plans": {"batches": [4096, 8192], "examples": 1e6},   optional: one plan per batch, the same budget
+//    "climb": {"targets": [4096, 8192], "probe_trials": [trials], "last_probe": {"global_batch", "micro_batches",
+//              "lrs"} | null, "probe_budget": 0.1}}   optional: one step of the climb (search/scaling/climb.h
+//              NextProbe, as `ladder promote` takes it), "trials" being the sweep's
 // Output: {"best_lr": [...], "lr_fit": {...}, "noise_fit": {...}, "noise_ratio", "stability_edge", "tradeoff": {...},
 //          "joint_fit": {...}, "power_fit": {...}, "surface_fit": {...}, "predictions": [{"batch",
 //          "fit": [v, lo, hi], "power_fit", "surface_fit", "lr_fit", "noise_fit", "joint_fit", "linear", "sqrt"}],
-//          "oracle": [{"batch", "lr": [v, lo, hi], "loss", "at_edge"}], "plan": {...}, "plans": [{...}, ...], "notes": [...]}
+//          "oracle": [{"batch", "lr": [v, lo, hi], "loss", "at_edge"}], "plan": {...}, "plans": [{...}, ...],
+//          "climb": {"decided", "next_probe": {"global_batch", "micro_batches", "lrs", "node_hours", "extension"} | null,
+//                    "sweep_node_hours", "probe_node_hours", "budget_node_hours", "undecided", "targets": [{"batch",
+//                    "decided", "flagged", "why", "before": {"lr", "lo80", "hi80", "lo90", "hi90", "regret_p80"},
+//                    "after": {...}, "laws": [{"name", "lr", "weight", "consistent"}]}]}, "notes": [...]}
 // or {"error": "..."} with exit status 2.
 #include <cmath>
 #include <iostream>
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "search/scaling/climb.h"
 #include "search/scaling/extrapolation.h"
 #include "search/scaling/scale_plan.h"
 
@@ -85,6 +94,53 @@ json PlanOut(const ScalingReport& r, const std::vector<ScaleTrial>& trials, cons
   return {{"global_batch", p.global_batch}, {"ramp", ramp}, {"peak_lr", Iv(p.peak_lr)},
           {"warmup_steps", p.warmup_steps}, {"decay", p.decay}, {"optimizer", p.optimizer}, {"steps", p.steps},
           {"final_loss", Iv(p.final_loss)}, {"sources", p.sources}};
+}
+
+json Posterior(const LrPosterior& p) {
+  auto lr = [](double log2) { return std::isfinite(log2) ? json(std::exp2(log2)) : json(nullptr); };
+  return {{"lr", lr(p.log2_lr)}, {"lo80", lr(p.lo80)}, {"hi80", lr(p.hi80)}, {"lo90", lr(p.lo90)},
+          {"hi90", lr(p.hi90)}, {"regret_p80", std::isfinite(p.regret_p80) ? json(p.regret_p80) : json(nullptr)}};
+}
+
+// One step of the climb on the sweep's trials and the probes run so far (NextProbe: what `ladder promote` calls
+// between probes; the caller runs the next probe while it fits the budget).
+json ClimbOut(const std::vector<ScaleTrial>& sweep, const json& cj) {
+  ClimbOptions options;
+  options.probe_budget = cj.value("probe_budget", options.probe_budget);
+  std::vector<int64_t> targets;
+  for (const json& t : cj.at("targets")) targets.push_back(t.get<int64_t>());
+  std::optional<Probe> last;
+  if (cj.contains("last_probe") && cj["last_probe"].is_object()) {
+    const json& lp = cj["last_probe"];
+    Probe p;
+    p.global_batch = lp.at("global_batch").get<int64_t>();
+    p.micro_batches = lp.value("micro_batches", 1);
+    p.target_batch = lp.value("target_batch", int64_t{0});
+    p.lrs = lp.at("lrs").get<std::vector<double>>();
+    last = p;
+  }
+  auto r = NextProbe(sweep, ReadTrials(cj.value("probe_trials", json::array())), last, targets, options);
+  if (!r.ok()) return {{"error", r.error}};
+  const ClimbResult& c = *r.value;
+  json out{{"decided", c.decided}, {"sweep_node_hours", c.sweep_node_hours},
+           {"probe_node_hours", c.probe_node_hours}, {"budget_node_hours", c.budget_node_hours},
+           {"undecided", c.undecided}, {"next_probe", nullptr}, {"targets", json::array()}};
+  if (c.next_probe) {
+    const Probe& p = *c.next_probe;
+    out["next_probe"] = {{"global_batch", p.global_batch}, {"target_batch", p.target_batch},
+                         {"micro_batches", p.micro_batches}, {"lrs", p.lrs}, {"node_hours", p.node_hours},
+                         {"extension", p.extension}};
+  }
+  for (const TargetOutcome& t : c.targets) {
+    json laws = json::array();
+    for (const LawAtTarget& l : t.laws) {
+      laws.push_back({{"name", l.name}, {"lr", l.lr}, {"weight", l.weight}, {"consistent", l.consistent}});
+    }
+    out["targets"].push_back({{"batch", t.global_batch}, {"decided", t.decided}, {"flagged", t.flagged},
+                              {"why", t.flag_why}, {"before", Posterior(t.before)}, {"after", Posterior(t.after)},
+                              {"laws", laws}});
+  }
+  return out;
 }
 
 int Fail(const std::string& message) {
@@ -169,6 +225,7 @@ int main(int argc, char** argv) {
       json pj = {{"global_batch", b}, {"examples", in["plans"].value("examples", 0.0)}};
       out["plans"].push_back(PlanOut(r, trials, pj));
     }
+    if (in.contains("climb")) out["climb"] = ClimbOut(trials, in["climb"]);
     out["notes"] = r.notes;
     std::cout << out.dump() << "\n";
   } catch (const std::exception& e) {
