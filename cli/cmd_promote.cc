@@ -163,7 +163,8 @@ void AddPromoteOptions(CLI::App* cmd, PromoteOptions* opt) {
                    : v + " is not a positive number of examples";
       });
   cmd->add_option("--lr-rule", opt->lr_rule,
-                  "which law sets the peak LR: fit (default: the loss-surface power law), joint_fit (McCandlish "
+                  "which law sets the peak LR: fit (default: the loss-surface power law, or once the search ran "
+                  "the climb's probes the climb's posterior; name surface_fit for the power law then), joint_fit (McCandlish "
                   "eps_max/(1 + B_noise/B) tied to the measured noise scale: the better rule where the best LR "
                   "levels off past the noise scale, as in bench/extrapolation's full synthetic run; see "
                   "docs/BENCHMARKS.md), or one of the other fits and baselines")
@@ -376,6 +377,10 @@ bool PlanHero(Client& client, const PromoteOptions& opt, PlannedHero* h, int* ex
     return false;
   }
   h->verdict = JudgeLaws(s, trials, scale, h->plan.global_batch, &h->notes);
+  // Once probes ran, the default rule is the climb's posterior (search/scaling/climb.h TakeClimbLr).
+  if (opt.lr_rule == "fit" && !h->verdict.runs.empty() && h->verdict.At()) {
+    search::TakeClimbLr(h->plan, *h->verdict.At(), h->verdict.runs.size());
+  }
   h->plan_json = PlanJson(h->plan, h->band, h->shape, opt.stop_outside_band, &*report.value, &h->verdict);
   h->command = BestTrialCommand(s, trials, scale, h->plan, h->shape, &h->error);
   return true;

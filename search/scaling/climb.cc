@@ -177,4 +177,41 @@ Fitted<ClimbResult> NextProbe(const std::vector<ScaleTrial>& sweep, const std::v
   return Fitted<ClimbResult>{std::move(out), {}};
 }
 
+void TakeClimbLr(ScalePlan& plan, const TargetOutcome& outcome, size_t probes_run) {
+  const LrPosterior& a = outcome.after;
+  if (!std::isfinite(a.log2_lr)) return;
+  const double was = plan.peak_lr.value;
+  plan.peak_lr = {std::exp2(a.log2_lr), std::exp2(a.lo90), std::exp2(a.hi90)};
+  plan.lr_rule = "climb";
+  std::string laws;
+  for (const LawAtTarget& l : outcome.laws) {
+    if (l.consistent) laws += (laws.empty() ? "" : ", ") + l.name;
+  }
+  plan.lr_rule_why = "the climb's posterior after " + std::to_string(probes_run) + " probe" +
+                     (probes_run == 1 ? "" : "s") + " (the laws the data still allow: " + laws + "); " +
+                     (outcome.decided ? "decided" : "still undecided") + "; the default fit said " + Sig(was);
+  std::vector<std::string> kept;
+  for (std::string& line : plan.sources) {
+    if (line.rfind("peak_lr", 0) == 0) continue;
+    if (line.rfind("stability edge:", 0) == 0) line = line.substr(0, line.find("; the peak LR is"));
+    kept.push_back(std::move(line));
+  }
+  plan.sources = std::move(kept);
+  plan.sources.push_back("peak_lr: climb " + Sig(plan.peak_lr.value) + " [" + Sig(plan.peak_lr.lo) + ", " +
+                         Sig(plan.peak_lr.hi) + "] (90%), 80% [" + Sig(std::exp2(a.lo80)) + ", " +
+                         Sig(std::exp2(a.hi80)) + "], predicted p80 regret " + Sig(100 * a.regret_p80) + "%");
+  if (a.hi90 - a.lo90 > 1.0) {
+    plan.sources.push_back("peak_lr uncertainty: its interval spans " + Sig(a.hi90 - a.lo90) +
+                           " octaves (more than 1): the probes run do not pin the LR at batch " +
+                           std::to_string(plan.global_batch) + "; `ladder promote --probe` runs the next");
+  }
+  if (std::isfinite(plan.stability_edge) && plan.peak_lr.value > plan.stability_edge) {
+    for (std::string& line : plan.sources) {
+      if (line.rfind("stability edge:", 0) == 0) {
+        line += "; the peak LR is " + Sig(plan.peak_lr.value / plan.stability_edge) + "x above it";
+      }
+    }
+  }
+}
+
 }  // namespace ladder::search

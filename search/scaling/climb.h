@@ -19,6 +19,7 @@
 #include "search/scaling/extrapolation.h"
 #include "search/scaling/lr_laws.h"
 #include "search/scaling/probe_plan.h"
+#include "search/scaling/scale_plan.h"
 
 namespace ladder::search {
 
@@ -81,5 +82,13 @@ Fitted<ClimbResult> NextProbe(const std::vector<ScaleTrial>& sweep, const std::v
 // interval [a, b], predicted p80 regret r%); one probe at ...". Without a probe: "...; no probe batch lies between
 // the sweep and the target".
 std::string UndecidedText(const TargetCheck& check, const std::optional<Probe>& probe, double max_disagreement = 0.5);
+
+// The plan's peak LR from the climb's posterior at its batch once probes ran (`ladder promote`'s default rule then:
+// measured on bench/extrapolation's real tasks, the climb's LR after the probes missed the oracle by less than the
+// default rule fitted to the same sweep and probes, e.g. 0.16 against 0.54 octave at the full synthetic task's
+// 8,192): peak_lr the posterior's prediction with its 90% interval, lr_rule "climb" with why, and the plan's
+// peak_lr source lines (its law, its uncertainty, where it stands against the stability edge) said again for it.
+// `probes_run`: the probes' count, for the text. The loss model and the band do not depend on the LR.
+void TakeClimbLr(ScalePlan& plan, const TargetOutcome& outcome, size_t probes_run);
 
 }  // namespace ladder::search

@@ -70,6 +70,10 @@ TEST_F(PromoteProbeTest, TheNextProbeRunsAsMarkedTrialsOfTheSearchAndTheVerdictI
   ASSERT_EQ(run["trials"].size(), 3u);
   EXPECT_TRUE(run["best_lr"].is_number()) << run.dump();
   EXPECT_GT(x["verdict"]["probe_node_hours"].get<double>(), 0);
+  EXPECT_EQ(dry["plan"]["lr_rule"], "surface_fit") << "before any probe: the default fit";
+  EXPECT_EQ(probed["plan"]["lr_rule"], "climb") << "after a probe: the climb's posterior sets the peak LR";
+  const auto lr = probed["plan"]["peak_lr"];
+  EXPECT_NEAR(lr[0].get<double>(), x["verdict"]["lr"].get<double>(), 1e-9 * lr[0].get<double>()) << x["verdict"].dump();
 
   // Marked wherever the trials are shown.
   const auto trials = Json({"trials", "1"})["trials"];

@@ -254,6 +254,35 @@ TEST(ProbePlan, UnbracketedReadsTheSeedMeanBestLrAndADivergedLrAboveClosesIt) {
   EXPECT_EQ(Unbracketed(t, 512, &bound), 0);
 }
 
+// The plan takes the climb's LR once probes ran: its value and 90% interval, the rule named, and the fit's peak_lr
+// lines replaced (a stability-edge line no longer says the old LR was above the edge).
+TEST(Climb, ThePlanTakesTheClimbsPosteriorAfterProbes) {
+  ScalePlan plan;
+  plan.global_batch = 8192, plan.peak_lr = {1.7, 0.9, 3.1}, plan.lr_rule = "surface_fit", plan.stability_edge = 1.2;
+  plan.sources = {"peak_lr: surface_fit 1.7", "peak_lr uncertainty: its interval spans 1.8 octaves",
+                  "stability edge: 2(1 + momentum)/lambda_max = 1.2; the peak LR is 1.42x above it", "warmup: 10%"};
+  TargetOutcome t;
+  t.global_batch = 8192, t.decided = true;
+  t.after.log2_lr = std::log2(0.59), t.after.lo90 = std::log2(0.5), t.after.hi90 = std::log2(0.7);
+  t.after.lo80 = std::log2(0.52), t.after.hi80 = std::log2(0.66), t.after.regret_p80 = 0.003;
+  t.laws = {{"power", 0.6, 0.7, true}, {"saturating", 0.55, 0.3, true}, {"surge", 2.0, 0.0, false}};
+  TakeClimbLr(plan, t, 2);
+  EXPECT_NEAR(plan.peak_lr.value, 0.59, 1e-12);
+  EXPECT_NEAR(plan.peak_lr.lo, 0.5, 1e-12);
+  EXPECT_NEAR(plan.peak_lr.hi, 0.7, 1e-12);
+  EXPECT_EQ(plan.lr_rule, "climb");
+  EXPECT_NE(plan.lr_rule_why.find("2 probes"), std::string::npos) << plan.lr_rule_why;
+  EXPECT_NE(plan.lr_rule_why.find("power, saturating)"), std::string::npos) << plan.lr_rule_why;
+  EXPECT_NE(plan.lr_rule_why.find("the default fit said 1.7"), std::string::npos) << plan.lr_rule_why;
+  std::string all;
+  for (const auto& s : plan.sources) all += s + "\n";
+  EXPECT_EQ(all.find("surface_fit"), std::string::npos) << all;
+  EXPECT_EQ(all.find("uncertainty"), std::string::npos) << all;  // 0.49 octave wide now
+  EXPECT_EQ(all.find("above it"), std::string::npos) << all;
+  EXPECT_NE(all.find("peak_lr: climb 0.59 [0.5, 0.7] (90%)"), std::string::npos) << all;
+  EXPECT_NE(all.find("warmup: 10%"), std::string::npos) << all;
+}
+
 TEST(ProbePlan, SweepNodeHoursCountRunsByNodesAndCompute) {
   ScaleTrial a, b;
   a.global_batch = 256, a.steps = 100, a.nodes = 2;  // the reference run: 1
