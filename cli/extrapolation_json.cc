@@ -29,16 +29,17 @@ nlohmann::json Law(const search::ScalingReport& report, search::LrRule rule, con
 // A climb law over the batches, with its seed bootstrap's interval at the target (the report's level); null when
 // a point is not a finite LR.
 nlohmann::json ClimbLaw(const search::LawSet& set, const search::LawFit& law, const search::LawAtTarget* at,
-                        const std::vector<double>& batches, double target, double level) {
+                        const std::vector<double>& batches, double target, double level, bool chosen) {
   nlohmann::json points = nlohmann::json::array();
   for (double b : batches) {
-    const double lr = std::exp2(law.Log2Lr(b));
+    const double lr = std::exp2(set.FitLog2(law, b));  // anchored past the largest probe, as the climb predicts
     if (!(lr > 0) || !std::isfinite(lr)) return nullptr;
     points.push_back({b, lr});
   }
   std::vector<std::pair<double, double>> draws;
-  for (const auto& p : law.draws) {
-    double x = law.Log2LrOf(p, target);
+  const int index = static_cast<int>(&law - set.laws.data());
+  for (size_t j = 0; j < law.draws.size(); ++j) {
+    double x = search::DrawLog2(set, {index, law.draws[j], 1.0, static_cast<int>(j)}, target);
     if (std::isfinite(set.cap_log2)) x = std::min(x, set.cap_log2);
     if (std::isfinite(x)) draws.push_back({x, 1.0});
   }
@@ -49,7 +50,7 @@ nlohmann::json ClimbLaw(const search::LawSet& set, const search::LawFit& law, co
           {"source", "climb"},
           {"points", points},
           {"at_target", nlohmann::json::array({at ? at->lr : std::exp2(law.Log2Lr(target)), lo, hi})},
-          {"chosen", false},
+          {"chosen", chosen},
           {"consistent", law.consistent},
           {"weight", law.weight}};
 }
@@ -140,10 +141,16 @@ nlohmann::json ExtrapolationJson(const search::ScalingReport& report, const sear
   const search::TargetOutcome* at = climb ? climb->At() : nullptr;
   if (at && !batches.empty()) {
     const search::LawSet& set = climb->result->laws;
+    // A plan whose LR is the climb's (lr_rule climb) draws the heaviest consistent law thick.
+    const search::LawFit* heaviest = nullptr;
+    for (const search::LawFit& law : set.laws) {
+      if (law.consistent && (!heaviest || law.weight > heaviest->weight)) heaviest = &law;
+    }
     for (const search::LawFit& law : set.laws) {
       const search::LawAtTarget* mine = nullptr;
       for (const auto& l : at->laws) mine = l.name == law.name ? &l : mine;
-      auto j = ClimbLaw(set, law, mine, batches, static_cast<double>(plan.global_batch), report.interval_level);
+      auto j = ClimbLaw(set, law, mine, batches, static_cast<double>(plan.global_batch), report.interval_level,
+                        plan.lr_rule == "climb" && &law == heaviest);
       if (!j.is_null()) laws.push_back(std::move(j));
     }
   }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -215,6 +216,71 @@ TEST(PromotePlan, PlanJsonCarriesTheExtrapolationTheDashboardDraws) {
     const auto& p = law["points"];
     EXPECT_NEAR(p.back()[1].get<double>() / p.front()[1].get<double>(), 1024.0 / 16, 1e-6);
   }
+}
+
+// After a probe the plan's LR is the climb's (lr_rule climb): the climb's laws are drawn as the climb predicts,
+// anchored on the probe past its batch, and the heaviest consistent one is the plan's own, drawn thick.
+TEST(PromotePlan, AfterAProbeTheClimbsLawsAreDrawnAnchoredAndTheHeaviestIsThePlans) {
+  std::vector<search::ScaleTrial> sweep, probe;
+  auto run = [](int64_t b, double lr, double best, int64_t seed) {
+    search::ScaleTrial t;
+    t.id = "b" + std::to_string(b) + "-" + std::to_string(lr) + "-" + std::to_string(seed);
+    t.global_batch = b, t.peak_lr = lr, t.steps = 4096 / b, t.seed = seed;
+    t.final_loss = 0.3 + 0.05 * std::pow(std::log2(lr / best), 2) * (1 + 0.02 * static_cast<double>(seed));
+    t.curve = {{t.steps / 2, t.final_loss + 0.2}, {t.steps, t.final_loss}};
+    return t;
+  };
+  for (int64_t b : {16, 32, 64}) {
+    for (int k = -2; k <= 2; ++k) {
+      for (int64_t seed : {1, 2}) sweep.push_back(run(b, 0.05 * std::pow(b / 16.0, 0.7) * std::exp2(0.5 * k), 0.05 * std::pow(b / 16.0, 0.7), seed));
+    }
+  }
+  // At 512 the best LR is half of what the sweep's law says (it bends past the sweep).
+  const double best512 = 0.5 * 0.05 * std::pow(32.0, 0.7);
+  for (int k = -1; k <= 1; ++k) {
+    for (int64_t seed : {3, 4}) probe.push_back(run(512, best512 * std::exp2(0.5 * k), best512, seed));
+  }
+  search::Probe last;
+  last.global_batch = 512, last.micro_batches = 8, last.lrs = {best512 / std::sqrt(2.0), best512, best512 * std::sqrt(2.0)};
+  auto climb = search::NextProbe(sweep, probe, last, {1024});
+  ASSERT_TRUE(climb.ok()) << climb.error;
+  ClimbVerdict verdict;
+  verdict.result = *climb.value;
+  verdict.runs = {ProbeRun{512, 8, last.lrs, {1, 2, 3}, best512}};
+  std::vector<search::ScaleTrial> all = sweep;
+  all.insert(all.end(), probe.begin(), probe.end());
+  auto report = search::FitScaling(all);
+  ASSERT_TRUE(report.ok()) << report.error;
+  search::PlanTarget target;
+  target.global_batch = 1024;
+  auto plan = search::PlanRun(*report.value, all, target);
+  ASSERT_TRUE(plan.ok()) << plan.error;
+  search::TakeClimbLr(*plan.value, *verdict.At(), 1);
+  ASSERT_EQ(plan.value->lr_rule, "climb");
+  auto j = PlanJson(*plan.value, {}, HeroShape{}, false, &*report.value, &verdict);
+  const auto& x = j["extrapolation"];
+  const search::LawSet& set = verdict.result->laws;
+  ASSERT_EQ(set.anchor_batch, 512);
+  int chosen = 0;
+  const search::LawFit* heaviest = nullptr;
+  for (const auto& l : set.laws) {
+    if (l.consistent && (!heaviest || l.weight > heaviest->weight)) heaviest = &l;
+  }
+  ASSERT_NE(heaviest, nullptr);
+  for (const auto& law : x["laws"]) {
+    chosen += law["chosen"].get<bool>();
+    if (law["source"] != "climb") {
+      EXPECT_FALSE(law["chosen"].get<bool>()) << law["name"];
+      continue;
+    }
+    const auto* fit = &*std::find_if(set.laws.begin(), set.laws.end(), [&](const auto& l) { return l.name == law["name"]; });
+    const auto& end = law["points"].back();
+    EXPECT_NEAR(std::log2(end[1].get<double>()), set.FitLog2(*fit, end[0].get<double>()), 1e-9) << law["name"];
+    EXPECT_EQ(law["chosen"].get<bool>(), fit == heaviest) << law["name"];
+  }
+  EXPECT_EQ(chosen, 1) << x["laws"].dump();
+  const double shift = set.FitLog2(*heaviest, 1024) - heaviest->Log2Lr(1024);
+  EXPECT_LT(shift, -0.2) << "the probe found the bend: the anchor moves the law down past 512";
 }
 
 }  // namespace
