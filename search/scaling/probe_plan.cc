@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <set>
 #include <utility>
 
 namespace ladder::search {
@@ -170,33 +171,28 @@ std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDr
 
 std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& o,
                                  double cap_log2) {
-  std::map<double, std::pair<double, int>> by_lr;  // log2 lr -> (sum of losses, runs); diverged: +inf
+  double best = 0;
+  const int side = Unbracketed(trials, last.global_batch, &best);  // lr_laws.h: the seed-mean best LR's side
+  if (side == 0) return std::nullopt;
+  std::set<double> lrs;  // log2 of every LR run at the batch
   for (const ScaleTrial& t : trials) {
-    if (t.global_batch != last.global_batch) continue;
-    auto& e = by_lr[std::log2(t.peak_lr)];
-    e.first += std::isfinite(t.final_loss) && !t.diverged ? t.final_loss : 1e300, ++e.second;
+    if (t.global_batch == last.global_batch) lrs.insert(std::log2(t.peak_lr));
   }
-  if (by_lr.size() < 2) return std::nullopt;
-  auto best = by_lr.begin();
-  for (auto it = by_lr.begin(); it != by_lr.end(); ++it) {
-    if (it->second.first / it->second.second < best->second.first / best->second.second) best = it;
-  }
-  const double step = std::max(0.5, (by_lr.rbegin()->first - by_lr.begin()->first) / static_cast<double>(by_lr.size() - 1));
+  const double step = std::max(0.5, (*lrs.rbegin() - *lrs.begin()) / static_cast<double>(lrs.size() - 1));
   Probe p = last;
-  if (best == by_lr.begin()) {
-    p.lrs = {std::exp2(best->first - step)};
-  } else if (std::next(best) == by_lr.end()) {
+  if (side < 0) {
+    p.lrs = {std::exp2(best - step)};
+  } else {
     // Not past the stability edge's cap: a best LR at the cap is bracketed by the edge.
-    const double up = std::isfinite(cap_log2) ? std::min(best->first + step, cap_log2) : best->first + step;
-    if (up >= best->first + kMinEdgeStep) {
+    const double up = std::isfinite(cap_log2) ? std::min(best + step, cap_log2) : best + step;
+    const double below = *std::prev(lrs.find(best));
+    if (up >= best + kMinEdgeStep) {
       p.lrs = {std::exp2(up)};
-    } else if (best != by_lr.begin() && best->first - std::prev(best)->first > kEdgeResolution) {
-      p.lrs = {std::exp2((best->first + std::prev(best)->first) / 2)};  // at the cap: halve the gap below it
+    } else if (best - below > kEdgeResolution) {
+      p.lrs = {std::exp2((best + below) / 2)};  // at the cap: halve the gap below it
     } else {
       return std::nullopt;
     }
-  } else {
-    return std::nullopt;
   }
   p.node_hours = o.node_hours_per_run;
   p.extension = true;
