@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
-#include <map>
 #include <set>
 #include <utility>
 
