@@ -349,7 +349,13 @@ bool PlanHero(Client& client, const PromoteOptions& opt, PlannedHero* h, int* ex
   std::vector<v1::Trial> trials;
   if (!FetchTrialsWithCurves(client, opt.search_id, &h->search, &trials, &h->notes, exit_code)) return false;
   const v1::Search& s = h->search;
-  auto scale = ScaleTrialsFrom(s, trials, &h->notes);
+  const auto all = ScaleTrialsFrom(s, trials, &h->notes);
+  // The plan's own fits (its LR rule, steps, optimizer, warmup, loss band) read the sweep alone; the probes reach
+  // the plan through the climb (JudgeLaws). A probe is a few LRs at one larger batch, its optimum not bracketed
+  // until its extensions end: taken as a swept batch, its best loss moved the steps-examples trade-off (seen on
+  // scales-synthetic at 1024: B_crit 646 -> 117, LARS, warmup past the last step, a final loss of 2.26 against
+  // a stated [1.64, 1.70]).
+  const auto scale = SplitProbes(trials, all).sweep;
   auto report = search::FitScaling(scale);
   if (!report.ok()) {
     std::cerr << "ladder promote: search " << s.id() << ": cannot fit the scaling laws: " << report.error << "\n";
@@ -376,7 +382,7 @@ bool PlanHero(Client& client, const PromoteOptions& opt, PlannedHero* h, int* ex
     *exit_code = kBadInput;
     return false;
   }
-  h->verdict = JudgeLaws(s, trials, scale, h->plan.global_batch, &h->notes);
+  h->verdict = JudgeLaws(s, trials, all, h->plan.global_batch, &h->notes);
   // Once probes ran, the default rule is the climb's posterior (search/scaling/climb.h TakeClimbLr).
   if (opt.lr_rule == "fit" && !h->verdict.runs.empty() && h->verdict.At()) {
     search::TakeClimbLr(h->plan, *h->verdict.At(), h->verdict.runs.size());

@@ -1,11 +1,13 @@
 // ladder promote's probes as trials of the search (promote_probes.h).
 #include "cli/promote_probes.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include "cli/format.h"
 
@@ -76,6 +78,51 @@ ProbeTrials SplitProbes(const std::vector<v1::Trial>& trials, const std::vector<
   return out;
 }
 
+namespace {
+
+bool TrialEnded(v1::TrialState s) {
+  return s == v1::TRIAL_COMPLETED || s == v1::TRIAL_FAILED || s == v1::TRIAL_CANCELLED;
+}
+
+}  // namespace
+
+std::optional<v1::Search> WaitForTrials(Client& client, int64_t search_id, const std::set<int64_t>& trial_ids,
+                                        Interrupt* interrupt, int* exit_code) {
+  auto ctx = client.Context(std::chrono::milliseconds(0));
+  if (interrupt) {
+    std::lock_guard<std::mutex> g(interrupt->mu);
+    interrupt->ctx = ctx.get();
+    if (interrupt->fired) ctx->TryCancel();
+  }
+  v1::WatchRequest req;
+  req.set_search_id(search_id);
+  auto reader = client.stub().Watch(ctx.get(), req);
+  v1::Event ev;
+  std::set<int64_t> open = trial_ids;  // not yet seen ended (the snapshot sends every trial first)
+  while (!open.empty() && reader->Read(&ev)) {
+    if (ev.kind() == v1::Event::TRIAL_UPDATED && TrialEnded(ev.trial().state())) open.erase(ev.trial().id());
+  }
+  if (open.empty()) {
+    ctx->TryCancel();
+    reader->Finish();
+    // The search's state once its trials' ends are in: fresh, not the last event (its counts are coalesced).
+    v1::GetSearchRequest sreq;
+    sreq.set_search_id(search_id);
+    v1::GetSearchResponse sresp;
+    if (!client.Call(&v1::Ladder::Stub::GetSearch, sreq, &sresp, "promote: probe", exit_code)) return std::nullopt;
+    return sresp.search();
+  }
+  grpc::Status st = reader->Finish();
+  if (interrupt && interrupt->fired) {
+    std::cerr << "ladder: interrupted; the probe's trials keep running on the coordinator (ladder search cancel "
+              << search_id << " stops them with the search)\n";
+    *exit_code = 130;
+  } else {
+    *exit_code = ReportRpcError(client.Explained(st), "watch search " + std::to_string(search_id), client.server());
+  }
+  return std::nullopt;
+}
+
 bool RunProbe(Client& client, int64_t search_id, const search::Probe& probe, bool quiet, Interrupt* interrupt,
               int* exit_code) {
   v1::AddProbeRequest req;
@@ -96,8 +143,11 @@ bool RunProbe(Client& client, int64_t search_id, const search::Probe& probe, boo
               << "}: trials " << numbers << " of search " << search_id << "; waiting for them\n"
               << std::flush;
   }
-  // Quiet: the search's earlier trials are no news; what the probe measured is in the plan printed next.
-  auto ended = FollowSearch(client, search_id, /*quiet=*/true, interrupt, exit_code);
+  // Only the probe's own trials are waited for: on a search still running, its other trials end when they end
+  // (the plan is fitted on what has ended by then).
+  std::set<int64_t> ids;
+  for (const auto& t : resp.trials()) ids.insert(t.id());
+  auto ended = WaitForTrials(client, search_id, ids, interrupt, exit_code);
   if (!ended) return false;
   if (!quiet) std::cout << "probe trials ended; search " << search_id << " " << StateName(ended->state()) << "\n";
   if (ended->state() == v1::SEARCH_CANCELLED) {

@@ -41,7 +41,13 @@ class EventHub {
   // Sends `snapshot` (the state the watcher starts from; each event gets the current seq) to `sink` at once, then
   // every later event that passes the filter. Returns an id for Unsubscribe.
   int64_t Subscribe(int64_t search_id, const EventSink& sink, std::vector<v1::Event> snapshot);
-  void Unsubscribe(int64_t id) { watchers_.erase(id); }
+  // Once the last watcher has gone, the searches' and workers' held-back updates go too: a later watcher starts
+  // from its snapshot, and an update held back before it (a search since reopened by a probe while nobody
+  // watched) must not reach it after that snapshot as if it were newer.
+  void Unsubscribe(int64_t id) {
+    watchers_.erase(id);
+    if (watchers_.empty()) waiting_.clear(), sent_state_.clear();
+  }
   void Clear() {
     watchers_.clear();
     uncommitted_.clear();

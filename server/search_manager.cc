@@ -85,6 +85,7 @@ void SearchManager::Load() {
 }
 
 void SearchManager::Recover() {
+  const auto reopened = store_.LoadReopened();
   for (auto& [id, s] : searches_) {
     for (int64_t tid : trials_.Of(id).ids) {
       const TrialRecord& t = trials_.Get(tid);
@@ -108,8 +109,14 @@ void SearchManager::Recover() {
       if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective() && t.Sampled()) ConsiderBest(s, t);
     }
     if (s.stopping_rule) ReplayStoppingRule(s);
-    // Running although over its failure budget: only a probe reopens such a search (reaching the budget ends it at
-    // once), and which state it had is not stored: it samples nothing and fails again once its probes have ended.
+    // Reopened by a probe: it samples nothing and ends as it had once its probes have ended (the state is stored
+    // with the search, schema 10).
+    if (auto r = reopened.find(id); s.proto.state() == v1::SEARCH_RUNNING && r != reopened.end()) {
+      s.reopened = SearchRecord::Ended{static_cast<v1::SearchState>(r->second.state), r->second.error};
+      continue;
+    }
+    // A database from before schema 10 does not say: running although over its failure budget, only a probe
+    // reopened it (reaching the budget ends a search at once), and it fails again once its probes have ended.
     const int failed = BudgetFailures(s);
     if (s.proto.state() == v1::SEARCH_RUNNING && !s.probe_numbers.empty() && failed >= s.spec.max_failed_trials) {
       s.reopened = SearchRecord::Ended{v1::SEARCH_FAILED, std::to_string(failed) +
@@ -295,6 +302,7 @@ void SearchManager::MaybeFinish(SearchRecord& s) {
   if (s.reopened) {  // a probe reopened it: it ends as it had
     const SearchRecord::Ended was = *s.reopened;
     s.reopened.reset();
+    store_.SetSearchReopened(s.proto.id(), {});  // in the batch of its end
     SetState(s, was.state, was.error);
     return;
   }

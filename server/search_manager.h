@@ -14,7 +14,7 @@
 // cancels its pending trials and stops its running ones. Its end is committed before anyone hears of it.
 // Probes (AddProbe, search_manager_probes.cc): a COMPLETED or FAILED `scales:` search that is given a probe is
 // RUNNING again, creates no sampled trial, and once its probe trials have ended goes back to the state (and error)
-// it had; a restart in between ends it as its trials say (MaybeFinish). A CANCELLED search takes no probe.
+// it had, also after a restart in between (the state it had is stored with it). A CANCELLED search takes no probe.
 #include <optional>
 #include <set>
 #include <functional>

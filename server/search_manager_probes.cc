@@ -74,6 +74,7 @@ grpc::Status SearchManager::AddProbe(const v1::AddProbeRequest& req, v1::AddProb
   }
   if (s.proto.state() != v1::SEARCH_RUNNING) {
     s.reopened = SearchRecord::Ended{s.proto.state(), s.proto.error()};
+    store_.SetSearchReopened(s.proto.id(), {s.proto.state(), s.proto.error()});  // committed with the state
     s.proto.set_finished_unix(0);
     SetState(s, v1::SEARCH_RUNNING, "");
   }

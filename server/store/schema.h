@@ -136,6 +136,12 @@ ALTER TABLE tokens ADD COLUMN expires_at REAL;
 ALTER TABLE trials ADD COLUMN probe INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE trials ADD COLUMN micro_batches INTEGER NOT NULL DEFAULT 0;
 )sql",
+      // 10: the ended state (and error) a probe reopened a search from (AddProbe; 0: not reopened), kept until the
+      // search ends again, so that a restart in between ends it as it had.
+      R"sql(
+ALTER TABLE searches ADD COLUMN reopened_state INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE searches ADD COLUMN reopened_error TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return kMigrations;
 }

@@ -215,6 +215,21 @@ void Store::UpdateSearch(const v1::Search& s) {
   st.Run();
 }
 
+void Store::SetSearchReopened(int64_t search_id, const Reopened& from) {
+  BeginIfNeeded();
+  auto& st = db_.Prepare("UPDATE searches SET reopened_state=?, reopened_error=? WHERE id=?");
+  st.Bind(1, from.state).Bind(2, from.error).Bind(3, search_id);
+  st.Run();
+}
+
+std::map<int64_t, Store::Reopened> Store::LoadReopened() {
+  std::map<int64_t, Reopened> out;
+  auto& st = db_.Prepare("SELECT id,reopened_state,reopened_error FROM searches WHERE reopened_state != 0");
+  while (st.Step()) out[st.Int(0)] = Reopened{static_cast<int>(st.Int(1)), st.Text(2)};
+  st.Reset();
+  return out;
+}
+
 void Store::InsertTrial(v1::Trial* t) {
   BeginIfNeeded();
   auto& st = db_.Prepare(

@@ -54,6 +54,14 @@ class Store {
   // Searches: InsertSearch sets search->id.
   void InsertSearch(v1::Search* search);
   void UpdateSearch(const v1::Search& search);
+  // The ended state a probe reopened a search from (SearchManager::AddProbe), stored with the search until it
+  // ends again (then `state` 0: not reopened).
+  struct Reopened {
+    int state = 0;  // v1::SearchState; 0: not reopened
+    std::string error;
+  };
+  void SetSearchReopened(int64_t search_id, const Reopened& from);
+  std::map<int64_t, Reopened> LoadReopened();  // search id -> the state it was reopened from; only reopened ones
 
   // Trials: InsertTrial sets trial->id and stores its params.
   void InsertTrial(v1::Trial* trial);

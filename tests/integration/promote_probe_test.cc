@@ -3,18 +3,22 @@
 // `ladder promote` with `probes: auto` climbs within the probe budget before it submits the hero run.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/integration/local_cluster.h"
 
 namespace ladder::testing {
 namespace {
 
-// A trainer whose best LR grows as batch^0.7 (0.05 at batch 16); --micro-batches is reported as `micro`.
+// A trainer whose best LR grows as batch^0.7 (0.05 at batch 16); --micro-batches is reported as `micro`. With
+// --hold FILE, a run at batch 64 waits until FILE exists (a sweep trial that is still running).
 constexpr const char* kFakeTrainer = R"(#!/bin/sh
-lr=0.1; b=16; steps=0; ep=2; m=1
-while [ $# -gt 0 ]; do case "$1" in --lr) lr=$2;; --batch-size) b=$2;; --max-steps) steps=$2;; --epochs) ep=$2;; --micro-batches) m=$2;; esac; shift; done
+lr=0.1; b=16; steps=0; ep=2; m=1; hold=
+while [ $# -gt 0 ]; do case "$1" in --lr) lr=$2;; --batch-size) b=$2;; --max-steps) steps=$2;; --epochs) ep=$2;; --micro-batches) m=$2;; --hold) hold=$2;; esac; shift; done
+if [ "$b" = 64 ] && [ -n "$hold" ]; then while [ ! -f "$hold" ]; do sleep 0.05; done; fi
 awk -v lr="$lr" -v b="$b" -v steps="$steps" -v ep="$ep" -v m="$m" 'BEGIN {
   if (steps == 0) steps = int(4096 * ep / b);
   d = log(lr / (0.05 * (b / 16) ^ 0.7)) / log(2);
@@ -118,6 +122,59 @@ TEST_F(PromoteProbeTest, PromoteClimbsWithinTheProbeBudgetBeforeItSubmitsTheHero
   for (const auto& r : x["probes"]) listed += r["trials"].size();
   EXPECT_EQ(probe_trials, listed);
   EXPECT_GE(probe_trials, 3u);
+}
+
+// --probe on a search still running: it waits for the probe's own trials, not for the search (whose trial at batch 64
+// runs until the test lets it end), and refits on what has ended.
+TEST(PromoteProbeOnARunningSearch, WaitsOnlyForTheProbesOwnTrials) {
+  TempDir dir("promote-probe-running");
+  LocalCluster cluster;
+  ASSERT_NO_FATAL_FAILURE(cluster.Start(dir.path, false, "r1"));
+  std::ofstream(dir.path / "fake_train.sh") << kFakeTrainer;
+  const std::string gate = (dir.path / "gate").string();
+  std::ofstream(dir.path / "sweep.yaml")
+      << "name: probed\nobjective: {metric: val_loss, mode: min}\nbudget: {parallelism: 1}\n"
+         "scales:\n  global_batch: [16, 32, 64]\n  lr: {low: 0.025, high: 0.1}\n  per_octave: 1\n  follow: linear\n"
+         "  extend: 1\n  probe_budget: 1\n"
+         "command: [/bin/sh, " + (dir.path / "fake_train.sh").string() + ", --lr, '{lr}', --batch-size, "
+         "'{global_batch}', --micro-batches, '{micro_batches}', --epochs, '2', --hold, " + gate + "]\n";
+  auto run = [&](std::vector<std::string> args) { return RunCommand(cluster.Ladder(std::move(args)), dir.path); };
+  ASSERT_EQ(run({"search", "start", "sweep.yaml"}).exit_code, 0);
+  // Batches 16 and 32 end; the first run at batch 64 holds the search's one slot of parallelism.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  bool held = false;
+  while (!held && std::chrono::steady_clock::now() < deadline) {
+    auto listed = run({"--json", "trials", "1"});
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    const auto trials = nlohmann::json::parse(listed.out)["trials"];
+    for (const auto& t : trials) {
+      held = held || (t["state"] == "TRIAL_RUNNING" && t["params"]["global_batch"]["int_value"] == "64");
+    }
+    if (!held) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling, not synchronisation
+  }
+  ASSERT_TRUE(held) << "no run at batch 64 started";
+
+  // `timeout`: without the change promote waited for the whole search, which never ends here.
+  auto promote = cluster.Ladder({"--json", "promote", "1", "--batch", "4096", "--probe"});
+  promote.insert(promote.begin(), {"/usr/bin/timeout", "120"});
+  auto probed = RunCommand(promote, dir.path);
+  std::ofstream(gate) << "go\n";  // the held run ends, whatever happened
+  ASSERT_EQ(probed.exit_code, 0) << "promote --probe waited for more than its probe\n" << probed.out << probed.err;
+  const auto out = nlohmann::json::parse(probed.out);
+  const auto& x = out["plan"]["extrapolation"];
+  ASSERT_EQ(x["probes"].size(), 1u) << x.dump();
+  ASSERT_EQ(x["probes"][0]["trials"].size(), 3u) << x.dump();
+  EXPECT_TRUE(x["probes"][0]["best_lr"].is_number()) << "refitted with the probe's trials: " << x.dump();
+  auto shown = run({"--json", "search", "show", "1"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(nlohmann::json::parse(shown.out)["state"], "SEARCH_RUNNING") << "the sweep's held run still runs";
+  auto listed = run({"--json", "trials", "1"});
+  const auto trials = nlohmann::json::parse(listed.out)["trials"];
+  for (const auto& t : trials) {
+    if (t["probe"].get<bool>()) {
+      EXPECT_EQ(t["state"], "TRIAL_COMPLETED") << t.dump();
+    }
+  }
 }
 
 }  // namespace

@@ -144,6 +144,11 @@ TEST_F(CoordinatorProbesTest, ASearchAProbeReopenedAfterItFailedFailsAgainAfterA
   v1::AddProbeResponse resp;
   ASSERT_TRUE(AddProbe(id, {0.1}, &resp).ok());
   Close();
+  {
+    // As a database migrated from before schema 10, which did not store the state a probe reopened a search from.
+    store::Db raw((dir_ / "ladder.db").string());
+    raw.Exec("UPDATE searches SET reopened_state=0, reopened_error=''");
+  }
   Open();
   auto b = Connect("b", 8);
   ASSERT_EQ(b->Starts().size(), 1u);
@@ -153,6 +158,46 @@ TEST_F(CoordinatorProbesTest, ASearchAProbeReopenedAfterItFailedFailsAgainAfterA
   const v1::Search done = GetSearch(id);
   EXPECT_EQ(done.state(), v1::SEARCH_FAILED);
   EXPECT_NE(done.error().find("budget.max_failed_trials"), std::string::npos) << done.error();
+}
+
+// A search that failed with no trial completed (under its failure budget), reopened by a probe, the coordinator
+// restarted while the probe waits: once the probe trial has completed the search fails again, with its own error.
+// The state it had is stored with it; before, the restart left the search to end by its own rule, and the probe's
+// completed trial made it COMPLETED.
+TEST_F(CoordinatorProbesTest, ASearchAProbeReopenedEndsAsItHadAfterARestart) {
+  std::string spec = kScalesSpec;
+  spec.replace(spec.find("max_failed_trials: 1"), 20, "max_failed_trials: 9");
+  int64_t id = 0;
+  std::string error;
+  {
+    auto a = Connect("a", 8);
+    id = CreateSearch(spec);
+    auto grid = a->Starts();
+    ASSERT_EQ(grid.size(), 4u);
+    for (const auto& start : grid) Exit(a, start, 1);
+    const v1::Search failed = GetSearch(id);
+    ASSERT_EQ(failed.state(), v1::SEARCH_FAILED);
+    error = failed.error();
+    ASSERT_NE(error.find("no trial completed"), std::string::npos) << error;
+  }
+  Close();
+  Open();  // no worker: the probe waits in the queue across the next restart
+  v1::AddProbeResponse resp;
+  ASSERT_TRUE(AddProbe(id, {0.1}, &resp).ok());
+  ASSERT_EQ(GetSearch(id).state(), v1::SEARCH_RUNNING);
+  Close();
+  Open();
+  auto b = Connect("b", 8);
+  ASSERT_EQ(b->Starts().size(), 1u) << "only the probe: a reopened search samples nothing";
+  Report(b, b->Starts()[0], 0.5);
+  const v1::Search done = GetSearch(id);
+  EXPECT_EQ(done.state(), v1::SEARCH_FAILED);
+  EXPECT_EQ(done.error(), error);
+  EXPECT_GT(done.finished_unix(), 0);
+  Close();
+  Open();  // ended again: nothing is left reopened
+  EXPECT_EQ(GetSearch(id).state(), v1::SEARCH_FAILED);
+  EXPECT_EQ(GetSearch(id).error(), error);
 }
 
 TEST_F(CoordinatorProbesTest, AProbeInARunningSearchLeavesItsSampledTrialsAsTheyWere) {

@@ -53,6 +53,36 @@ TEST_F(EventHubTest, EventsNobodyHearsTakeNoSequenceNumber) {
   EXPECT_TRUE(got[1].search().spec_yaml().empty());  // a spec may carry credentials in its env
 }
 
+// A search completes under a watcher, which leaves with an update held back; a probe reopens the search while nobody
+// watches; the next watcher starts from the running search and must not then hear the held-back "completed".
+TEST_F(EventHubTest, AnUpdateHeldBackForAWatcherThatLeftNeverReachesTheNextOne) {
+  EventHub hub(*store_);
+  v1::Search s;
+  s.set_id(1);
+  s.set_state(v1::SEARCH_RUNNING);
+  std::vector<v1::Event> first;
+  const int64_t w1 = hub.Subscribe(1, [&](const v1::Event& e) { first.push_back(e); }, {});
+  s.set_state(v1::SEARCH_COMPLETED);
+  hub.Search(s);  // a state change: at once
+  s.set_completed(5);
+  hub.Search(s);  // the same state: held back for the next commit
+  ASSERT_EQ(first.size(), 1u);
+  hub.Unsubscribe(w1);
+  s.set_state(v1::SEARCH_RUNNING);  // reopened, nobody watching
+  hub.Search(s);
+  std::vector<v1::Event> second;
+  v1::Event snap;
+  snap.set_kind(v1::Event::SEARCH_UPDATED);
+  *snap.mutable_search() = s;
+  hub.Subscribe(1, [&](const v1::Event& e) { second.push_back(e); }, {snap});
+  hub.Committed();
+  for (const auto& e : second) EXPECT_EQ(e.search().state(), v1::SEARCH_RUNNING) << e.DebugString();
+  s.set_state(v1::SEARCH_COMPLETED);  // its probe ended: heard at once
+  hub.Search(s);
+  ASSERT_FALSE(second.empty());
+  EXPECT_EQ(second.back().search().state(), v1::SEARCH_COMPLETED);
+}
+
 TEST_F(EventHubTest, ASearchWatcherGetsItsSearchAndEveryWorkerAClusterWatcherNoMetrics) {
   EventHub hub(*store_);
   std::vector<v1::Event> one, all;

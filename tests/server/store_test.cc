@@ -43,7 +43,7 @@ v1::Search MakeSearch() {
 TEST_F(StoreTest, MigratesToCurrentSchemaInWalMode) {
   Store st(path_);
   EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
-  EXPECT_EQ(st.SchemaVersion(), 9);  // 9: a trial's probe mark and micro-batches
+  EXPECT_EQ(st.SchemaVersion(), 10);  // 10: the state a probe reopened a search from
   Db raw(path_);
   auto& q = raw.Prepare("PRAGMA journal_mode");
   ASSERT_TRUE(q.Step());
@@ -179,6 +179,31 @@ TEST_F(StoreTest, MigratesADatabaseFromBeforeProbes) {
   ASSERT_EQ(trials.size(), 2u);
   EXPECT_TRUE(trials[1].probe());
   EXPECT_EQ(trials[1].micro_batches(), 4);
+}
+
+// Schema 10: the state a probe reopened a search from, stored with the search until it ends again.
+TEST_F(StoreTest, MigratesADatabaseFromBeforeTheReopenedState) {
+  {
+    Db raw(path_);
+    for (int i = 0; i < 9; ++i) raw.Exec(Migrations()[static_cast<size_t>(i)]);
+    raw.Exec("PRAGMA user_version=9");
+    raw.Exec("INSERT INTO searches(id,name,state,spec_yaml,objective_metric,direction,max_trials,parallelism,"
+             "nodes,ranks_per_node,gpus_per_rank,created_at) VALUES(1,'old',1,'name: old\n','loss',1,4,1,1,1,0,"
+             "1.0)");
+  }
+  Store st(path_);
+  EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
+  EXPECT_TRUE(st.LoadReopened().empty()) << "a search stored before schema 10 says nothing";
+  ASSERT_EQ(st.LoadSearches().size(), 1u);
+  st.SetSearchReopened(1, {v1::SEARCH_FAILED, "3 trials failed"});
+  st.Flush();
+  auto reopened = st.LoadReopened();
+  ASSERT_EQ(reopened.size(), 1u);
+  EXPECT_EQ(reopened[1].state, v1::SEARCH_FAILED);
+  EXPECT_EQ(reopened[1].error, "3 trials failed");
+  st.SetSearchReopened(1, {});
+  st.Flush();
+  EXPECT_TRUE(st.LoadReopened().empty());
 }
 
 TEST_F(StoreTest, RefusesDatabaseFromNewerLadder) {
