@@ -8,6 +8,7 @@
 // rendezvous). Each stop must leave no process behind, store every step once, and, where the trial resumes, resume
 // from that checkpoint.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <map>
 #include <set>
@@ -393,6 +394,48 @@ TEST_F(MultiNodeStops, ALadderTrainGlooTrialStopsThroughItsCheckpointWhenAWorker
   const std::string logs = TrialLogs();
   EXPECT_NE(logs.find("stopped by signal"), std::string::npos) << logs;
   EXPECT_NE(logs.find("resumed from"), std::string::npos) << logs;
+  EXPECT_EQ(WaitForNoTrialProcess(std::chrono::seconds(20)), std::vector<std::string>{});
+}
+
+// Slurm preempting the job that holds the workers SIGTERMs every task of every step itself (GraceTime), the trial's
+// ranks as well as the workers, and a rank's exit can reach its worker before the worker's own SIGTERM does. While
+// slurmctld says the job is being preempted (`scontrol show job`: a PreemptTime; a stand-in on PATH here, with the
+// SLURM_JOB_ID a worker's step has), such an exit is the workers' stop, not a loss: run `preempted`, no attempt
+// counted (max_retries 0: a loss would fail it), and the trial resumes from its checkpoint on two other nodes.
+TEST_F(MultiNodeStops, RanksSigtermedBySlurmPreemptingTheWorkersJobArePreemptedNotLost) {
+  const std::filesystem::path bin = dir_ / "fake-slurm";
+  std::filesystem::create_directories(bin);
+  std::ofstream(bin / "scontrol") << "#!/bin/sh\necho \"   PreemptEligibleTime=2026-11-27T16:00:00 "
+                                     "PreemptTime=2026-11-27T16:01:00\"\n";
+  std::filesystem::permissions(bin / "scontrol", std::filesystem::perms::owner_all);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  setenv("PATH", (bin.string() + ":" + path).c_str(), 1);
+  setenv("SLURM_JOB_ID", "7", 1);
+  StartNodes("127.0.0.1", "127.0.0.1");
+  const int64_t id = CreateSearch(Spec("slurm-preempted", "per_node"));
+  const bool printing = WaitForMetrics(id, std::chrono::seconds(60));
+  // What slurmstepd does to each step: SIGTERM to every process of it. No worker is told anything.
+  for (const auto& p : printing ? TrialProcesses() : std::vector<std::string>{}) kill(std::stoi(p), SIGTERM);
+  AddNode("nodec", "127.0.0.1");
+  AddNode("noded", "127.0.0.1");
+  auto s = testing::WaitForSearchEnd(*stub_, id, std::chrono::seconds(90));
+  setenv("PATH", path.c_str(), 1);
+  unsetenv("SLURM_JOB_ID");
+  ASSERT_TRUE(printing) << TrialLogs();
+  ASSERT_TRUE(s) << TrialLogs();
+  EXPECT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
+  const v1::Trial t = Trials(id).at(0);
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+  EXPECT_EQ(t.attempt(), 0) << "Slurm's preemption of the workers' job is not the trial's failure";
+  const auto outcomes = testing::Query(dir_ / "ladder.db", "SELECT outcome FROM allocations WHERE trial_id = " +
+                                                               std::to_string(t.id()) + " ORDER BY id");
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0][0], "preempted");
+  const auto runs = Runs(t);
+  ASSERT_EQ(runs.size(), 2u);
+  ExpectBothRanksStoppedThroughTheCheckpoint(t, runs.begin()->first);
+  EXPECT_EQ(runs.rbegin()->second.from, runs.begin()->second.steps.back()) << "resumed from its checkpoint";
+  ExpectEachStepOnce(t);
   EXPECT_EQ(WaitForNoTrialProcess(std::chrono::seconds(20)), std::vector<std::string>{});
 }
 
