@@ -249,7 +249,10 @@ bool NodeManager::LoopWasLate(Clock::time_point now, Clock::duration late) {
   if (until <= stall_grace_until_) return false;
   stall_grace_until_ = until;
   bool any = false;
-  for (const auto& [node, n] : nodes_) any = any || (n.info.state() == v1::WORKER_UP && n.lease_deadline < until);
+  for (const auto& [node, n] : nodes_) {
+    const bool leased = n.info.state() == v1::WORKER_UP || (n.info.state() == v1::WORKER_DRAINING && n.link);
+    any = any || (leased && n.lease_deadline < until);
+  }
   if (any && late >= std::chrono::seconds(1)) {
     LogWarning(kLog, "the coordinator's loop ran " +
                          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(late).count()) +
@@ -261,13 +264,22 @@ bool NodeManager::LoopWasLate(Clock::time_point now, Clock::duration late) {
 void NodeManager::CheckLeases(Clock::time_point now) {
   if (now <= stall_grace_until_) return;
   for (auto& [node, n] : nodes_) {
-    if (n.info.state() == v1::WORKER_UP && now > n.lease_deadline) {
+    // A draining node keeps its trials (an operator's drain, its worker's announced stop): its lease holds them.
+    const bool leased = n.info.state() == v1::WORKER_UP || (n.info.state() == v1::WORKER_DRAINING && n.link);
+    if (leased && now > n.lease_deadline) {
       LogWarning(kLog, "worker " + node + " missed its heartbeats; lease expired");
       if (n.link) {
         link_nodes_.erase(n.link.get());
         n.link->Close(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "lease expired"));
       }
-      MarkDown(n, "lease expired (no heartbeat for " + std::to_string(lease_.count()) + " ms)");
+      // After its worker said it is stopping (WorkerStopping), a silence is that stop, not a fault: its trials keep
+      // their attempt, as when its stream ends.
+      const std::string why = "lease expired (no heartbeat for " + std::to_string(lease_.count()) + " ms)";
+      if (n.stopping) {
+        MarkDown(n, "worker " + node + " stopped: " + why, NodeLoss::kWorkerStopped);
+      } else {
+        MarkDown(n, why);
+      }
     }
   }
 }

@@ -77,6 +77,22 @@ std::string FindStepId(const std::string& squeue_output, const std::string& name
   return found;
 }
 
+bool PreemptTimeSet(const std::string& scontrol_output) {
+  const auto at = scontrol_output.find("PreemptTime=");
+  return at != std::string::npos && scontrol_output.compare(at + 12, 4, "None") != 0 &&
+         at + 12 < scontrol_output.size() && scontrol_output[at + 12] != ' ' && scontrol_output[at + 12] != '\n';
+}
+
+void AskWhetherJobIsPreempted(boost::asio::io_context& loop, const std::string& job, std::function<void(bool)> done) {
+  if (job.empty()) {
+    done(false);
+    return;
+  }
+  auto answered = [done](int code, const std::string& out) { done(code == 0 && PreemptTimeSet(out)); };
+  std::string error;
+  if (!RunSlurmCommand(loop, {"scontrol", "show", "job", job}, answered, &error)) done(false);
+}
+
 void StopThroughLauncher(boost::asio::io_context& loop, const std::shared_ptr<TrialProcess>& process,
                          v1::Launcher launcher, const std::string& step_name, const std::string& slurm_job_id,
                          std::chrono::milliseconds grace, const std::string& trial) {

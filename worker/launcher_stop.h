@@ -18,6 +18,7 @@
 // Runs on the worker's loop. The launcher's exit is reported by its TrialProcess as any exit is.
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -49,5 +50,13 @@ void StopThroughLauncher(boost::asio::io_context& loop, const std::shared_ptr<Tr
 // The step id ("JOB.STEP") of the step named `name` in `squeue -h -s -o '%i %j'` output lines; the newest (last)
 // one when several share the name; "" when none does.
 std::string FindStepId(const std::string& squeue_output, const std::string& name);
+
+// Whether `scontrol show job` output says Slurm is preempting the job: a PreemptTime other than None. Slurm sets it
+// when it picks the job, before it signals the job's steps (GraceTime: SIGTERM to every step's tasks at once).
+bool PreemptTimeSet(const std::string& scontrol_output);
+
+// Asks slurmctld (`scontrol show job JOB`) whether Slurm is preempting job `job`; `done(preempting)` on `loop` once
+// it answered. No job, no scontrol or no answer: done(false).
+void AskWhetherJobIsPreempted(boost::asio::io_context& loop, const std::string& job, std::function<void(bool)> done);
 
 }  // namespace ladder::worker

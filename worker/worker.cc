@@ -135,7 +135,9 @@ void Worker::Stop() {
     auto all_exited_at = std::make_shared<std::chrono::steady_clock::time_point>();
     *check = [this, p, check, timer, deadline, all_exited_at] {
       auto now = std::chrono::steady_clock::now();
-      bool all_exited = std::all_of(trials_.begin(), trials_.end(), [](const auto& kv) { return kv.second.exited; });
+      bool all_exited = std::all_of(trials_.begin(), trials_.end(), [](const auto& kv) {
+        return kv.second.exited && !kv.second.exit_held;
+      });
       if (all_exited && *all_exited_at == std::chrono::steady_clock::time_point{}) *all_exited_at = now;
       // Once every process is gone, wait a little for the acknowledgements of their exits.
       bool acked_or_given_up = all_exited && (!registered_ || now - *all_exited_at > std::chrono::seconds(1));
@@ -324,7 +326,7 @@ void Worker::Handle(const v1::CoordinatorMessage& m) {
         r.ignored_dirty = true;
         r.tail_size_sent = -1;  // a restarted coordinator has no log tail
         FlushMetrics(r);
-        if (r.exited) SendExit(r);
+        if (r.exited && !r.exit_held) SendExit(r);
       }
       ArmHeartbeat();
       {

@@ -129,6 +129,7 @@ class Worker {
     bool cancelled = false;
     bool worker_stopping = false;        // stopped because this worker is stopping (Stop), not as asked
     bool exited = false;                 // ended; `exit` is kept until the coordinator acknowledges it
+    bool exit_held = false;              // ended, its exit not sent before slurmctld says whether the job is preempted
     v1::WorkerMessage exit;
   };
 

@@ -333,9 +333,33 @@ void Worker::OnExit(int64_t trial_id, int exit_code, const std::string& descript
   }
   ex.set_step_cancelled(from_outside);
   LogInfo(kLog, "trial " + std::to_string(trial_id) + " ended" + (description.empty() ? "" : ": " + description));
-  // The last points go first; both stay kept until acknowledged.
-  FlushMetrics(r);
-  SendExit(r);
+  // Slurm preempting this worker's job signals every step's tasks at once: the trial's (its ranks, and the srun or
+  // mpirun a worker runs) and the workers'. The trial's exit — from outside, or a rank's 143 relayed by srun when its
+  // handlers won the race with srun's own forced end — may be heard before this worker's own SIGTERM: if slurmctld
+  // says the job is being preempted, the run ends as this worker's stop does (a preemption: no attempt counted).
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (!from_outside && (exit_code == 0 || r.cancelled || !job || !*job)) {
+    // The last points go first; both stay kept until acknowledged.
+    FlushMetrics(r);
+    SendExit(r);
+    return;
+  }
+  r.exit_held = true;
+  AskWhetherJobIsPreempted(loop_, job ? job : "", [this, trial_id, epoch = r.epoch](bool preempting) {
+    auto it = trials_.find(trial_id);
+    if (it == trials_.end() || it->second.epoch != epoch || !it->second.exit_held) return;
+    Running& ended = it->second;
+    ended.exit_held = false;
+    if (preempting) {
+      LogInfo(kLog, "trial " + std::to_string(trial_id) + ": Slurm is preempting this job; reported as stopped with "
+                    "the worker");
+      ended.worker_stopping = true;
+      ended.exit.mutable_exited()->set_worker_stopping(true);
+      ended.exit.mutable_exited()->set_step_cancelled(false);
+    }
+    FlushMetrics(ended);
+    SendExit(ended);
+  });
 }
 
 void Worker::SendExit(Running& r) {

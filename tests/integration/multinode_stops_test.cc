@@ -8,6 +8,7 @@
 // rendezvous). Each stop must leave no process behind, store every step once, and, where the trial resumes, resume
 // from that checkpoint.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <map>
 #include <set>
@@ -115,6 +116,21 @@ class MultiNodeStops : public testing::MultiNode {
       }
     }
   }
+  // Waits (up to `deadline`) for search `id` to complete with its two trials, each COMPLETED with no attempt counted
+  // (`no_attempt`: why not) and every step of it stored once; `trials` gets them.
+  void ExpectTwoTrialsCompletedWithEachStepOnce(int64_t id, std::chrono::seconds deadline, const std::string& no_attempt,
+                                                std::vector<v1::Trial>* trials) {
+    auto s = testing::WaitForSearchEnd(*stub_, id, deadline);
+    ASSERT_TRUE(s) << TrialLogs();
+    EXPECT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
+    *trials = Trials(id);
+    ASSERT_EQ(trials->size(), 2u);
+    for (const auto& t : *trials) {
+      EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+      EXPECT_EQ(t.attempt(), 0) << no_attempt;
+      ExpectEachStepOnce(t);
+    }
+  }
   // Both ranks of run `epoch` left through the agreed checkpoint (and which of them got a stop signal).
   void ExpectBothRanksStoppedThroughTheCheckpoint(const v1::Trial& t, int64_t epoch) {
     const auto ck = Marks(t);
@@ -168,6 +184,32 @@ class MultiNodeStops : public testing::MultiNode {
     std::set<std::string> second_nodes;
     for (const auto& p : t.placement()) second_nodes.insert(p.node_id());
     EXPECT_EQ(second_nodes.count(rank1_node), 0u) << "not on the node whose worker stopped";
+    EXPECT_EQ(WaitForNoTrialProcess(std::chrono::seconds(20)), std::vector<std::string>{});
+  }
+  // A running 2-node mpirun trial; the worker of rank 0's node (mpirun's) or of rank 1's stops gracefully. The
+  // trial stops through mpirun (SIGUSR1, forwarded to both ranks), and resumes — no attempt counted — on the node
+  // left and a new one, from the checkpoint, every step once; no process of it is left.
+  void ShutDownAnMpirunTrialsWorker(bool rank0s) {
+    StartNodes("nodea", "nodeb");
+    const int64_t id = CreateSearch(Spec("mpi-shutdown", "mpirun"));
+    ASSERT_TRUE(WaitForMetrics(id, std::chrono::seconds(60))) << TrialLogs();
+    const v1::Trial running = Trials(id).at(0);
+    ASSERT_EQ(running.placement_size(), 2);
+    const int zero = running.placement(0).first_rank() == 0 ? 0 : 1;
+    const std::string stopping = running.placement(rank0s ? zero : 1 - zero).node_id();
+    workers_[stopping == "nodea" ? 0 : 1]->Stop();
+    AddNode("nodec", "nodec");
+    auto s = testing::WaitForSearchEnd(*stub_, id, std::chrono::seconds(90));
+    ASSERT_TRUE(s) << TrialLogs();
+    EXPECT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
+    const v1::Trial t = Trial(running.id());
+    EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+    EXPECT_EQ(t.attempt(), 0) << "a worker's shutdown is not the trial's failure";
+    const auto runs = Runs(t);
+    ASSERT_EQ(runs.size(), 2u);
+    ExpectBothRanksStoppedThroughTheCheckpoint(t, runs.begin()->first);
+    EXPECT_EQ(runs.rbegin()->second.from, runs.begin()->second.steps.back());
+    ExpectEachStepOnce(t);
     EXPECT_EQ(WaitForNoTrialProcess(std::chrono::seconds(20)), std::vector<std::string>{});
   }
   std::string script_;
@@ -226,16 +268,11 @@ TEST_F(MultiNodeStops, PbtExploitStopsBothRanksAndRestartsTheTrialFromTheSources
       "scheduler: {type: pbt, resource: epoch, perturbation_interval: 10, quantile: 0.5, resample_probability: 0}\n"
       "command: [/bin/sh, " + script_ + ", '{x}']\nenv: {PERIODIC: '1', FIRST_STEPS: '60'}\n"
       "space:\n  x: {type: float, low: 0.1, high: 1}\n");
-  auto s = testing::WaitForSearchEnd(*stub_, id, std::chrono::seconds(150));
-  ASSERT_TRUE(s) << TrialLogs();
-  EXPECT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
-  const auto trials = Trials(id);
-  ASSERT_EQ(trials.size(), 2u);
+  std::vector<v1::Trial> trials;
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectTwoTrialsCompletedWithEachStepOnce(id, std::chrono::seconds(150), "an exploit is not a retry", &trials));
   int exploits = 0;
   for (const auto& t : trials) {
-    EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
-    EXPECT_EQ(t.attempt(), 0) << "an exploit is not a retry";
-    ExpectEachStepOnce(t);
     const std::string sql = "SELECT outcome, assignment_epoch FROM allocations WHERE trial_id = " +
                             std::to_string(t.id()) + " ORDER BY id";
     const auto outcomes = testing::Query(dir_ / "ladder.db", sql);
@@ -307,27 +344,13 @@ TEST_F(MultiNodeStops, AWorkersShutdownCountsNoAttemptWhenTheOtherNodesRankExits
 // stops through mpirun: both ranks leave through the checkpoint, and the trial resumes — no attempt counted — on the
 // node left and a new one.
 TEST_F(MultiNodeStops, AWorkersShutdownOnAnMpirunTrialsSecondNodeRequeuesItWithNoAttempt) {
-  StartNodes("nodea", "nodeb");
-  const int64_t id = CreateSearch(Spec("mpi-shutdown", "mpirun"));
-  ASSERT_TRUE(WaitForMetrics(id, std::chrono::seconds(60))) << TrialLogs();
-  const v1::Trial running = Trials(id).at(0);
-  ASSERT_EQ(running.placement_size(), 2);
-  const int zero = running.placement(0).first_rank() == 0 ? 0 : 1;
-  const std::string other = running.placement(1 - zero).node_id();  // rank 1's (mpirun runs on rank 0's)
-  workers_[other == "nodea" ? 0 : 1]->Stop();
-  AddNode("nodec", "nodec");
-  auto s = testing::WaitForSearchEnd(*stub_, id, std::chrono::seconds(90));
-  ASSERT_TRUE(s) << TrialLogs();
-  EXPECT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
-  const v1::Trial t = Trial(running.id());
-  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
-  EXPECT_EQ(t.attempt(), 0) << "a worker's shutdown is not the trial's failure";
-  const auto runs = Runs(t);
-  ASSERT_EQ(runs.size(), 2u);
-  ExpectBothRanksStoppedThroughTheCheckpoint(t, runs.begin()->first);
-  EXPECT_EQ(runs.rbegin()->second.from, runs.begin()->second.steps.back());
-  ExpectEachStepOnce(t);
-  EXPECT_EQ(WaitForNoTrialProcess(std::chrono::seconds(20)), std::vector<std::string>{});
+  ShutDownAnMpirunTrialsWorker(/*rank0s=*/false);
+}
+
+// The same with the first node's worker (the one that runs mpirun) stopping: it sends SIGUSR1 to mpirun, which
+// forwards it to both ranks; they leave through the checkpoint and the trial resumes elsewhere with no attempt.
+TEST_F(MultiNodeStops, AWorkersShutdownOnAnMpirunTrialsFirstNodeStopsItThroughMpirunWithNoAttempt) {
+  ShutDownAnMpirunTrialsWorker(/*rank0s=*/true);
 }
 
 // The same shutdown with ladder-train over Gloo: the stopping worker SIGTERMs rank 1, the ranks agree on a step (an
@@ -374,6 +397,48 @@ TEST_F(MultiNodeStops, ALadderTrainGlooTrialStopsThroughItsCheckpointWhenAWorker
   EXPECT_EQ(WaitForNoTrialProcess(std::chrono::seconds(20)), std::vector<std::string>{});
 }
 
+// Slurm preempting the job that holds the workers SIGTERMs every task of every step itself (GraceTime), the trial's
+// ranks as well as the workers, and a rank's exit can reach its worker before the worker's own SIGTERM does. While
+// slurmctld says the job is being preempted (`scontrol show job`: a PreemptTime; a stand-in on PATH here, with the
+// SLURM_JOB_ID a worker's step has), such an exit is the workers' stop, not a loss: run `preempted`, no attempt
+// counted (max_retries 0: a loss would fail it), and the trial resumes from its checkpoint on two other nodes.
+TEST_F(MultiNodeStops, RanksSigtermedBySlurmPreemptingTheWorkersJobArePreemptedNotLost) {
+  const std::filesystem::path bin = dir_ / "fake-slurm";
+  std::filesystem::create_directories(bin);
+  std::ofstream(bin / "scontrol") << "#!/bin/sh\necho \"   PreemptEligibleTime=2026-11-27T16:00:00 "
+                                     "PreemptTime=2026-11-27T16:01:00\"\n";
+  std::filesystem::permissions(bin / "scontrol", std::filesystem::perms::owner_all);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  setenv("PATH", (bin.string() + ":" + path).c_str(), 1);
+  setenv("SLURM_JOB_ID", "7", 1);
+  StartNodes("127.0.0.1", "127.0.0.1");
+  const int64_t id = CreateSearch(Spec("slurm-preempted", "per_node"));
+  const bool printing = WaitForMetrics(id, std::chrono::seconds(60));
+  // What slurmstepd does to each step: SIGTERM to every process of it. No worker is told anything.
+  for (const auto& p : printing ? TrialProcesses() : std::vector<std::string>{}) kill(std::stoi(p), SIGTERM);
+  AddNode("nodec", "127.0.0.1");
+  AddNode("noded", "127.0.0.1");
+  auto s = testing::WaitForSearchEnd(*stub_, id, std::chrono::seconds(90));
+  setenv("PATH", path.c_str(), 1);
+  unsetenv("SLURM_JOB_ID");
+  ASSERT_TRUE(printing) << TrialLogs();
+  ASSERT_TRUE(s) << TrialLogs();
+  EXPECT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
+  const v1::Trial t = Trials(id).at(0);
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+  EXPECT_EQ(t.attempt(), 0) << "Slurm's preemption of the workers' job is not the trial's failure";
+  const auto outcomes = testing::Query(dir_ / "ladder.db", "SELECT outcome FROM allocations WHERE trial_id = " +
+                                                               std::to_string(t.id()) + " ORDER BY id");
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0][0], "preempted");
+  const auto runs = Runs(t);
+  ASSERT_EQ(runs.size(), 2u);
+  ExpectBothRanksStoppedThroughTheCheckpoint(t, runs.begin()->first);
+  EXPECT_EQ(runs.rbegin()->second.from, runs.begin()->second.steps.back()) << "resumed from its checkpoint";
+  ExpectEachStepOnce(t);
+  EXPECT_EQ(WaitForNoTrialProcess(std::chrono::seconds(20)), std::vector<std::string>{});
+}
+
 // ASHA stops the worse of two 2-node trials (run one after the other) at its first rung: both ranks leave through the
 // checkpoint, and the trial COMPLETES with the value it reached (run `stopped early`, no attempt), every step once.
 TEST_F(MultiNodeStops, AnEarlyStopEndsBothRanksOfATwoNodeTrialWhichCompletesWithItsValue) {
@@ -384,16 +449,10 @@ TEST_F(MultiNodeStops, AnEarlyStopEndsBothRanksOfATwoNodeTrialWhichCompletesWith
       "scheduler: {type: asha, resource: epoch, min_resource: 4, max_resource: 12, reduction_factor: 3}\n"
       "command: [/bin/sh, " + script_ + ", '{x}']\nenv: {FIRST_STEPS: '12'}\n"
       "space:\n  x: {type: categorical, values: ['1', '0.2']}\n");
-  auto s = testing::WaitForSearchEnd(*stub_, id, std::chrono::seconds(90));
-  ASSERT_TRUE(s) << TrialLogs();
-  EXPECT_EQ(s->state(), v1::SEARCH_COMPLETED) << s->error() << TrialLogs();
-  const auto trials = Trials(id);
-  ASSERT_EQ(trials.size(), 2u);
+  std::vector<v1::Trial> trials;
+  ASSERT_NO_FATAL_FAILURE(ExpectTwoTrialsCompletedWithEachStepOnce(id, std::chrono::seconds(90), "", &trials));
   int stopped = 0;
   for (const auto& t : trials) {
-    EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
-    EXPECT_EQ(t.attempt(), 0);
-    ExpectEachStepOnce(t);
     const auto outcome = testing::Query(dir_ / "ladder.db", "SELECT outcome FROM allocations WHERE trial_id = " +
                                                                 std::to_string(t.id()));
     ASSERT_EQ(outcome.size(), 1u);

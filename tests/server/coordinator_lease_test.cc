@@ -60,6 +60,36 @@ TEST_F(CoordinatorTest, AfterAStallAWorkerThatStaysSilentStillExpires) {
   EXPECT_EQ(StateOf(*coord_, "b"), v1::WORKER_UP);
 }
 
+// A worker says it is stopping (WorkerStopping) while it runs a trial, then goes silent without closing its stream
+// (frozen, its host lost mid-shutdown): its lease still expires, as that stop — the node goes down with no failure
+// counted and its trial goes back to the queue keeping its attempt, as when the stream of a stopping worker ends.
+TEST_F(CoordinatorTest, ALeaseThatExpiresAfterTheWorkerSaidItIsStoppingIsNoFault) {
+  auto a = Connect("a", 1);
+  CreateSearch();
+  const auto first = a->Starts().at(0);
+  v1::WorkerMessage stopping;
+  stopping.mutable_stopping()->set_reason("the worker is shutting down");
+  coord_->OnWorkerMessage(a, stopping);
+  Drain();
+  EXPECT_EQ(StateOf(*coord_, "a"), v1::WORKER_DRAINING);
+  // No heartbeats: run the loop past the 200 ms lease, in slices, until the expiry has been acted on.
+  loop_.restart();
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       std::chrono::steady_clock::now() < until &&
+       !(a->closed && GetTrial(first.trial_id()).state() == v1::TRIAL_PENDING);) {
+    loop_.run_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(a->closed) << "the lease of a stopping worker is judged too";
+  const auto t = GetTrial(first.trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_PENDING) << t.error();
+  EXPECT_EQ(t.attempt(), 0) << "its worker's stop, not the trial's failure";
+  v1::ServerInfoResponse info;
+  coord_->ServerInfo({}, &info);
+  ASSERT_EQ(info.workers_size(), 1);
+  EXPECT_EQ(info.workers(0).state(), v1::WORKER_DOWN);
+  EXPECT_EQ(info.workers(0).recent_failures(), 0) << "no fault of the node";
+}
+
 int IntervalOf(const FakeLink& link) {  // the last heartbeat interval the worker was told (Registered or later)
   int ms = 0;
   for (const auto& m : link.sent) {

@@ -173,6 +173,10 @@ class LocalSlurm {
       c << "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n";
     }
     std::ofstream(base_ / "etc" / "cgroup.conf") << "CgroupPlugin=cgroup/v1\n";
+    // PMIx (srun --mpi=pmix): once, under load, a message between two nodes' slurmstepd failed ("pmixp_p2p_send:
+    // send failed ... exceeded the retry limit") and the MPI trial went on only after PMIx's timeout, 300 s by
+    // default: it completed after 302 s, past ctest's 300 s. With a minute such a stall ends inside the test's time.
+    std::ofstream(base_ / "etc" / "mpi.conf") << "PMIxTimeout=60\n";
     if (topology) {
       std::ofstream t(base_ / "etc" / "topology.conf");
       std::string leaves;

@@ -83,5 +83,17 @@ TEST(LauncherStop, FindsTheNewestStepOfTheTrialsNameInSqueuesList) {
   EXPECT_EQ(FindStepId("", "ladder-trial-7"), "");
 }
 
+// `scontrol show job` as Slurm 22.05 prints it: PreemptTime is None until Slurm picks the job for preemption.
+TEST(LauncherStop, AJobIsBeingPreemptedOnceScontrolShowsItsPreemptTime) {
+  const std::string running = "   StartTime=2026-11-27T15:54:21 EndTime=Unknown Deadline=N/A\n"
+                              "   PreemptEligibleTime=2026-11-27T15:54:21 PreemptTime=None\n";
+  const std::string preempted = "   StartTime=2026-11-27T15:54:21 EndTime=2026-11-27T15:55:31 Deadline=N/A\n"
+                                "   PreemptEligibleTime=2026-11-27T15:54:21 PreemptTime=2026-11-27T15:55:21\n";
+  EXPECT_FALSE(PreemptTimeSet(running));
+  EXPECT_TRUE(PreemptTimeSet(preempted));
+  EXPECT_FALSE(PreemptTimeSet(""));
+  EXPECT_FALSE(PreemptTimeSet("slurm_load_jobs error: Invalid job id specified\n"));
+}
+
 }  // namespace
 }  // namespace ladder::worker
