@@ -64,7 +64,8 @@ void PrintVerdict(const nlohmann::json& x, std::ostream& out) {
   out << "  climb LR       " << num(v["lr"]) << " (80% [" << num(v["lr_80"][0]) << ", " << num(v["lr_80"][1])
       << "], 90% [" << num(v["lr_90"][0]) << ", " << num(v["lr_90"][1]) << "]); predicted regret "
       << Sig(100 * regret["mean"].get<double>(), "%.2g") << "% (p80 " << Sig(100 * regret["p80"].get<double>(), "%.2g")
-      << "%); the plan's peak LR is still its rule's\n";
+      << (x["target"]["rule"] == "climb" ? "%); the plan's peak LR (probes ran)\n"
+                                         : "%); the plan's peak LR is still its rule's (no probe has run)\n");
   if (v["undecided"].is_string()) out << "  undecided      " << v["undecided"].get<std::string>() << "\n";
   if (v["next_probe"].is_object() &&
       v["next_probe"]["node_hours"].get<double>() > v["budget_node_hours"].get<double>()) {
