@@ -197,17 +197,16 @@ std::string FormatInterval(const Interval& iv) {
   return buf;
 }
 
-Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const ExtrapolationOptions& o) {
-  if (std::string e = Validate(trials); !e.empty()) return Fitted<ScalingReport>::Fail(e);
-  if (o.bootstrap < 0 || !(o.interval > 0 && o.interval < 1) || o.parabola_neighbours < 1) {
-    return Fitted<ScalingReport>::Fail(
-        "options: bootstrap must be >= 0, interval in (0, 1), parabola_neighbours >= 1");
-  }
-  ScalingReport r;
-  r.interval_level = o.interval;
-  r.bootstrap = o.bootstrap;
-  Sweeps sw;
-  std::vector<const ScaleTrial*> convergent;
+namespace {
+
+// The steps of FitScaling, in order: group the trials by batch (GroupSweeps), the trade-off's target loss
+// (TargetLoss), the full fit and its bootstrap replicates (Bootstrap), each fit with its interval (the Report*
+// steps), the baselines' anchors (Anchors).
+
+// Groups the trials by batch, counts convergent and diverged ones, and leaves out batches with no convergent
+// trial (noted). Returns an error message, or empty.
+std::string GroupSweeps(const std::vector<ScaleTrial>& trials, ScalingReport& r, Sweeps& sw,
+                        std::vector<const ScaleTrial*>& convergent) {
   for (const ScaleTrial& t : trials) {
     sw.by_batch[t.global_batch].push_back(&t);
     auto [it, fresh] = sw.lr_range.try_emplace(t.global_batch, t.peak_lr, t.peak_lr);
@@ -221,8 +220,8 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
     }
   }
   if (convergent.empty()) {
-    return Fitted<ScalingReport>::Fail("no convergent trial: all " + std::to_string(trials.size()) +
-                                       " trials diverged or have no finite final loss");
+    return "no convergent trial: all " + std::to_string(trials.size()) +
+           " trials diverged or have no finite final loss";
   }
   // Batches with no convergent trial take no part (noted); the LR law needs 2 that have one.
   for (auto it = sw.by_batch.begin(); it != sw.by_batch.end();) {
@@ -236,37 +235,41 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
     }
   }
   if (sw.by_batch.size() < 2) {
-    return Fitted<ScalingReport>::Fail(
-        "too few batch sizes: the fit needs convergent trials at 2 or more global batch sizes, got " +
-        std::to_string(sw.by_batch.size()) + " (batch " + std::to_string(sw.by_batch.begin()->first) + ")");
+    return "too few batch sizes: the fit needs convergent trials at 2 or more global batch sizes, got " +
+           std::to_string(sw.by_batch.size()) + " (batch " + std::to_string(sw.by_batch.begin()->first) + ")";
   }
+  return "";
+}
 
-  // Target loss for the steps-examples trade-off: the loss every batch's best run reaches, plus 1%.
-  double target = o.target_loss;
+// The target loss of the steps-examples trade-off: the loss every batch's best run reaches, plus 1% (NaN without
+// loss curves), unless the options give one.
+double TargetLoss(const Sweeps& sw, const ExtrapolationOptions& o) {
+  if (std::isfinite(o.target_loss)) return o.target_loss;
+  double worst = -std::numeric_limits<double>::infinity();
   bool any_curve = false;
-  if (!std::isfinite(target)) {
-    double worst = -std::numeric_limits<double>::infinity();
-    for (const auto& [batch, group] : sw.by_batch) {
-      double best = std::numeric_limits<double>::infinity();
-      for (const ScaleTrial* t : group) {
-        if (Convergent(*t) && !t->curve.empty()) best = std::min(best, LowestLoss(*t)), any_curve = true;
-      }
-      if (std::isfinite(best)) worst = std::max(worst, best);
+  for (const auto& [batch, group] : sw.by_batch) {
+    double best = std::numeric_limits<double>::infinity();
+    for (const ScaleTrial* t : group) {
+      if (Convergent(*t) && !t->curve.empty()) best = std::min(best, LowestLoss(*t)), any_curve = true;
     }
-    if (any_curve && std::isfinite(worst)) target = worst + 0.01 * std::abs(worst);
+    if (std::isfinite(best)) worst = std::max(worst, best);
   }
-  const std::vector<Group> budgets = ComputeGroups(convergent, o.compute_group_tolerance);
+  return any_curve && std::isfinite(worst) ? worst + 0.01 * std::abs(worst) : o.target_loss;
+}
 
-  const OneFit full = FitOnce(sw, o, target, budgets);
-  r.best_lr = full.best;
-
-  // Bootstrap replicates: resample within each batch (and, for the compute laws, within each budget).
-  std::mt19937_64 rng(o.seed);
-  std::map<int64_t, std::vector<double>> best_draws;
-  std::vector<double> free_eps, free_noise, fixed_eps, noise_draws, joint_eps, joint_noise, smin, bcrit, emin;
-  std::vector<double> lr_coef, lr_exp, b_coef, b_exp, edge_draws;
+// Every fit's bootstrap replicates.
+struct Replicates {
+  std::map<int64_t, std::vector<double>> best;
+  std::vector<double> free_eps, free_noise, fixed_eps, noise, joint_eps, joint_noise, smin, bcrit, emin;
+  std::vector<double> lr_coef, lr_exp, b_coef, b_exp, edge;
   std::vector<std::pair<double, double>> free_pairs, fixed_pairs, joint_pairs;
-  std::vector<internal::Line> pow_draws, surf_draws;  // bootstrap lines log(lr) = a + b log(B)
+  std::vector<internal::Line> power, surface;  // bootstrap lines log(lr) = a + b log(B)
+};
+
+// Resamples within each batch (and, for the compute laws, within each budget) and fits again, o.bootstrap times.
+Replicates Bootstrap(const Sweeps& sw, const ExtrapolationOptions& o, double target, const std::vector<Group>& budgets) {
+  Replicates d;
+  std::mt19937_64 rng(o.seed);
   for (int rep = 0; rep < o.bootstrap; ++rep) {
     Sweeps s;
     s.lr_range = sw.lr_range;
@@ -276,34 +279,39 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
       for (const Group& g : budgets) bb.push_back(Resample(g, rng));
     }
     const OneFit f = FitOnce(s, o, target, bb);
-    for (const BestLr& b : f.best) best_draws[b.global_batch].push_back(b.lr.value);
+    for (const BestLr& b : f.best) d.best[b.global_batch].push_back(b.lr.value);
     if (f.free_law) {
-      free_eps.push_back(f.free_law->eps_max), free_noise.push_back(f.free_law->b_noise);
-      free_pairs.emplace_back(f.free_law->eps_max, f.free_law->b_noise);
+      d.free_eps.push_back(f.free_law->eps_max), d.free_noise.push_back(f.free_law->b_noise);
+      d.free_pairs.emplace_back(f.free_law->eps_max, f.free_law->b_noise);
     }
     if (f.noise_law) {
-      fixed_eps.push_back(f.noise_law->eps_max), noise_draws.push_back(f.noise);
-      fixed_pairs.emplace_back(f.noise_law->eps_max, f.noise_law->b_noise);
+      d.fixed_eps.push_back(f.noise_law->eps_max), d.noise.push_back(f.noise);
+      d.fixed_pairs.emplace_back(f.noise_law->eps_max, f.noise_law->b_noise);
     }
-    if (std::isfinite(f.edge)) edge_draws.push_back(f.edge);
-    if (f.power) pow_draws.push_back(*f.power);
-    if (f.surface) surf_draws.push_back(*f.surface);
+    if (std::isfinite(f.edge)) d.edge.push_back(f.edge);
+    if (f.power) d.power.push_back(*f.power);
+    if (f.surface) d.surface.push_back(*f.surface);
     if (f.joint_law) {
-      joint_eps.push_back(f.joint_law->eps_max), joint_noise.push_back(f.joint_law->b_noise);
-      joint_pairs.emplace_back(f.joint_law->eps_max, f.joint_law->b_noise);
+      d.joint_eps.push_back(f.joint_law->eps_max), d.joint_noise.push_back(f.joint_law->b_noise);
+      d.joint_pairs.emplace_back(f.joint_law->eps_max, f.joint_law->b_noise);
     }
     if (f.tradeoff) {
-      smin.push_back(f.tradeoff->first), bcrit.push_back(f.tradeoff->second);
-      emin.push_back(f.tradeoff->first * f.tradeoff->second);
+      d.smin.push_back(f.tradeoff->first), d.bcrit.push_back(f.tradeoff->second);
+      d.emin.push_back(f.tradeoff->first * f.tradeoff->second);
     }
     if (f.compute_laws) {
-      lr_coef.push_back(std::exp(f.compute_laws->lr.a)), lr_exp.push_back(f.compute_laws->lr.b);
-      b_coef.push_back(std::exp(f.compute_laws->batch.a)), b_exp.push_back(f.compute_laws->batch.b);
+      d.lr_coef.push_back(std::exp(f.compute_laws->lr.a)), d.lr_exp.push_back(f.compute_laws->lr.b);
+      d.b_coef.push_back(std::exp(f.compute_laws->batch.a)), d.b_exp.push_back(f.compute_laws->batch.b);
     }
   }
-  const double lv = o.interval;
+  return d;
+}
+
+// The per-batch best LRs and the ε_opt(B) laws (free, tied to the measured noise scale, joint), with intervals.
+void ReportLrLaws(const OneFit& full, const Replicates& d, double lv, ScalingReport& r) {
   for (BestLr& b : r.best_lr) {
-    b.lr = Spread(b.lr.value, best_draws[b.global_batch], lv);
+    auto it = d.best.find(b.global_batch);
+    b.lr = Spread(b.lr.value, it == d.best.end() ? std::vector<double>{} : it->second, lv);
     if (b.at_edge) {
       r.notes.push_back("global batch " + std::to_string(b.global_batch) + ": the best LR (" + Num(b.lr.value) +
                         ") is at the edge of its sweep; the optimum may lie outside it");
@@ -311,11 +319,11 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   }
   if (full.free_law) {
     LrBatchFit f;
-    f.eps_max = Spread(full.free_law->eps_max, free_eps, lv);
-    f.b_noise = Spread(full.free_law->b_noise, free_noise, lv);
+    f.eps_max = Spread(full.free_law->eps_max, d.free_eps, lv);
+    f.b_noise = Spread(full.free_law->b_noise, d.free_noise, lv);
     f.identified = full.free_law->identified;
     f.rms_log2_residual = full.free_law->rms_log2;
-    f.draws = free_pairs;
+    f.draws = d.free_pairs;
     r.lr_fit = f;
     if (!f.identified) {
       r.notes.push_back("lr_fit: B_noise ran into its search bound (" + Num(f.b_noise.value) +
@@ -326,39 +334,46 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   }
   if (full.noise_law) {
     LrBatchFit f;
-    f.eps_max = Spread(full.noise_law->eps_max, fixed_eps, lv);
-    f.b_noise = Spread(full.noise, noise_draws, lv);
+    f.eps_max = Spread(full.noise_law->eps_max, d.fixed_eps, lv);
+    f.b_noise = Spread(full.noise, d.noise, lv);
     f.rms_log2_residual = full.noise_law->rms_log2;
-    f.draws = fixed_pairs;
+    f.draws = d.fixed_pairs;
     r.measured_noise_scale = f.b_noise;
     r.noise_fit = f;
     if (r.lr_fit) r.noise_ratio = r.lr_fit->b_noise.value / full.noise;
     LrBatchFit j;
-    j.eps_max = Spread(full.joint_law->eps_max, joint_eps, lv);
-    j.b_noise = Spread(full.joint_law->b_noise, joint_noise, lv);
+    j.eps_max = Spread(full.joint_law->eps_max, d.joint_eps, lv);
+    j.b_noise = Spread(full.joint_law->b_noise, d.joint_noise, lv);
     j.rms_log2_residual = full.joint_law->rms_log2;
-    j.draws = joint_pairs;
+    j.draws = d.joint_pairs;
     r.joint_fit = j;
   } else {
     r.notes.push_back("noise_fit: no trial reports a measured noise scale (noise_scale > 0)");
   }
-  if (std::isfinite(full.edge)) r.stability_edge = Spread(full.edge, edge_draws, lv);
-  // A power law lr = c B^a from the full fit's line and its bootstrap lines (log c = line.a, a = line.b).
-  auto law = [&](const internal::Line& fit, const std::vector<internal::Line>& draws) {
-    PowerLaw pl;
-    std::vector<double> coef, expo;
-    for (const auto& l : draws) {
-      coef.push_back(std::exp(l.a)), expo.push_back(l.b);
-      pl.draws.emplace_back(std::exp(l.a), l.b);
-    }
-    pl.coefficient = Spread(std::exp(fit.a), coef, lv);
-    pl.exponent = Spread(fit.b, expo, lv);
-    pl.points = static_cast<int>(full.best.size());
-    return pl;
-  };
-  if (full.power) r.power_fit = law(*full.power, pow_draws);
+  if (std::isfinite(full.edge)) r.stability_edge = Spread(full.edge, d.edge, lv);
+}
+
+// A power law lr = c B^a from the full fit's line and its bootstrap lines (log c = line.a, a = line.b).
+PowerLaw LawOf(const internal::Line& fit, const std::vector<internal::Line>& draws, double lv, int points) {
+  PowerLaw pl;
+  std::vector<double> coef, expo;
+  for (const auto& l : draws) {
+    coef.push_back(std::exp(l.a)), expo.push_back(l.b);
+    pl.draws.emplace_back(std::exp(l.a), l.b);
+  }
+  pl.coefficient = Spread(std::exp(fit.a), coef, lv);
+  pl.exponent = Spread(fit.b, expo, lv);
+  pl.points = points;
+  return pl;
+}
+
+// The power laws of the best LR, the steps-examples trade-off and the compute laws, with intervals.
+void ReportPowerAndComputeLaws(const OneFit& full, const Replicates& d, double lv, double target,
+                               const std::vector<Group>& budgets, ScalingReport& r) {
+  const int points = static_cast<int>(full.best.size());
+  if (full.power) r.power_fit = LawOf(*full.power, d.power, lv, points);
   if (full.surface) {
-    r.surface_fit = law(*full.surface, surf_draws);
+    r.surface_fit = LawOf(*full.surface, d.surface, lv, points);
   } else {
     r.notes.push_back("surface_fit: needs 3 or more convergent LRs at each of 2 or more batch sizes; the default "
                       "rule falls back to power_fit");
@@ -366,9 +381,9 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   if (full.tradeoff) {
     TradeoffFit t;
     t.target_loss = target;
-    t.s_min = Spread(full.tradeoff->first, smin, lv);
-    t.b_crit = Spread(full.tradeoff->second, bcrit, lv);
-    t.e_min = Spread(full.tradeoff->first * full.tradeoff->second, emin, lv);
+    t.s_min = Spread(full.tradeoff->first, d.smin, lv);
+    t.b_crit = Spread(full.tradeoff->second, d.bcrit, lv);
+    t.e_min = Spread(full.tradeoff->first * full.tradeoff->second, d.emin, lv);
     for (const auto& p : full.steps) t.steps_by_batch.emplace_back(static_cast<int64_t>(p.batch), p.steps);
     r.tradeoff = t;
   } else {
@@ -379,10 +394,10 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   if (full.compute_laws) {
     const LawPair& l = *full.compute_laws;
     PowerLaw lr, b;
-    lr.coefficient = Spread(std::exp(l.lr.a), lr_coef, lv);
-    lr.exponent = Spread(l.lr.b, lr_exp, lv);
-    b.coefficient = Spread(std::exp(l.batch.a), b_coef, lv);
-    b.exponent = Spread(l.batch.b, b_exp, lv);
+    lr.coefficient = Spread(std::exp(l.lr.a), d.lr_coef, lv);
+    lr.exponent = Spread(l.lr.b, d.lr_exp, lv);
+    b.coefficient = Spread(std::exp(l.batch.a), d.b_coef, lv);
+    b.exponent = Spread(l.batch.b, d.b_exp, lv);
     lr.points = b.points = l.points;
     lr.budgets = b.budgets = static_cast<int>(budgets.size());
     r.lr_vs_compute = lr;
@@ -391,8 +406,11 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
     r.notes.push_back("lr/batch vs compute: needs near-optimal trials at 2 or more compute budgets, got " +
                       std::to_string(budgets.size()));
   }
+}
 
-  // Anchors of the baselines.
+// The baselines' anchors: the best trial overall, and the anchor the options name (the largest batch's best).
+void Anchors(const Sweeps& sw, const std::vector<const ScaleTrial*>& convergent, const ExtrapolationOptions& o,
+             ScalingReport& r) {
   const ScaleTrial* best_trial = convergent.front();
   for (const ScaleTrial* t : convergent) {
     if (t->final_loss < best_trial->final_loss) best_trial = t;
@@ -412,6 +430,30 @@ Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const Ex
   };
   r.best_overall = anchor_at(best_trial->global_batch);
   r.anchor = o.anchor == ScaleAnchor::kBestOverall ? r.best_overall : anchor_at(sw.by_batch.rbegin()->first);
+}
+
+}  // namespace
+
+Fitted<ScalingReport> FitScaling(const std::vector<ScaleTrial>& trials, const ExtrapolationOptions& o) {
+  if (std::string e = Validate(trials); !e.empty()) return Fitted<ScalingReport>::Fail(e);
+  if (o.bootstrap < 0 || !(o.interval > 0 && o.interval < 1) || o.parabola_neighbours < 1) {
+    return Fitted<ScalingReport>::Fail(
+        "options: bootstrap must be >= 0, interval in (0, 1), parabola_neighbours >= 1");
+  }
+  ScalingReport r;
+  r.interval_level = o.interval;
+  r.bootstrap = o.bootstrap;
+  Sweeps sw;
+  std::vector<const ScaleTrial*> convergent;
+  if (std::string e = GroupSweeps(trials, r, sw, convergent); !e.empty()) return Fitted<ScalingReport>::Fail(e);
+  const double target = TargetLoss(sw, o);
+  const std::vector<Group> budgets = ComputeGroups(convergent, o.compute_group_tolerance);
+  const OneFit full = FitOnce(sw, o, target, budgets);
+  r.best_lr = full.best;
+  const Replicates draws = Bootstrap(sw, o, target, budgets);
+  ReportLrLaws(full, draws, o.interval, r);
+  ReportPowerAndComputeLaws(full, draws, o.interval, target, budgets, r);
+  Anchors(sw, convergent, o, r);
   return Fitted<ScalingReport>{r, ""};
 }
 
