@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -68,9 +69,18 @@ class CoordinatorTest : public ::testing::Test {
     coord_.reset();
     store_.reset();
   }
+  // Runs what the loop has, and waits for the samplers' suggestions being computed (and what their answers start)
+  // unless a test holds a sampler (wait_for_samplers_ false).
   void Drain() {
     loop_.restart();
     loop_.poll();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (wait_for_samplers_ && coord_ && coord_->SamplersAsking()) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the samplers' suggestions never came back";
+      if (loop_.stopped()) loop_.restart();
+      loop_.run_one_for(std::chrono::milliseconds(100));
+      loop_.poll();
+    }
   }
   std::shared_ptr<FakeLink> Connect(const std::string& node, int slots,
                                     std::vector<std::pair<int64_t, int64_t>> running = {},
@@ -168,6 +178,7 @@ space:
   }
 
   CoordinatorOptions options_;  // what Open() starts the coordinator with (timeouts set there)
+  bool wait_for_samplers_ = true;  // Drain waits for the suggestions being computed
   std::chrono::milliseconds lease_{200};  // the heartbeat timeout Open() gives it (also the re-attach window)
   boost::asio::io_context loop_;
   std::filesystem::path dir_;
