@@ -81,6 +81,8 @@ class Coordinator {
   size_t StartsInFlight() const { return trials_.StartsInFlight(); }
   // Suggestions being computed on the sampler thread: the pass after their answer creates their trials.
   bool SamplersAsking() const { return searches_.Asking(); }
+  // Tests that run the loop by hand: blocks (the loop too) until the suggestions being computed are on its queue.
+  void WaitForSamplers() { searches_.WaitForSamplers(); }
 
   // Watch: sends the snapshot to `sink` at once (every worker; the watched search, or all; the watched search's
   // trials), then the journal entries the request asks for, then every later event. Returns an id for

@@ -3,6 +3,7 @@
 
 #include <boost/asio/post.hpp>
 #include <exception>
+#include <future>
 #include <utility>
 
 #include "common/log.h"
@@ -77,6 +78,13 @@ void SamplerThread::Ask(std::vector<Request> requests, std::function<void(std::v
       done(std::move(answers));
     });
   });
+}
+
+void SamplerThread::WaitForJobs() {
+  if (!alive_) return;
+  std::promise<void> ran;
+  boost::asio::post(jobs_, [&ran] { ran.set_value(); });
+  ran.get_future().wait();
 }
 
 void SamplerThread::Stop() {

@@ -63,6 +63,9 @@ class SamplerThread {
   // !asking().
   void Ask(std::vector<Request> requests, std::function<void(std::vector<Answer>)> done);
   bool asking() const { return asking_; }
+  // Blocks until every job posted so far has run: an answer is then on the loop's queue. For tests that run the
+  // loop by hand; on the loop in a daemon it would hold the loop as a suggestion on it did.
+  void WaitForJobs();
 
   // No more answers: the jobs not yet begun are dropped, the one running ends, the thread is joined (a job is one
   // suggestion: at most a refit). Idempotent.

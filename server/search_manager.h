@@ -78,6 +78,8 @@ class SearchManager : public TrialManager::Owner {
   void CreateTrials();
   // A batch of suggestions is being computed (the pass after its answer creates their trials).
   bool Asking() const { return sampler_thread_.asking(); }
+  // Tests that run the loop by hand: blocks until the sampler thread's jobs so far have run (SamplerThread).
+  void WaitForSamplers() { sampler_thread_.WaitForJobs(); }
   // Searches with nothing left to run or create end (or build their ensemble first).
   void FinishEnded();
 

@@ -94,6 +94,7 @@ class CoordinatorSamplerThreadTest : public CoordinatorTest {
   void SetUp() override {
     CoordinatorTest::SetUp();
     Close();
+    lease_ = std::chrono::hours(1);  // the fake worker does not beat while the test runs the loop
     // The search named "held" gets a sampler behind the gate; every other its spec's own.
     options_.make_sampler = [this](const search::SearchSpec& spec) -> std::unique_ptr<search::Sampler> {
       if (spec.name != "held") return search::MakeSampler(spec);
