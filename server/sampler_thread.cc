@@ -14,13 +14,13 @@ namespace {
 
 constexpr const char* kLog = "coordinator";
 
-SamplerThread::Answer AskOne(SamplerThread::Request& r) {
+SamplerThread::Answer AskOne(SamplerThread::Request& r, const std::atomic<bool>& stopping) {
   SamplerThread::Answer a;
   a.search_id = r.search_id;
   a.first = r.first;
   a.count = r.count;
   try {
-    for (int i = 0; i < r.count; ++i) {
+    for (int i = 0; i < r.count && !stopping; ++i) {
       auto params = r.sampler->Ask(r.first + i);
       if (!params) {
         a.waiting = r.sampler->Waiting();
@@ -68,9 +68,10 @@ void SamplerThread::Ask(std::vector<Request> requests, std::function<void(std::v
                             alive = std::weak_ptr<bool>(alive_)]() mutable {
     std::vector<Answer> answers;
     answers.reserve(requests.size());
-    for (Request& r : requests) answers.push_back(AskOne(r));
+    for (Request& r : requests) answers.push_back(AskOne(r, stopping_));
     requests.clear();  // the samplers' references go here, on their thread
-    // `this` is dereferenced only on the loop, and only while `alive` holds (Stop, on the loop, expires it).
+    // Here `this` lives (Stop joins this thread) and only stopping_, an atomic, is read; its other members are
+    // touched on the loop, and only while `alive` holds (Stop, on the loop, expires it).
     boost::asio::post(loop, [this, answers = std::move(answers), done = std::move(done), alive]() mutable {
       if (alive.expired()) return;
       asking_ = false;
@@ -90,6 +91,7 @@ void SamplerThread::WaitForJobs() {
 void SamplerThread::Stop() {
   if (!alive_) return;
   alive_.reset();
+  stopping_ = true;
   asking_ = false;
   loop_work_.reset();
   thread_.stop();

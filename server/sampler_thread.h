@@ -11,7 +11,7 @@
 //     keeps it in its search's record, but never calls it: from its first job on, a sampler is touched only by jobs
 //     on the sampler thread, one at a time (a job holds a reference; the object is destroyed after its last job by
 //     whichever side drops the last reference, never while a job runs it).
-//   - Jobs run in the order they were posted (one thread, FIFO), so a sampler sees its Tells and Asks in the
+//   - Jobs run in the order they were posted (one thread, one strand), so a sampler sees its Tells and Asks in the
 //     loop's order, as when it ran on the loop: its suggestions are the same (search/samplers/sampler.h's
 //     determinism contract).
 //   - One batch of asks is in flight at a time (asking()): the pass that wants points while one is out waits for
@@ -20,6 +20,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -67,8 +68,8 @@ class SamplerThread {
   // loop by hand; on the loop in a daemon it would hold the loop as a suggestion on it did.
   void WaitForJobs();
 
-  // No more answers: the jobs not yet begun are dropped, the one running ends, the thread is joined (a job is one
-  // suggestion: at most a refit). Idempotent.
+  // No more answers: the jobs not yet begun are dropped, a batch being asked stops after the suggestion in hand (at
+  // most one refit), the thread is joined. Idempotent.
   void Stop();
 
  private:
@@ -81,6 +82,7 @@ class SamplerThread {
   // Expires at Stop: an answer posted before it and run after it is dropped. Read and reset on the loop only.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   bool asking_ = false;
+  std::atomic<bool> stopping_{false};  // set by Stop; read by a batch between its suggestions
 };
 
 }  // namespace ladder::server
