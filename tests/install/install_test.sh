@@ -30,7 +30,10 @@ for f in share/ladder/digits.csv.gz share/ladder/demo.yaml share/ladder/specs/sc
          share/modulefiles/ladder/0.1.0; do
   [ -r "$p/$f" ] || fail "$f not installed"
 done
-if grep -rlF -e "$build" -e "$tmp/first" "$p/share" >/dev/null; then fail "installed data names the build tree or the first prefix"; fi
+# The data and the modulefiles (the docs are prose: a page may quote any path).
+if grep -rlF -e "$build" -e "$tmp/first" "$p/share/ladder" "$p/share/modulefiles" >/dev/null; then
+  fail "installed data names the build tree or the first prefix: $(grep -rlF -e "$build" -e "$tmp/first" "$p/share/ladder" "$p/share/modulefiles")"
+fi
 
 home=$tmp/home
 mkdir "$home"
