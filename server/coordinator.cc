@@ -25,7 +25,7 @@ Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, Coo
       outbox_(loop, store, opt_.flush_interval, opt_.ack_delay),
       nodes_(store, sched_, hub_, opt_, [this] { RequestSchedule(); }),
       trials_(store, sched_, nodes_, outbox_, hub_, opt_, [this] { RequestSchedule(); }),
-      searches_(loop, store, trials_, outbox_, hub_, [this] { RequestSchedule(); }, opt_.make_sampler),
+      searches_(store, trials_, outbox_, hub_, [this] { RequestSchedule(); }),
       tick_timer_(loop) {
   if (opt_.checkpoint_root.empty()) opt_.checkpoint_root = store_.path() + ".checkpoints";
   std::error_code ec;
@@ -84,7 +84,6 @@ void Coordinator::Start() {
 void Coordinator::Stop() {
   stopped_ = true;
   tick_timer_.cancel();
-  searches_.Stop();
   outbox_.Stop();
   hub_.Clear();
 }
@@ -93,7 +92,6 @@ void Coordinator::Fatal(const std::string& what) {
   if (outbox_.failed()) return;
   stopped_ = true;
   tick_timer_.cancel();
-  searches_.Stop();
   outbox_.Abandon();
   hub_.Clear();  // journal entries of the dropped batch never reach a watcher
   LogError(kLog, "the database failed: " + what +

@@ -13,8 +13,7 @@
 // (coordinator_worker_protocol.cc) translate protos into calls on the parts. docs/ARCHITECTURE.md draws the whole.
 //
 // Threading: every public method must run on `loop` (the gRPC adapters post onto it). Nothing here blocks
-// except SQLite writes, which are batched (store.h): the samplers' suggestions are computed on a thread of their
-// own (SearchManager, sampler_thread.h) and come back to the loop. A worker stream is read one message at a time, each read
+// except SQLite writes, which are batched (store.h). A worker stream is read one message at a time, each read
 // started only after the loop has handled the previous message: a fast worker is slowed down by gRPC flow
 // control instead of filling an unbounded queue here.
 //
@@ -79,10 +78,6 @@ class Coordinator {
   int RunningTrials() const { return trials_.Running(); }
   // Trials whose start was sent and not yet heard of (the start window, CoordinatorOptions::starts_in_flight).
   size_t StartsInFlight() const { return trials_.StartsInFlight(); }
-  // Suggestions being computed on the sampler thread: the pass after their answer creates their trials.
-  bool SamplersAsking() const { return searches_.Asking(); }
-  // Tests that run the loop by hand: blocks (the loop too) until the suggestions being computed are on its queue.
-  void WaitForSamplers() { searches_.WaitForSamplers(); }
 
   // Watch: sends the snapshot to `sink` at once (every worker; the watched search, or all; the watched search's
   // trials), then the journal entries the request asks for, then every later event. Returns an id for

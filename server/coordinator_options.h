@@ -2,20 +2,14 @@
 // CoordinatorOptions: every setting of the coordinator, with its named default (ladder-server's flags set them).
 #include <chrono>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "search/core/spec.h"
-#include "search/samplers/sampler.h"
 #include "server/scheduler/scheduler.h"
 
 namespace ladder::server {
 
 using Clock = std::chrono::steady_clock;
-
-// Builds a search's sampler from its (valid) spec; SearchManager runs it on its sampler thread.
-using SamplerFactory = std::function<std::unique_ptr<search::Sampler>(const search::SearchSpec&)>;
 
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
@@ -94,8 +88,6 @@ struct CoordinatorOptions {
   // may be ahead of what is stored — and a restart recovers from what was committed (workers resend the rest).
   // ladder-server exits on it. Unset: the coordinator only stops.
   std::function<void(const std::string&)> on_fatal;
-  // How a search's sampler is built; unset: search::MakeSampler (tests give one that blocks in Ask).
-  SamplerFactory make_sampler;
 };
 
 }  // namespace ladder::server

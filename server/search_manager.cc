@@ -32,19 +32,12 @@ std::optional<double> ObjectiveOf(const v1::Trial& t) {
 
 }  // namespace
 
-SearchManager::SearchManager(boost::asio::io_context& loop, store::Store& store, TrialManager& trials,
-                             CommitOutbox& outbox, EventHub& hub, std::function<void()> request_schedule,
-                             SamplerFactory make_sampler)
-    : store_(store),
-      trials_(trials),
-      outbox_(outbox),
-      hub_(hub),
-      request_schedule_(std::move(request_schedule)),
-      make_sampler_(std::move(make_sampler)),
-      sampler_thread_(loop) {}
+SearchManager::SearchManager(store::Store& store, TrialManager& trials, CommitOutbox& outbox, EventHub& hub,
+                             std::function<void()> request_schedule)
+    : store_(store), trials_(trials), outbox_(outbox), hub_(hub), request_schedule_(std::move(request_schedule)) {}
 
 std::string SearchManager::Prepare(SearchRecord& s) {
-  s.sampler = make_sampler_ ? make_sampler_(s.spec) : search::MakeSampler(s.spec);
+  s.sampler = search::MakeSampler(s.spec);
   s.stopping_rule = search::MakeStoppingRule(s.spec);
   SetRungs(s);
   SetGroupFromSpec(s);
@@ -104,10 +97,10 @@ void SearchManager::Recover() {
       // The retrain step and the probes are no configuration of the space.
       if (!t.Sampled() || !s.sampler) continue;
       if (IsTerminal(t.proto.state())) {
-        sampler_thread_.Tell(s.sampler, SamplerNumber(s, t.proto.number()), t.params, ObjectiveOf(t.proto));
+        s.sampler->Tell(SamplerNumber(s, t.proto.number()), t.params, ObjectiveOf(t.proto));
       } else {
         // Pending or running: a model-based sampler spreads new suggestions away from it, as before the restart.
-        sampler_thread_.AddPending(s.sampler, SamplerNumber(s, t.proto.number()), t.params);
+        s.sampler->AddPending(SamplerNumber(s, t.proto.number()), t.params);
       }
     }
     for (int64_t tid : trials_.Of(id).ids) {
@@ -235,97 +228,41 @@ void SearchManager::Publish(SearchRecord& s) {
 // ------------------------------------------------------------------------------------------------------------
 
 void SearchManager::CreateTrials() {
-  std::vector<SamplerThread::Request> asks;
   for (auto& [id, s] : searches_) {
     if (s.proto.state() != v1::SEARCH_RUNNING) continue;
-    TakeSuggestions(s);
-    if (sampler_thread_.asking()) continue;  // the searches with room are asked after its answer
-    if (const int k = PointsWanted(s); k > 0) {
-      s.asking = true;
-      s.tells_at_ask = s.tells;
-      asks.push_back({id, s.sampler, Sampled(s), k});
+    while (CreateOne(s)) {
     }
   }
-  if (asks.empty()) return;
-  sampler_thread_.Ask(std::move(asks),
-                      [this](std::vector<SamplerThread::Answer> answers) { OnSuggestions(std::move(answers)); });
-}
-
-int SearchManager::PointsWanted(const SearchRecord& s) const {
-  if (!s.sampler || s.asking || s.awaiting_result || s.exhausted || s.reopened) return 0;
-  const SearchTrials& idx = trials_.Of(s.proto.id());
-  const int room = s.proto.parallelism() - static_cast<int>(idx.running.size() + idx.pending.size());
-  return std::max(0, std::min(room, s.proto.max_trials() - Sampled(s)));  // probes are not counted
-}
-
-void SearchManager::OnSuggestions(std::vector<SamplerThread::Answer> answers) {
-  for (SamplerThread::Answer& a : answers) {
-    auto it = searches_.find(a.search_id);
-    if (it == searches_.end()) continue;
-    SearchRecord& s = it->second;
-    s.asking = false;
-    // Ended while its sampler worked (cancelled, failed), or since reopened by a probe: no trial from it.
-    if (s.proto.state() != v1::SEARCH_RUNNING || s.reopened) continue;
-    if (!a.error.empty()) {
-      LogError(kLog, "search " + std::to_string(a.search_id) + ": the sampler failed: " + a.error +
-                         " (asked again after the next result)");
-    }
-    s.ready = std::move(a);
-  }
-  request_schedule_();
-}
-
-void SearchManager::TakeSuggestions(SearchRecord& s) {
-  if (!s.ready) return;
-  SamplerThread::Answer a = std::move(*s.ready);
-  s.ready.reset();
-  if (a.first != Sampled(s)) return;  // not the numbers it was asked for (no other path creates sampled trials)
-  // (The index is looked up after each creation: a search's first trial makes it.)
-  auto submitted = [&] {
-    const SearchTrials& idx = trials_.Of(s.proto.id());
-    return static_cast<int>(idx.running.size() + idx.pending.size());
-  };
-  size_t used = 0;
-  for (; used < a.points.size(); ++used) {
-    // A probe may have taken the room meanwhile: the rest are asked again (a pending number keeps its point).
-    if (submitted() >= s.proto.parallelism()) break;
-    CreateSampled(s, std::move(a.points[used]));
-  }
-  if (!a.error.empty()) {
-    s.awaiting_result = true;
-    return;
-  }
-  if (used < a.points.size() || static_cast<int>(a.points.size()) == a.count) return;
-  // The sampler had no more. One that waits for results is asked again after the next trial ends (MaybeFinish does
-  // not end a search that is not exhausted), or at once if a result came in while it was asked; with nothing left
-  // to wait for it is done.
-  if (!a.waiting || (s.tells == s.tells_at_ask && submitted() == 0)) {
-    s.exhausted = true;
-  } else if (s.tells == s.tells_at_ask) {
-    s.awaiting_result = true;
-  }
-}
-
-void SearchManager::CreateSampled(SearchRecord& s, search::Params params) {
-  const TrialRecord& t = trials_.Create(s.proto.id(), s.next_number++, std::move(params), /*workflow_step=*/false);
-  if (s.stopping_rule) s.stopping_rule->AddTrial(t.proto.number(), t.params);
-  trials_.Submit(t.proto.id());
-  hub_.Trial(t.proto);
 }
 
 void SearchManager::FinishEnded() {
   for (auto& [id, s] : searches_) MaybeFinish(s);
 }
 
+bool SearchManager::CreateOne(SearchRecord& s) {
+  const SearchTrials& idx = trials_.Of(s.proto.id());
+  if (static_cast<int>(idx.running.size() + idx.pending.size()) >= s.proto.parallelism()) return false;
+  const int sampled = s.next_number - static_cast<int>(s.probe_numbers.size());  // probes are not counted
+  if (s.reopened || s.exhausted || sampled >= s.proto.max_trials()) return false;
+  auto params = s.sampler->Ask(sampled);
+  if (!params) {
+    // A sampler that waits for results is asked again after the next trial ends (MaybeFinish does not end a
+    // search that is not exhausted); with nothing left to wait for it is done.
+    s.exhausted = !s.sampler->Waiting() || (idx.running.empty() && idx.pending.empty());
+    return false;
+  }
+  const TrialRecord& t = trials_.Create(s.proto.id(), s.next_number++, std::move(*params), /*workflow_step=*/false);
+  if (s.stopping_rule) s.stopping_rule->AddTrial(t.proto.number(), t.params);
+  trials_.Submit(t.proto.id());
+  hub_.Trial(t.proto);
+  return true;
+}
+
 void SearchManager::OnTrialEnded(int64_t trial_id) {
   const TrialRecord& t = trials_.Get(trial_id);
   SearchRecord& s = searches_.at(t.proto.search_id());
   const v1::TrialState state = t.proto.state();
-  if (s.sampler && t.Sampled()) {
-    sampler_thread_.Tell(s.sampler, SamplerNumber(s, t.proto.number()), t.params, ObjectiveOf(t.proto));
-    ++s.tells;
-    s.awaiting_result = false;
-  }
+  if (s.sampler && t.Sampled()) s.sampler->Tell(SamplerNumber(s, t.proto.number()), t.params, ObjectiveOf(t.proto));
   if (s.stopping_rule && t.Sampled()) {
     if (state == v1::TRIAL_CANCELLED) {
       s.stopping_rule->Forget(t.proto.number());
@@ -369,7 +306,7 @@ void SearchManager::MaybeFinish(SearchRecord& s) {
     SetState(s, was.state, was.error);
     return;
   }
-  if (!s.exhausted && Sampled(s) < s.proto.max_trials()) return;
+  if (!s.exhausted && s.next_number - static_cast<int>(s.probe_numbers.size()) < s.proto.max_trials()) return;
   if (s.spec.ensemble.enabled && !s.proto.has_ensemble()) {
     BuildEnsemble(s);
     if (!s.spec.ensemble.retrain.empty() && s.proto.ensemble().error().empty()) {

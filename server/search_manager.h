@@ -7,11 +7,7 @@
 // Does not own trials: it creates them, reads them (TrialManager::Find/Of, const) and asks for what it decides
 // (StopEarly, StopToExploit, Promote, CompleteFromExit, CancelAll); the trial state machine reports back through
 // the TrialManager::Owner calls it implements.
-// Thread: the coordinator's loop, but for the samplers: each search's sampler is built here and then run only on the
-// sampler thread (SamplerThread, sampler_thread.h) — Tell and AddPending are posted there; the scheduling pass posts
-// one batch "k points for each search with room" and goes on; the answer comes back by a post to the loop, and the
-// next pass creates the trials from it (ids, the store, the start pass) as before. While its batch is out a search
-// is not asked again; a search that ended meanwhile (cancelled, failed) drops the answer.
+// Thread: the coordinator's loop.
 //
 // Search lifecycle (v1::SearchState): RUNNING ──no trial left to run or create──► COMPLETED (FAILED when none
 // completed), or ──budget.max_failed_trials failures──► FAILED, or ──CancelSearch──► CANCELLED. An ended search
@@ -27,7 +23,6 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
 #include <grpcpp/support/status.h>
 
 #include "ladder/v1/ladder.pb.h"
@@ -35,10 +30,8 @@
 #include "search/core/spec.h"
 #include "search/stopping/stopping_rule.h"
 #include "server/commit_outbox.h"
-#include "server/coordinator_options.h"
 #include "server/event_hub.h"
 #include "server/hero_band.h"
-#include "server/sampler_thread.h"
 #include "server/store/store.h"
 #include "server/trial_manager.h"
 
@@ -46,11 +39,8 @@ namespace ladder::server {
 
 class SearchManager : public TrialManager::Owner {
  public:
-  // `make_sampler` builds a search's sampler from its spec (empty: search::MakeSampler).
-  SearchManager(boost::asio::io_context& loop, store::Store& store, TrialManager& trials, CommitOutbox& outbox,
-                EventHub& hub, std::function<void()> request_schedule, SamplerFactory make_sampler = {});
-  // No more suggestions: the sampler thread drops what it has not begun and is joined (at most one suggestion).
-  void Stop() { sampler_thread_.Stop(); }
+  SearchManager(store::Store& store, TrialManager& trials, CommitOutbox& outbox, EventHub& hub,
+                std::function<void()> request_schedule);
 
   // --- recovery ---------------------------------------------------------------------------------------------
   // The stored searches; running ones get their spec parsed again, their sampler, stopping rule and plan.
@@ -73,13 +63,8 @@ class SearchManager : public TrialManager::Owner {
   void set_on_ended(std::function<void(const v1::Search&)> on_ended) { on_ended_ = std::move(on_ended); }
 
   // --- the scheduling pass ----------------------------------------------------------------------------------
-  // Every running search keeps `parallelism` trials submitted (queued or running): the trials of the suggestions
-  // that came back are created, and the searches with room left are asked for more (one batch out at a time).
+  // Every running search keeps `parallelism` trials submitted (queued or running).
   void CreateTrials();
-  // A batch of suggestions is being computed (the pass after its answer creates their trials).
-  bool Asking() const { return sampler_thread_.asking(); }
-  // Tests that run the loop by hand: blocks until the sampler thread's jobs so far have run (SamplerThread).
-  void WaitForSamplers() { sampler_thread_.WaitForJobs(); }
   // Searches with nothing left to run or create end (or build their ensemble first).
   void FinishEnded();
 
@@ -97,13 +82,7 @@ class SearchManager : public TrialManager::Owner {
   struct SearchRecord {
     v1::Search proto;
     search::SearchSpec spec;
-    // Run only on the sampler thread (shared with its jobs there); null for an ended search loaded from the store.
-    std::shared_ptr<search::Sampler> sampler;
-    bool asking = false;           // its points are being computed
-    bool awaiting_result = false;  // the sampler waits for a result (Waiting) and none came since: not asked
-    int64_t tells = 0;             // results told to the sampler; tells_at_ask: as many when it was last asked
-    int64_t tells_at_ask = 0;
-    std::optional<SamplerThread::Answer> ready;  // suggestions back from the sampler thread, for the next pass
+    std::unique_ptr<search::Sampler> sampler;
     std::unique_ptr<search::StoppingRule> stopping_rule;  // the spec's `scheduler:`; null for none
     int next_number = 0;     // trials created so far
     bool exhausted = false;  // the sampler has no more configurations
@@ -123,8 +102,6 @@ class SearchManager : public TrialManager::Owner {
 
   // A sampled trial's number as its sampler knows it: the trial number less the probes numbered before it.
   static int SamplerNumber(const SearchRecord& s, int number);
-  // Sampled trials created so far (the sampler's number for the next one).
-  static int Sampled(const SearchRecord& s) { return s.next_number - static_cast<int>(s.probe_numbers.size()); }
   // How many of the search's failed trials count against budget.max_failed_trials (not its probes).
   int BudgetFailures(const SearchRecord& s) const;
 
@@ -134,22 +111,15 @@ class SearchManager : public TrialManager::Owner {
   static int RungOf(const SearchRecord& s, int64_t number, double resource);
 
   // The spec's sampler, stopping rule, launcher and plan (a plan error is returned, naming the problem).
-  std::string Prepare(SearchRecord& s);
+  static std::string Prepare(SearchRecord& s);
   // The group's launcher and pool, from the spec (they are not stored; an ended search has them too).
   static void SetGroupFromSpec(SearchRecord& s);
   // Copies the trial counts into the record.
   void RefreshCounts(SearchRecord& s);
   // Tells watchers (with fresh counts).
   void Publish(SearchRecord& s);
-  // How many points to ask the search's sampler for now: its room (parallelism, max_trials), 0 while it is asked,
-  // waits for a result, is exhausted or was reopened by a probe.
-  int PointsWanted(const SearchRecord& s) const;
-  // On the loop, from the sampler thread: each answer kept for the next pass (dropped for a search that ended).
-  void OnSuggestions(std::vector<SamplerThread::Answer> answers);
-  // The pass: creates and submits a trial per suggestion that came back, as room allows; a sampler that had no
-  // more is exhausted, or waits for a result.
-  void TakeSuggestions(SearchRecord& s);
-  void CreateSampled(SearchRecord& s, search::Params params);
+  // Creates and submits the search's next trial when it has room; false when it has none.
+  bool CreateOne(SearchRecord& s);
   void ConsiderBest(SearchRecord& s, const TrialRecord& t);
   void MaybeFinish(SearchRecord& s);
   void SetState(SearchRecord& s, v1::SearchState state, const std::string& error);
@@ -180,8 +150,6 @@ class SearchManager : public TrialManager::Owner {
   std::function<void()> request_schedule_;
   std::function<void(const v1::Search&)> on_ended_;
   std::map<int64_t, SearchRecord> searches_;
-  SamplerFactory make_sampler_;
-  SamplerThread sampler_thread_;  // last: its thread ends before the records go
 };
 
 }  // namespace ladder::server

@@ -23,8 +23,8 @@
 // spread-out configurations: tpe treats pending trials as bad ones (constant liar), gp conditions the model
 // on their predicted value (kriging believer), sobol/random/cmaes draw them with the trial number's stream.
 //
-// Inactive conditional parameters are absent from the Params a sampler returns. Not thread-safe: one thread at a
-// time calls a sampler (in the coordinator: the sampler thread, server/sampler_thread.h, never its loop).
+// Inactive conditional parameters are absent from the Params a sampler returns. Not thread-safe: one thread
+// (the coordinator's loop) owns a sampler.
 #include <cstdint>
 #include <memory>
 #include <optional>

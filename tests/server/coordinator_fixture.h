@@ -68,17 +68,9 @@ class CoordinatorTest : public ::testing::Test {
     coord_.reset();
     store_.reset();
   }
-  // Runs what the loop has; unless a test holds a sampler (wait_for_samplers_ false), also the answers of the
-  // samplers' suggestions being computed (and what they start), waiting for them without running the loop, as
-  // when a suggestion was computed on the loop.
   void Drain() {
     loop_.restart();
     loop_.poll();
-    while (wait_for_samplers_ && coord_ && coord_->SamplersAsking()) {
-      coord_->WaitForSamplers();
-      loop_.restart();
-      loop_.poll();
-    }
   }
   std::shared_ptr<FakeLink> Connect(const std::string& node, int slots,
                                     std::vector<std::pair<int64_t, int64_t>> running = {},
@@ -176,7 +168,6 @@ space:
   }
 
   CoordinatorOptions options_;  // what Open() starts the coordinator with (timeouts set there)
-  bool wait_for_samplers_ = true;  // Drain waits for the suggestions being computed
   std::chrono::milliseconds lease_{200};  // the heartbeat timeout Open() gives it (also the re-attach window)
   boost::asio::io_context loop_;
   std::filesystem::path dir_;
