@@ -41,43 +41,16 @@ TEST_F(CoordinatorGroupTest, RestartReattachesATwoNodeTrialWhereItRuns) {
       << "the second trial starts on two nodes";
 }
 
-// A two-node trial running when the coordinator crashed: its rank-0 member, its other member and an idle node.
-struct RunningGroup {
-  v1::StartTrial rank0, other;
-  std::string rank0_node, other_node, idle_node;
-};
-
-RunningGroup StartOneGroup(const std::shared_ptr<FakeLink>& a, const std::shared_ptr<FakeLink>& b,
-                           const std::shared_ptr<FakeLink>& c) {
-  RunningGroup g;
-  for (auto& [name, l] : std::vector<std::pair<std::string, std::shared_ptr<FakeLink>>>{{"a", a}, {"b", b}, {"c", c}}) {
-    if (l->Starts().empty()) {
-      g.idle_node = name;
-    } else if (l->Starts()[0].first_rank() == 0) {
-      g.rank0 = l->Starts()[0], g.rank0_node = name;
-    } else {
-      g.other = l->Starts()[0], g.other_node = name;
-    }
-  }
-  return g;
-}
-
 // After a restart, a group member whose worker has not registered again is presumed running (its worker may be
 // reconnecting with it): when the trial is stopped in the meantime (here its other member's ranks stop without a
 // request: a requeue), its node group is not given out again until that worker is heard — so the trial never
 // starts elsewhere while its old rank 0 may still run.
 TEST_F(CoordinatorGroupTest, AfterARestartAGroupIsNotGivenAwayWhileAMembersWorkerHasNotReRegistered) {
-  auto a = Connect("a", 2), b = Connect("b", 2), c = Connect("c", 2);
-  CreateSearch(kTwoNodeSpec);
-  const RunningGroup g = StartOneGroup(a, b, c);
+  // The re-attach window (the lease's three) does not end during the test.
+  const RunningGroup g = CrashWhileOneGroupRuns(std::chrono::hours(1));
   ASSERT_FALSE(g.rank0_node.empty());
   ASSERT_FALSE(g.other_node.empty());
   const int64_t id = g.rank0.trial_id();
-  store_->Flush();  // the coordinator crashes: the workers keep running their ranks
-  coord_.reset();
-  store_.reset();
-  lease_ = std::chrono::hours(1);  // the re-attach window does not end during the test
-  Open();
   auto other = Connect(g.other_node, 2, {{id, g.other.assignment_epoch()}});
   auto idle = Connect(g.idle_node, 2);
   Exit(other, g.other, 128 + 15, /*cancelled=*/true);  // stopped without a request of this coordinator: requeued
@@ -106,15 +79,8 @@ TEST_F(CoordinatorGroupTest, AfterARestartAGroupIsNotGivenAwayWhileAMembersWorke
 
 // The same, when rank 0's worker comes back having exited the run (it forgets it once told): the group is free at once.
 TEST_F(CoordinatorGroupTest, AfterARestartAWorkerThatComesBackHavingExitedTheRunFreesTheGroupAtOnce) {
-  auto a = Connect("a", 2), b = Connect("b", 2), c = Connect("c", 2);
-  CreateSearch(kTwoNodeSpec);
-  const RunningGroup g = StartOneGroup(a, b, c);
+  const RunningGroup g = CrashWhileOneGroupRuns(std::chrono::hours(1));
   const int64_t id = g.rank0.trial_id();
-  store_->Flush();
-  coord_.reset();
-  store_.reset();
-  lease_ = std::chrono::hours(1);
-  Open();
   auto other = Connect(g.other_node, 2, {{id, g.other.assignment_epoch()}});
   auto idle = Connect(g.idle_node, 2);
   Exit(other, g.other, 128 + 15, /*cancelled=*/true);
@@ -138,15 +104,8 @@ TEST_F(CoordinatorGroupTest, AfterARestartAWorkerThatComesBackHavingExitedTheRun
 
 // The same, when rank 0's worker never comes back: the re-attach deadline gives the group up.
 TEST_F(CoordinatorGroupTest, AfterARestartAGroupWhoseMemberNeverReRegistersRunsAgainAtTheReattachDeadline) {
-  auto a = Connect("a", 2), b = Connect("b", 2), c = Connect("c", 2);
-  CreateSearch(kTwoNodeSpec);
-  const RunningGroup g = StartOneGroup(a, b, c);
+  const RunningGroup g = CrashWhileOneGroupRuns(std::chrono::milliseconds(300));
   const int64_t id = g.rank0.trial_id();
-  store_->Flush();
-  coord_.reset();
-  store_.reset();
-  lease_ = std::chrono::milliseconds(300);
-  Open();
   auto other = Connect(g.other_node, 2, {{id, g.other.assignment_epoch()}});
   auto idle = Connect(g.idle_node, 2);
   Exit(other, g.other, 128 + 15, /*cancelled=*/true);
@@ -169,15 +128,8 @@ TEST_F(CoordinatorGroupTest, AfterARestartAGroupWhoseMemberNeverReRegistersRunsA
 // not run rank 0: that is no stale run, and it is not told to stop (it was, and every group trial running at a
 // coordinator restart ran again).
 TEST_F(CoordinatorGroupTest, AReportWithoutPointsFromAMemberThatDoesNotRunRankZeroIsNotFenced) {
-  auto a = Connect("a", 2), b = Connect("b", 2), c = Connect("c", 2);
-  CreateSearch(kTwoNodeSpec);
-  const RunningGroup g = StartOneGroup(a, b, c);
+  const RunningGroup g = CrashWhileOneGroupRuns(std::chrono::hours(1));
   const int64_t id = g.rank0.trial_id();
-  store_->Flush();
-  coord_.reset();
-  store_.reset();
-  lease_ = std::chrono::hours(1);
-  Open();
   auto rank0 = Connect(g.rank0_node, 2, {{id, g.rank0.assignment_epoch()}});
   auto other = Connect(g.other_node, 2, {{id, g.other.assignment_epoch()}});
   v1::WorkerMessage m;
@@ -198,15 +150,8 @@ TEST_F(CoordinatorGroupTest, AReportWithoutPointsFromAMemberThatDoesNotRunRankZe
 // attempt: the group's other member is stopped, and the trial runs again at once rather than at the re-attach
 // deadline (an hour away here).
 TEST_F(CoordinatorGroupTest, AfterARestartARunItsWorkerNeverGotRunsAgainWithoutCostingAnAttempt) {
-  auto a = Connect("a", 2), b = Connect("b", 2), c = Connect("c", 2);
-  CreateSearch(kTwoNodeSpec);
-  const RunningGroup g = StartOneGroup(a, b, c);
+  const RunningGroup g = CrashWhileOneGroupRuns(std::chrono::hours(1));
   const int64_t id = g.rank0.trial_id();
-  store_->Flush();
-  coord_.reset();
-  store_.reset();
-  lease_ = std::chrono::hours(1);
-  Open();
   auto rank0 = Connect(g.rank0_node, 2);  // without the run
   auto other = Connect(g.other_node, 2, {{id, g.other.assignment_epoch()}});
   ASSERT_EQ(Cancels(*other).size(), 1u) << "the rest of the group is stopped";

@@ -1,5 +1,9 @@
 #pragma once
-// What the coordinator's multi-node tests share: a two-node spec and the CancelTrial messages a fake worker got.
+// What the coordinator's multi-node tests share: a two-node spec, the CancelTrial messages a fake worker got, and a
+// group running when the coordinator crashes.
+#include <chrono>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "tests/server/coordinator_fixture.h"
@@ -24,6 +28,43 @@ inline std::vector<v1::CancelTrial> Cancels(const FakeLink& link) {
   return out;
 }
 
-using CoordinatorGroupTest = CoordinatorTest;
+// A two-node trial running when the coordinator crashed: its rank-0 member, its other member and an idle node.
+struct RunningGroup {
+  v1::StartTrial rank0, other;
+  std::string rank0_node, other_node, idle_node;
+};
+
+inline RunningGroup StartOneGroup(const std::shared_ptr<FakeLink>& a, const std::shared_ptr<FakeLink>& b,
+                           const std::shared_ptr<FakeLink>& c) {
+  RunningGroup g;
+  for (auto& [name, l] : std::vector<std::pair<std::string, std::shared_ptr<FakeLink>>>{{"a", a}, {"b", b}, {"c", c}}) {
+    if (l->Starts().empty()) {
+      g.idle_node = name;
+    } else if (l->Starts()[0].first_rank() == 0) {
+      g.rank0 = l->Starts()[0], g.rank0_node = name;
+    } else {
+      g.other = l->Starts()[0], g.other_node = name;
+    }
+  }
+  return g;
+}
+
+class CoordinatorGroupTest : public CoordinatorTest {
+ protected:
+  // A two-node trial running on two of the nodes a, b and c when the coordinator crashes (dropped without Stop: what
+  // was flushed survives, the workers keep running their ranks), and a coordinator started again on the database
+  // with the lease `lease` (also its re-attach window): the group as it ran.
+  RunningGroup CrashWhileOneGroupRuns(std::chrono::milliseconds lease) {
+    auto a = Connect("a", 2), b = Connect("b", 2), c = Connect("c", 2);
+    CreateSearch(kTwoNodeSpec);
+    const RunningGroup g = StartOneGroup(a, b, c);
+    store_->Flush();
+    coord_.reset();
+    store_.reset();
+    lease_ = lease;
+    Open();
+    return g;
+  }
+};
 
 }  // namespace ladder::server

@@ -8,8 +8,6 @@
 namespace ladder::server {
 namespace {
 
-using CoordinatorStoppingRuleTest = CoordinatorTest;
-
 std::string Spec(const std::string& scheduler, int parallelism, int max_trials) {
   return "name: sched\n"
          "objective: {metric: score, mode: max}\n"
@@ -31,13 +29,28 @@ std::vector<v1::CancelTrial> CancelsOf(const FakeLink& link, int64_t trial) {
 
 constexpr const char* kAsha = "{type: asha, resource: epoch, min_resource: 1, max_resource: 9, reduction_factor: 3}";
 
+class CoordinatorStoppingRuleTest : public CoordinatorTest {
+ protected:
+  struct ThreeAshaTrials {
+    std::shared_ptr<FakeLink> a;
+    int64_t search_id = 0;
+    std::vector<v1::StartTrial> starts;
+  };
+  // An ASHA search of three trials on node a (3 slots), the first two reported at rung 1 (epoch 1) with 0.9 and 0.8.
+  void StartThreeTwoAtRungOne(ThreeAshaTrials* out) {
+    out->a = Connect("a", 3);
+    out->search_id = CreateSearch(Spec(kAsha, 3, 3));
+    out->starts = out->a->Starts();
+    ASSERT_EQ(out->starts.size(), 3u);
+    Point(out->a, out->starts[0], 1, {{"epoch", 1}, {"score", 0.9}}, 0);
+    Point(out->a, out->starts[1], 1, {{"epoch", 1}, {"score", 0.8}}, 0);
+  }
+};
+
 TEST_F(CoordinatorStoppingRuleTest, AshaStopsATrialBelowTheRungCutoffAndItCompletesWithItsValue) {
-  auto a = Connect("a", 3);
-  auto id = CreateSearch(Spec(kAsha, 3, 3));
-  auto starts = a->Starts();
-  ASSERT_EQ(starts.size(), 3u);
-  Point(a, starts[0], 1, {{"epoch", 1}, {"score", 0.9}}, 0);
-  Point(a, starts[1], 1, {{"epoch", 1}, {"score", 0.8}}, 0);
+  ThreeAshaTrials three;
+  ASSERT_NO_FATAL_FAILURE(StartThreeTwoAtRungOne(&three));
+  auto& [a, id, starts] = three;
   Drain();
   EXPECT_TRUE(CancelsOf(*a, starts[0].trial_id()).empty()) << "first at the rung: it goes on";
   Point(a, starts[2], 1, {{"epoch", 1}, {"score", 0.1}}, 0);  // the worst of 3 at rung 1: only the top 1 of 3 goes on
@@ -60,12 +73,9 @@ TEST_F(CoordinatorStoppingRuleTest, AshaStopsATrialBelowTheRungCutoffAndItComple
 }
 
 TEST_F(CoordinatorStoppingRuleTest, AshaRungsAreRebuiltFromStoredPointsAfterARestart) {
-  auto a = Connect("a", 3);
-  CreateSearch(Spec(kAsha, 3, 3));
-  auto starts = a->Starts();
-  ASSERT_EQ(starts.size(), 3u);
-  Point(a, starts[0], 1, {{"epoch", 1}, {"score", 0.9}}, 0);
-  Point(a, starts[1], 1, {{"epoch", 1}, {"score", 0.8}}, 0);
+  ThreeAshaTrials three;
+  ASSERT_NO_FATAL_FAILURE(StartThreeTwoAtRungOne(&three));
+  auto& [a, id, starts] = three;
   Drain();
   Close();  // the coordinator dies; the three runs go on
   Open();
@@ -82,12 +92,9 @@ TEST_F(CoordinatorStoppingRuleTest, AshaRungsAreRebuiltFromStoredPointsAfterARes
 // the next coordinator, which knows from the replayed reports that the trial was stopped early — it completes
 // with its value instead of ending CANCELLED — and which sends the cancel again in case the first was never sent.
 TEST_F(CoordinatorStoppingRuleTest, AnEarlyStopInFlightAcrossACrashStillCompletesTheTrialWithItsValue) {
-  auto a = Connect("a", 3);
-  auto id = CreateSearch(Spec(kAsha, 3, 3));
-  auto starts = a->Starts();
-  ASSERT_EQ(starts.size(), 3u);
-  Point(a, starts[0], 1, {{"epoch", 1}, {"score", 0.9}}, 0);
-  Point(a, starts[1], 1, {{"epoch", 1}, {"score", 0.8}}, 0);
+  ThreeAshaTrials three;
+  ASSERT_NO_FATAL_FAILURE(StartThreeTwoAtRungOne(&three));
+  auto& [a, id, starts] = three;
   Point(a, starts[2], 1, {{"epoch", 1}, {"score", 0.1}}, 0);
   Drain();
   ASSERT_EQ(CancelsOf(*a, starts[2].trial_id()).size(), 1u);
