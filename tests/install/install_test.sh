@@ -4,6 +4,7 @@
 # then the Tcl one) and a small search runs to the end from the moved tree: its trials' ladder-train found beside
 # the worker, the digits data found beside the trainer (PREFIX/share/ladder). Nothing in the tree names the build
 # directory, the source directory or the first prefix (readelf -d: no RPATH/RUNPATH; strings; grep of the data).
+# The install runs under umask 077 (an admin's hardened shell; the CI's too).
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR. Skips (77) when not root (it changes user) or without Lmod.
 set -eu
 build=$1 src=$2
@@ -13,6 +14,8 @@ lmod=/usr/share/lmod/lmod/init/bash
 tmp=$(mktemp -d /tmp/ladder-install-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"
+# Installed as an admin with a restrictive umask would: the tree must still be open to the users it is for.
+umask 077
 fail() { echo "FAIL: $*"; exit 1; }
 
 cmake --install "$build" --prefix "$tmp/first" --strip >"$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install"; }
