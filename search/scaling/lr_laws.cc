@@ -387,7 +387,8 @@ double LawSet::KAt(double global_batch) const {
   return std::exp(lk.front() + slope * std::max(0.0, vt - v.front()));
 }
 
-Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& trials, const LawOptions& o) {
+Fitted<LawSet> FitLaws(const std::vector<ScaleTrial>& given, const LawOptions& o) {
+  const std::vector<ScaleTrial> trials = CollapsedAsDiverged(given, o.anchor_above);
   // The largest probed batch P with its optimum unbracketed (and not closed by the edge's cap) is a bound, not a
   // measurement: the laws are fitted without it (a parabola through points that only fall extrapolates freely),
   // and the bound weighs their draws (Mixture).

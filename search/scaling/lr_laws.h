@@ -31,6 +31,8 @@
 //                 x*): the noise in the sharpest direction diverges at the edge, so a step too high costs more
 //   anchor        with probes (options.anchor_above), at and past the largest probed batch P each law is moved by
 //                 anchor_weight of its miss at P's own optimum (LawSet::FitLog2, DrawLog2)
+//   collapsed     a probe's runs that ended on one plateau past the cliff (CollapsedAsDiverged) count as diverged
+//                 in the fit, the bracket and the probe's LRs
 //   censored      where the largest probed batch's best LR (seed-mean loss) is the highest it ran (none diverged
 //                 above it; not within 0.1 octave of the edge's cap) or the lowest, its optimum is not measured but
 //                 bounded: the laws are fitted without that batch (anchored at the next probe, if any), and each
@@ -136,6 +138,13 @@ struct LawOptions {
 // convergent runs) is the highest LR run there (none diverged above it), −1 when it is the lowest, else 0; `bound`
 // gets that LR (log2). 0 with fewer than 2 LRs at the batch.
 int Unbracketed(const std::vector<ScaleTrial>& trials, int64_t global_batch, double* bound);
+
+// The trials with a probe's collapsed runs marked diverged: at a batch past `sweep_largest`, the LRs from the top
+// down (at least 3, spanning half an octave) whose mean final losses differ by less than a twentieth of what the
+// sweep's own basin (the rise of ln loss per octave² about the best LR at its largest batch) would rise over their
+// half-span. Past the cliff a network can fall to a plateau where every LR ends at one loss without a NaN; read as
+// losses, three such runs look like a bracketed optimum. Order-independent: a function of the whole set.
+std::vector<ScaleTrial> CollapsedAsDiverged(std::vector<ScaleTrial> trials, int64_t sweep_largest);
 
 // log2 of the stability edge 2(1 + β)/λ_max: the median over convergent SGD trials that measured λ_max
 // (ScaleTrial.sharpness); NaN when none did.

@@ -145,16 +145,32 @@ double ExpectedP80After(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   return total > 0 ? expected / total : 0;
 }
 
+std::vector<int64_t> CandidateBatches(int64_t sweep_batch, int64_t measured, int64_t target, const ProbeOptions& o) {
+  std::vector<int64_t> batches;
+  for (int f : o.factors) {
+    if (sweep_batch * f <= target) batches.push_back(sweep_batch * f);
+  }
+  // A target past the ladder's top rung is a candidate itself once that rung is measured: past the largest probe
+  // its LR would rest on a law's slope that no measurement checked (a best LR that turns down past the last rung
+  // cannot be seen from below it), and the rung below places the target's LRs (from the sweep alone, a jump of 32×
+  // can land every LR past the edge of stability, where the loss is a noisy plateau that looks bracketed).
+  const int64_t top = o.factors.empty() ? sweep_batch : sweep_batch * *std::max_element(o.factors.begin(), o.factors.end());
+  if (o.probe_target && target > top && measured >= top && sweep_batch > 0 && target % sweep_batch == 0) {
+    batches.push_back(target);
+  }
+  return batches;
+}
+
 std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDraw>& mixture,
-                                  const std::vector<ScaleTrial>& trials, int64_t target, const ProbeOptions& o) {
-  const auto [sweep_batch, nodes] = SweepBase(trials, o.sweep_largest_batch);
+                                  const std::vector<ScaleTrial>& given, int64_t target, const ProbeOptions& o) {
+  const auto [sweep_batch, nodes] = SweepBase(given, o.sweep_largest_batch);
+  const std::vector<ScaleTrial> trials = CollapsedAsDiverged(given, sweep_batch);
   const double before = PosteriorAt(set, mixture, static_cast<double>(target)).regret_p80;
   std::optional<Probe> best;
   double best_gain = -1e300;
-  for (int f : o.factors) {
-    const int64_t batch = sweep_batch * f;
-    // Past the anchor's batch or at it: a probe below the nearest measurement does not move an anchored target.
-    if (batch > target || batch < set.anchor_batch) continue;
+  for (const int64_t batch : CandidateBatches(sweep_batch, std::max(sweep_batch, set.anchor_batch), target, o)) {
+    // A probe below the nearest measurement does not move a target at or past it (anchored there).
+    if (target >= set.anchor_batch && batch < set.anchor_batch) continue;
     Probe p;
     p.global_batch = batch, p.target_batch = target, p.nodes = nodes;
     p.micro_batches = static_cast<int>(std::max<int64_t>(1, (batch + sweep_batch - 1) / std::max<int64_t>(sweep_batch, 1)));
@@ -168,8 +184,9 @@ std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDr
   return best;
 }
 
-std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& trials, const Probe& last, const ProbeOptions& o,
+std::optional<Probe> ExtendProbe(const std::vector<ScaleTrial>& given, const Probe& last, const ProbeOptions& o,
                                  double cap_log2) {
+  const std::vector<ScaleTrial> trials = CollapsedAsDiverged(given, SweepBase(given, o.sweep_largest_batch).first);
   double best = 0;
   const int side = Unbracketed(trials, last.global_batch, &best);  // lr_laws.h: the seed-mean best LR's side
   if (side == 0) return std::nullopt;

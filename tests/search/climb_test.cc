@@ -334,5 +334,73 @@ TEST(Climb, SteppingWithNextProbeTakesTheSameProbesAsTheLoop) {
   }
 }
 
+ScaleTrial ProbeRun(int64_t batch, double lr, double loss, int64_t seed = 7) {
+  ScaleTrial t;
+  t.id = std::to_string(batch) + "/" + std::to_string(lr), t.global_batch = batch, t.peak_lr = lr;
+  t.final_loss = loss, t.seed = seed, t.diverged = !std::isfinite(loss);
+  return t;
+}
+
+// A sweep's largest batch (256) with a basin about lr 0.25: ln loss rises 0.07 per octave² (teacher_lowrank's).
+std::vector<ScaleTrial> SweepBasin() {
+  std::vector<ScaleTrial> trials;
+  for (double x = -4; x <= -1; x += 0.5) trials.push_back(ProbeRun(256, std::exp2(x), 0.08 * std::exp(0.07 * (x + 2) * (x + 2))));
+  return trials;
+}
+
+// The full teacher_lowrank task's first probe at 4,096 (its losses as measured): every LR past the cliff ends at the
+// label marginals' loss, 2.1893, without a NaN. Read as losses its middle LR is the best, a bracketed optimum 2.5
+// octaves above the truth (0.37); marked collapsed, the probe is extended below its lowest LR.
+TEST(ProbePlan, AProbeWhoseLrsAllEndOnOnePlateauCollapsedAndIsExtendedBelowIt) {
+  std::vector<ScaleTrial> trials = SweepBasin();
+  trials.push_back(ProbeRun(4096, 1.553, 2.18932772, 100));
+  trials.push_back(ProbeRun(4096, 2.196, 2.18931866, 100));
+  trials.push_back(ProbeRun(4096, 3.105, 2.1893754, 100));
+  const std::vector<ScaleTrial> seen = CollapsedAsDiverged(trials, 256);
+  int collapsed = 0;
+  for (const ScaleTrial& t : seen) collapsed += t.global_batch == 4096 && t.diverged;
+  EXPECT_EQ(collapsed, 3);
+  Probe last;
+  last.global_batch = 4096, last.lrs = {1.553, 2.196, 3.105};
+  ProbeOptions o;
+  o.sweep_largest_batch = 256;
+  auto down = ExtendProbe(trials, last, o);
+  ASSERT_TRUE(down.has_value()) << "a collapsed probe read as bracketed";
+  ASSERT_EQ(down->lrs.size(), 1u);
+  EXPECT_NEAR(std::log2(down->lrs[0]), std::log2(1.553) - 0.5, 1e-9);
+  // A run below the cliff learns: the collapsed LRs stay failures, and the probe goes on down.
+  trials.push_back(ProbeRun(4096, down->lrs[0], 1.4057, 100));
+  auto further = ExtendProbe(trials, last, o);
+  ASSERT_TRUE(further.has_value());
+  EXPECT_LT(further->lrs[0], down->lrs[0]);
+}
+
+// A flat but real basin (teacher_noisy's probe at 4,096: 0.5% over an octave) is not a plateau.
+TEST(ProbePlan, AFlatButRealBasinIsNotCollapsed) {
+  std::vector<ScaleTrial> trials = SweepBasin();
+  trials.push_back(ProbeRun(4096, 1.477, 2.00130105, 101));
+  trials.push_back(ProbeRun(4096, 2.088, 1.99248207, 101));
+  trials.push_back(ProbeRun(4096, 2.953, 1.99196613, 101));
+  for (const ScaleTrial& t : CollapsedAsDiverged(trials, 256)) EXPECT_FALSE(t.diverged) << t.id;
+  // No sweep basin to compare with (no sweep batch given): nothing is marked.
+  std::vector<ScaleTrial> flat = {ProbeRun(4096, 1, 2.1893), ProbeRun(4096, 2, 2.1893), ProbeRun(4096, 4, 2.1893)};
+  for (const ScaleTrial& t : CollapsedAsDiverged(flat, 0)) EXPECT_FALSE(t.diverged) << t.id;
+}
+
+// The ladder's rungs are 2-16× the sweep's largest batch; with probe_target (off by default: measured worse on
+// bench/climb) a target past the top rung is a candidate itself once the top rung is measured, never before.
+TEST(ProbePlan, ATargetPastTheTopRungIsACandidateOnceTheRungIsMeasured) {
+  EXPECT_EQ(CandidateBatches(256, 4096, 8192, ProbeOptions{}), (std::vector<int64_t>{512, 1024, 2048, 4096}));
+  ProbeOptions o;
+  o.probe_target = true;
+  EXPECT_EQ(CandidateBatches(256, 256, 8192, o), (std::vector<int64_t>{512, 1024, 2048, 4096}));
+  EXPECT_EQ(CandidateBatches(256, 4096, 8192, o), (std::vector<int64_t>{512, 1024, 2048, 4096, 8192}));
+  EXPECT_EQ(CandidateBatches(256, 4096, 4096, o), (std::vector<int64_t>{512, 1024, 2048, 4096}));
+  EXPECT_EQ(CandidateBatches(256, 4096, 8000, o), (std::vector<int64_t>{512, 1024, 2048, 4096}));  // no micro-batch
+  ProbeOptions off = o;
+  off.probe_target = false;
+  EXPECT_EQ(CandidateBatches(256, 4096, 8192, off), (std::vector<int64_t>{512, 1024, 2048, 4096}));
+}
+
 }  // namespace
 }  // namespace ladder::search
