@@ -110,6 +110,9 @@ std::vector<search::ScaleTrial> ScaleTrialsFrom(const v1::Search& search, const 
     }
     std::vector<std::string> argv(t.command().begin(), t.command().end());
     if (auto w = FlagValue(argv, "--warmup-steps"); !w.empty()) s.warmup_steps = std::atoll(w.c_str());
+    if (auto f = FlagValue(argv, "--warmup-fraction"); !f.empty()) {
+      s.warmup_steps = std::llround(std::atof(f.c_str()) * static_cast<double>(s.steps));
+    }
     if (auto d = FlagValue(argv, "--decay"); !d.empty()) s.decay = d;
     if (auto o = FlagValue(argv, "--optimizer"); !o.empty()) s.optimizer = o;
     if (auto m = FlagValue(argv, "--momentum"); !m.empty()) s.momentum = std::atof(m.c_str());
@@ -145,6 +148,7 @@ std::vector<std::string> HeroCommand(const v1::Trial& best, const search::ScaleT
   RemoveFlag(&argv, "--curvature-rows");
   SetFlag(&argv, "--lr", Num(plan.peak_lr.value));
   SetFlag(&argv, "--batch-size", std::to_string(first_batch / ranks));
+  RemoveFlag(&argv, "--warmup-fraction");  // the plan's warmup, in steps, replaces it
   SetFlag(&argv, "--warmup-steps", std::to_string(plan.warmup_steps));
   SetFlag(&argv, "--decay", plan.decay);
   SetFlag(&argv, "--optimizer", plan.optimizer);

@@ -90,6 +90,8 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
   --trust-coefficient X  LARS/LARC eta (default 0.001)
   --clip-grad-norm X   clip the global gradient norm to X (default 0: off)
   --warmup-steps N     linear warmup (default 0)
+  --warmup-fraction X  linear warmup over this share of the run's steps, 0 <= X < 1, instead of --warmup-steps
+                       (it scales with the run: a probe at 16x the batch has 1/16 of the steps)
   --decay NAME         none | step | cosine | wsd (default none)
   --milestones A,B,..  steps where the step decay multiplies by --gamma (default 0.1)
   --final-lr-fraction X  cosine/wsd end at X x peak (default 0)
@@ -290,6 +292,7 @@ std::map<std::string, Setter> ValueOptions(TrainArgs& a) {
       {"--trust-coefficient", Real(&a.trust_coefficient, 0, inf, true, false)},
       {"--clip-grad-norm", Real(&a.clip_grad_norm, 0, inf, false, false)},
       {"--warmup-steps", Integer(&a.warmup_steps, 0, huge)},
+      {"--warmup-fraction", Real(&a.warmup_fraction, 0, 1, false, true)},
       {"--decay", Choice(&a.decay, {"none", "step", "cosine", "wsd"})},
       {"--milestones", Milestones(&a.milestones)},
       {"--gamma", Real(&a.gamma, 0, 1, true, false)},
@@ -340,6 +343,7 @@ std::string CheckCombinations(const TrainArgs& a) {
                                    " does not divide --batch-size " + std::to_string(a.batch_size);
   }
   if (a.resume && a.checkpoint.empty()) error = "option --resume needs --checkpoint PATH";
+  if (a.warmup_steps > 0 && a.warmup_fraction > 0) error = "options --warmup-steps and --warmup-fraction: give one";
   if (a.lr_scaling != "none" && a.reference_batch == 0) error = "option --lr-scaling needs --reference-batch";
   if ((a.decay == "step") && a.milestones.empty()) error = "option --decay step needs --milestones";
   return error;

@@ -34,6 +34,7 @@ struct TrainArgs {
   double clip_grad_norm = 0.0;   // 0: off
   // Schedule (schedule.h) and peak-LR scaling from a reference global batch.
   int64_t warmup_steps = 0;
+  double warmup_fraction = 0;  // warmup over this share of the run's steps (0: --warmup-steps)
   std::string decay = "none";    // none | step | cosine | wsd
   std::vector<int64_t> milestones;
   double gamma = 0.1;

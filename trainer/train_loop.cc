@@ -59,7 +59,8 @@ OptimizerOptions OptimizerOptionsFrom(const TrainArgs& a) {
 
 ScheduleOptions ScheduleFrom(const TrainArgs& a, int64_t total_steps) {
   ScheduleOptions s;
-  s.warmup_steps = a.warmup_steps;
+  s.warmup_steps = a.warmup_fraction > 0 ? std::llround(a.warmup_fraction * static_cast<double>(total_steps))
+                                         : a.warmup_steps;
   s.decay = a.decay;
   s.milestones = a.milestones;
   s.gamma = a.gamma;

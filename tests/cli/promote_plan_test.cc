@@ -131,6 +131,30 @@ TEST(PromotePlan, HeroCommandPutsThePlansScheduleIntoTheBestTrialsCommand) {
   EXPECT_NE(error.find("does not split over 8 ranks"), std::string::npos) << error;
 }
 
+// A sweep whose warmup is a share of each run (--warmup-fraction): the trial's warmup in steps is that share of the
+// steps it ran, and the hero run's command carries the plan's warmup in steps alone (the trainer refuses both).
+TEST(PromotePlan, AWarmupFractionIsReadAsStepsAndTheHeroRunGetsThePlansSteps) {
+  v1::Trial t = MakeTrial(0, 64, 0.1, {1.0, 0.5, 0.3, 0.25}, "sgd");
+  auto* cmd = t.mutable_command();
+  for (int i = 0; i + 1 < cmd->size(); ++i) {
+    if (cmd->Get(i) == "--warmup-steps") *cmd->Mutable(i) = "--warmup-fraction", *cmd->Mutable(i + 1) = "0.25";
+  }
+  std::vector<std::string> notes;
+  auto scale = ScaleTrialsFrom(v1::Search{}, {t}, &notes);
+  ASSERT_EQ(scale.size(), 1u);
+  EXPECT_EQ(scale[0].warmup_steps, 10) << "a quarter of its 40 steps";
+  search::ScalePlan plan;
+  plan.global_batch = 1024, plan.ramp = {{0, 1024}}, plan.peak_lr.value = 0.8, plan.warmup_steps = 70;
+  plan.decay = "cosine", plan.optimizer = "sgd", plan.steps = 1000;
+  std::string error;
+  auto argv = HeroCommand(t, scale[0], plan, {1, 1, ""}, &error);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--warmup-fraction"), 0);
+  const auto it = std::find(argv.begin(), argv.end(), "--warmup-steps");
+  ASSERT_NE(it, argv.end());
+  EXPECT_EQ(*std::next(it), "70");
+}
+
 TEST(PromotePlan, LiveBandFollowsTheNearOptimalCurvesAndEndsAtThePredictedFinalLoss) {
   std::vector<std::string> notes;
   auto scale = ScaleTrialsFrom(v1::Search{},

@@ -48,6 +48,8 @@ TEST(TrainerArgs, BadValuesNameTheFlag) {
       {{"--epochs", "2.5"}, "--epochs: invalid value '2.5'"},
       {{"--bogus", "1"}, "unknown option '--bogus'"},
       {{"--lr"}, "--lr needs a value"},
+      {{"--warmup-fraction", "1"}, "--warmup-fraction: invalid value '1'"},
+      {{"--warmup-steps", "5", "--warmup-fraction", "0.1"}, "options --warmup-steps and --warmup-fraction: give one"},
   };
   for (const auto& c : cases) {
     auto p = ParseArgs(c.argv);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <random>
 #include <regex>
+#include <string>
+#include <vector>
 
 namespace ladder::trainer {
 namespace {
@@ -162,6 +164,35 @@ TEST(TrainLoop, EvalEveryAddsValidationLinesBetweenEpochEnds) {
     EXPECT_EQ(evals[i].first, steps[i]);
     EXPECT_NEAR(evals[i].second, epochs[i], 1e-9) << "at step " << steps[i];
   }
+}
+
+// --warmup-fraction scales the warmup with the run: a quarter of 24 steps (400 rows, whole batches of 32, 2 epochs)
+// is 6, so the LR climbs by peak/6 a step to the peak at step 6; the same fraction of a run with half the steps
+// (batch 64) warms up over 3.
+TEST(TrainLoop, AWarmupFractionScalesWithTheRunsSteps) {
+  auto tr = Blobs(400, 1), va = Blobs(100, 2);
+  auto lrs = [&](int64_t batch) {
+    TrainArgs a;
+    a.epochs = 2, a.lr = 0.7, a.width = 8, a.batch_size = batch, a.log_every = 1, a.warmup_fraction = 0.25;
+    TrainResult r;
+    const std::string out = RunCaptured(a, tr, va, &r);
+    EXPECT_EQ(r.exit_code, 0);
+    std::vector<double> v;
+    std::regex lr(R"re("lr": ([0-9.e+-]+))re");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), lr); it != std::sregex_iterator(); ++it) {
+      v.push_back(std::stod((*it)[1]));
+    }
+    return v;
+  };
+  const std::vector<double> small = lrs(32);
+  ASSERT_GE(small.size(), 8u);
+  EXPECT_NEAR(small[0], 0.7 / 6, 1e-8);
+  EXPECT_NEAR(small[4], 0.7 * 5 / 6, 1e-8);
+  EXPECT_NEAR(small[5], 0.7, 1e-8);
+  const std::vector<double> large = lrs(64);
+  ASSERT_GE(large.size(), 4u);
+  EXPECT_NEAR(large[0], 0.7 / 3, 1e-8);
+  EXPECT_NEAR(large[2], 0.7, 1e-8);
 }
 
 }  // namespace
