@@ -464,13 +464,14 @@ TEST_F(SlurmPreemptionTest, ASearchJobPreemptedByAHigherPriorityJobResumesWhenSl
 
 
 // A 2-node `launcher: srun` trial when Slurm preempts the job holding ladder's workers: Slurm SIGTERMs every step's
-// tasks at once (GraceTime), the trial's and the workers' — and so the trial's srun, a child of a worker, whose
-// forced end of the step races the ranks' handlers (docs/ARCHITECTURE.md, "How a multi-rank trial is stopped"):
-// whichever the workers hear first, the trial's exit or their own SIGTERM, the run is a preemption (attempt
-// unchanged, run `preempted`) and the trial completes in the requeued job. Whether its checkpoint was written (and
-// so whether steps repeat) is the race's, not asserted here.
-TEST_F(SlurmPreemptionTest, ATwoNodeSrunTrialPreemptedWithItsJobCountsAsAPreemptionAndCompletes) {
-  // 300 steps (30 s) when no checkpoint was written: the race lost, the requeued job runs the trial from step 1.
+// tasks at once (GraceTime), the trial's and the workers'. The trial's srun runs outside the workers' step
+// (ladder-detach), so the signal reaches the ranks from Slurm and srun waits for them: rank 0 writes its checkpoint
+// and rank 1's handler runs. Whichever the workers hear first, the trial's exit or their own SIGTERM, the run is a
+// preemption (attempt unchanged, run `preempted`) and the trial resumes from its checkpoint in the requeued job,
+// every step stored once. Before ladder-detach, srun — a worker's child, in the workers' step — got the SIGTERM
+// too and SIGKILLed the ranks: both handlers ran in 2 of 6 runs (docs/ARCHITECTURE.md).
+TEST_F(SlurmPreemptionTest, ATwoNodeSrunTrialPreemptedWithItsJobCheckpointsAndResumesWithNoStepRepeated) {
+  // 300 steps (30 s) when no checkpoint was written: the requeued job runs the trial from step 1, steps repeated.
   std::ofstream(dir_ / "spec.yaml") << TwoNodeSrunSpec(300);
   const std::filesystem::path db = dir_ / "ladder.db";
   const std::string ladder = testing::BinDir() + "/ladder";
@@ -501,6 +502,8 @@ TEST_F(SlurmPreemptionTest, ATwoNodeSrunTrialPreemptedWithItsJobCountsAsAPreempt
   const auto steps = testing::Query(db, "SELECT COUNT(*), COUNT(DISTINCT step) FROM metrics WHERE name = 'score'");
   std::cout << "steps stored " << steps.at(0).at(0) << ", distinct " << steps.at(0).at(1) << "; rank 1's handler "
             << (Rank1Stopped(dir_) ? "ran" : "did not run (srun's forced end came first)") << "\n";
+  ExpectEveryStepOnceAndAResume(db);
+  EXPECT_TRUE(Rank1Stopped(dir_)) << "the rank on the second node got SIGTERM, not srun's SIGKILL\n" << outputs;
 }
 
 }  // namespace
