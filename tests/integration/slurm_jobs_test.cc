@@ -506,5 +506,51 @@ TEST_F(SlurmPreemptionTest, ATwoNodeSrunTrialPreemptedWithItsJobCheckpointsAndRe
   EXPECT_TRUE(Rank1Stopped(dir_)) << "the rank on the second node got SIGTERM, not srun's SIGKILL\n" << outputs;
 }
 
+// The same trial where the site sets SlurmctldParameters=preempt_send_user_signal: a preemption sends the job's own
+// --signal (B:USR1 for `ladder search submit`'s jobs: to `ladder up` alone) instead of SIGTERM to every step, so the
+// stop takes ladder's own path, the time-limit warning's (the coordinator pauses; the srun step's tasks get SIGTERM by
+// scancel --signal), then ladder up waits for Slurm to requeue the job rather than resubmitting it.
+class SlurmUserSignalPreemptionTest : public SlurmTest {
+ protected:
+  void SetUp() override {
+    if (!testing::LocalSlurm::Available()) GTEST_SKIP() << "Slurm is not installed, or not root";
+    ASSERT_EQ(slurm_.Start(dir_, 4, 2, true, testing::LocalSlurm::Preemption{10, 10, true}), "");
+  }
+};
+
+TEST_F(SlurmUserSignalPreemptionTest, ATwoNodeSrunTrialCheckpointsThroughLadderUpsPauseAndResumes) {
+  std::ofstream(dir_ / "spec.yaml") << TwoNodeSrunSpec(300);
+  const std::filesystem::path db = dir_ / "ladder.db";
+  const std::string ladder = testing::BinDir() + "/ladder";
+  auto sub = slurm_.Run({ladder, "--db", db.string(), "search", "submit", "spec.yaml", "--nodes", "2", "--time", "10"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    auto doc = nlohmann::json::parse(slurm_.Run({ladder, "--db", db.string(), "--json", "trials", "1"}).out, nullptr,
+                                     false);
+    auto trials = doc.is_object() ? doc.value("trials", nlohmann::json::array()) : nlohmann::json::array();
+    if (trials.size() == 1 && std::stoi(trials[0].value("metric_count", "0")) >= 5) break;
+  }
+  auto high = slurm_.Run({"sbatch", "--parsable", "--partition=high", "--nodes=4", "--exclusive",
+                          "--output=/dev/null", "--wrap", "sleep 3"});
+  ASSERT_EQ(high.exit_code, 0) << high.err;
+  const bool gone = WaitForEmptyQueue(std::chrono::seconds(180));
+  const std::string outputs = JobOutputs();
+  ASSERT_TRUE(gone) << outputs;
+  EXPECT_EQ(JobRecords(db).size(), 1u) << "Slurm requeued the same job; ladder resubmitted nothing\n" << outputs;
+  EXPECT_NE(outputs.find("ladder up: Slurm is preempting the job and sent its --signal (SIGUSR1)"), std::string::npos)
+      << "ladder up got the job's signal and knew it for a preemption\n" << outputs;
+  const auto trials = testing::Query(db, "SELECT id, state, attempt FROM trials");
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0][1], "3") << "COMPLETED\n" << outputs;
+  EXPECT_EQ(trials[0][2], "0") << outputs;
+  const auto runs = testing::Query(db, "SELECT GROUP_CONCAT(outcome, ',') FROM (SELECT outcome FROM allocations "
+                                       "ORDER BY id)");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0][0].rfind("preempted,", 0), 0u) << runs[0][0] << "\n" << outputs;
+  ExpectEveryStepOnceAndAResume(db);
+  EXPECT_TRUE(Rank1Stopped(dir_)) << outputs;
+}
+
 }  // namespace
 }  // namespace ladder
