@@ -63,7 +63,7 @@ bool WriteAll(const void* data, size_t n) {
 // The keeper: starts the command, reports its pid and its end on fd 3.
 int Keep(char** argv) {
   setsid();
-  for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGCONT}) {
+  for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM}) {
     signal(sig, SIG_IGN);
   }
   const pid_t keeper = getpid();
