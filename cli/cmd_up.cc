@@ -245,11 +245,15 @@ StopCause WaitForStop(StopFlag& flag, SlurmWorkers* workers, Client& client, int
   return flag.signal == SIGUSR1 ? StopCause::kTimeLimit : StopCause::kSignal;
 }
 
-void SayWhy(StopCause cause, int64_t run_id, v1::SearchState run_state) {
+// `preempted`: slurmctld says it is preempting the job (a SIGUSR1 then is the job's --signal sent at its preemption,
+// where the site sets SlurmctldParameters=preempt_send_user_signal, not the time-limit warning).
+void SayWhy(StopCause cause, int64_t run_id, v1::SearchState run_state, bool preempted) {
   switch (cause) {
     case StopCause::kTimeLimit:
-      std::cout << "ladder up: Slurm's time-limit warning (SIGUSR1): the running trials checkpoint and stop, "
-                   "then the job continues\n";
+      std::cout << (preempted ? "ladder up: Slurm is preempting the job and sent its --signal (SIGUSR1): the running "
+                                "trials checkpoint and stop, then Slurm requeues the job\n"
+                              : "ladder up: Slurm's time-limit warning (SIGUSR1): the running trials checkpoint and "
+                                "stop, then the job continues\n");
       break;
     case StopCause::kStepEnded: std::cerr << "ladder up: the workers' Slurm step ended; stopping\n"; break;
     case StopCause::kSearchEnded:
@@ -343,7 +347,7 @@ int ServeUntilStopped(const GlobalOptions& g, const LocalStackOptions& opt, UpOp
     const int64_t run_id = run.id();
     v1::SearchState run_state = v1::SEARCH_RUNNING;
     const StopCause cause = WaitForStop(flag, alloc ? &workers : nullptr, client, run_id, &run_state);
-    SayWhy(cause, run_id, run_state);
+    SayWhy(cause, run_id, run_state, alloc && cause == StopCause::kTimeLimit && SlurmJobPreempted(alloc->job_id));
     if (alloc && cause != StopCause::kStepEnded) PauseForJobEnd(stack, cause);
     workers.Stop();  // every worker stops its trials; their exits are committed before the workers leave
     stack.Stop();

@@ -20,7 +20,7 @@ install(CODE "
   endforeach()")
 install(TARGETS ladder-train RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET ladder)
-  install(TARGETS ladder ladder-server ladder-worker ladder-stage RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS ladder ladder-server ladder-worker ladder-stage ladder-detach RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 install(FILES data/digits.csv.gz data/demo.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/ladder)
 install(DIRECTORY data/specs DESTINATION ${CMAKE_INSTALL_DATADIR}/ladder)

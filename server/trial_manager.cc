@@ -110,7 +110,7 @@ void TrialManager::SetState(TrialRecord& t, v1::TrialState state) {
 }
 
 void TrialManager::Save(TrialRecord& t) {
-  store_.UpdateTrial(t.proto, t.epoch);
+  store_.UpdateTrial(t.proto, t.epoch, t.outside_stop);
   progress_dirty_.erase(t.proto.id());
 }
 

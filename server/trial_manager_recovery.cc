@@ -47,7 +47,8 @@ constexpr int kJournalLookback = 200;  // entries of a running trial read back f
 
 void TrialManager::Load(Clock::time_point reattach_deadline) {
   std::vector<int64_t> epochs;
-  auto loaded = store_.LoadTrials(&epochs);
+  std::vector<std::string> outside_stops;
+  auto loaded = store_.LoadTrials(&epochs, &outside_stops);
   const std::map<int64_t, double> ended_node_seconds = store_.LoadEndedNodeSeconds();
   int64_t max_epoch = store_.MaxAssignmentEpoch();
   for (size_t i = 0; i < loaded.size(); ++i) {
@@ -83,6 +84,9 @@ void TrialManager::Load(Clock::time_point reattach_deadline) {
         // A preemption decided before the crash holds: its cancelled exit puts the trial back in the queue with its
         // attempt (not a retry), and a re-attached run is told again to stop (Reattach).
         t.preempting = StoppingToWait(store_.LoadTrialJournal(t.proto.id(), kJournalLookback));
+        // A member stopped from outside ladder before the crash holds too (stored with the trial, schema 11): the
+        // others' exits requeue it as that stop, and a re-attached member is told again to stop (Reattach).
+        t.outside_stop = outside_stops[i];
         OpenRun(t, t.proto.started_unix(), static_cast<int>(t.members.size()));  // counts on from its start
         t.reattach_deadline = reattach_deadline;
         t.last_progress = Clock::now();

@@ -155,6 +155,7 @@ void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::Tri
       // no signal of its own. The other members' exits say why (a stopping worker: no attempt counted); they are
       // told to stop meanwhile.
       t.outside_stop = why;
+      Save(t);  // stored with the cancels: a restart before the other exits remembers it (Load)
       StopMembers(t, why + "; the group's other ranks stop");
     } else {
       RequeueOrFail(t, why);
@@ -235,16 +236,17 @@ bool TrialManager::Reattach(const std::string& node, const std::shared_ptr<Worke
   nodes_.AddRun(node, t.proto.id());
   hub_.Record("trial_reattached", t.proto.search_id(), t.proto.id(), node);
   LogInfo(kLog, "worker " + node + " re-attached trial " + std::to_string(t.proto.id()));
-  // Decided before the restart (the search's replay; a preemption's stored intent): the cancel may not have reached
-  // the worker before the crash, so it goes again.
-  if (t.exploit || !t.early_stop.empty() || t.preempting) {
+  // Decided before the restart (the search's replay; a preemption's or an outside stop's stored intent): the cancel
+  // may not have reached the worker before the crash, so it goes again.
+  if (t.exploit || !t.early_stop.empty() || t.preempting || !t.outside_stop.empty()) {
     v1::CoordinatorMessage cancel;
     cancel.mutable_cancel()->set_trial_id(t.proto.id());
     cancel.mutable_cancel()->set_assignment_epoch(m->epoch);
     cancel.mutable_cancel()->set_reason(t.exploit             ? t.exploit->reason
                                         : !t.early_stop.empty() ? "stopped early by " + t.early_stop
-                                                                : "preempted before the coordinator restarted; it "
-                                                                  "resumes from its checkpoint later");
+                                        : t.preempting          ? "preempted before the coordinator restarted; it "
+                                                                  "resumes from its checkpoint later"
+                                                                : t.outside_stop + "; the group's other ranks stop");
     outbox_.SendAfterCommit(link, std::move(cancel));
   }
   return true;

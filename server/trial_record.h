@@ -49,7 +49,7 @@ struct TrialRecord {
   Clock::time_point last_progress{};      // launch, re-attach or last metric point (the watchdog's clock)
   std::string watchdog_error;             // set when the run was stopped to fail: it FAILS with this
   // A member was stopped from outside ladder while others ran (why): requeued as a lost node once all stopped, unless
-  // another member's exit says its worker is stopping (a preemption then).
+  // another member's exit says its worker is stopping (a preemption then). Stored with the trial (schema 11).
   std::string outside_stop;
   // The open run's share of node-seconds (proto.node_seconds holds the ended runs'): since when, on how many nodes.
   double run_since = 0;

@@ -8,6 +8,8 @@
 //   among the steps of the worker's own job (SLURM_JOB_ID) with squeue: slurmd delivers SIGTERM to every task of the
 //   step, and srun waits for them. Where the step cannot be found or signalled (no Slurm job, the step not created
 //   yet, slurmctld not answering), SIGUSR1 to srun, which forwards it to the tasks unchanged.
+//   srun runs outside the worker's process tree (LaunchSpec::detach, worker/detach_main.cc), so that Slurm's own
+//   SIGTERM to the workers' step (a preemption of their job) does not reach it either: only the tasks get it.
 // * Open MPI's mpirun cannot forward SIGTERM (ess_base_forward_signals refuses it); on SIGTERM it signals the ranks
 //   only after odls_base_sigkill_timeout and SIGKILLs them one timeout later. It forwards SIGUSR1 at once to every
 //   rank on every node: the worker sends SIGUSR1 to mpirun alone, so an MPI trial stops through its checkpoint on

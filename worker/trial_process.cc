@@ -1,6 +1,7 @@
 #include "worker/trial_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -181,6 +182,47 @@ std::string DescribeWaitStatus(int status, int* exit_code) {
   return "ended with unknown status " + std::to_string(status);
 }
 
+namespace {
+
+// Started through ladder-detach (LaunchSpec::detach): the spawned helper exits at once, having forked the keeper
+// that runs the command; the command's pid comes first on the status pipe. Returns the pid, or -1 with *error set
+// (the helper reaped, the pipe's read end still the caller's).
+int DetachedPid(pid_t helper, int status_fd, const std::string& command, std::string* error) {
+  int status = 0;
+  while (waitpid(helper, &status, 0) < 0 && errno == EINTR) {
+  }
+  int32_t pid = -1;
+  pollfd p{status_fd, POLLIN, 0};
+  // The keeper writes the pid right after its fork; a helper that failed has written nothing and exited.
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && poll(&p, 1, 10000) == 1 &&
+      read(status_fd, &pid, sizeof pid) == static_cast<ssize_t>(sizeof pid) && pid > 0) {
+    return pid;
+  }
+  int code = 0;
+  const std::string how = DescribeWaitStatus(status, &code);
+  *error = "cannot start '" + command + "' through ladder-detach" + (how.empty() ? "" : " (it " + how + ")");
+  return -1;
+}
+
+// Puts `helper` (found as the command is) in front of `run`'s command, resolved as `*exe`, which becomes the
+// helper's path; its status pipe (both ends CLOEXEC) in `status_pipe`, the write end passed as fd 3.
+bool InFrontOfIt(const std::string& helper, LaunchSpec* run, std::string* exe, int status_pipe[2],
+                 std::string* error) {
+  std::string path = ResolveExecutable(helper, run->search_dirs, error);
+  if (path.empty()) return false;
+  if (pipe2(status_pipe, O_CLOEXEC) != 0) {
+    *error = std::string("pipe: ") + std::strerror(errno);
+    return false;
+  }
+  run->argv.front() = *exe;
+  run->argv.insert(run->argv.begin(), path);
+  *exe = path;
+  run->pass_fd = status_pipe[1];
+  return true;
+}
+
+}  // namespace
+
 std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop, const LaunchSpec& spec,
                                                    LineFn on_line, ExitFn on_exit, std::string* error) {
   if (spec.argv.empty()) {
@@ -189,12 +231,24 @@ std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop
   }
   std::string exe = ResolveExecutable(spec.argv[0], spec.search_dirs, error);
   if (exe.empty()) return nullptr;
+  LaunchSpec run = spec;  // what is exec'd here: the command, or ladder-detach in front of it
+  int status_pipe[2] = {-1, -1};
+  if (spec.detach && !InFrontOfIt("ladder-detach", &run, &exe, status_pipe, error)) return nullptr;
+  auto close_status = [&status_pipe] {
+    for (int& fd : status_pipe) {
+      if (fd >= 0) close(fd);
+      fd = -1;
+    }
+  };
   // Everything the child needs is built before spawning.
   ExecStrings strings;
-  BuildExecStrings(spec, &strings);
+  BuildExecStrings(run, &strings);
   int out_pipe[2];
   int err_fd = -1;
-  if (!OpenOutputs(spec, out_pipe, &err_fd, error)) return nullptr;
+  if (!OpenOutputs(spec, out_pipe, &err_fd, error)) {
+    close_status();
+    return nullptr;
+  }
   ChildArgs child;
   child.exe = exe.c_str();
   child.argv = strings.argv.data();
@@ -202,17 +256,30 @@ std::shared_ptr<TrialProcess> TrialProcess::Launch(boost::asio::io_context& loop
   child.workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
   child.stdout_fd = out_pipe[1];
   child.stderr_fd = err_fd;
-  child.pass_fd = spec.pass_fd;
+  child.pass_fd = run.pass_fd;
   child.parent = getpid();
   pid_t pid = -1;
   const int rc = SpawnChild(&child, &pid);
   close(out_pipe[1]);
   close(err_fd);
+  if (status_pipe[1] >= 0) close(status_pipe[1]);
+  status_pipe[1] = -1;
   if (rc != 0) {
     close(out_pipe[0]);
+    close_status();
     *error = "cannot start '" + spec.argv[0] + "' (" + exe + "): " + std::strerror(rc);
     if (!spec.workdir.empty() && rc == ENOENT) *error += " (or the working directory does not exist)";
     return nullptr;
+  }
+  if (spec.detach) {
+    const int detached = DetachedPid(pid, status_pipe[0], spec.argv[0], error);
+    if (detached < 0) {
+      close(out_pipe[0]);
+      close_status();
+      return nullptr;
+    }
+    return Adopt(loop, detached, out_pipe[0], status_pipe[0], "killed: its keeper process (ladder-detach) died",
+                 std::move(on_line), std::move(on_exit));
   }
   int pidfd = PidfdOpen(pid);
   if (pidfd < 0) {

@@ -16,7 +16,8 @@
 // * PauseReading() stops reading stdout (the process blocks once the pipe is full: backpressure); on_exit
 //   waits while reading is paused, so no line is lost. ResumeReading() continues.
 // * Exit is detected with a pidfd (Linux ≥ 5.3), so there is no SIGCHLD handler and no process-wide state; an
-//   adopted process (a warm start: Adopt) reports its exit through the status pipe of the process that forked it.
+//   adopted process (a warm start: Adopt; a detached one: LaunchSpec::detach) reports its exit through the status
+//   pipe of the process that forked it.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -37,6 +38,10 @@ struct LaunchSpec {
   std::vector<std::string> search_dirs;       // e.g. the directory holding ladder-worker (for ladder-train);
                                               // also put first on the child's PATH
   int pass_fd = -1;                           // >= 0: given to the child as its fd 3 (ladder-train --zygote's socket)
+  // Runs the command outside the worker's process tree, through ladder-detach (worker/detach_main.cc; found as
+  // argv[0] is), so that a signal Slurm sends to the worker's step by its process tree does not reach it (srun:
+  // worker/launcher_stop.h). It is still stopped, watched and reported as a child is, and dies with the worker.
+  bool detach = false;
 };
 
 // The whole environment a trial of `spec` starts with: the worker's, without LADDER_TOKEN, with spec.env over

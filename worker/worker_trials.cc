@@ -43,6 +43,9 @@ void Worker::StartTrial(const v1::StartTrial& m) {
   std::filesystem::create_directories(dir, ec);
   LaunchSpec spec = RankSpec(m, dir);
   Running& r = NewRun(m);
+  // srun runs outside this worker's process tree: Slurm's preemption of the workers' job signals their step's
+  // processes, and an srun among them would SIGKILL its tasks before their checkpoint (worker/launcher_stop.h).
+  spec.detach = r.launcher == v1::LAUNCHER_SRUN;
   const std::string error = StartRanks(r, m, std::move(spec), dir);
   if (!error.empty() || r.ranks.empty()) {
     StartFailed(r, m, error);

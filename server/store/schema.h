@@ -142,6 +142,12 @@ ALTER TABLE trials ADD COLUMN micro_batches INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE searches ADD COLUMN reopened_state INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE searches ADD COLUMN reopened_error TEXT NOT NULL DEFAULT '';
 )sql",
+      // 11: why a member of a running trial's group was stopped from outside ladder (its Slurm step cancelled, a SIGTERM
+      // its worker did not send) while the others ran (TrialRecord::outside_stop; '' none), so that a restart before
+      // their exits requeues the trial as that stop, not as their failure.
+      R"sql(
+ALTER TABLE trials ADD COLUMN outside_stop TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return kMigrations;
 }

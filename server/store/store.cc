@@ -242,12 +242,12 @@ void Store::InsertTrial(v1::Trial* t) {
   InsertParams(*t);
 }
 
-void Store::UpdateTrial(const v1::Trial& t, int64_t assignment_epoch) {
+void Store::UpdateTrial(const v1::Trial& t, int64_t assignment_epoch, const std::string& outside_stop) {
   BeginIfNeeded();
   auto& st = db_.Prepare(
       "UPDATE trials SET state=?, attempt=?, exit_code=?, error=?, ignored_lines=?, last_ignored_line=?, "
       "objective=?, metric_count=?, command=?, placement=?, assignment_epoch=?, started_at=?, finished_at=?, "
-      "preemptions=?, group_nodes=?, rung=? WHERE id=?");
+      "preemptions=?, group_nodes=?, rung=?, outside_stop=? WHERE id=?");
   st.Bind(1, t.state()).Bind(2, t.attempt());
   if (t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_FAILED || t.state() == v1::TRIAL_CANCELLED) {
     st.Bind(3, t.exit_code());
@@ -271,7 +271,8 @@ void Store::UpdateTrial(const v1::Trial& t, int64_t assignment_epoch) {
   } else {
     st.BindNull(13);
   }
-  st.Bind(14, t.preemptions()).Bind(15, t.group().nodes()).Bind(16, t.rung()).Bind(17, t.id());
+  st.Bind(14, t.preemptions()).Bind(15, t.group().nodes()).Bind(16, t.rung()).Bind(17, outside_stop);
+  st.Bind(18, t.id());
   st.Run();
 }
 
@@ -433,12 +434,12 @@ std::vector<v1::WorkerInfo> Store::LoadNodes() {
   return out;
 }
 
-std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs) {
+std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs, std::vector<std::string>* outside_stops) {
   std::vector<v1::Trial> out;
   auto& st = db_.Prepare(
       "SELECT id,search_id,number,state,attempt,exit_code,error,ignored_lines,last_ignored_line,objective,"
       "metric_count,command,placement,assignment_epoch,created_at,started_at,finished_at,preemptions,group_nodes,rung,"
-      "probe,micro_batches FROM trials "
+      "probe,micro_batches,outside_stop FROM trials "
       "ORDER BY id");
   while (st.Step()) {
     v1::Trial t;
@@ -470,6 +471,7 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs) {
     t.set_rung(static_cast<int>(st.Int(19)));
     t.set_probe(st.Int(20) != 0);
     t.set_micro_batches(static_cast<int>(st.Int(21)));  // 0 (older rows and ordinary trials): 1
+    if (outside_stops) outside_stops->push_back(st.Text(22));
     out.push_back(std::move(t));
   }
   st.Reset();

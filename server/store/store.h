@@ -65,7 +65,9 @@ class Store {
 
   // Trials: InsertTrial sets trial->id and stores its params.
   void InsertTrial(v1::Trial* trial);
-  void UpdateTrial(const v1::Trial& trial, int64_t assignment_epoch);
+  // `outside_stop`: why a member of its running group was stopped from outside ladder (TrialRecord::outside_stop,
+  // schema 11); "" none.
+  void UpdateTrial(const v1::Trial& trial, int64_t assignment_epoch, const std::string& outside_stop = "");
   void AppendMetrics(int64_t trial_id, const v1::MetricPoint& point);
   // Only the fields that change with every metrics report: metric_count, ignored_lines, last_ignored_line.
   void UpdateTrialProgress(const v1::Trial& trial);
@@ -84,7 +86,8 @@ class Store {
   // Restart: everything needed to rebuild the coordinator's state.
   std::vector<v1::Search> LoadSearches();
   std::vector<v1::WorkerInfo> LoadNodes();
-  std::vector<v1::Trial> LoadTrials(std::vector<int64_t>* assignment_epochs);
+  std::vector<v1::Trial> LoadTrials(std::vector<int64_t>* assignment_epochs,
+                                   std::vector<std::string>* outside_stops = nullptr);
   int64_t MaxAssignmentEpoch();
   std::vector<v1::MetricPoint> LoadMetrics(int64_t trial_id);
   // What a reader gets (GetTrial): every point when the trial's steps span at most max_points (and the rows fit

@@ -21,7 +21,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 cmake --install "$build" --prefix "$tmp/first" --strip >"$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install"; }
 mv "$tmp/first" "$tmp/moved"
 p=$tmp/moved
-for b in ladder ladder-server ladder-worker ladder-train ladder-stage; do
+for b in ladder ladder-server ladder-worker ladder-train ladder-stage ladder-detach; do
   [ -x "$p/bin/$b" ] || fail "$b not installed"
   if readelf -d "$p/bin/$b" | grep -qE 'RPATH|RUNPATH'; then fail "$b has an RPATH/RUNPATH: $(readelf -d "$p/bin/$b" | grep -E 'RPATH|RUNPATH')"; fi
   for d in "$build" "$src" "$tmp/first"; do

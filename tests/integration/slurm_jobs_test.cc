@@ -464,13 +464,14 @@ TEST_F(SlurmPreemptionTest, ASearchJobPreemptedByAHigherPriorityJobResumesWhenSl
 
 
 // A 2-node `launcher: srun` trial when Slurm preempts the job holding ladder's workers: Slurm SIGTERMs every step's
-// tasks at once (GraceTime), the trial's and the workers' — and so the trial's srun, a child of a worker, whose
-// forced end of the step races the ranks' handlers (docs/ARCHITECTURE.md, "How a multi-rank trial is stopped"):
-// whichever the workers hear first, the trial's exit or their own SIGTERM, the run is a preemption (attempt
-// unchanged, run `preempted`) and the trial completes in the requeued job. Whether its checkpoint was written (and
-// so whether steps repeat) is the race's, not asserted here.
-TEST_F(SlurmPreemptionTest, ATwoNodeSrunTrialPreemptedWithItsJobCountsAsAPreemptionAndCompletes) {
-  // 300 steps (30 s) when no checkpoint was written: the race lost, the requeued job runs the trial from step 1.
+// tasks at once (GraceTime), the trial's and the workers'. The trial's srun runs outside the workers' step
+// (ladder-detach), so the signal reaches the ranks from Slurm and srun waits for them: rank 0 writes its checkpoint
+// and rank 1's handler runs. Whichever the workers hear first, the trial's exit or their own SIGTERM, the run is a
+// preemption (attempt unchanged, run `preempted`) and the trial resumes from its checkpoint in the requeued job,
+// every step stored once. Before ladder-detach, srun — a worker's child, in the workers' step — got the SIGTERM
+// too and SIGKILLed the ranks: both handlers ran in 2 of 6 runs (docs/ARCHITECTURE.md).
+TEST_F(SlurmPreemptionTest, ATwoNodeSrunTrialPreemptedWithItsJobCheckpointsAndResumesWithNoStepRepeated) {
+  // 300 steps (30 s) when no checkpoint was written: the requeued job runs the trial from step 1, steps repeated.
   std::ofstream(dir_ / "spec.yaml") << TwoNodeSrunSpec(300);
   const std::filesystem::path db = dir_ / "ladder.db";
   const std::string ladder = testing::BinDir() + "/ladder";
@@ -501,6 +502,54 @@ TEST_F(SlurmPreemptionTest, ATwoNodeSrunTrialPreemptedWithItsJobCountsAsAPreempt
   const auto steps = testing::Query(db, "SELECT COUNT(*), COUNT(DISTINCT step) FROM metrics WHERE name = 'score'");
   std::cout << "steps stored " << steps.at(0).at(0) << ", distinct " << steps.at(0).at(1) << "; rank 1's handler "
             << (Rank1Stopped(dir_) ? "ran" : "did not run (srun's forced end came first)") << "\n";
+  ExpectEveryStepOnceAndAResume(db);
+  EXPECT_TRUE(Rank1Stopped(dir_)) << "the rank on the second node got SIGTERM, not srun's SIGKILL\n" << outputs;
+}
+
+// The same trial where the site sets SlurmctldParameters=preempt_send_user_signal: a preemption sends the job's own
+// --signal (B:USR1 for `ladder search submit`'s jobs: to `ladder up` alone) instead of SIGTERM to every step, so the
+// stop takes ladder's own path, the time-limit warning's (the coordinator pauses; the srun step's tasks get SIGTERM by
+// scancel --signal), then ladder up waits for Slurm to requeue the job rather than resubmitting it.
+class SlurmUserSignalPreemptionTest : public SlurmTest {
+ protected:
+  void SetUp() override {
+    if (!testing::LocalSlurm::Available()) GTEST_SKIP() << "Slurm is not installed, or not root";
+    ASSERT_EQ(slurm_.Start(dir_, 4, 2, true, testing::LocalSlurm::Preemption{10, 10, true}), "");
+  }
+};
+
+TEST_F(SlurmUserSignalPreemptionTest, ATwoNodeSrunTrialCheckpointsThroughLadderUpsPauseAndResumes) {
+  std::ofstream(dir_ / "spec.yaml") << TwoNodeSrunSpec(300);
+  const std::filesystem::path db = dir_ / "ladder.db";
+  const std::string ladder = testing::BinDir() + "/ladder";
+  auto sub = slurm_.Run({ladder, "--db", db.string(), "search", "submit", "spec.yaml", "--nodes", "2", "--time", "10"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    auto doc = nlohmann::json::parse(slurm_.Run({ladder, "--db", db.string(), "--json", "trials", "1"}).out, nullptr,
+                                     false);
+    auto trials = doc.is_object() ? doc.value("trials", nlohmann::json::array()) : nlohmann::json::array();
+    if (trials.size() == 1 && std::stoi(trials[0].value("metric_count", "0")) >= 5) break;
+  }
+  auto high = slurm_.Run({"sbatch", "--parsable", "--partition=high", "--nodes=4", "--exclusive",
+                          "--output=/dev/null", "--wrap", "sleep 3"});
+  ASSERT_EQ(high.exit_code, 0) << high.err;
+  const bool gone = WaitForEmptyQueue(std::chrono::seconds(180));
+  const std::string outputs = JobOutputs();
+  ASSERT_TRUE(gone) << outputs;
+  EXPECT_EQ(JobRecords(db).size(), 1u) << "Slurm requeued the same job; ladder resubmitted nothing\n" << outputs;
+  EXPECT_NE(outputs.find("ladder up: Slurm is preempting the job and sent its --signal (SIGUSR1)"), std::string::npos)
+      << "ladder up got the job's signal and knew it for a preemption\n" << outputs;
+  const auto trials = testing::Query(db, "SELECT id, state, attempt FROM trials");
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0][1], "3") << "COMPLETED\n" << outputs;
+  EXPECT_EQ(trials[0][2], "0") << outputs;
+  const auto runs = testing::Query(db, "SELECT GROUP_CONCAT(outcome, ',') FROM (SELECT outcome FROM allocations "
+                                       "ORDER BY id)");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0][0].rfind("preempted,", 0), 0u) << runs[0][0] << "\n" << outputs;
+  ExpectEveryStepOnceAndAResume(db);
+  EXPECT_TRUE(Rank1Stopped(dir_)) << outputs;
 }
 
 }  // namespace

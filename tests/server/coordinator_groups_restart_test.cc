@@ -1,6 +1,8 @@
 // The coordinator with multi-node trials across its own restart: a group re-attached where it runs, a group not
 // given out while a member's worker has not registered again, and what a worker that comes back without its run
 // (or having exited it) or never comes back does to the group.
+#include <map>
+
 #include "tests/server/coordinator_groups_support.h"
 
 namespace ladder::server {
@@ -39,6 +41,38 @@ TEST_F(CoordinatorGroupTest, RestartReattachesATwoNodeTrialWhereItRuns) {
   EXPECT_EQ(GetTrial(st.trial_id()).state(), v1::TRIAL_COMPLETED);
   EXPECT_EQ(idle2->Starts().size() + relinked[0]->Starts().size() + relinked[1]->Starts().size(), 2u)
       << "the second trial starts on two nodes";
+}
+
+// A member stopped from outside ladder (its Slurm step cancelled, a SIGTERM its worker did not send) while the other
+// ran is stored with the trial (schema 11): after a coordinator restart before the other member's exit, the re-attached
+// member is told again to stop (the first cancel may not have reached it), and its exit — 143, not asked: its ranks
+// stopped with the group's — requeues the trial as that outside stop (attempt + 1), not as its failure. Before, the
+// restarted coordinator had forgotten the stop, and that exit FAILED the trial.
+TEST_F(CoordinatorGroupTest, AMemberStoppedFromOutsideLadderIsRememberedAcrossARestart) {
+  auto a = Connect("a", 2), b = Connect("b", 2), c = Connect("c", 2);
+  CreateSearch(kTwoNodeSpec);
+  const RunningGroup g = StartOneGroup(a, b, c);
+  std::map<std::string, std::shared_ptr<FakeLink>> links = {{"a", a}, {"b", b}, {"c", c}};
+  const int64_t id = g.rank0.trial_id();
+  Metric(links[g.rank0_node], g.rank0, 0.5);
+  MemberExit(*coord_, links[g.rank0_node], g.rank0, "outside");
+  Drain();
+  ASSERT_EQ(Cancels(*links[g.other_node]).size(), 1u) << "the other member is told to stop";
+  store_->Flush();
+  coord_.reset();  // the coordinator dies before the other member's exit
+  store_.reset();
+  Open();
+  auto other = Connect(g.other_node, 2, {{id, g.other.assignment_epoch()}});
+  const auto again = Cancels(*other);
+  EXPECT_EQ(again.size(), 1u) << "the re-attached member is told again to stop";
+  if (!again.empty()) EXPECT_NE(again[0].reason().find("from outside ladder"), std::string::npos) << again[0].reason();
+  Exit(other, g.other, 143);  // its ranks stopped with the group's: 143, which its worker did not ask for
+  EXPECT_EQ(GetTrial(id).state(), v1::TRIAL_RUNNING) << "rank 0's worker has not re-registered: it may still run it";
+  auto rank0 = Connect(g.rank0_node, 2);  // back without the run (its exit was acknowledged before the crash)
+  const auto t = GetTrial(id);
+  EXPECT_NE(t.state(), v1::TRIAL_FAILED) << t.error();
+  EXPECT_EQ(t.attempt(), 1) << "requeued as on a lost node: " << t.error();
+  EXPECT_NE(t.error().find("requeued (attempt 1)"), std::string::npos) << t.error();
 }
 
 // After a restart, a group member whose worker has not registered again is presumed running (its worker may be

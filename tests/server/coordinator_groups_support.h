@@ -28,6 +28,21 @@ inline std::vector<v1::CancelTrial> Cancels(const FakeLink& link) {
   return out;
 }
 
+// One member's exit as a worker reports it: `how` "stopping" (its worker is shutting down: it stopped the ranks),
+// "outside" (exit 143 the worker did not ask for: ladder-train's rank that stopped because a peer asked).
+inline void MemberExit(Coordinator& coord, const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s,
+                const std::string& how) {
+  v1::WorkerMessage e;
+  e.mutable_exited()->set_trial_id(s.trial_id());
+  e.mutable_exited()->set_assignment_epoch(s.assignment_epoch());
+  e.mutable_exited()->set_exit_code(143);
+  e.mutable_exited()->set_error("exited with code 143");
+  e.mutable_exited()->set_cancelled(how == "stopping");
+  e.mutable_exited()->set_worker_stopping(how == "stopping");
+  e.mutable_exited()->set_step_cancelled(how == "outside");
+  coord.OnWorkerMessage(link, e);
+}
+
 // A two-node trial running when the coordinator crashed: its rank-0 member, its other member and an idle node.
 struct RunningGroup {
   v1::StartTrial rank0, other;

@@ -370,21 +370,6 @@ space:
 }
 
 
-// One member's exit as a worker reports it: `how` "stopping" (its worker is shutting down: it stopped the ranks),
-// "outside" (exit 143 the worker did not ask for: ladder-train's rank that stopped because a peer asked).
-void MemberExit(Coordinator& coord, const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s,
-                const std::string& how) {
-  v1::WorkerMessage e;
-  e.mutable_exited()->set_trial_id(s.trial_id());
-  e.mutable_exited()->set_assignment_epoch(s.assignment_epoch());
-  e.mutable_exited()->set_exit_code(143);
-  e.mutable_exited()->set_error("exited with code 143");
-  e.mutable_exited()->set_cancelled(how == "stopping");
-  e.mutable_exited()->set_worker_stopping(how == "stopping");
-  e.mutable_exited()->set_step_cancelled(how == "outside");
-  coord.OnWorkerMessage(link, e);
-}
-
 // The worker of one node of a running 2-node trial shuts down: its rank asks the group to stop, and the ranks leave
 // through their checkpoint. Whichever way the two exits and the worker's closed stream reach the coordinator, the
 // trial goes back to the queue as a preemption (no attempt) and resumes on the nodes left and a new one.

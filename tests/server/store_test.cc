@@ -43,7 +43,7 @@ v1::Search MakeSearch() {
 TEST_F(StoreTest, MigratesToCurrentSchemaInWalMode) {
   Store st(path_);
   EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
-  EXPECT_EQ(st.SchemaVersion(), 10);  // 10: the state a probe reopened a search from
+  EXPECT_EQ(st.SchemaVersion(), 11);  // 11: why a member of a running group was stopped from outside ladder
   Db raw(path_);
   auto& q = raw.Prepare("PRAGMA journal_mode");
   ASSERT_TRUE(q.Step());
@@ -81,7 +81,7 @@ TEST_F(StoreTest, RoundTripsSearchesTrialsParamsAndMetrics) {
     pl->add_slots(1);
     t.set_started_unix(1002);
     t.set_finished_unix(1010);
-    st.UpdateTrial(t, 7);
+    st.UpdateTrial(t, 7, "node n2: its Slurm step was cancelled");
     v1::MetricPoint p;
     p.set_step(10);
     p.set_time_unix(1005);
@@ -106,11 +106,13 @@ TEST_F(StoreTest, RoundTripsSearchesTrialsParamsAndMetrics) {
   EXPECT_EQ(searches[0].direction(), v1::MAXIMIZE);
   EXPECT_DOUBLE_EQ(searches[0].finished_unix(), 1011);
   std::vector<int64_t> epochs;
-  auto trials = st.LoadTrials(&epochs);
+  std::vector<std::string> outside_stops;
+  auto trials = st.LoadTrials(&epochs, &outside_stops);
   ASSERT_EQ(trials.size(), 1u);
   const auto& t = trials[0];
   EXPECT_EQ(t.id(), trial_id);
   EXPECT_EQ(epochs[0], 7);
+  EXPECT_EQ(outside_stops, std::vector<std::string>{"node n2: its Slurm step was cancelled"});
   EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED);
   EXPECT_TRUE(t.has_objective());
   EXPECT_DOUBLE_EQ(t.objective(), 0.97);

@@ -46,9 +46,12 @@ class LocalSlurm {
   // Preemption by partition priority: a job in partition `high` requeues the jobs of partition `debug` (the default)
   // on the nodes it needs, after `grace_s` seconds in which they got SIGTERM; a requeued job may start again
   // `cred_expire_s` seconds later (Slurm's CredExpire, 120 s by default) at the next scheduling pass.
+  // send_user_signal: the site setting SlurmctldParameters=preempt_send_user_signal: a preempted job that asked for a
+  // warning signal (--signal) gets that signal, where its --signal says, instead of SIGTERM to every step.
   struct Preemption {
     int grace_s = 30;
     int cred_expire_s = 10;
+    bool send_user_signal = false;
   };
 
   // Starts the cluster under `dir` and waits (up to 30 s) until its `nodes` nodes are idle. Returns "" or what went
@@ -166,6 +169,7 @@ class LocalSlurm {
     if (preemption) {
       c << "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\nJobRequeue=1\nAuthInfo=cred_expire="
         << preemption->cred_expire_s << "\nSchedulerParameters=sched_interval=2\n"
+        << (preemption->send_user_signal ? "SlurmctldParameters=preempt_send_user_signal\n" : "")
         << "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1 GraceTime="
         << preemption->grace_s << "\nPartitionName=high Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=2 "
         << "PreemptMode=OFF\n";
