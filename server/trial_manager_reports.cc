@@ -124,9 +124,11 @@ void TrialManager::EndRun(TrialRecord& t, const std::string& node, const v1::Tri
   if (!t.watchdog_error.empty()) {
     CloseAllocation(t, "failed");
     Finish(t, v1::TRIAL_FAILED, m.exit_code(), t.watchdog_error);
-  } else if (t.exploit && (m.cancelled() || !failed)) {
+  } else if (t.exploit && (m.cancelled() || !failed || m.step_cancelled())) {
+    // A rank that stopped with its group before its own worker got the cancel exits 143 unasked (step_cancelled):
+    // the stop this coordinator asked for, not one from outside.
     if (!any_live) FinishExploit(t);
-  } else if (!t.early_stop.empty() && (m.cancelled() || !failed)) {
+  } else if (!t.early_stop.empty() && (m.cancelled() || !failed || m.step_cancelled())) {
     // Stopped by the stopping rule: it completes with the value it reached.
     if (!any_live) CompleteFromExit(t.proto.id());
   } else if (t.preempting && (m.cancelled() || failed)) {

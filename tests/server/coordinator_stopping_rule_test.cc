@@ -31,6 +31,18 @@ constexpr const char* kAsha = "{type: asha, resource: epoch, min_resource: 1, ma
 
 class CoordinatorStoppingRuleTest : public CoordinatorTest {
  protected:
+  // An exit 143 its worker did not ask for (step_cancelled): a multi-node trial's rank that stopped with its group
+  // before its own worker got the cancel.
+  void UnaskedExit143(const std::shared_ptr<FakeLink>& link, const v1::StartTrial& s) {
+    v1::WorkerMessage e;
+    e.mutable_exited()->set_trial_id(s.trial_id());
+    e.mutable_exited()->set_assignment_epoch(s.assignment_epoch());
+    e.mutable_exited()->set_exit_code(143);
+    e.mutable_exited()->set_error("exited with code 143");
+    e.mutable_exited()->set_step_cancelled(true);
+    coord_->OnWorkerMessage(link, e);
+    Drain();
+  }
   struct ThreeAshaTrials {
     std::shared_ptr<FakeLink> a;
     int64_t search_id = 0;
@@ -70,6 +82,23 @@ TEST_F(CoordinatorStoppingRuleTest, AshaStopsATrialBelowTheRungCutoffAndItComple
   Exit(a, starts[0], 0, true);
   EXPECT_EQ(GetTrial(starts[0].trial_id()).state(), v1::TRIAL_COMPLETED);
   EXPECT_DOUBLE_EQ(GetSearch(id).best_objective(), 0.95);
+}
+
+// A stopped trial's exit that reaches the coordinator as a SIGTERM its worker did not send (a multi-node trial's rank
+// that stopped with its group before its own worker got the cancel: exit 143, step_cancelled) is the early stop
+// asked for, not a stop from outside ladder: the trial completes with its value, not requeued.
+TEST_F(CoordinatorStoppingRuleTest, AnEarlyStoppedTrialsUnaskedExit143StillCompletesIt) {
+  ThreeAshaTrials three;
+  ASSERT_NO_FATAL_FAILURE(StartThreeTwoAtRungOne(&three));
+  auto& [a, id, starts] = three;
+  Point(a, starts[2], 1, {{"epoch", 1}, {"score", 0.1}}, 0);
+  Drain();
+  ASSERT_EQ(CancelsOf(*a, starts[2].trial_id()).size(), 1u);
+  UnaskedExit143(a, starts[2]);
+  const auto t = GetTrial(starts[2].trial_id());
+  EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.error();
+  EXPECT_EQ(t.attempt(), 0);
+  EXPECT_DOUBLE_EQ(t.objective(), 0.1);
 }
 
 TEST_F(CoordinatorStoppingRuleTest, AshaRungsAreRebuiltFromStoredPointsAfterARestart) {
@@ -119,7 +148,12 @@ TEST_F(CoordinatorStoppingRuleTest, AnEarlyStopInFlightAcrossACrashStillComplete
   EXPECT_EQ(GetSearch(id).cancelled(), 0);
 }
 
-TEST_F(CoordinatorStoppingRuleTest, PbtRestartsABadTrialFromAGoodOnesCheckpointWithPerturbedParameters) {
+// GetParam(): the bad trial's exit comes unasked (exit 143, step_cancelled: a rank that stopped with its group before
+// its worker got the cancel), else as the cancel's answer.
+class CoordinatorPbtTest : public CoordinatorStoppingRuleTest, public ::testing::WithParamInterface<bool> {};
+INSTANTIATE_TEST_SUITE_P(ExitAskedOrUnasked, CoordinatorPbtTest, ::testing::Bool());
+
+TEST_P(CoordinatorPbtTest, PbtRestartsABadTrialFromAGoodOnesCheckpointWithPerturbedParameters) {
   auto a = Connect("a", 2);
   auto id = CreateSearch(
       Spec("{type: pbt, resource: epoch, perturbation_interval: 1, quantile: 0.5, resample_probability: 0}", 2, 2));
@@ -137,7 +171,11 @@ TEST_F(CoordinatorStoppingRuleTest, PbtRestartsABadTrialFromAGoodOnesCheckpointW
   auto cancels = CancelsOf(*a, bad.id());
   ASSERT_EQ(cancels.size(), 1u) << "the bottom half exploits the top half";
   EXPECT_NE(cancels[0].reason().find("pbt"), std::string::npos) << cancels[0].reason();
-  Exit(a, starts[1], 143, /*cancelled=*/true);
+  if (GetParam()) {
+    UnaskedExit143(a, starts[1]);  // the exploit asked for it: not a stop from outside ladder
+  } else {
+    Exit(a, starts[1], 143, /*cancelled=*/true);
+  }
   auto t = GetTrial(bad.id());
   ASSERT_EQ(a->Starts().size(), 3u) << "it starts again at once";
   auto again = a->Starts()[2];
