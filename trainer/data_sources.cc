@@ -164,7 +164,10 @@ std::vector<std::string> DataFiles(const std::string& spec) {
   const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
   if (kind == "idx" || kind == "cifar10") return Split(rest, ',');
   if (kind == "synthetic" || kind == "teacher" || kind == "climate" || kind == "cosmo" || kind == "markov") return {};
-  if (kind == "hdf5") return {rest.substr(0, rest.find(':'))};
+  if (kind == "hdf5") {  // FILE or FILE:X,Y (hdf5_dataset.h ParseHdf5Spec)
+    const auto c = rest.rfind(':');
+    return {c != std::string::npos && rest.find(',', c) != std::string::npos ? rest.substr(0, c) : rest};
+  }
   if (kind == "text") return {rest};
   return {spec};
 }

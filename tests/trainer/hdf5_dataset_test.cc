@@ -45,6 +45,7 @@ TEST(Hdf5Dataset, VectorsImagesAndVolumesRoundTrip) {
   ASSERT_TRUE(LoadData("hdf5:" + named + ":features,labels", &back, &err)) << err;
   EXPECT_EQ(back.x, vectors.x);
   EXPECT_EQ(DataFiles("hdf5:" + named + ":features,labels"), std::vector<std::string>{named});
+  EXPECT_EQ(DataFiles("hdf5:runs/a:b.h5"), std::vector<std::string>{"runs/a:b.h5"});  // a colon in the path
 }
 
 // A file with one dataset `name` of `type` and `dims` (zeros), beside a valid X or Y.
