@@ -58,12 +58,35 @@ void StandardizeOverRanks(comm::Communicator& comm, Dataset* train, Dataset* val
   }
 }
 
+// --class-weights auto over every rank's labels: ClassWeights' inverse square root of each class's frequency,
+// normalized so that the frequency-weighted mean weight is 1, as a comma list with every digit of the doubles.
+std::string AutoClassWeightsOverRanks(comm::Communicator& comm, const Dataset& train) {
+  std::vector<double> count(static_cast<size_t>(train.classes), 0);
+  for (int64_t label : train.y) count[static_cast<size_t>(label)] += 1;
+  count = SumOverRanks(comm, count);
+  double total = 0, norm = 0;
+  for (double c : count) total += c;
+  std::vector<double> w(count.size());
+  for (size_t k = 0; k < count.size(); ++k) {
+    const double f = std::max(count[k], 1.0) / total;
+    w[k] = 1.0 / std::sqrt(f);
+    norm += f * w[k];
+  }
+  std::string list;
+  for (double x : w) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", x / norm);
+    list += (list.empty() ? "" : ",") + std::string(buf);
+  }
+  return list;
+}
+
 }  // namespace
 
 bool IsHdf5Data(const std::string& spec) { return spec.rfind("hdf5:", 0) == 0; }
 
 bool LoadHdf5ForRank(const TrainArgs& args, comm::Communicator& comm, Dataset* train, Dataset* val,
-                     std::string* error) {
+                     std::string* error, std::string* class_weights) {
   const int rank = comm.rank(), world = comm.size();
   Hdf5Spec spec;
   Hdf5ReadStats stats;
@@ -83,13 +106,18 @@ bool LoadHdf5ForRank(const TrainArgs& args, comm::Communicator& comm, Dataset* t
     train->classes = val->classes = most;
   }
   if (!ok) return false;
+  if (class_weights) *class_weights = args.class_weights;
+  if (world > 1 && train->task == Task::kSegment && args.class_weights == "auto" && class_weights) {
+    *class_weights = AutoClassWeightsOverRanks(comm, *train);
+  }
   if (world > 1) {
     StandardizeOverRanks(comm, train, val);
   } else {
     Standardize(train, val);
   }
   std::fprintf(stderr,
-               "ladder-train: rank %d read %lld bytes of %s (%lld training, %lld validation rows) in %lld reads\n", rank, static_cast<long long>(stats.bytes), spec.file.c_str(), static_cast<long long>(train->rows),
+               "ladder-train: rank %d read %lld bytes of %s (%lld training, %lld validation rows) in %lld reads\n",
+               rank, static_cast<long long>(stats.bytes), spec.file.c_str(), static_cast<long long>(train->rows),
                static_cast<long long>(val->rows), static_cast<long long>(stats.reads));
   return true;
 }

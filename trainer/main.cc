@@ -150,7 +150,7 @@ int RunTrainer(const std::vector<std::string>& argv) {
   int code = 0;
   auto comm = ConnectRanks(args, &code);
   if (!comm) return code;
-  if (per_rank && !LoadHdf5ForRank(args, *comm, &train, &val, &error)) {
+  if (per_rank && !LoadHdf5ForRank(args, *comm, &train, &val, &error, &args.class_weights)) {
     std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
     return 2;
   }

@@ -10,6 +10,7 @@
 #include "trainer/data_sources.h"
 #include "trainer/hdf5_dataset.h"
 #include "trainer/hdf5_shard.h"
+#include "trainer/task.h"
 
 namespace ladder::trainer {
 namespace {
@@ -41,7 +42,7 @@ class ReplayCommunicator final : public comm::Communicator {
 struct RankOut {
   bool ok = false;
   Dataset train, val;
-  std::string error;
+  std::string error, class_weights;
 };
 
 // Both ranks, each with its own arguments: the recording pass, then the replaying one.
@@ -52,7 +53,7 @@ std::array<RankOut, 2> LoadAtTwoRanks(const std::array<TrainArgs, 2>& args) {
     for (int r = 0; r < 2; ++r) {
       ReplayCommunicator comm(r, pass == 0 ? std::vector<torch::Tensor>{} : sent[1 - r]);
       out[r] = RankOut{};
-      out[r].ok = LoadHdf5ForRank(args[r], comm, &out[r].train, &out[r].val, &out[r].error);
+      out[r].ok = LoadHdf5ForRank(args[r], comm, &out[r].train, &out[r].val, &out[r].error, &out[r].class_weights);
       if (pass == 0) sent[r] = comm.sent;
     }
   }
@@ -99,6 +100,35 @@ TEST(Hdf5Shard, TwoRanksAgreeOnClassesAndStandardizeWithBothRanksRows) {
         ASSERT_NEAR(got->x[k], (raw->x[k] - mean) / sd, 1e-4) << "rank " << r << " element " << k;
       }
     }
+  }
+}
+
+TEST(Hdf5Shard, SegmentationsAutoClassWeightsComeFromBothRanksLabels) {
+  testing::TempDir dir("hdf5shardseg");
+  std::string err;
+  const std::string path = (dir / "c.h5").string();
+  ASSERT_TRUE(WriteHdf5(path, MakeClimate(40, 8, 3), "x", "y", 4, &err)) << err;
+  TrainArgs a;
+  a.data = "hdf5:" + path;
+  Dataset raw_train[2], raw_val, both;
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(ReadHdf5Shard(Hdf5Spec{path}, 0.2, 20261122, r, 2, &raw_train[r], &raw_val, nullptr, &err)) << err;
+    both.y.insert(both.y.end(), raw_train[r].y.begin(), raw_train[r].y.end());
+  }
+  both.task = Task::kSegment;
+  both.classes = 3;
+  torch::Tensor want;
+  ASSERT_TRUE(ClassWeights("auto", both, &want, &err)) << err;
+  torch::Tensor rank0_alone;
+  ASSERT_TRUE(ClassWeights("auto", raw_train[0], &rank0_alone, &err)) << err;
+  ASSERT_FALSE(torch::allclose(want, rank0_alone, 1e-4, 0));  // the ranks' own labels would give other weights
+  const auto out = LoadAtTwoRanks({a, a});
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(out[r].ok) << out[r].error;
+    EXPECT_EQ(out[r].class_weights, out[0].class_weights);
+    torch::Tensor got;  // as the training loop reads the option: against this rank's own rows
+    ASSERT_TRUE(ClassWeights(out[r].class_weights, out[r].train, &got, &err)) << err << " " << out[r].class_weights;
+    EXPECT_TRUE(torch::equal(got, want)) << out[r].class_weights << "\n" << want;
   }
 }
 
