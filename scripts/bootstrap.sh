@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev libgloo-dev           # trainer: LibTorch 1.13 (CPU) and the headers of its c10d Gloo backend
+  libhdf5-dev                        # trainer: --data hdf5: (the HDF5 C library; each rank reads its own rows)
   libopenblas0-pthread               # trainer: the optimized BLAS behind LibTorch (libblas.so.3 alternative), ~10x the reference
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler   # the ladder.v1 API
   libboost-dev libboost-system-dev   # worker: Boost.Asio event loop, process groups, pipes

@@ -61,11 +61,17 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
                        random teacher MLP labels Gaussian inputs; LABEL_NOISE: fraction of labels replaced by
                        another class, default 0; RANK: the inputs' effective rank, default FEATURES; defaults
                        32 features, 10 classes), climate:ROWS[:SIZE] (16-channel fields with cyclones and
-                       atmospheric rivers, per-pixel labels), markov:ROWS[:SEQ[:VOCAB]] (token sequences),
-                       text:PATH (a file's bytes as tokens)
-  --model NAME         mlp | cnn (small ResNet) | unet (segmentation) | transformer (causal LM); default: unet
-                       for climate:, transformer for token data, mlp otherwise
-  --input-shape C,H,W  reshape vector samples (CSV) into images, e.g. 1,8,8 for the digits (for cnn)
+                       atmospheric rivers, per-pixel labels), cosmo:ROWS[:SIZE] (SIZE^3 density volumes of
+                       Gaussian random fields; regress the power spectrum's amplitude and slope),
+                       markov:ROWS[:SEQ[:VOCAB]] (token sequences), text:PATH (a file's bytes as tokens),
+                       hdf5:FILE[:X,Y] (datasets X and Y, default x and y, of an HDF5 file: X float [N,F],
+                       [N,C,H,W] or [N,C,D,H,W]; Y integer [N] classes, integer [N,H,W] pixel classes, or
+                       float [N] or [N,K] regression targets; at several ranks each reads only its rows)
+  --model NAME         mlp | cnn (small ResNet, 3D on volumes) | unet (segmentation) | transformer (causal
+                       LM); default: unet for climate:, cnn for cosmo:, transformer for token data, mlp otherwise
+  --input-shape C,H,W  reshape vector samples (CSV) into images, e.g. 1,8,8 for the digits (for cnn), or
+                       C,D,H,W into volumes (the cnn is then 3D)
+  --loss NAME          regression loss: mse | l1 | huber (default mse); val_mae and val_r2 are reported
   --val-fraction F     held-out fraction, split with a fixed seed (default 0.2)
   --width N            mlp hidden units, cnn/unet first-stage channels, transformer model width (default 128)
   --depth N            mlp hidden layers, cnn stages, unet convs per level, transformer blocks (default 2)
@@ -277,6 +283,7 @@ std::map<std::string, Setter> ValueOptions(TrainArgs& a) {
       {"--heads", Integer(&a.heads, 1, 1024)},
       {"--seq-len", Integer(&a.seq_len, 2, 1 << 20)},
       {"--class-weights", ClassWeights(&a.class_weights)},
+      {"--loss", Choice(&a.loss, {"mse", "l1", "huber"})},
       {"--device", Choice(&a.device, {"auto", "cpu", "cuda"})},
       {"--fused", Choice(&a.fused, {"auto", "off"})},
       {"--overlap", Choice(&a.overlap, {"auto", "on", "off"})},

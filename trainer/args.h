@@ -9,12 +9,14 @@
 namespace ladder::trainer {
 
 struct TrainArgs {
-  std::string data;              // data_sources.h: CSV, idx:, cifar10:, synthetic:, teacher:, climate:, markov:, text:
+  std::string data;              // data_sources.h: CSV, idx:, cifar10:, synthetic:, teacher:, climate:, cosmo:,
+                                 // markov:, text:, hdf5:
   std::string model;             // mlp | cnn | unet | transformer ("" = the data's default, models.h)
   int heads = 4;                 // transformer attention heads
   int64_t seq_len = 64;          // tokens per sample (text:, markov: default)
-  std::string input_shape;       // "C,H,W": reshape vector samples (CSV) into images for cnn/unet
+  std::string input_shape;       // "C,H,W" or "C,D,H,W": reshape vector samples (CSV) into images or volumes
   std::string class_weights = "auto";  // segmentation loss weights: auto (inverse sqrt frequency) | none | list
+  std::string loss = "mse";       // regression loss: mse | l1 | huber
   std::string device = "auto";   // auto | cpu | cuda
   std::string precision = "fp32";  // fp32 | bf16 (autocast)
   int prefetch = -1;             // batches prepared ahead on a background thread (0: none; -1: overlap_rule.h)

@@ -19,17 +19,20 @@ BatchPrefetcher::~BatchPrefetcher() {
 }
 
 bool BatchPrefetcher::HasMore() const {
-  return stream_.Remaining(o_.epochs) >= global_at_(step_) && !(o_.max_steps > 0 && step_ >= o_.max_steps);
+  const int64_t take = o_.local_shard ? global_at_(step_) / o_.world : global_at_(step_);
+  return stream_.Remaining(o_.epochs) >= take && !(o_.max_steps > 0 && step_ >= o_.max_steps);
 }
 
 Batch BatchPrefetcher::Make() {
   Batch b;
   b.step = step_;
   b.global = global_at_(step_);
-  const auto all = stream_.Next(b.global, &b.epochs_completed);
+  const auto all = stream_.Next(o_.local_shard ? b.global / o_.world : b.global, &b.epochs_completed);
   std::vector<int64_t> mine;
   mine.reserve(all.size() / static_cast<size_t>(o_.world) + 1);
-  for (size_t i = static_cast<size_t>(o_.rank); i < all.size(); i += static_cast<size_t>(o_.world)) mine.push_back(all[i]);
+  const size_t first = o_.local_shard ? 0 : static_cast<size_t>(o_.rank);
+  const size_t stride = o_.local_shard ? 1 : static_cast<size_t>(o_.world);
+  for (size_t i = first; i < all.size(); i += stride) mine.push_back(all[i]);
   const auto idx = torch::tensor(mine, torch::kInt64);
   b.x = x_.index_select(0, idx);
   b.y = y_.index_select(0, idx);

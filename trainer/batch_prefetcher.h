@@ -39,6 +39,9 @@ struct PrefetchOptions {
   int64_t epochs = 1;     // stop when fewer than a global batch of samples is left in these epochs
   int64_t max_steps = 0;  // stop after this step count (0: no cap)
   bool pin_memory = false;
+  // The stream is over this rank's own rows (a sharded training set, csv_dataset.h): each step takes the next
+  // global/world samples of it, all for this rank.
+  bool local_shard = false;
 };
 
 class BatchPrefetcher {

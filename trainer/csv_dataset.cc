@@ -139,13 +139,18 @@ void SplitDataset(const Dataset& all, double val_fraction, uint64_t split_seed, 
     d->rows = static_cast<int64_t>(to - from);
     d->x.clear();
     d->y.clear();
+    d->targets.clear();
     const auto f = static_cast<size_t>(all.features), l = static_cast<size_t>(all.label_size);
+    auto rows_of = [l](const auto& from_v, auto& to_v, size_t r) {
+      if (!from_v.empty()) to_v.insert(to_v.end(), from_v.begin() + static_cast<std::ptrdiff_t>(r * l),
+                                       from_v.begin() + static_cast<std::ptrdiff_t>((r + 1) * l));
+    };
     for (size_t i = from; i < to; ++i) {
       auto r = static_cast<size_t>(idx[i]);
       d->x.insert(d->x.end(), all.x.begin() + static_cast<std::ptrdiff_t>(r * f),
                   all.x.begin() + static_cast<std::ptrdiff_t>((r + 1) * f));
-      d->y.insert(d->y.end(), all.y.begin() + static_cast<std::ptrdiff_t>(r * l),
-                  all.y.begin() + static_cast<std::ptrdiff_t>((r + 1) * l));
+      rows_of(all.y, d->y, r);
+      rows_of(all.targets, d->targets, r);
     }
   };
   take(val, 0, static_cast<size_t>(n_val));
@@ -157,6 +162,7 @@ const char* TaskName(Task t) {
     case Task::kClassify: return "classify";
     case Task::kSegment: return "segment";
     case Task::kLanguageModel: return "lm";
+    case Task::kRegress: return "regress";
   }
   return "?";
 }
@@ -188,7 +194,7 @@ bool SetSampleShape(const std::string& text, Dataset* d, std::string* error) {
   return true;
 }
 
-// Per channel: every (C,H,W) sample's channel c is standardized with channel c's statistics over `train`.
+// Per channel: every (C,H,W) or (C,D,H,W) sample's channel c is standardized with channel c's statistics over `train`.
 static void StandardizeChannels(Dataset* train, Dataset* val) {
   const auto c = static_cast<size_t>(train->shape[0]);
   const auto plane = static_cast<size_t>(train->features) / c;
@@ -213,7 +219,7 @@ static void StandardizeChannels(Dataset* train, Dataset* val) {
 
 void Standardize(Dataset* train, Dataset* val) {
   if (train->task == Task::kLanguageModel) return;
-  if (train->shape.size() == 3) return StandardizeChannels(train, val);
+  if (train->shape.size() >= 3) return StandardizeChannels(train, val);  // images (C,H,W), volumes (C,D,H,W)
   const auto f = static_cast<size_t>(train->features);
   std::vector<double> mean(f, 0), var(f, 0);
   for (size_t r = 0; r < static_cast<size_t>(train->rows); ++r) {

@@ -33,7 +33,7 @@ std::list<Entry>& Cache() {
 }
 
 int64_t Bytes(const Dataset& d) {
-  return static_cast<int64_t>(d.x.size() * sizeof(float) + d.y.size() * sizeof(int64_t));
+  return static_cast<int64_t>((d.x.size() + d.targets.size()) * sizeof(float) + d.y.size() * sizeof(int64_t));
 }
 
 // The stamps of every file `spec` reads, as they are now; false with *error when one cannot be stat'ed.

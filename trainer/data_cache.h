@@ -8,8 +8,8 @@
 // An entry is used only when it was loaded from the same --data text, with the same options, and every file that
 // text names is still the same file: device, inode, size and modification time (nanoseconds) as stat(2) says now,
 // in the child's own working directory. A file rewritten, replaced or moved since is loaded again by the child,
-// as a cold start would. Generated data (synthetic:, teacher:, climate:, markov:) has no file and is always the same.
-// Bounded: at most kMaxDataCacheBytes of rows in all (the least recently used entry goes first); a dataset
+// as a cold start would. Generated data (synthetic:, teacher:, climate:, cosmo:, markov:) has no file and is always
+// the same; hdf5: is never preloaded (each rank reads its own rows). Bounded: at most kMaxDataCacheBytes of rows in all (the least recently used entry goes first); a dataset
 // larger than that (or whose files are) is not cached, and each of its trials loads it itself.
 #include <cstdint>
 #include <string>

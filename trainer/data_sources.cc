@@ -5,6 +5,8 @@
 #include <cmath>
 #include <random>
 
+#include "trainer/hdf5_dataset.h"
+
 namespace ladder::trainer {
 
 namespace {
@@ -161,7 +163,11 @@ std::vector<std::string> DataFiles(const std::string& spec) {
   const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
   const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
   if (kind == "idx" || kind == "cifar10") return Split(rest, ',');
-  if (kind == "synthetic" || kind == "teacher" || kind == "climate" || kind == "markov") return {};
+  if (kind == "synthetic" || kind == "teacher" || kind == "climate" || kind == "cosmo" || kind == "markov") return {};
+  if (kind == "hdf5") {  // FILE or FILE:X,Y (hdf5_dataset.h ParseHdf5Spec)
+    const auto c = rest.rfind(':');
+    return {c != std::string::npos && rest.find(',', c) != std::string::npos ? rest.substr(0, c) : rest};
+  }
   if (kind == "text") return {rest};
   return {spec};
 }
@@ -202,6 +208,17 @@ bool LoadData(const std::string& spec, const DataOptions& options, Dataset* out,
     *out = MakeClimate(v[0], v[1], kDataSeed);
     return true;
   }
+  if (kind == "cosmo") {
+    std::vector<int64_t> v = {0, 16};
+    if (!ParseCounts(kind, rest, "cosmo:ROWS[:SIZE]", v, {2, 4}, error)) return false;
+    if (v[1] % 2 != 0) {
+      *error = "--data cosmo:ROWS[:SIZE]: SIZE must be even, got " + std::to_string(v[1]);
+      return false;
+    }
+    *out = MakeCosmo(v[0], v[1], kDataSeed);
+    return true;
+  }
+  if (kind == "hdf5") return LoadHdf5Spec(rest, out, error);
   if (kind == "markov") {
     std::vector<int64_t> v = {0, options.seq_len, 64};
     if (!ParseCounts(kind, rest, "markov:ROWS[:SEQ[:VOCAB]]", v, {2, 2, 2}, error)) return false;

@@ -9,10 +9,15 @@
 //   teacher:ROWS[:FEATURES[:CLASSES[:LABEL_NOISE[:RANK]]]]  a fixed random teacher MLP labels Gaussian inputs
 //                              (teacher_data.cc); LABEL_NOISE (default 0) the fraction of labels replaced by
 //                              another class, RANK (default FEATURES) the inputs' effective rank; defaults 32:10
+//   cosmo:ROWS[:SIZE]          1×SIZE³ log-normal density volumes of Gaussian random fields; regression of the
+//                              power spectrum's amplitude and slope (cosmo_data.cc; SIZE default 16)
 //   markov:ROWS[:SEQ[:VOCAB]]  token sequences from a sparse second-order Markov chain (language model)
 //   text:PATH                  a text file's bytes as tokens (vocabulary 256) in windows of --seq-len
+//   hdf5:FILE[:X,Y]            datasets X and Y (default x, y) of an HDF5 file, read whole here (hdf5_dataset.h;
+//                              ladder-train at several ranks reads each rank's rows only: hdf5_shard.h)
 //   anything else              a CSV file (csv_dataset.h)
-// Sample shapes: MNIST (1,H,W), CIFAR-10 (3,32,32), climate (16,SIZE,SIZE), tokens (SEQ); CSV rows are vectors
+// Sample shapes: MNIST (1,H,W), CIFAR-10 (3,32,32), climate (16,SIZE,SIZE), cosmo (1,SIZE,SIZE,SIZE), tokens
+// (SEQ), HDF5 as its X dataset's; CSV rows are vectors
 // (ladder-train --input-shape gives them an image shape).
 // Errors name the file and what is wrong with it.
 #include <string>
@@ -45,6 +50,7 @@ Dataset MakeTeacher(const TeacherOptions& options, uint64_t seed, std::vector<in
 // Parses what follows "teacher:"; false with *error naming the field and its value.
 bool ParseTeacher(const std::string& rest, TeacherOptions* out, std::string* error);
 Dataset MakeClimate(int64_t rows, int64_t size, uint64_t seed);
+Dataset MakeCosmo(int64_t rows, int64_t size, uint64_t seed);
 bool LoadText(const std::string& path, int64_t seq_len, Dataset* out, std::string* error);
 Dataset MakeMarkovText(int64_t rows, int64_t seq_len, int64_t vocab, uint64_t seed);
 

@@ -17,6 +17,7 @@
 #include "trainer/csv_dataset.h"
 #include "trainer/data_cache.h"
 #include "trainer/data_sources.h"
+#include "trainer/hdf5_shard.h"
 #include "trainer/metrics_writer.h"
 #include "trainer/serve.h"
 #include "trainer/stop_request.h"
@@ -137,18 +138,26 @@ int RunTrainer(const std::vector<std::string>& argv) {
   // the data loads and the ranks meet, so a stop asked for during start-up is kept too).
   if (!args.checkpoint.empty()) StopRequest::Install();
   Dataset loaded, train, val;
-  const Dataset* all = nullptr;
+  const Dataset* all = &train;
   bool preloaded = false;
   std::string error;
-  if (!LoadRunData(args, &loaded, &all, &preloaded, &error)) {
+  // HDF5 is read once the ranks have met: each rank its own rows (trainer/hdf5_shard.h).
+  const bool per_rank = IsHdf5Data(args.data);
+  if (!per_rank && !LoadRunData(args, &loaded, &all, &preloaded, &error)) {
     std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
     return 2;
   }
   int code = 0;
   auto comm = ConnectRanks(args, &code);
   if (!comm) return code;
-  SplitDataset(*all, args.val_fraction, /*split_seed=*/20261122, &train, &val);
-  Standardize(&train, &val);
+  if (per_rank && !LoadHdf5ForRank(args, *comm, &train, &val, &error, &args.class_weights)) {
+    std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
+    return 2;
+  }
+  if (!per_rank) {
+    SplitDataset(*all, args.val_fraction, /*split_seed=*/20261122, &train, &val);
+    Standardize(&train, &val);
+  }
   if (comm->rank() == 0) {
     std::fprintf(stderr,
                  "ladder-train: %s%s: %lld train / %lld validation rows, %lld features, %lld classes (task %s); "

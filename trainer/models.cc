@@ -3,6 +3,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "trainer/resnet3d.h"
+
 namespace ladder::trainer {
 
 namespace {
@@ -239,6 +241,7 @@ std::string DefaultModelFor(const Dataset& meta) {
   switch (meta.task) {
     case Task::kSegment: return "unet";
     case Task::kLanguageModel: return "transformer";
+    case Task::kRegress: return meta.SampleShape().size() == 4 ? "cnn" : "mlp";  // volumes (cosmo:): the 3D cnn
     case Task::kClassify: break;
   }
   return "mlp";
@@ -248,22 +251,27 @@ std::shared_ptr<Network> MakeNetwork(const ModelOptions& o, const Dataset& meta,
   const auto shape = meta.SampleShape();
   const std::string data = "this data has shape " + ShapeText(shape);
   auto want_task = [&](Task t, const char* what) {
-    if (meta.task == t) return true;
+    if (meta.task == t || (t == Task::kClassify && meta.task == Task::kRegress)) return true;  // outputs: classes
     *error = "--model " + o.name + " is for " + what + " data; " + data + " and task " + TaskName(meta.task) +
-             " (models: mlp, cnn for classification; unet for segmentation; transformer for token sequences)";
+             " (models: mlp, cnn for classification and regression; unet for segmentation; transformer for token "
+             "sequences)";
     return false;
   };
   if (o.name == "mlp") {
-    if (!want_task(Task::kClassify, "classification")) return nullptr;
+    if (!want_task(Task::kClassify, "classification or regression")) return nullptr;
     return std::make_shared<Mlp>(meta.features, meta.classes, o);
+  }
+  if (o.name == "cnn" && shape.size() == 4 && want_task(Task::kClassify, "classification or regression")) {
+    return MakeResNet3d(shape[0], meta.classes, o);  // volumes (C,D,H,W)
   }
   if (o.name == "cnn" || o.name == "unet") {
     if (!want_task(o.name == "cnn" ? Task::kClassify : Task::kSegment,
-                   o.name == "cnn" ? "classification" : "segmentation")) {
+                   o.name == "cnn" ? "classification or regression" : "segmentation")) {
       return nullptr;
     }
     if (shape.size() != 3) {
-      *error = "--model " + o.name + " needs image-shaped samples (C,H,W); " + data +
+      *error = "--model " + o.name + " needs image-shaped samples (C,H,W)" +
+               (o.name == "cnn" ? " or volumes (C,D,H,W)" : "") + "; " + data +
                (meta.features == 64 ? ": use --input-shape 1,8,8" : ": use --input-shape C,H,W");
       return nullptr;
     }

@@ -5,6 +5,8 @@
 //   cnn          [N, C, H, W]      → [N, classes]         small ResNet: a 3×3 stem, --depth stages of two basic
 //                                                          blocks (the first of stages 2.. strides 2, channels
 //                                                          double), global average pool, linear head
+//                [N, C, D, H, W]   → [N, classes]         the same with 3×3×3 convolutions, no norm (resnet3d.h)
+// mlp and cnn also regress: their `classes` outputs are then the data's targets (task.h).
 //   unet         [N, C, H, W]      → [N, classes, H, W]   segmentation: a two-level encoder/decoder with skip
 //                                                          connections (H and W must be divisible by 4)
 //   transformer  [N, T] token ids  → [N, T, vocab]        causal language model: token + learned position

@@ -8,6 +8,47 @@ namespace ladder::trainer {
 
 namespace F = torch::nn::functional;
 
+namespace {
+
+// A regression's evaluation in float64 sums over the rows, so chunks add up exactly: |error|, error² and, per
+// target, Σy and Σy² (R²'s total sum of squares around the rows' mean).
+struct RegressionSums {
+  double abs_err = 0, values = 0;
+  torch::Tensor sq_err, sum_y, sum_y2;  // [K]
+  double rows = 0;
+
+  void Add(const torch::Tensor& out, const torch::Tensor& target) {
+    auto z = out.to(torch::kFloat64).cpu().reshape({out.size(0), -1});
+    auto t = target.to(torch::kFloat64).cpu().reshape(z.sizes());
+    auto e = z - t;
+    if (!sq_err.defined()) {
+      sq_err = torch::zeros({z.size(1)}, torch::kFloat64);
+      sum_y = torch::zeros({z.size(1)}, torch::kFloat64);
+      sum_y2 = torch::zeros({z.size(1)}, torch::kFloat64);
+    }
+    abs_err += e.abs().sum().item<double>();
+    values += static_cast<double>(e.numel());
+    sq_err += e.pow(2).sum(0);
+    sum_y += t.sum(0);
+    sum_y2 += t.pow(2).sum(0);
+    rows += static_cast<double>(z.size(0));
+  }
+  void Report(std::map<std::string, double>* out) const {
+    (*out)["mae"] = values > 0 ? abs_err / values : 0.0;
+    if (rows == 0) {
+      (*out)["r2"] = 0.0;
+      return;
+    }
+    // A target constant over the rows has no variance to explain: it counts 1 when predicted exactly, else 0.
+    auto ss_tot = sum_y2 - sum_y.pow(2) / rows;
+    auto r2 = torch::where(ss_tot.gt(1e-12), 1 - sq_err / ss_tot.clamp_min(1e-12),
+                           sq_err.le(1e-12).to(torch::kFloat64));
+    (*out)["r2"] = r2.mean().item<double>();
+  }
+};
+
+}  // namespace
+
 torch::Tensor TaskLoss(const torch::Tensor& logits, const torch::Tensor& labels, const LossSpec& spec) {
   auto z = logits.to(torch::kFloat32);
   switch (spec.task) {
@@ -21,6 +62,12 @@ torch::Tensor TaskLoss(const torch::Tensor& logits, const torch::Tensor& labels,
     }
     case Task::kLanguageModel:
       return F::cross_entropy(z.reshape({-1, z.size(-1)}), labels.reshape({-1}));
+    case Task::kRegress: {
+      auto t = labels.to(torch::kFloat32).reshape(z.sizes());
+      if (spec.regression_loss == "l1") return F::l1_loss(z, t);
+      if (spec.regression_loss == "huber") return F::huber_loss(z, t);
+      return F::mse_loss(z, t);
+    }
   }
   return {};
 }
@@ -70,6 +117,7 @@ std::map<std::string, double> Evaluate(Network& net, const torch::Tensor& x, con
   const int64_t per_row = std::max<int64_t>(1, x.numel() / std::max<int64_t>(1, x.size(0)));
   const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 22) / per_row);
   double loss_sum = 0, correct = 0, counted = 0;
+  RegressionSums reg;
   auto inter = torch::zeros({classes}, torch::kFloat64), uni = torch::zeros({classes}, torch::kFloat64);
   for (int64_t start = 0; start < rows; start += chunk) {
     const int64_t len = std::min(chunk, rows - start);
@@ -80,6 +128,10 @@ std::map<std::string, double> Evaluate(Network& net, const torch::Tensor& x, con
       logits = net.forward(xb);
     }
     loss_sum += TaskLoss(logits, yb, spec).item<double>() * static_cast<double>(len);
+    if (spec.task == Task::kRegress) {
+      reg.Add(logits, yb);
+      continue;
+    }
     auto pred = (spec.task == Task::kClassify ? logits.argmax(1) : spec.task == Task::kSegment ? logits.argmax(1)
                                                                                                 : logits.argmax(-1))
                     .reshape({-1});
@@ -95,6 +147,10 @@ std::map<std::string, double> Evaluate(Network& net, const torch::Tensor& x, con
   if (was_training) net.train();
   std::map<std::string, double> out;
   out["loss"] = rows > 0 ? loss_sum / static_cast<double>(rows) : 0.0;
+  if (spec.task == Task::kRegress) {
+    reg.Report(&out);
+    return out;
+  }
   out["accuracy"] = counted > 0 ? correct / counted : 0.0;
   if (spec.task == Task::kSegment) {
     // Mean over the classes that occur in the truth or the prediction.

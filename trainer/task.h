@@ -4,6 +4,9 @@
 //   segment   logits [N, C, H, W], labels [N, H·W]  class-weighted cross entropy averaged over pixels;
 //                                                   pixel accuracy and mean IoU over classes
 //   lm        logits [N, T, V],    labels [N, T]    cross entropy per token; token accuracy, perplexity
+//   regress   outputs [N, K],      targets [N, K]   --loss mse (default), l1 or huber (delta 1) averaged over
+//                                                   the N·K values; MAE and R² (1 − SS_res/SS_tot per target
+//                                                   around the evaluated rows' mean, averaged over targets)
 // The weighted loss is Σ w_y·ℓ / (number of pixels), not PyTorch's Σ w_y·ℓ / Σ w_y: its normalizer does not
 // depend on the batch, so N ranks × batch b average to exactly the loss of 1 rank × batch N·b.
 #include <torch/torch.h>
@@ -19,6 +22,7 @@ namespace ladder::trainer {
 struct LossSpec {
   Task task = Task::kClassify;
   torch::Tensor class_weights;  // segmentation: [C] on the model's device (undefined: unweighted)
+  std::string regression_loss = "mse";  // regress: mse | l1 | huber
 };
 
 // Mean loss of a batch (logits are cast to float32 first, so bf16 autocast keeps a float32 loss).
@@ -35,8 +39,8 @@ struct EvalOptions {
   int64_t max_rows = 0;  // evaluate only the first max_rows rows (0: all)
 };
 
-// Evaluates `net` (in eval mode, no gradient) on `x`/`y` (CPU tensors) in chunks. Keys: "loss", "accuracy",
-// and "miou" (segment) or "perplexity" (lm).
+// Evaluates `net` (in eval mode, no gradient) on `x`/`y` (CPU tensors) in chunks. Keys: "loss", "accuracy"
+// (not for regress), and "miou" (segment), "perplexity" (lm) or "mae" and "r2" (regress).
 std::map<std::string, double> Evaluate(Network& net, const torch::Tensor& x, const torch::Tensor& y,
                                        const LossSpec& spec, int64_t classes, const EvalOptions& options);
 

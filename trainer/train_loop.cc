@@ -43,6 +43,9 @@ torch::Tensor Features(const Dataset& d) {
   return torch::from_blob(const_cast<float*>(d.x.data()), shape, torch::kFloat32).clone();
 }
 torch::Tensor Labels(const Dataset& d) {
+  if (d.task == Task::kRegress) {
+    return torch::from_blob(const_cast<float*>(d.targets.data()), {d.rows, d.label_size}, torch::kFloat32).clone();
+  }
   return torch::from_blob(const_cast<int64_t*>(d.y.data()), {d.rows, d.label_size}, torch::kInt64).clone();
 }
 
@@ -200,6 +203,7 @@ class TrainRun {
     if (!net_) return Fail(2, error);
     net_->to(device_);
     loss_spec_.task = train_.task;
+    loss_spec_.regression_loss = a_.loss;
     if (!ClassWeights(a_.class_weights, train_, &loss_spec_.class_weights, &error)) return Fail(2, error);
     if (loss_spec_.class_weights.defined()) loss_spec_.class_weights = loss_spec_.class_weights.to(device_);
     params_ = net_->parameters();
@@ -249,15 +253,18 @@ class TrainRun {
       ycurv_ = ytr_.narrow(0, 0, rows).to(device_);
     }
     base_global_ = static_cast<int64_t>(a_.batch_size) * world_;
-    if (base_global_ > n_) {
+    // A sharded training set (every rank its own rows, the same count) is walked by each rank on its own: the
+    // stream is over its rows and each step takes the next global/world of them.
+    const int64_t shard = train_.shard_world > 1 ? world_ : 1;
+    if (base_global_ / shard > n_) {
       return Fail(2, "the global batch (" + std::to_string(base_global_) + ") is larger than the training set (" +
-                         std::to_string(n_) + " rows)");
+                         std::to_string(n_ * shard) + " rows)");
     }
     stream_.emplace(n_, a_.seed);
     int64_t total_steps = 0;
     for (int64_t left = n_ * a_.epochs;
-         left >= GlobalAt(total_steps) && !(a_.max_steps > 0 && total_steps >= a_.max_steps); ++total_steps) {
-      left -= GlobalAt(total_steps);
+         left >= GlobalAt(total_steps) / shard && !(a_.max_steps > 0 && total_steps >= a_.max_steps); ++total_steps) {
+      left -= GlobalAt(total_steps) / shard;
     }
     sched_ = ScheduleFrom(a_, total_steps);
     lr_ = a_.lr;
@@ -302,6 +309,7 @@ class TrainRun {
     po.epochs = a_.epochs;
     po.max_steps = a_.max_steps;
     po.pin_memory = device_.is_cuda();
+    po.local_shard = train_.shard_world > 1;
     batches_ = std::make_unique<BatchPrefetcher>(xtr_, ytr_, *stream_, step_,
                                                  [this](int64_t s) { return GlobalAt(s); }, po);
     // Each rank's loss is scaled by 1/world so that the allreduced sum of gradients is their mean.
@@ -497,7 +505,7 @@ class TrainRun {
     eo.max_rows = 0;
     const auto va = Evaluate(*net_, xva_, yva_, loss_spec_, train_.classes, eo);
     result_.final_val_loss = va.at("loss");
-    result_.final_val_accuracy = va.at("accuracy");
+    result_.final_val_accuracy = va.count("accuracy") ? va.at("accuracy") : 0.0;
     // An evaluation line counts whole epochs done (the batch that ended the epoch may reach into the next).
     // The last batch of a run that went through every epoch may leave a partial batch out: that is all epochs.
     const double epoch_pos = EpochPosition();
@@ -509,9 +517,9 @@ class TrainRun {
     values.emplace_back("epoch", epochs_done);
     if (!tr.empty()) values.emplace_back("train_loss", tr.at("loss"));
     values.emplace_back("val_loss", va.at("loss"));
-    values.emplace_back("val_accuracy", va.at("accuracy"));
-    if (va.count("miou")) values.emplace_back("val_miou", va.at("miou"));
-    if (va.count("perplexity")) values.emplace_back("val_perplexity", va.at("perplexity"));
+    for (const char* key : {"accuracy", "r2", "mae", "miou", "perplexity"}) {  // those the task has (task.h)
+      if (va.count(key)) values.emplace_back(std::string("val_") + key, va.at(key));
+    }
     values.emplace_back("samples_per_s", secs > 0 ? static_cast<double>(epoch_samples_) / secs : 0.0);
     values.emplace_back("step_time_s", epoch_steps_ > 0 ? secs / static_cast<double>(epoch_steps_) : 0.0);
     values.emplace_back("ranks", static_cast<double>(world_));

@@ -141,7 +141,9 @@ INSTANTIATE_TEST_SUITE_P(
         WorkloadCase{"unet", {"--model", "unet", "--data", "climate:96:16", "--width", "8", "--depth", "1"}},
         WorkloadCase{"transformer",
                      {"--model", "transformer", "--data", "markov:200:16:16", "--width", "32", "--heads", "2"}},
-        WorkloadCase{"mlp_microbatches", {"--micro-batches", "2", "--width", "32"}}),
+        WorkloadCase{"mlp_microbatches", {"--micro-batches", "2", "--width", "32"}},
+        // The 3D cnn regressing cosmo:'s volumes (its default model there).
+        WorkloadCase{"cnn3d_regression", {"--data", "cosmo:64:8", "--width", "4", "--depth", "2"}}),
     [](const auto& info) { return info.param.name; });
 
 // Per-rank step times (train_loop.cc). Runs ladder-train as `ranks` processes over `backend` ("none": one process;
