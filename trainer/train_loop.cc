@@ -46,8 +46,9 @@ torch::Tensor Labels(const Dataset& d) {
   return torch::from_blob(const_cast<int64_t*>(d.y.data()), {d.rows, d.label_size}, torch::kInt64).clone();
 }
 
-OptimizerOptions OptimizerOptionsFrom(const TrainArgs& a) {
+OptimizerOptions OptimizerOptionsFrom(const TrainArgs& a, std::vector<bool> no_decay) {
   OptimizerOptions o;
+  o.no_decay = std::move(no_decay);
   o.name = a.optimizer;
   o.momentum = a.momentum;
   o.nesterov = a.nesterov;
@@ -202,6 +203,8 @@ class TrainRun {
     if (!ClassWeights(a_.class_weights, train_, &loss_spec_.class_weights, &error)) return Fail(2, error);
     if (loss_spec_.class_weights.defined()) loss_spec_.class_weights = loss_spec_.class_weights.to(device_);
     params_ = net_->parameters();
+    state_ = params_;
+    for (const auto& b : net_->buffers()) state_.push_back(b);  // a TorchScript model's batch-norm statistics
     return true;
   }
 
@@ -211,7 +214,7 @@ class TrainRun {
   bool BuildStep() {
     if (world_ > 1) {
       torch::NoGradGuard no_grad;
-      for (auto& p : params_) comm_.Broadcast(p, 0);
+      for (auto& p : state_) comm_.Broadcast(p, 0);
       const bool overlap = OverlapAllreduce(a_, device_);
       const auto cap = static_cast<int64_t>(a_.bucket_cap_mb * 1024 * 1024);
       // Without overlap nothing starts early: no small first bucket either.
@@ -224,7 +227,7 @@ class TrainRun {
       fused_ = FusedMlpStep::Make(params_, train_.features, &why);
     }
     std::string error;
-    opt_ = MakeOptimizer(OptimizerOptionsFrom(a_), params_, &error);
+    opt_ = MakeOptimizer(OptimizerOptionsFrom(a_, net_->NoWeightDecay()), params_, &error);
     if (!opt_) return Fail(2, error);
     for (auto& p : params_) {
       p.register_hook([this](torch::Tensor g) {
@@ -267,7 +270,7 @@ class TrainRun {
   bool Resume() {
     if (!a_.resume || !std::filesystem::exists(a_.checkpoint)) return true;
     std::string error;
-    if (!LoadCheckpoint(a_.checkpoint, params_, *opt_, noise_, &pos_, &error)) return Fail(2, error);
+    if (!LoadCheckpoint(a_.checkpoint, state_, *opt_, noise_, &pos_, &error)) return Fail(2, error);
     step_ = pos_.step;
     allreduce_s_ = pos_.allreduce_s;
     stream_->Seek(pos_.epoch, pos_.offset);
@@ -286,7 +289,7 @@ class TrainRun {
     pos_.allreduce_s = allreduce_s_;
     std::string unused, error;  // a LADDER_ASSIGNMENT_EPOCH that is not a number was refused at start (main.cc)
     const int64_t run_epoch = std::max<int64_t>(0, RunEpochFromEnvironment(&unused));
-    if (!SaveCheckpoint(a_.checkpoint, params_, *opt_, noise_, pos_, &error, run_epoch)) {
+    if (!SaveCheckpoint(a_.checkpoint, state_, *opt_, noise_, pos_, &error, run_epoch)) {
       std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
       return false;
     }
@@ -395,7 +398,7 @@ class TrainRun {
       phases_.Mark(PhaseTimes::kRest);
       {
         AutocastScope autocast(device_, bf16_);
-        ml = TaskLoss(net_->forward(xb.narrow(0, mstart, mcount)), yb.narrow(0, mstart, mcount), loss_spec_);
+        ml = NetworkLoss(*net_, xb.narrow(0, mstart, mcount), yb.narrow(0, mstart, mcount), loss_spec_);
       }
       phases_.Mark(PhaseTimes::kForward);
       (ml * (share * rank_scale_)).backward();
@@ -534,8 +537,10 @@ class TrainRun {
         result_.exit_code = 1;
       }
     }
-    if (leader_ && !a_.save_params.empty()) {
-      std::ofstream out(a_.save_params, std::ios::binary);
+    const auto per_rank = a_.save_params.find("{rank}");  // every rank writes its own file
+    if ((leader_ || per_rank != std::string::npos) && !a_.save_params.empty()) {
+      std::ofstream out(per_rank == std::string::npos ? a_.save_params
+                            : std::string(a_.save_params).replace(per_rank, 6, std::to_string(rank_)), std::ios::binary);
       for (const auto& p : net_->parameters()) {
         auto c = p.detach().to(torch::kCPU, torch::kFloat32).contiguous();
         out.write(reinterpret_cast<const char*>(c.data_ptr<float>()), static_cast<std::streamsize>(c.numel() * 4));
@@ -558,7 +563,7 @@ class TrainRun {
   torch::Device device_ = torch::kCPU;
   std::shared_ptr<Network> net_;
   LossSpec loss_spec_;
-  std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> params_, state_;  // state_: the parameters, then the buffers
   std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<FusedMlpStep> fused_;
   std::unique_ptr<Optimizer> opt_;

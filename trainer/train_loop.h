@@ -6,9 +6,9 @@
 // (seed, epoch); global batch k is positions [k·G, (k+1)·G) of it with G = batch_size × ranks, and rank r takes
 // the positions r, r+ranks, ... of that batch. So N ranks × batch b follow exactly the trajectory of 1 rank ×
 // batch N·b (up to floating-point summation order). With several ranks the epoch's incomplete last global batch
-// is dropped. Batches are assembled ahead on a background thread (batch_prefetcher.h). Parameters start from
-// rank 0's (broadcast); gradients are averaged by the bucketed, overlapped allreduce of grad_reducer.h. Only
-// rank 0 evaluates and prints metrics; after each evaluation every rank sends it its own step time (one small
+// is dropped. Batches are assembled ahead on a background thread (batch_prefetcher.h). Parameters and buffers
+// start from rank 0's (broadcast); gradients are averaged by the bucketed, overlapped allreduce of grad_reducer.h.
+// Only rank 0 evaluates and prints metrics; after each evaluation every rank sends it its own step time (one small
 // allreduce, called by every rank at the same point) for the line's step_time_s/rankR fields.
 #include "trainer/args.h"
 #include "trainer/comm/communicator.h"
