@@ -145,7 +145,9 @@ TEST(TorchScriptVsPyTorch, TwentyStepsOfSgdAndAdamWReachPyTorchsParameters) {
     const auto got = testing::ReadParams(dir / ours), want = testing::ReadParams(dir / theirs);
     ASSERT_EQ(got.size(), want.size());
     ASSERT_EQ(want.size(), 6u * 16 + 16 + 16 + 16 + 16 * 3 + 3);
-    EXPECT_LE(testing::RelativeError(got, want), 1e-5);
+    const double error = testing::RelativeError(got, want);
+    std::printf("%s: max |ladder - pytorch| / max |pytorch| = %.3g\n", c.optimizer.c_str(), error);
+    EXPECT_LE(error, 1e-5);
   }
 }
 
