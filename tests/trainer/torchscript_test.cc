@@ -15,6 +15,7 @@
 
 #include "tests/support/process.h"
 #include "tests/support/trainer_runs.h"
+#include "trainer/args.h"
 #include "trainer/csv_dataset.h"
 #include "trainer/optim.h"
 #include "trainer/sample_stream.h"
@@ -146,6 +147,13 @@ TEST(TorchScriptFile, AMissingFileOrNotTorchScriptIsOneLine) {
   const auto err = RunTrain({"--data", "data.csv", "--model", "torchscript:absent.pt"}, dir, &code);
   EXPECT_EQ(code, 2) << err;
   EXPECT_NE(err.find("--model torchscript:absent.pt: cannot read it"), std::string::npos) << err;
+}
+
+TEST(TorchScriptModel, ModelTakesTorchScriptAndAFileName) {
+  EXPECT_EQ(trainer::ParseArgs({"--model", "torchscript:dir/m.pt"}).args.model, "torchscript:dir/m.pt");
+  EXPECT_NE(trainer::ParseArgs({"--model", "torchscript:"}).error.find("expected torchscript:FILE"), std::string::npos);
+  EXPECT_NE(trainer::ParseArgs({"--model", "resnet"}).error.find("transformer or torchscript:FILE"), std::string::npos)
+      << trainer::ParseArgs({"--model", "resnet"}).error;
 }
 
 TEST(TorchScriptModel, AForwardOfTheWrongShapeIsRefusedAtTheStart) {
