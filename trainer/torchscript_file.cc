@@ -90,7 +90,8 @@ int64_t TorchScriptFileVersion(const std::string& path) {
     }
     int64_t v = 0;
     size_t digits = 0;
-    for (; digits < text.size() && text[digits] >= '0' && text[digits] <= '9'; ++digits) v = v * 10 + (text[digits] - '0');
+    for (; digits < text.size() && text[digits] >= '0' && text[digits] <= '9'; ++digits)
+      v = v * 10 + (text[digits] - '0');
     return digits > 0 ? v : -1;
   }
   return -1;
@@ -112,9 +113,9 @@ bool LoadTorchScript(const std::string& path, torch::jit::Module* out, std::stri
   }
   const int64_t version = TorchScriptFileVersion(path);
   if (version > MaxReadableTorchScriptVersion()) {
-    *error = prefix + "written by a newer PyTorch than this ladder-train's " + libtorch + ": the file has format version " +
-             std::to_string(version) + "; save it with PyTorch " + LibTorchVersion() +
-             " or build ladder-train against a newer LibTorch";
+    *error = prefix + "written by a newer PyTorch than this ladder-train's " + libtorch +
+             ": the file has format version " + std::to_string(version) + "; save it with PyTorch " +
+             LibTorchVersion() + " or build ladder-train against a newer LibTorch";
     return false;
   }
   try {

@@ -34,8 +34,8 @@ torch::Tensor Contiguous(torch::Tensor t) {
 
 torch::Tensor AsTensor(const c10::IValue& v, const char* method) {
   if (!v.isTensor()) {
-    throw std::runtime_error(std::string("the TorchScript model's ") + method + " returned a " +
-                             v.type()->repr_str() + ", not a tensor");
+    throw std::runtime_error(std::string("the TorchScript model's ") + method + " returned a " + v.type()->repr_str() +
+                             ", not a tensor");
   }
   return v.toTensor();
 }
@@ -97,7 +97,8 @@ bool IsBiasOrNormParameter(const std::string& name, const torch::Tensor& p, cons
   if (p.dim() <= 1) return true;
   const std::string leaf = Lower(name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1));
   if (leaf.size() >= 4 && leaf.compare(leaf.size() - 4, 4, "bias") == 0) return true;
-  const std::string type = owner_type.substr(owner_type.rfind('.') == std::string::npos ? 0 : owner_type.rfind('.') + 1);
+  const std::string type =
+      owner_type.substr(owner_type.rfind('.') == std::string::npos ? 0 : owner_type.rfind('.') + 1);
   return Lower(type).find("norm") != std::string::npos;
 }
 
@@ -125,14 +126,31 @@ TorchScriptNetwork::TorchScriptNetwork(torch::jit::Module module, bool flatten_l
     names_.push_back(p.name);
     no_decay_.push_back(IsBiasOrNormParameter(p.name, t, owner[p.name]));
   }
-  for (const auto& b : module_.named_buffers(/*recurse=*/true)) register_buffer(Registered(b.name), Contiguous(b.value));
+  for (const auto& b : module_.named_buffers(/*recurse=*/true)) {
+    register_buffer(Registered(b.name), Contiguous(b.value));
+  }
 }
 
-torch::Tensor TorchScriptNetwork::forward(torch::Tensor x) { return AsTensor(module_.forward({std::move(x)}), "forward(x)"); }
+// Runs `method` of the module. An error raised inside it (c10::Error, or the interpreter's own exception) says
+// which method failed and keeps its TorchScript traceback, whose last line says what failed (the line a worker
+// reports as the trial's last stderr line), without LibTorch's C++ frames.
+torch::Tensor TorchScriptNetwork::Call(const char* name, const char* method, std::vector<c10::IValue> args) {
+  c10::IValue out;
+  const std::string failed = std::string("the TorchScript model's ") + method + " failed: ";
+  try {
+    out = module_.get_method(name)(std::move(args));
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(failed + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(failed + e.what());
+  }
+  return AsTensor(out, method);
+}
+
+torch::Tensor TorchScriptNetwork::forward(torch::Tensor x) { return Call("forward", "forward(x)", {std::move(x)}); }
 
 torch::Tensor TorchScriptNetwork::OwnLoss(const torch::Tensor& x, const torch::Tensor& y) {
-  auto labels = flatten_labels_ && y.dim() == 2 && y.size(1) == 1 ? y.reshape({-1}) : y;
-  return AsTensor(module_.get_method("loss")({x, labels}), "loss(x, y)");
+  return Call("loss", "loss(x, y)", {x, flatten_labels_ && y.dim() == 2 && y.size(1) == 1 ? y.reshape({-1}) : y});
 }
 
 void TorchScriptNetwork::train(bool on) {

@@ -45,6 +45,9 @@ class TorchScriptNetwork final : public Network {
   const std::vector<std::string>& parameter_names() const { return names_; }
 
  private:
+  // Runs the module's method `name` ("forward", "loss"), called `method` in errors ("forward(x)").
+  torch::Tensor Call(const char* name, const char* method, std::vector<c10::IValue> args);
+
   torch::jit::Module module_;
   bool has_loss_ = false, flatten_labels_ = false, has_training_ = false;
   std::vector<std::string> names_;

@@ -539,8 +539,10 @@ class TrainRun {
     }
     const auto per_rank = a_.save_params.find("{rank}");  // every rank writes its own file
     if ((leader_ || per_rank != std::string::npos) && !a_.save_params.empty()) {
-      std::ofstream out(per_rank == std::string::npos ? a_.save_params
-                            : std::string(a_.save_params).replace(per_rank, 6, std::to_string(rank_)), std::ios::binary);
+      std::ofstream out(per_rank == std::string::npos
+                            ? a_.save_params
+                            : std::string(a_.save_params).replace(per_rank, 6, std::to_string(rank_)),
+                        std::ios::binary);
       for (const auto& p : net_->parameters()) {
         auto c = p.detach().to(torch::kCPU, torch::kFloat32).contiguous();
         out.write(reinterpret_cast<const char*>(c.data_ptr<float>()), static_cast<std::streamsize>(c.numel() * 4));

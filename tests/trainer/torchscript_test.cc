@@ -169,9 +169,33 @@ TEST(TorchScriptModel, AForwardOfTheWrongShapeIsRefusedAtTheStart) {
   EXPECT_NE(trainer::MakeNetwork(o, Meta(6, 4, 5), &error), nullptr) << error;
   // An error inside the TorchScript interpreter: its last line says what failed.
   EXPECT_EQ(trainer::MakeNetwork(o, Meta(6, 3, 5), &error), nullptr);
-  EXPECT_NE(error.find("forward(x) on x of shape [2, 3] failed: RuntimeError: mat1 and mat2 shapes cannot be multiplied"),
-            std::string::npos)
+  EXPECT_NE(
+      error.find("forward(x) on x of shape [2, 3] failed: RuntimeError: mat1 and mat2 shapes cannot be multiplied"),
+      std::string::npos)
       << error;
+}
+
+// An error raised by the module as it trains (here: on batches larger than the two samples it was checked on) ends
+// the run (exit 1) with what failed as the last stderr line, not LibTorch's C++ frames.
+TEST(TorchScriptModel, AnErrorInsideTheModuleEndsTheRunWithWhatFailedLast) {
+  testing::TempDir dir("ts-raise");
+  auto m = LinearModule(4, 3);
+  m.define(R"(
+def loss(self, x, y):
+    if x.size(0) > 2:
+        return torch.mean(torch.matmul(x, self.weight))
+    return torch.mean(torch.matmul(x, self.weight.t()))
+)");
+  m.save((dir / "model.pt").string());
+  WriteData(dir / "data.csv", 30, 4, 3);
+  int code = 0;
+  auto err = RunTrain({"--data", "data.csv", "--model", "torchscript:model.pt", "--batch-size", "8"}, dir, &code);
+  EXPECT_EQ(code, 1) << err;
+  while (!err.empty() && err.back() == '\n') err.pop_back();
+  const std::string last = err.substr(err.rfind('\n') + 1);
+  EXPECT_NE(last.find("mat1 and mat2 shapes cannot be multiplied (8x4 and 3x4)"), std::string::npos) << err;
+  EXPECT_NE(err.find("the TorchScript model's loss(x, y) failed"), std::string::npos) << err;
+  EXPECT_EQ(err.find("frame #"), std::string::npos) << err;
 }
 
 // The optimizer steps the scripted module's own tensors, and the 2-D bias and the norm module's weight get no

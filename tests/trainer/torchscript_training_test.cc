@@ -91,7 +91,9 @@ bool PythonTorch() {
   return std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") == 0;
 }
 
-std::string ReferenceScript() { return std::string(LADDER_TEST_SOURCE_DIR) + "/tests/trainer/torchscript_reference.py"; }
+std::string ReferenceScript() {
+  return std::string(LADDER_TEST_SOURCE_DIR) + "/tests/trainer/torchscript_reference.py";
+}
 
 // The data, the two scripted models (plain.pt, own_loss.pt), and for the Python loop the training rows as
 // ladder-train has them (split, standardized) and each step's rows in ladder-train's order (one rank, the whole
@@ -107,7 +109,9 @@ int PrepareReference(const fs::path& dir, int steps) {
   trainer::Standardize(&train, &val);
   FILE* rows = std::fopen((dir / "train.csv").c_str(), "w");
   for (int64_t r = 0; r < train.rows; ++r) {
-    for (int64_t f = 0; f < train.features; ++f) std::fprintf(rows, "%.9g,", train.x[static_cast<size_t>(r * train.features + f)]);
+    for (int64_t f = 0; f < train.features; ++f) {
+      std::fprintf(rows, "%.9g,", train.x[static_cast<size_t>(r * train.features + f)]);
+    }
     std::fprintf(rows, "%lld\n", static_cast<long long>(train.y[static_cast<size_t>(r)]));
   }
   std::fclose(rows);
@@ -132,11 +136,11 @@ TEST(TorchScriptVsPyTorch, TwentyStepsOfSgdAndAdamWReachPyTorchsParameters) {
   for (const Case& c : {Case{"sgd", "plain.pt", "0.1", "0.01"}, Case{"adamw", "own_loss.pt", "0.01", "0.05"}}) {
     SCOPED_TRACE(c.optimizer);
     const std::string ours = c.optimizer + "-ladder.bin", theirs = c.optimizer + "-pytorch.bin";
-    auto r = RunTrainer({"--data", "data.csv", "--model", "torchscript:" + c.model, "--optimizer", c.optimizer, "--lr", c.lr,
-                  "--momentum", "0.9", "--weight-decay", c.weight_decay, "--batch-size", std::to_string(n),
-                  "--epochs", "20", "--max-steps", "20", "--seed", "7", "--eval-train-rows", "0", "--comm", "none",
-                  "--save-params", ours},
-                 dir);
+    auto r = RunTrainer({"--data", "data.csv", "--model", "torchscript:" + c.model, "--optimizer", c.optimizer,
+                         "--lr", c.lr, "--momentum", "0.9", "--weight-decay", c.weight_decay, "--batch-size",
+                         std::to_string(n), "--epochs", "20", "--max-steps", "20", "--seed", "7", "--eval-train-rows",
+                         "0", "--comm", "none", "--save-params", ours},
+                        dir);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto py = testing::RunCommand({"/usr/bin/python3", ReferenceScript(), "train", c.model, "train.csv", "order.csv",
                                    c.optimizer, c.lr, c.weight_decay, theirs},
