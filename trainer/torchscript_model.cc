@@ -1,5 +1,8 @@
 #include "trainer/torchscript_model.h"
 
+#include <ATen/autocast_mode.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -137,6 +140,11 @@ TorchScriptNetwork::TorchScriptNetwork(torch::jit::Module module, bool flatten_l
 torch::Tensor TorchScriptNetwork::Call(const char* name, const char* method, std::vector<c10::IValue> args) {
   c10::IValue out;
   const std::string failed = std::string("the TorchScript model's ") + method + " failed: ";
+  // Under autocast (bf16) the graph executor runs the module unoptimized: LibTorch 1.13's optimized graphs
+  // differentiate batch norm by a formula of their own that fails on bf16 (on CPU: "expected scalar type BFloat16
+  // but found Float"; Python's PyTorch fails the same way), where autograd's own derivatives work. The setting is
+  // this thread's only (thread_local in LibTorch), restored when the call returns.
+  torch::jit::GraphOptimizerEnabledGuard optimize(!at::autocast::is_cpu_enabled() && !at::autocast::is_enabled());
   try {
     out = module_.get_method(name)(std::move(args));
   } catch (const c10::Error& e) {

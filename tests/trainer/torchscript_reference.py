@@ -4,7 +4,8 @@ training loop on it, to compare ladder-train --model torchscript:FILE against.
 
   torchscript_reference.py script OUTDIR FEATURES CLASSES
       writes OUTDIR/plain.pt (forward only) and OUTDIR/own_loss.pt (the same network and initial weights, with a
-      loss(x, y) method): Linear (no bias), BatchNorm1d, a 2-D parameter named shift_bias, ReLU, Linear.
+      loss(x, y) method): Linear (no bias), BatchNorm1d, a 2-D parameter named shift_bias, ReLU, Linear; and
+      OUTDIR/volume.pt, a Conv3d-BatchNorm3d network for 1-channel volumes.
   torchscript_reference.py train MODEL TRAIN_CSV ORDER_CSV sgd|adamw LR WEIGHT_DECAY OUT
       loads MODEL, takes the rows of TRAIN_CSV (features..., label) in the order ORDER_CSV gives (one step a line:
       the row indices of its batch), one optimizer step per line with torch.optim's SGD (momentum 0.9) or AdamW,
@@ -37,10 +38,24 @@ class NetWithLoss(Net):
         return F.cross_entropy(self.forward(x), y, label_smoothing=0.1)
 
 
+class Volume(nn.Module):
+    """Conv3d, BatchNorm3d, global pooling, a linear head: for samples shaped as volumes (--input-shape C,D,H,W)."""
+
+    def __init__(self, classes: int):
+        super().__init__()
+        self.conv = nn.Conv3d(1, 4, 3, padding=1, bias=False)
+        self.norm = nn.BatchNorm3d(4)
+        self.head = nn.Linear(4, classes)
+
+    def forward(self, x):
+        return self.head(torch.flatten(F.adaptive_avg_pool3d(torch.relu(self.norm(self.conv(x))), 1), 1))
+
+
 def script(outdir, features, classes):
     for cls, name in ((Net, "plain.pt"), (NetWithLoss, "own_loss.pt")):
         torch.manual_seed(0)
         torch.jit.script(cls(features, classes)).save(f"{outdir}/{name}")
+    torch.jit.script(Volume(classes)).save(f"{outdir}/volume.pt")
 
 
 def train(model_path, train_csv, order_csv, optimizer, lr, weight_decay, out):
