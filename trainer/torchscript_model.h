@@ -10,8 +10,10 @@
 //     the task's loss in training and in the validation loss. y is the labels as the data has them: int64 [N]
 //     for classification (one label per sample), [N, label_size] otherwise.
 //   * Its parameters are the module's parameters that require a gradient (the others are kept as buffers); its
-//     buffers (batch-norm statistics) are broadcast from rank 0 at the start, as DDP does, and checkpointed with
-//     the parameters (each rank updates its own statistics from its own batches in between).
+//     buffers (batch-norm statistics, updated in place as BatchNorm does: a buffer the module replaces by a new
+//     tensor is no longer the one registered here) are broadcast from rank 0 at the start, as DDP does, and
+//     checkpointed with the parameters (each rank updates its own statistics from its own batches in between).
+//   * Under autocast (--precision bf16) the module runs without the graph executor's optimizations (Call).
 //
 // The wrapper registers the module's own tensors (no copy) as the parameters and buffers of a torch::nn::Module,
 // so the training loop — the gradient reducer's buckets, the optimizers, checkpoints, device moves — works on them

@@ -167,6 +167,18 @@ TEST(TorchScriptModel, AForwardOfTheWrongShapeIsRefusedAtTheStart) {
   EXPECT_NE(error.find("returned shape [2, 5]; task classify with 3 classes expects [2, 3]"), std::string::npos)
       << error;
   EXPECT_NE(trainer::MakeNetwork(o, Meta(6, 4, 5), &error), nullptr) << error;
+  // Not a tensor.
+  torch::jit::Module pair("Pair");
+  pair.register_parameter("weight", torch::ones({3, 4}).requires_grad_(), false);
+  pair.define(R"(
+def forward(self, x):
+    return torch.matmul(x, self.weight.t()), x
+)");
+  pair.save((dir / "pair.pt").string());
+  o.name = "torchscript:" + (dir / "pair.pt").string();
+  EXPECT_EQ(trainer::MakeNetwork(o, Meta(6, 4, 3), &error), nullptr);
+  EXPECT_NE(error.find("forward(x) returned a Tuple[Tensor, Tensor], not a tensor"), std::string::npos) << error;
+  o.name = "torchscript:" + path;
   // An error inside the TorchScript interpreter: its last line says what failed.
   EXPECT_EQ(trainer::MakeNetwork(o, Meta(6, 3, 5), &error), nullptr);
   EXPECT_NE(
