@@ -2,6 +2,7 @@
 
 #include <caffe2/serialize/versions.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <torch/version.h>
 
 #include <cerrno>
@@ -103,7 +104,7 @@ bool LoadTorchScript(const std::string& path, torch::jit::Module* out, std::stri
                                std::to_string(caffe2::serialize::kMinSupportedFileFormatVersion) + " to " +
                                std::to_string(MaxReadableTorchScriptVersion()) + ")";
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
+  if (::stat(path.c_str(), &st) != 0 || ::access(path.c_str(), R_OK) != 0) {
     *error = prefix + "cannot read it: " + std::strerror(errno);
     return false;
   }
