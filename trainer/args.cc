@@ -68,7 +68,8 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
                        [N,C,H,W] or [N,C,D,H,W]; Y integer [N] classes, integer [N,H,W] pixel classes, or
                        float [N] or [N,K] regression targets; at several ranks each reads only its rows)
   --model NAME         mlp | cnn (small ResNet, 3D on volumes) | unet (segmentation) | transformer (causal
-                       LM); default: unet for climate:, cnn for cosmo:, transformer for token data, mlp otherwise
+                       LM); default: unet for climate:, cnn for cosmo:, transformer for token data, mlp otherwise;
+                       torchscript:FILE: your own module saved by torch.jit.save (README, "Your own model")
   --input-shape C,H,W  reshape vector samples (CSV) into images, e.g. 1,8,8 for the digits (for cnn), or
                        C,D,H,W into volumes (the cnn is then 3D)
   --loss NAME          regression loss: mse | l1 | huber (default mse); val_mae and val_r2 are reported
@@ -138,7 +139,8 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
                        broadcast back inside the node
   --ranks-per-node N   ranks per node (default: from LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE or
                        SLURM_NTASKS_PER_NODE); set it to simulate several nodes on one machine
-  --save-params PATH   rank 0 writes the final parameters to PATH (raw float32)
+  --save-params PATH   rank 0 writes the final parameters to PATH (raw float32); every rank writes its own
+                       where PATH holds {rank} (replaced by the rank)
   --save-predictions PATH
                        rank 0 writes the final model's validation predictions to PATH (CSV: label, then
                        class probabilities; atomically), for the search spec's `ensemble:`
@@ -221,6 +223,18 @@ Setter Choice(std::string* dst, std::vector<std::string> names) {
   };
 }
 
+// A built-in model or torchscript:FILE (FILE is checked when the run loads it).
+Setter ModelName(std::string* dst) {
+  return [=](const std::string& v) -> std::string {
+    if (v.rfind("torchscript:", 0) == 0) {
+      *dst = v;
+      return v.size() > 12 ? "" : "expected torchscript:FILE";
+    }
+    const std::string error = Choice(dst, {"mlp", "cnn", "unet", "transformer"})(v);
+    return error.empty() ? "" : error + " or torchscript:FILE";
+  };
+}
+
 // A path or other text that must not be empty (`what` says what an empty one is called).
 Setter Text(std::string* dst, const char* what = "empty path") {
   return [=](const std::string& v) -> std::string {
@@ -278,7 +292,7 @@ std::map<std::string, Setter> ValueOptions(TrainArgs& a) {
   return {
       {"--data", Text(&a.data)},
       {"--val-fraction", Real(&a.val_fraction, 0, 1, true, true)},
-      {"--model", Choice(&a.model, {"mlp", "cnn", "unet", "transformer"})},
+      {"--model", ModelName(&a.model)},
       {"--input-shape", Text(&a.input_shape, "empty")},
       {"--heads", Integer(&a.heads, 1, 1024)},
       {"--seq-len", Integer(&a.seq_len, 2, 1 << 20)},

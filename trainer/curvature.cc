@@ -31,7 +31,7 @@ std::optional<Curvature> MeasureCurvature(Network& net, const std::vector<torch:
     bool training;
     ~Restore() { n.train(training); }
   } restore{net, was_training};
-  auto loss = TaskLoss(net.forward(x), y, spec);
+  auto loss = NetworkLoss(net, x, y, spec);
   // The gradient with its graph, so that Hv = ∂(g·v)/∂θ is one more backward pass per product.
   auto grads = torch::autograd::grad({loss}, params, {}, /*retain_graph=*/true, /*create_graph=*/true);
   std::vector<torch::Tensor> g;

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "trainer/resnet3d.h"
+#include "trainer/torchscript_model.h"
 
 namespace ladder::trainer {
 
@@ -248,6 +249,9 @@ std::string DefaultModelFor(const Dataset& meta) {
 }
 
 std::shared_ptr<Network> MakeNetwork(const ModelOptions& o, const Dataset& meta, std::string* error) {
+  if (o.name.rfind(kTorchScriptModelPrefix, 0) == 0) {
+    return MakeTorchScriptNetwork(o.name.substr(std::string(kTorchScriptModelPrefix).size()), meta, error);
+  }
   const auto shape = meta.SampleShape();
   const std::string data = "this data has shape " + ShapeText(shape);
   auto want_task = [&](Task t, const char* what) {
@@ -290,7 +294,7 @@ std::shared_ptr<Network> MakeNetwork(const ModelOptions& o, const Dataset& meta,
     }
     return std::make_shared<Transformer>(meta.classes, shape.at(0), o);
   }
-  *error = "unknown --model '" + o.name + "' (mlp, cnn, unet, transformer)";
+  *error = "unknown --model '" + o.name + "' (mlp, cnn, unet, transformer, torchscript:FILE)";
   return nullptr;
 }
 

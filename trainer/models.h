@@ -12,6 +12,7 @@
 //   transformer  [N, T] token ids  → [N, T, vocab]        causal language model: token + learned position
 //                                                          embeddings, --depth pre-norm blocks of --heads-head
 //                                                          self-attention and a 4× MLP, tied output head
+//   torchscript:FILE  a user's module saved by torch.jit.save (torchscript_model.h): whatever the task expects
 //
 // Normalization is GroupNorm (convolutions) and LayerNorm (transformer): per-sample statistics, so a step's
 // gradient does not depend on how the global batch is split across ranks — N ranks × batch b stay exactly
@@ -27,7 +28,7 @@
 namespace ladder::trainer {
 
 struct ModelOptions {
-  std::string name = "mlp";  // mlp | cnn | unet | transformer
+  std::string name = "mlp";  // mlp | cnn | unet | transformer | torchscript:FILE
   int width = 128;           // mlp: hidden units; cnn/unet: channels of the first stage; transformer: d_model
   int depth = 2;             // mlp: hidden layers; cnn: stages; unet: convs per level (≥1); transformer: blocks
   double dropout = 0.0;
@@ -37,6 +38,13 @@ struct ModelOptions {
 class Network : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor x) = 0;
+  // A network with a loss of its own (a TorchScript module's loss(x, y): torchscript_model.h) is trained and
+  // validated on it instead of the task's (task.h NetworkLoss).
+  virtual bool HasOwnLoss() const { return false; }
+  virtual torch::Tensor OwnLoss(const torch::Tensor& x, const torch::Tensor& y) { return {}; }
+  // Per parameter (parameters()' order): true where no weight decay applies whatever its shape (optim.h); empty:
+  // the shape alone decides.
+  virtual std::vector<bool> NoWeightDecay() const { return {}; }
 };
 
 // Builds `o.name` for data shaped like `meta` (its shape, classes and task). nullptr with *error naming the

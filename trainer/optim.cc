@@ -10,7 +10,9 @@ void Optimizer::ZeroGrad() {
 
 namespace {
 
-bool Decays(const torch::Tensor& p) { return p.dim() > 1; }
+bool Decays(const OptimizerOptions& o, size_t i, const torch::Tensor& p) {
+  return p.dim() > 1 && !(i < o.no_decay.size() && o.no_decay[i]);
+}
 
 class MomentumFamily final : public Optimizer {  // sgd, lars, larc
  public:
@@ -24,7 +26,7 @@ class MomentumFamily final : public Optimizer {  // sgd, lars, larc
       auto& p = params_[i];
       if (!p.grad().defined()) continue;
       auto d = p.grad();
-      const bool decay = Decays(p);
+      const bool decay = Decays(o_, i, p);
       if (o_.name == "sgd" && SgdInPlace(p, d, buf_[i], decay ? o_.weight_decay : 0.0, lr)) continue;
       double local = 1.0;
       if (o_.name != "sgd" && decay) {
@@ -118,7 +120,7 @@ class AdamFamily final : public Optimizer {  // adam, adamw, lamb
       auto& p = params_[i];
       if (!p.grad().defined()) continue;
       auto grad = p.grad();
-      const bool decay = Decays(p) && o_.weight_decay != 0;
+      const bool decay = Decays(o_, i, p) && o_.weight_decay != 0;
       if (o_.name == "adam" && decay) grad = grad.add(p, o_.weight_decay);
       if (o_.name == "adamw" && decay) p.mul_(1 - lr * o_.weight_decay);
       m_[i].mul_(o_.beta1).add_(grad, 1 - o_.beta1);
@@ -128,7 +130,7 @@ class AdamFamily final : public Optimizer {  // adam, adamw, lamb
       if (o_.name == "lamb") {
         if (decay) update.add_(p, o_.weight_decay);
         double trust = 1.0;
-        if (Decays(p)) {
+        if (Decays(o_, i, p)) {
           const double wn = p.norm().item<double>(), un = update.norm().item<double>();
           if (wn > 0 && un > 0) trust = wn / un;
         }

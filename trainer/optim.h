@@ -9,7 +9,8 @@
 //   larc   — LARS as NVIDIA Apex LARC: `clip` mode caps the layer rate at the global rate
 //            (local = min(trust/lr, 1)), `scale` mode multiplies it (= lars).
 //   lamb   — Adam moments with a layer-wise trust ratio ‖w‖/‖update‖ (You et al. 2019).
-// Biases and normalization parameters (tensors with ≤ 1 dimension) get no weight decay and no trust ratio.
+// Biases and normalization parameters (tensors with ≤ 1 dimension, and those OptimizerOptions::no_decay names)
+// get no weight decay and no trust ratio.
 #include <torch/torch.h>
 
 #include <memory>
@@ -26,6 +27,10 @@ struct OptimizerOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double trust_coefficient = 0.001;  // η of LARS/LARC
   std::string larc_mode = "clip";    // clip | scale
+  // Per parameter, in the order given to MakeOptimizer: true where the parameter gets no weight decay and no
+  // trust ratio whatever its shape (a TorchScript model's biases and norm parameters found by name:
+  // torchscript_model.h). Empty or shorter: the shape alone decides.
+  std::vector<bool> no_decay;
 };
 
 class Optimizer {

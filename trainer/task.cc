@@ -72,6 +72,10 @@ torch::Tensor TaskLoss(const torch::Tensor& logits, const torch::Tensor& labels,
   return {};
 }
 
+torch::Tensor NetworkLoss(Network& net, const torch::Tensor& x, const torch::Tensor& y, const LossSpec& spec) {
+  return net.HasOwnLoss() ? net.OwnLoss(x, y) : TaskLoss(net.forward(x), y, spec);
+}
+
 bool ClassWeights(const std::string& option, const Dataset& train, torch::Tensor* out, std::string* error) {
   *out = torch::Tensor();
   if (option == "none" || train.task != Task::kSegment) return true;
@@ -127,7 +131,8 @@ std::map<std::string, double> Evaluate(Network& net, const torch::Tensor& x, con
       AutocastScope autocast(o.device, o.bf16);
       logits = net.forward(xb);
     }
-    loss_sum += TaskLoss(logits, yb, spec).item<double>() * static_cast<double>(len);
+    const auto loss = net.HasOwnLoss() ? net.OwnLoss(xb, yb) : TaskLoss(logits, yb, spec);
+    loss_sum += loss.item<double>() * static_cast<double>(len);
     if (spec.task == Task::kRegress) {
       reg.Add(logits, yb);
       continue;

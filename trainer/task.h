@@ -28,6 +28,9 @@ struct LossSpec {
 // Mean loss of a batch (logits are cast to float32 first, so bf16 autocast keeps a float32 loss).
 torch::Tensor TaskLoss(const torch::Tensor& logits, const torch::Tensor& labels, const LossSpec& spec);
 
+// The mean loss of `net` on a batch: its own loss(x, y) where it has one (models.h), else the task's on forward(x).
+torch::Tensor NetworkLoss(Network& net, const torch::Tensor& x, const torch::Tensor& y, const LossSpec& spec);
+
 // Class weights for `train`'s labels from --class-weights ("auto": inverse square root of each class's
 // frequency, normalized so that the frequency-weighted mean weight is 1; "none"; or a list of C numbers).
 // Returns an undefined tensor for "none"; false with *error when a list has the wrong length.
@@ -39,8 +42,9 @@ struct EvalOptions {
   int64_t max_rows = 0;  // evaluate only the first max_rows rows (0: all)
 };
 
-// Evaluates `net` (in eval mode, no gradient) on `x`/`y` (CPU tensors) in chunks. Keys: "loss", "accuracy"
-// (not for regress), and "miou" (segment), "perplexity" (lm) or "mae" and "r2" (regress).
+// Evaluates `net` (in eval mode, no gradient) on `x`/`y` (CPU tensors) in chunks (the loss: the network's own
+// where it has one, models.h). Keys: "loss", "accuracy" (not for regress), and "miou" (segment), "perplexity" (lm)
+// or "mae" and "r2" (regress).
 std::map<std::string, double> Evaluate(Network& net, const torch::Tensor& x, const torch::Tensor& y,
                                        const LossSpec& spec, int64_t classes, const EvalOptions& options);
 

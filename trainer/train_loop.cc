@@ -31,6 +31,7 @@
 #include "trainer/schedule.h"
 #include "trainer/stop_request.h"
 #include "trainer/task.h"
+#include "trainer/train_options.h"
 
 namespace ladder::trainer {
 
@@ -47,56 +48,6 @@ torch::Tensor Labels(const Dataset& d) {
     return torch::from_blob(const_cast<float*>(d.targets.data()), {d.rows, d.label_size}, torch::kFloat32).clone();
   }
   return torch::from_blob(const_cast<int64_t*>(d.y.data()), {d.rows, d.label_size}, torch::kInt64).clone();
-}
-
-OptimizerOptions OptimizerOptionsFrom(const TrainArgs& a) {
-  OptimizerOptions o;
-  o.name = a.optimizer;
-  o.momentum = a.momentum;
-  o.nesterov = a.nesterov;
-  o.weight_decay = a.weight_decay;
-  o.trust_coefficient = a.trust_coefficient;
-  o.larc_mode = a.larc_mode;
-  return o;
-}
-
-ScheduleOptions ScheduleFrom(const TrainArgs& a, int64_t total_steps) {
-  ScheduleOptions s;
-  s.warmup_steps = a.warmup_fraction > 0 ? std::llround(a.warmup_fraction * static_cast<double>(total_steps))
-                                         : a.warmup_steps;
-  s.decay = a.decay;
-  s.milestones = a.milestones;
-  s.gamma = a.gamma;
-  s.final_lr_fraction = a.final_lr_fraction;
-  s.decay_fraction = a.wsd_decay_fraction;
-  s.total_steps = total_steps;
-  return s;
-}
-
-ModelOptions ModelOptionsFrom(const TrainArgs& a, const Dataset& d) {
-  ModelOptions m;
-  m.name = a.model.empty() ? DefaultModelFor(d) : a.model;
-  m.width = a.width;
-  m.depth = a.depth;
-  m.dropout = a.dropout;
-  m.heads = a.heads;
-  return m;
-}
-
-// --device: cuda:LOCAL_RANK (modulo the GPUs there are) when asked for or, with auto, when one is there.
-bool PickDevice(const std::string& want, int local_rank, torch::Device* out, std::string* error) {
-  const bool have = torch::cuda::is_available();
-  if (want == "cuda" && !have) {
-    *error = "--device cuda: no CUDA device is visible to this ladder-train (or it was built with a CPU LibTorch)";
-    return false;
-  }
-  if (want == "cpu" || !have) {
-    *out = torch::kCPU;
-    return true;
-  }
-  const auto n = static_cast<int>(torch::cuda::device_count());
-  *out = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % n));
-  return true;
 }
 
 // Where a rank's wall time goes, phase by phase (--phase-times). Mark(p) charges the time since the previous
@@ -207,6 +158,8 @@ class TrainRun {
     if (!ClassWeights(a_.class_weights, train_, &loss_spec_.class_weights, &error)) return Fail(2, error);
     if (loss_spec_.class_weights.defined()) loss_spec_.class_weights = loss_spec_.class_weights.to(device_);
     params_ = net_->parameters();
+    state_ = params_;
+    for (const auto& b : net_->buffers()) state_.push_back(b);  // a TorchScript model's batch-norm statistics
     return true;
   }
 
@@ -216,7 +169,7 @@ class TrainRun {
   bool BuildStep() {
     if (world_ > 1) {
       torch::NoGradGuard no_grad;
-      for (auto& p : params_) comm_.Broadcast(p, 0);
+      for (auto& p : state_) comm_.Broadcast(p, 0);
       const bool overlap = OverlapAllreduce(a_, device_);
       const auto cap = static_cast<int64_t>(a_.bucket_cap_mb * 1024 * 1024);
       // Without overlap nothing starts early: no small first bucket either.
@@ -229,7 +182,7 @@ class TrainRun {
       fused_ = FusedMlpStep::Make(params_, train_.features, &why);
     }
     std::string error;
-    opt_ = MakeOptimizer(OptimizerOptionsFrom(a_), params_, &error);
+    opt_ = MakeOptimizer(OptimizerOptionsFrom(a_, net_->NoWeightDecay()), params_, &error);
     if (!opt_) return Fail(2, error);
     for (auto& p : params_) {
       p.register_hook([this](torch::Tensor g) {
@@ -275,7 +228,7 @@ class TrainRun {
   bool Resume() {
     if (!a_.resume || !std::filesystem::exists(a_.checkpoint)) return true;
     std::string error;
-    if (!LoadCheckpoint(a_.checkpoint, params_, *opt_, noise_, &pos_, &error)) return Fail(2, error);
+    if (!LoadCheckpoint(a_.checkpoint, state_, *opt_, noise_, &pos_, &error)) return Fail(2, error);
     step_ = pos_.step;
     allreduce_s_ = pos_.allreduce_s;
     stream_->Seek(pos_.epoch, pos_.offset);
@@ -294,7 +247,7 @@ class TrainRun {
     pos_.allreduce_s = allreduce_s_;
     std::string unused, error;  // a LADDER_ASSIGNMENT_EPOCH that is not a number was refused at start (main.cc)
     const int64_t run_epoch = std::max<int64_t>(0, RunEpochFromEnvironment(&unused));
-    if (!SaveCheckpoint(a_.checkpoint, params_, *opt_, noise_, pos_, &error, run_epoch)) {
+    if (!SaveCheckpoint(a_.checkpoint, state_, *opt_, noise_, pos_, &error, run_epoch)) {
       std::fprintf(stderr, "ladder-train: %s\n", error.c_str());
       return false;
     }
@@ -404,7 +357,7 @@ class TrainRun {
       phases_.Mark(PhaseTimes::kRest);
       {
         AutocastScope autocast(device_, bf16_);
-        ml = TaskLoss(net_->forward(xb.narrow(0, mstart, mcount)), yb.narrow(0, mstart, mcount), loss_spec_);
+        ml = NetworkLoss(*net_, xb.narrow(0, mstart, mcount), yb.narrow(0, mstart, mcount), loss_spec_);
       }
       phases_.Mark(PhaseTimes::kForward);
       (ml * (share * rank_scale_)).backward();
@@ -543,8 +496,12 @@ class TrainRun {
         result_.exit_code = 1;
       }
     }
-    if (leader_ && !a_.save_params.empty()) {
-      std::ofstream out(a_.save_params, std::ios::binary);
+    const auto per_rank = a_.save_params.find("{rank}");  // every rank writes its own file
+    if ((leader_ || per_rank != std::string::npos) && !a_.save_params.empty()) {
+      std::ofstream out(per_rank == std::string::npos
+                            ? a_.save_params
+                            : std::string(a_.save_params).replace(per_rank, 6, std::to_string(rank_)),
+                        std::ios::binary);
       for (const auto& p : net_->parameters()) {
         auto c = p.detach().to(torch::kCPU, torch::kFloat32).contiguous();
         out.write(reinterpret_cast<const char*>(c.data_ptr<float>()), static_cast<std::streamsize>(c.numel() * 4));
@@ -567,7 +524,7 @@ class TrainRun {
   torch::Device device_ = torch::kCPU;
   std::shared_ptr<Network> net_;
   LossSpec loss_spec_;
-  std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> params_, state_;  // state_: the parameters, then the buffers
   std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<FusedMlpStep> fused_;
   std::unique_ptr<Optimizer> opt_;

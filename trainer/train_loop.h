@@ -8,8 +8,8 @@
 // batch N·b (up to floating-point summation order). With several ranks the epoch's incomplete last global batch
 // is dropped. A sharded training set (Dataset::shard_world > 1: HDF5 at several ranks, hdf5_shard.h) holds only
 // this rank's rows, as many on every rank: each rank walks its own SampleStream over them and takes the next
-// global/world samples per step (every rank the same permutation of positions, over different rows). Batches are assembled ahead on a background thread (batch_prefetcher.h). Parameters start from
-// rank 0's (broadcast); gradients are averaged by the bucketed, overlapped allreduce of grad_reducer.h. Only
+// global/world samples per step (every rank the same permutation of positions, over different rows). Batches are assembled ahead on a background thread (batch_prefetcher.h). Parameters and buffers
+// start from rank 0's (broadcast); gradients are averaged by the bucketed, overlapped allreduce of grad_reducer.h. Only
 // rank 0 evaluates and prints metrics; after each evaluation every rank sends it its own step time (one small
 // allreduce, called by every rank at the same point) for the line's step_time_s/rankR fields.
 #include "trainer/args.h"
