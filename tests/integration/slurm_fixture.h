@@ -78,6 +78,27 @@ class SlurmTest : public ::testing::Test {
     }
     return all;
   }
+  // `ladder search submit SPEC` of 2 nodes; once its trial stored 5 points, a 4-node exclusive job of the `high`
+  // partition preempts it. Whether the queue then emptied (within 180 s); `outputs` gets the jobs' output.
+  bool SubmitThenPreemptOnceItRuns(const std::filesystem::path& db, std::string* outputs) {
+    const std::string ladder = testing::BinDir() + "/ladder";
+    auto sub = slurm_.Run({ladder, "--db", db.string(), "search", "submit", "spec.yaml", "--nodes", "2", "--time", "10"});
+    EXPECT_EQ(sub.exit_code, 0) << sub.out << sub.err;
+    if (sub.exit_code != 0) return false;
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+         std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+      auto doc = nlohmann::json::parse(slurm_.Run({ladder, "--db", db.string(), "--json", "trials", "1"}).out, nullptr,
+                                       false);
+      auto trials = doc.is_object() ? doc.value("trials", nlohmann::json::array()) : nlohmann::json::array();
+      if (trials.size() == 1 && std::stoi(trials[0].value("metric_count", "0")) >= 5) break;
+    }
+    auto high = slurm_.Run({"sbatch", "--parsable", "--partition=high", "--nodes=4", "--exclusive",
+                            "--output=/dev/null", "--wrap", "sleep 3"});
+    EXPECT_EQ(high.exit_code, 0) << high.err;
+    const bool gone = WaitForEmptyQueue(std::chrono::seconds(180));
+    *outputs = JobOutputs();
+    return gone;
+  }
   testing::CommandResult Ladder(std::vector<std::string> args) {
     std::vector<std::string> all = cli_;
     all.insert(all.end(), args.begin(), args.end());

@@ -474,22 +474,9 @@ TEST_F(SlurmPreemptionTest, ATwoNodeSrunTrialPreemptedWithItsJobCheckpointsAndRe
   // 300 steps (30 s) when no checkpoint was written: the requeued job runs the trial from step 1, steps repeated.
   std::ofstream(dir_ / "spec.yaml") << TwoNodeSrunSpec(300);
   const std::filesystem::path db = dir_ / "ladder.db";
-  const std::string ladder = testing::BinDir() + "/ladder";
-  auto sub = slurm_.Run({ladder, "--db", db.string(), "search", "submit", "spec.yaml", "--nodes", "2", "--time", "10"});
-  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
   // Its points reach the database, then a job of the higher partition wants every node.
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
-    auto doc = nlohmann::json::parse(slurm_.Run({ladder, "--db", db.string(), "--json", "trials", "1"}).out, nullptr,
-                                     false);
-    auto trials = doc.is_object() ? doc.value("trials", nlohmann::json::array()) : nlohmann::json::array();
-    if (trials.size() == 1 && std::stoi(trials[0].value("metric_count", "0")) >= 5) break;
-  }
-  auto high = slurm_.Run({"sbatch", "--parsable", "--partition=high", "--nodes=4", "--exclusive",
-                          "--output=/dev/null", "--wrap", "sleep 3"});
-  ASSERT_EQ(high.exit_code, 0) << high.err;
-  const bool gone = WaitForEmptyQueue(std::chrono::seconds(180));
-  const std::string outputs = JobOutputs();
+  std::string outputs;
+  const bool gone = SubmitThenPreemptOnceItRuns(db, &outputs);
   ASSERT_TRUE(gone) << outputs;
   const auto trials = testing::Query(db, "SELECT id, state, attempt FROM trials");
   ASSERT_EQ(trials.size(), 1u);
@@ -521,21 +508,9 @@ class SlurmUserSignalPreemptionTest : public SlurmTest {
 TEST_F(SlurmUserSignalPreemptionTest, ATwoNodeSrunTrialCheckpointsThroughLadderUpsPauseAndResumes) {
   std::ofstream(dir_ / "spec.yaml") << TwoNodeSrunSpec(300);
   const std::filesystem::path db = dir_ / "ladder.db";
-  const std::string ladder = testing::BinDir() + "/ladder";
-  auto sub = slurm_.Run({ladder, "--db", db.string(), "search", "submit", "spec.yaml", "--nodes", "2", "--time", "10"});
-  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
-    auto doc = nlohmann::json::parse(slurm_.Run({ladder, "--db", db.string(), "--json", "trials", "1"}).out, nullptr,
-                                     false);
-    auto trials = doc.is_object() ? doc.value("trials", nlohmann::json::array()) : nlohmann::json::array();
-    if (trials.size() == 1 && std::stoi(trials[0].value("metric_count", "0")) >= 5) break;
-  }
-  auto high = slurm_.Run({"sbatch", "--parsable", "--partition=high", "--nodes=4", "--exclusive",
-                          "--output=/dev/null", "--wrap", "sleep 3"});
-  ASSERT_EQ(high.exit_code, 0) << high.err;
-  const bool gone = WaitForEmptyQueue(std::chrono::seconds(180));
-  const std::string outputs = JobOutputs();
+  // Its points reach the database, then a job of the higher partition wants every node.
+  std::string outputs;
+  const bool gone = SubmitThenPreemptOnceItRuns(db, &outputs);
   ASSERT_TRUE(gone) << outputs;
   EXPECT_EQ(JobRecords(db).size(), 1u) << "Slurm requeued the same job; ladder resubmitted nothing\n" << outputs;
   EXPECT_NE(outputs.find("ladder up: Slurm is preempting the job and sent its --signal (SIGUSR1)"), std::string::npos)
