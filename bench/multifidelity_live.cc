@@ -112,13 +112,15 @@ struct Process {
   std::chrono::steady_clock::time_point started;  // when Spawn returned
 };
 
-Process Spawn(const std::string& train, const LiveConfig& c, int epochs, int64_t number, WarmTrainer* warm) {
+Process Spawn(const std::string& train, const LiveConfig& c, int epochs, int64_t number, WarmTrainer* warm,
+              const std::vector<std::string>& workload) {
   std::vector<std::string> args = {train, "--epochs", std::to_string(epochs), "--threads", "1", "--log-every",
                                    "1000000000", "--eval-train-rows", "0", "--noise-scale-every", "0", "--seed",
                                    std::to_string(number), "--lr", std::to_string(c.lr), "--optimizer", c.optimizer,
                                    "--momentum", std::to_string(c.momentum), "--batch-size",
                                    std::to_string(c.batch_size), "--width", std::to_string(c.width), "--depth",
                                    std::to_string(c.depth), "--dropout", std::to_string(c.dropout)};
+  args.insert(args.end(), workload.begin(), workload.end());
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     std::perror("pipe");
@@ -172,6 +174,13 @@ double Since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
+double SecondsToReach(const LiveResult& r, double target) {
+  for (const auto& [t, v] : r.improvements) {
+    if (v <= target) return t;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 LiveResult RunLive(const StoppingOptions& algorithm, const LiveOptions& o, int max_epochs, uint64_t seed,
                    WarmTrainer* warm) {
   std::unique_ptr<StoppingRule> rule = MakeStoppingRule(algorithm, false);
@@ -182,7 +191,7 @@ LiveResult RunLive(const StoppingOptions& algorithm, const LiveOptions& o, int m
   int spent = 0;
   auto start = [&] {
     const auto t = std::chrono::steady_clock::now();
-    running.push_back(Spawn(o.train, DrawConfig(seed, next), max_epochs, next, warm));
+    running.push_back(Spawn(o.train, DrawConfig(seed, next), max_epochs, next, warm, o.workload));
     r.spawn_s += Since(t);
     running.back().started = std::chrono::steady_clock::now();
     ++next;
@@ -231,6 +240,7 @@ LiveResult RunLive(const StoppingOptions& algorithm, const LiveOptions& o, int m
         if (p.epoch == 0) r.first_line_s += Since(p.started);
         ++p.epoch;
         ++spent;
+        if (v < r.best) r.improvements.push_back({Since(t0), v});
         r.best = std::min(r.best, v);
         bool stop = spent >= o.budget;
         if (rule) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "search/stopping/stopping_rule.h"
@@ -18,6 +19,7 @@ struct LiveOptions {
   std::string train;  // the ladder-train binary
   int budget = 100;   // epochs, all trials together
   int workers = 2;    // trials at once
+  std::vector<std::string> workload;  // more ladder-train options (--data, --model): empty, the digits MLP
 };
 
 struct LiveResult {
@@ -27,7 +29,12 @@ struct LiveResult {
   // Where a trial's start and end go, summed over trials: starting it (Spawn), from then to its first epoch's
   // line (set-up and the first epoch), and stopping it (Reap: until its exit status is known).
   double spawn_s = 0, first_line_s = 0, reap_s = 0;
+  // Each new best val_loss with its time (seconds since the search began), in order.
+  std::vector<std::pair<double, double>> improvements;
 };
+
+// The seconds until `r` first found a val_loss at or below `target`; NaN when it never did.
+double SecondsToReach(const LiveResult& r, double target);
 
 // ladder-train --zygote, started once: each live run is forked from it (trainer/zygote_protocol.h).
 class WarmTrainer {
