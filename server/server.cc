@@ -107,6 +107,16 @@ void Server::OpenStore() {
     RemoveCreatedDatabase();
     throw std::runtime_error(std::string("cannot open the store: ") + e.what());
   }
+  if (opt_.read_only) return;
+  try {
+    // The file lock may be node-local (Lustre, GPFS): the lease in the database is what keeps a coordinator on
+    // another host off it.
+    store_->TakeLease(opt_.db_lease_timeout);
+  } catch (...) {
+    store_.reset();
+    RemoveCreatedDatabase();
+    throw;
+  }
 }
 
 void Server::StartLoop() {
@@ -220,6 +230,8 @@ void Server::Stop() {
   work_.reset();
   if (loop_thread_.joinable()) loop_thread_.join();
   grpc_.reset();
+  // After the last commit; a coordinator whose database failed writes nothing more (its lease expires).
+  if (store_ && coord_ && !coord_->failed()) store_->ReleaseLease();
 }
 
 void Server::Wait() {
