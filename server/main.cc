@@ -26,6 +26,7 @@ struct Flags {
   bool no_token = false;
   int heartbeat_timeout_ms = static_cast<int>(ladder::server::kDefaultHeartbeatTimeout.count());
   int db_lease_timeout_ms = static_cast<int>(ladder::store::kDefaultDbLeaseTimeout.count());
+  int db_lease_wait_ms = 0;
   int ack_delay_ms = static_cast<int>(ladder::server::kDefaultAckDelay.count());
   std::string mpirun;
   std::string session_idle = ladder::FormatDurationSeconds(ladder::server::kDefaultSessionIdle.count());
@@ -59,6 +60,11 @@ void AddCoordinatorFlags(CLI::App* app, Flags* f) {
                   "over only after this long without this one's heartbeat (file locks on a parallel filesystem may "
                   "be node-local)")
       ->check(CLI::Range(1000, 3600000))
+      ->capture_default_str();
+  app->add_option("--db-lease-wait-ms", f->db_lease_wait_ms,
+                  "at start, wait this long for another coordinator's lease on the database to be released or "
+                  "expire (0: refused at once)")
+      ->check(CLI::Range(0, 3600000))
       ->capture_default_str();
   app->add_option("--heartbeats-per-second", f->opt.coordinator.heartbeats_per_second,
                   "fleet-wide heartbeats to ask for: a larger fleet is told a longer interval (and leases grow with it)")
@@ -177,6 +183,7 @@ int CheckFlags(Flags* f) {
   f->opt.http_sessions.lifetime = std::chrono::seconds(*ladder::ParseDurationSeconds(f->session_lifetime));
   f->opt.coordinator.heartbeat_timeout = std::chrono::milliseconds(f->heartbeat_timeout_ms);
   f->opt.db_lease_timeout = std::chrono::milliseconds(f->db_lease_timeout_ms);
+  f->opt.db_lease_wait = std::chrono::milliseconds(f->db_lease_wait_ms);
   f->opt.coordinator.ack_delay = std::chrono::milliseconds(f->ack_delay_ms);
   f->opt.coordinator.heartbeat_interval =
       std::min(ladder::server::kDefaultHeartbeatInterval, f->opt.coordinator.heartbeat_timeout / 3);

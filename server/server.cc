@@ -111,7 +111,17 @@ void Server::OpenStore() {
   try {
     // The file lock may be node-local (Lustre, GPFS): the lease in the database is what keeps a coordinator on
     // another host off it.
-    store_->TakeLease(opt_.db_lease_timeout);
+    const auto until = std::chrono::steady_clock::now() + opt_.db_lease_wait;
+    for (bool said = false;; said = true) {
+      try {
+        store_->TakeLease(opt_.db_lease_timeout);
+        break;
+      } catch (const store::LeaseHeld& e) {
+        if (std::chrono::steady_clock::now() >= until) throw;
+        if (!said) LogWarning("server", std::string("waiting for the lease: ") + e.what());
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));  // start-up only: the row is read again
+      }
+    }
   } catch (...) {
     store_.reset();
     RemoveCreatedDatabase();

@@ -62,6 +62,9 @@ struct ServerOptions {
   // The coordinator's lease on the database (store::Store::TakeLease; --db-lease-timeout): another coordinator may
   // take the database over only after this long without a heartbeat. Not taken read-only.
   std::chrono::milliseconds db_lease_timeout = store::kDefaultDbLeaseTimeout;
+  // How long Start waits for another coordinator's lease to be released or expire (a Slurm job requeued after its
+  // coordinator was killed, started on another node; --db-lease-wait-ms); 0: refused at once.
+  std::chrono::milliseconds db_lease_wait{0};
   size_t http_max_queued_bytes = 8 * 1024 * 1024;  // per event-stream client of the dashboard
   SessionLimits http_sessions;  // the dashboard's logins: idle and absolute lifetimes (--session-idle/-lifetime)
   std::function<std::chrono::steady_clock::time_point()> http_clock;  // what sessions age by (tests); empty: steady

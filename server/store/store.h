@@ -39,6 +39,12 @@ class LeaseLost : public SqliteError {
   using SqliteError::SqliteError;
 };
 
+// TakeLease refused: another coordinator holds the lease (what() names it and the wait).
+class LeaseHeld : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Store {
  public:
   // kReadWrite: the coordinator's store (migrations, the background quick_check, batched writes).

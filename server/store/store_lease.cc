@@ -102,7 +102,7 @@ void Store::TakeLease(std::chrono::milliseconds timeout) {
     const std::string gone = WhyGone(*row, now, host);
     if (gone.empty()) {
       const double age = now - row->heartbeat;
-      throw std::runtime_error(
+      throw LeaseHeld(
           "the database " + path_ + " is held by " + Holder(*row) + " (heartbeat " + Seconds(age) +
           " s ago); stop it first, or wait " + std::to_string(static_cast<int>(std::ceil(row->timeout_s - age))) +
           " s for its lease to expire if it crashed");

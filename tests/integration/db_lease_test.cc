@@ -40,6 +40,7 @@ std::string ThisHost() {
 struct Launch {
   std::string host;            // "": this host's name; else a UTS namespace of that name (needs root)
   bool no_fcntl_locks = false;  // the shim's fcntl part too
+  std::string flags;            // more of ladder-server's flags
 };
 
 // Starts ladder-server over `db` without working file locks, its stderr into `err`; the pid stays the server's
@@ -49,7 +50,7 @@ std::string Start(testing::Child* c, const std::filesystem::path& db, const std:
   std::string cmd = "exec env LD_PRELOAD=" LADDER_NO_FILE_LOCKS " LADDER_NO_FCNTL_LOCKS=" +
                     std::string(how.no_fcntl_locks ? "1" : "0") + " " + testing::BinDir() +
                     "/ladder-server --listen 127.0.0.1:0 --no-token --db-lease-timeout-ms " +
-                    std::to_string(kLeaseMs) + " --db " + db.string() + " 2>" + err.string();
+                    std::to_string(kLeaseMs) + " --db " + db.string() + " " + how.flags + " 2>" + err.string();
   if (!how.host.empty()) cmd = "hostname " + how.host + " && " + cmd;
   std::vector<std::string> args = {"/bin/sh", "-c", cmd};
   if (!how.host.empty()) args.insert(args.begin(), {"/usr/bin/unshare", "--uts"});
@@ -128,6 +129,26 @@ TEST(DbLease, AfterKill9OfACoordinatorOnAnotherHostTheNextTakesOverOnlyAfterTheT
   auto rows = testing::Query(db, "SELECT host, pid FROM coordinator_lease");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0], (std::vector<std::string>{ThisHost(), std::to_string(second.pid)}));
+}
+
+// ladder up --slurm's coordinator (a requeued job, maybe on another node) waits for the lease instead of failing.
+TEST(DbLease, ACoordinatorToldToWaitForTheLeaseTakesItOverOnceItExpires) {
+  if (!CanUnshareUts()) GTEST_SKIP() << "needs unshare --uts (root) for a coordinator on another host name";
+  testing::TempDir dir("db-lease-wait");
+  const auto db = dir / "ladder.db";
+  testing::Child first, second;
+  ASSERT_NE(Start(&first, db, dir / "first.err", {kOtherHost}), "") << Slurp(dir / "first.err");
+  const pid_t first_pid = first.pid;
+  first.Kill(SIGKILL);
+  ASSERT_NE(Start(&second, db, dir / "second.err", {"", false, "--db-lease-wait-ms 60000"}), "")
+      << Slurp(dir / "second.err");
+  const std::string said = Slurp(dir / "second.err");
+  const std::string holder = "the coordinator on host " + std::string(kOtherHost) + ", pid " + std::to_string(first_pid);
+  const auto waited = said.find("waiting for the lease: the database " + db.string() + " is held by " + holder);
+  const auto took = said.find("took over the lease on " + db.string() + " from " + holder);
+  EXPECT_NE(waited, std::string::npos) << said;
+  EXPECT_NE(took, std::string::npos) << said;
+  EXPECT_LT(waited, took) << said;
 }
 
 // Waits (a generous deadline) for `pid` to exit; its exit code, or -1.
