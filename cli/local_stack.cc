@@ -29,6 +29,9 @@ void LocalStack::Start() {
   so.http_listen = opt_.http;
   so.insecure = opt_.insecure;
   so.coordinator.registration_window = opt_.registration_window;
+  // ladder up --slurm: a job requeued after its coordinator was killed may start on another node while that one's
+  // lease in the database still runs; it waits for it to expire (twice the default lease) instead of failing.
+  if (!opt_.local_worker) so.db_lease_wait = 2 * store::kDefaultDbLeaseTimeout;
   if (!opt_.tls_dir.empty()) so.tls = {opt_.tls_dir + "/server.crt", opt_.tls_dir + "/server.key", opt_.tls_dir + "/ca.crt"};
   // The database failed: the coordinator has stopped, and so must the command that embeds it (ladder up, demo).
   so.coordinator.on_fatal = [](const std::string& what) {

@@ -123,6 +123,7 @@ void Coordinator::ArmTick() {
 
 void Coordinator::Tick() {
   auto now = Clock::now();
+  store_.RenewLeaseIfDue();  // the coordinator's own lease on the database (store.h)
   nodes_.CheckLeases(now);
   trials_.CheckWatchdog(now);
   trials_.CheckReattachDeadlines(now);

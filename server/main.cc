@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <mutex>
 
 #include "common/address.h"
 #include "common/duration_text.h"
@@ -23,6 +25,8 @@ struct Flags {
   std::string token_file;
   bool no_token = false;
   int heartbeat_timeout_ms = static_cast<int>(ladder::server::kDefaultHeartbeatTimeout.count());
+  int db_lease_timeout_ms = static_cast<int>(ladder::store::kDefaultDbLeaseTimeout.count());
+  int db_lease_wait_ms = 0;
   int ack_delay_ms = static_cast<int>(ladder::server::kDefaultAckDelay.count());
   std::string mpirun;
   std::string session_idle = ladder::FormatDurationSeconds(ladder::server::kDefaultSessionIdle.count());
@@ -50,6 +54,17 @@ void AddCoordinatorFlags(CLI::App* app, Flags* f) {
   app->add_option("--heartbeat-timeout-ms", f->heartbeat_timeout_ms,
                   "worker lease: a worker silent this long is down")
       ->check(CLI::Range(100, 3600000))
+      ->capture_default_str();
+  app->add_option("--db-lease-timeout-ms", f->db_lease_timeout_ms,
+                  "the coordinator's lease on its database: a coordinator on another host may take the database "
+                  "over only after this long without this one's heartbeat (file locks on a parallel filesystem may "
+                  "be node-local)")
+      ->check(CLI::Range(1000, 3600000))
+      ->capture_default_str();
+  app->add_option("--db-lease-wait-ms", f->db_lease_wait_ms,
+                  "at start, wait this long for another coordinator's lease on the database to be released or "
+                  "expire (0: refused at once)")
+      ->check(CLI::Range(0, 3600000))
       ->capture_default_str();
   app->add_option("--heartbeats-per-second", f->opt.coordinator.heartbeats_per_second,
                   "fleet-wide heartbeats to ask for: a larger fleet is told a longer interval (and leases grow with it)")
@@ -167,6 +182,8 @@ int CheckFlags(Flags* f) {
   f->opt.http_sessions.idle = std::chrono::seconds(*ladder::ParseDurationSeconds(f->session_idle));
   f->opt.http_sessions.lifetime = std::chrono::seconds(*ladder::ParseDurationSeconds(f->session_lifetime));
   f->opt.coordinator.heartbeat_timeout = std::chrono::milliseconds(f->heartbeat_timeout_ms);
+  f->opt.db_lease_timeout = std::chrono::milliseconds(f->db_lease_timeout_ms);
+  f->opt.db_lease_wait = std::chrono::milliseconds(f->db_lease_wait_ms);
   f->opt.coordinator.ack_delay = std::chrono::milliseconds(f->ack_delay_ms);
   f->opt.coordinator.heartbeat_interval =
       std::min(ladder::server::kDefaultHeartbeatInterval, f->opt.coordinator.heartbeat_timeout / 3);
@@ -182,7 +199,14 @@ int Serve(Flags& f) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGUSR1);  // the coordinator's own: its database failed
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  f.opt.coordinator.on_fatal = [](const std::string&) { ::kill(::getpid(), SIGUSR1); };
+  auto fatal_what = std::make_shared<std::pair<std::mutex, std::string>>();
+  f.opt.coordinator.on_fatal = [fatal_what](const std::string& what) {
+    {
+      std::lock_guard<std::mutex> g(fatal_what->first);
+      fatal_what->second = what;
+    }
+    ::kill(::getpid(), SIGUSR1);
+  };
 
   const std::string token_path = f.token_file.empty() ? f.opt.db_path + ".token" : f.token_file;
   std::error_code ec;
@@ -218,8 +242,9 @@ int Serve(Flags& f) {
     sigwait(&stop_signals, &sig);
     if (sig == SIGUSR1) {
       server.Stop();
-      std::cerr << "ladder-server: the database " << f.opt.db_path
-                << " failed (see the log above); stopped. Restart it: it recovers from what was committed.\n";
+      std::lock_guard<std::mutex> g(fatal_what->first);
+      std::cerr << "ladder-server: the database " << f.opt.db_path << " failed: " << fatal_what->second
+                << "; stopped. Restart it: it recovers from what was committed.\n";
       return 1;
     }
     ladder::LogInfo("server", std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));

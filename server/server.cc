@@ -107,6 +107,26 @@ void Server::OpenStore() {
     RemoveCreatedDatabase();
     throw std::runtime_error(std::string("cannot open the store: ") + e.what());
   }
+  if (opt_.read_only) return;
+  try {
+    // The file lock may be node-local (Lustre, GPFS): the lease in the database is what keeps a coordinator on
+    // another host off it.
+    const auto until = std::chrono::steady_clock::now() + opt_.db_lease_wait;
+    for (bool said = false;; said = true) {
+      try {
+        store_->TakeLease(opt_.db_lease_timeout);
+        break;
+      } catch (const store::LeaseHeld& e) {
+        if (std::chrono::steady_clock::now() >= until) throw;
+        if (!said) LogWarning("server", std::string("waiting for the lease: ") + e.what());
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));  // start-up only: the row is read again
+      }
+    }
+  } catch (...) {
+    store_.reset();
+    RemoveCreatedDatabase();
+    throw;
+  }
 }
 
 void Server::StartLoop() {
@@ -220,6 +240,8 @@ void Server::Stop() {
   work_.reset();
   if (loop_thread_.joinable()) loop_thread_.join();
   grpc_.reset();
+  // After the last commit; a coordinator whose database failed writes nothing more (its lease expires).
+  if (store_ && coord_ && !coord_->failed()) store_->ReleaseLease();
 }
 
 void Server::Wait() {

@@ -2,9 +2,9 @@
 // Server: ladder-server as a class — a SQLite store, a Coordinator on its own event-loop thread, and a gRPC
 // server with the Ladder and WorkerService services. Start twice in one process on port 0 for tests.
 //
-// Lifecycle: Start() (locks the database against a second coordinator, opens the store, recovers state, binds
+// Lifecycle: Start() (locks the database against a second coordinator, opens the store, takes its lease, recovers state, binds
 // without port sharing; throws std::runtime_error with a clear message on failure, leaving no new files) → serving → Stop() (gRPC shutdown with a short deadline while the loop still runs, then the
-// loop stops and the store is flushed). The destructor calls Stop().
+// loop stops, the store is flushed and its lease released). The destructor calls Stop().
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <memory>
@@ -59,6 +59,12 @@ struct ServerOptions {
   // (a coordinator may serve it meanwhile, or start later), never created, never written; the read calls and the
   // dashboard answer from it, the calls that change state and every worker are refused (Coordinator::Start).
   bool read_only = false;
+  // The coordinator's lease on the database (store::Store::TakeLease; --db-lease-timeout): another coordinator may
+  // take the database over only after this long without a heartbeat. Not taken read-only.
+  std::chrono::milliseconds db_lease_timeout = store::kDefaultDbLeaseTimeout;
+  // How long Start waits for another coordinator's lease to be released or expire (a Slurm job requeued after its
+  // coordinator was killed, started on another node; --db-lease-wait-ms); 0: refused at once.
+  std::chrono::milliseconds db_lease_wait{0};
   size_t http_max_queued_bytes = 8 * 1024 * 1024;  // per event-stream client of the dashboard
   SessionLimits http_sessions;  // the dashboard's logins: idle and absolute lifetimes (--session-idle/-lifetime)
   std::function<std::chrono::steady_clock::time_point()> http_clock;  // what sessions age by (tests); empty: steady

@@ -148,6 +148,19 @@ ALTER TABLE searches ADD COLUMN reopened_error TEXT NOT NULL DEFAULT '';
       R"sql(
 ALTER TABLE trials ADD COLUMN outside_stop TEXT NOT NULL DEFAULT '';
 )sql",
+      // 12: the coordinator's lease on the database (store_lease.cc): one row, the coordinator that writes it (a
+      // random id per start, its host and pid), since when, its last heartbeat and the timeout after which another
+      // may take it over. What keeps a second coordinator off a database where file locks are node-local.
+      R"sql(
+CREATE TABLE coordinator_lease(
+  id INTEGER PRIMARY KEY CHECK(id = 1),
+  holder TEXT NOT NULL,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  started_at REAL NOT NULL,
+  heartbeat_at REAL NOT NULL,
+  timeout_s REAL NOT NULL);
+)sql",
   };
   return kMigrations;
 }

@@ -151,6 +151,7 @@ void Store::BeginIfNeeded() {
                         "an I/O error?): nothing of it is stored");
     }
     db_.Exec("BEGIN IMMEDIATE");
+    if (holds_lease()) CheckLeaseInBatch();
   }
   ++pending_writes_;
 }
@@ -162,12 +163,18 @@ void Store::Flush() {
     throw SqliteError("the batch of " + std::to_string(lost) + " writes was rolled back by SQLite (disk full or an "
                       "I/O error?): nothing of it is stored");
   }
-  if (db_.InTransaction()) db_.Exec("COMMIT");
+  if (db_.InTransaction()) {
+    if (holds_lease()) CheckLeaseFresh();
+    db_.Exec("COMMIT");
+  }
   pending_writes_ = 0;
+  if (lease_renewal_pending_) lease_renewed_ = lease_renewal_written_;
+  lease_renewal_pending_ = false;
 }
 
 void Store::Abandon() {
   pending_writes_ = 0;
+  lease_renewal_pending_ = false;
   if (db_.InTransaction()) {
     try {
       db_.Exec("ROLLBACK");

@@ -13,6 +13,7 @@
 //   read-only connection in a background thread after opening, not before the coordinator can serve; a
 //   failure is logged as an error and reported by IntegrityProblem(). The destructor interrupts and joins it.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <map>
@@ -27,6 +28,22 @@
 namespace ladder::store {
 
 namespace v1 = ::ladder::v1;
+
+// How long a coordinator's lease on its database lasts without a heartbeat (ladder-server --db-lease-timeout).
+inline constexpr std::chrono::milliseconds kDefaultDbLeaseTimeout{30000};
+
+// The coordinator's lease was taken by another coordinator (or it was held up past half its timeout and may have
+// been): a database failure, so every fail-stop path (Coordinator::Fatal) stops the coordinator on it.
+class LeaseLost : public SqliteError {
+ public:
+  using SqliteError::SqliteError;
+};
+
+// TakeLease refused: another coordinator holds the lease (what() names it and the wait).
+class LeaseHeld : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class Store {
  public:
@@ -127,11 +144,32 @@ class Store {
   void RevokeToken(int64_t id, double now);  // a revoked token stays listed, with its revoked_unix
   std::vector<TokenRow> LoadTokens();
 
+  // The coordinator's lease on the database (store_lease.cc; the coordinator_lease table, schema 12). File locks
+  // may be node-local on a parallel filesystem, so the database itself says which coordinator writes it: its host,
+  // pid, start and heartbeat. A read-only store takes none.
+  // * TakeLease (at start, before anything is written): refused (std::runtime_error naming the holder's host, pid,
+  //   start and heartbeat age, and how long until its lease expires) while another coordinator's heartbeat is newer
+  //   than its timeout; a stale one, or one whose process is gone from this host, is taken over with a warning that
+  //   names it and its age.
+  // * Every batch checks the lease row when it begins (one lookup by primary key; throws LeaseLost naming the new
+  //   holder), and Flush refuses to commit (LeaseLost) when the last committed renewal is older than half the
+  //   timeout: a coordinator held up that long (frozen, its loop stalled) may have been taken over meanwhile.
+  // * RenewLeaseIfDue (the coordinator's tick) writes the heartbeat into the batch every tenth of the timeout.
+  // * ReleaseLease (a clean stop, after the last commit) removes the row: the next start need not wait.
+  void TakeLease(std::chrono::milliseconds timeout);
+  void RenewLeaseIfDue();
+  void ReleaseLease();
+  bool holds_lease() const { return !lease_id_.empty(); }
+
  private:
   void BeginIfNeeded();
   void Migrate();
   void CheckSchemaReadable();
   void InsertParams(const v1::Trial& trial);
+
+  void CheckLeaseInBatch();  // after BEGIN: the row is still ours (LeaseLost otherwise)
+  void CheckLeaseFresh();    // before COMMIT: the last committed renewal is recent enough (LeaseLost otherwise)
+  void LoseLease();          // forgets the lease, and closing will not checkpoint (another coordinator writes)
 
   void CheckIntegrity();
   // A journal entry from a row of (seq, time, kind, search_id, trial_id, detail).
@@ -145,6 +183,13 @@ class Store {
   sqlite3* check_db_ = nullptr;  // under check_mu_, so that the destructor can interrupt it safely
   bool closing_ = false;         // under check_mu_
   std::thread check_thread_;
+  // The lease (store_lease.cc): this coordinator's id in the row ("" none), its timeout, when its last committed
+  // renewal was written, and the renewal the open batch holds.
+  using SteadyClock = std::chrono::steady_clock;
+  std::string lease_id_;
+  std::chrono::milliseconds lease_timeout_{0};
+  SteadyClock::time_point lease_renewed_{}, lease_renewal_written_{};
+  bool lease_renewal_pending_ = false;
 };
 
 }  // namespace ladder::store

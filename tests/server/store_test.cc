@@ -43,7 +43,7 @@ v1::Search MakeSearch() {
 TEST_F(StoreTest, MigratesToCurrentSchemaInWalMode) {
   Store st(path_);
   EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
-  EXPECT_EQ(st.SchemaVersion(), 11);  // 11: why a member of a running group was stopped from outside ladder
+  EXPECT_EQ(st.SchemaVersion(), 12);  // 12: the coordinator's lease on the database
   Db raw(path_);
   auto& q = raw.Prepare("PRAGMA journal_mode");
   ASSERT_TRUE(q.Step());
