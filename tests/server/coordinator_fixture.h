@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <deque>
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -42,9 +43,10 @@ space:
 class CoordinatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ladder-coord-test-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // A parameterized test's name ends in "/N": one path component, so that TearDown removes all of it.
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    dir_ = std::filesystem::temp_directory_path() / ("ladder-coord-test-" + std::to_string(getpid()) + "-" + name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     Open();
