@@ -41,12 +41,17 @@ inline std::string OwnDir() {
 // A fresh directory under $TMPDIR, removed (with everything in it) on destruction.
 struct TempDir {
   std::filesystem::path path;
+  bool keep = false;  // a failed run's files, left for a look (the bench says where)
   explicit TempDir(const std::string& tag) {
     std::string templ = (std::filesystem::temp_directory_path() / ("ladder-bench-" + tag + "-XXXXXX")).string();
     if (!mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
     path = templ;
   }
   ~TempDir() {
+    if (keep) {
+      std::fprintf(stderr, "kept for a look: %s\n", path.c_str());
+      return;
+    }
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
   }

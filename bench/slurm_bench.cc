@@ -321,6 +321,7 @@ int main(int argc, char** argv) {
            {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench/slurm: %s\n", e.what());
+    dir.keep = true;  // the databases, the jobs' output and the trials' logs
     return 1;
   }
   std::cout << out.dump() << std::endl;

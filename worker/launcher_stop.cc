@@ -49,12 +49,15 @@ void SignalSrunStep(boost::asio::io_context& loop, const std::shared_ptr<TrialPr
     auto signalled = [srun, step, trial](int rc, const std::string&) {
       if (rc == 0) {
         LogInfo(kLog, trial + ": SIGTERM to the tasks of Slurm step " + step);
+      } else if (StepAlreadyEnded(rc)) {
+        LogInfo(kLog, trial + ": Slurm step " + step + " is already ending (scancel exited with " + std::to_string(rc) +
+                          "): not signalled again");
       } else {
-        FallBackToUsr1(srun, trial, "scancel --signal=TERM " + step + " exited with " + std::to_string(rc));
+        FallBackToUsr1(srun, trial, "scancel --ctld --signal=TERM " + step + " exited with " + std::to_string(rc));
       }
     };
     std::string error;
-    if (!RunSlurmCommand(loop, {"scancel", "--signal=TERM", step}, signalled, &error)) {
+    if (!RunSlurmCommand(loop, {"scancel", "--ctld", "--signal=TERM", step}, signalled, &error)) {
       FallBackToUsr1(srun, trial, error);
     }
   };
@@ -75,6 +78,11 @@ std::string FindStepId(const std::string& squeue_output, const std::string& name
     if (words >> id >> step_name && step_name == name) found = id;
   }
   return found;
+}
+
+bool StepAlreadyEnded(int scancel_exit_code) {
+  // scancel exits with Slurm's error number's low byte: ESLURM_INVALID_JOB_ID (2017), ESLURM_ALREADY_DONE (2021).
+  return scancel_exit_code == (2017 & 0xff) || scancel_exit_code == (2021 & 0xff);
 }
 
 bool PreemptTimeSet(const std::string& scontrol_output) {

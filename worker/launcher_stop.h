@@ -6,8 +6,14 @@
 // * srun answers SIGTERM, SIGINT twice, SIGHUP and SIGQUIT by SIGKILLing the tasks ("forcing job termination", exit
 //   137). The worker runs `scancel --signal=TERM JOB.STEP` instead, the step found by its name (LADDER_STEP_NAME)
 //   among the steps of the worker's own job (SLURM_JOB_ID) with squeue: slurmd delivers SIGTERM to every task of the
-//   step, and srun waits for them. Where the step cannot be found or signalled (no Slurm job, the step not created
-//   yet, slurmctld not answering), SIGUSR1 to srun, which forwards it to the tasks unchanged.
+//   step, and srun waits for them. scancel is told --ctld: slurmctld signals the step on the step's own nodes.
+//   Without it scancel asks every node of the job's allocation, and the nodes that do not run the step answer
+//   "invalid job id" (exit 225) after the step's own nodes have delivered the signal: a trial on 2 of a job's 4 nodes
+//   "failed" every time, and the SIGUSR1 below then cut its ranks' checkpoint handlers short (exit 138).
+//   Where the step cannot be found or signalled (no Slurm job, the step not created yet, slurmctld not answering),
+//   SIGUSR1 to srun, which forwards it to the tasks unchanged — but not when scancel says the step no longer exists
+//   or is already done (ESLURM_INVALID_JOB_ID, ESLURM_ALREADY_DONE: exit 225, 229): it is ending, and a second,
+//   different signal would only cut its tasks' handlers short.
 //   srun runs outside the worker's process tree (LaunchSpec::detach, worker/detach_main.cc), so that Slurm's own
 //   SIGTERM to the workers' step (a preemption of their job) does not reach it either: only the tasks get it.
 // * Open MPI's mpirun cannot forward SIGTERM (ess_base_forward_signals refuses it); on SIGTERM it signals the ranks
@@ -52,6 +58,9 @@ void StopThroughLauncher(boost::asio::io_context& loop, const std::shared_ptr<Tr
 // The step id ("JOB.STEP") of the step named `name` in `squeue -h -s -o '%i %j'` output lines; the newest (last)
 // one when several share the name; "" when none does.
 std::string FindStepId(const std::string& squeue_output, const std::string& name);
+
+// Whether scancel's exit code says the step it was to signal no longer exists or is already done (it is ending).
+bool StepAlreadyEnded(int scancel_exit_code);
 
 // Whether `scontrol show job` output says Slurm is preempting the job: a PreemptTime other than None. Slurm sets it
 // when it picks the job, before it signals the job's steps (GraceTime: SIGTERM to every step's tasks at once).

@@ -78,6 +78,17 @@ class SlurmTest : public ::testing::Test {
     }
     return all;
   }
+  // What the jobs' workers logged (ladder-workers-STEP.log, beside the job outputs' folder).
+  std::string WorkerLogs() {
+    std::string all;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+      if (e.path().filename().string().rfind("ladder-workers-", 0) != 0) continue;
+      std::ifstream in(e.path());
+      all += "== " + e.path().string() + "\n" + std::string((std::istreambuf_iterator<char>(in)), {});
+    }
+    return all;
+  }
   // `ladder search submit SPEC` of 2 nodes; once its trial stored 5 points, a 4-node exclusive job of the `high`
   // partition preempts it. Whether the queue then emptied (within 180 s); `outputs` gets the jobs' output.
   bool SubmitThenPreemptOnceItRuns(const std::filesystem::path& db, std::string* outputs) {

@@ -75,6 +75,16 @@ TEST(LauncherStop, ALauncherStillRunningAfterTheGraceGetsSigtermItself) {
   EXPECT_EQ(out.lines, (std::vector<std::string>{"ready", "got TERM"})) << "the launcher's own end of its ranks";
 }
 
+// scancel's exit status is Slurm's error number's low byte: "invalid job id" and "already done" mean the step is
+// ending (no second signal); anything else (slurmctld down: 1) is a failure to signal it.
+TEST(LauncherStop, ScancelsStepGoneCodesMeanTheStepIsEnding) {
+  EXPECT_TRUE(StepAlreadyEnded(225));   // ESLURM_INVALID_JOB_ID 2017
+  EXPECT_TRUE(StepAlreadyEnded(229));   // ESLURM_ALREADY_DONE 2021
+  EXPECT_FALSE(StepAlreadyEnded(1));
+  EXPECT_FALSE(StepAlreadyEnded(0));
+  EXPECT_FALSE(StepAlreadyEnded(228));  // ESLURM_TRANSITION_STATE_NO_UPDATE 2020: not ended
+}
+
 TEST(LauncherStop, FindsTheNewestStepOfTheTrialsNameInSqueuesList) {
   const std::string listed = "12.0 ladder-workers\n12.3 ladder-trial-7\n12.4 ladder-trial-70\n12.5 ladder-trial-7\n";
   EXPECT_EQ(FindStepId(listed, "ladder-trial-7"), "12.5");
