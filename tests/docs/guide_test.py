@@ -17,7 +17,9 @@ fields    Every field the spec reader accepts is in the guide's spec reference (
           error lists the allowed ones ("unknown field 'x'; allowed: 'a', 'b'"). So that a mapping added to the
           reader is not missed, the reader's ReadMapping calls are counted per file (search/**/*.cc) against the
           probes below. The reference's rows are its table rows whose first cell is a `field` in backticks.
-          Also: every subcommand `ladder --help` (and each command's --help) lists is in docs/guide/cli.md.
+          A field that takes one of a few words (objective.mode, sampler.type, ...) is given a wrong one, and each
+          word its error lists must be in the field's row as `word`. Also: every subcommand `ladder --help` (and
+          each command's --help) lists has a heading in docs/guide/cli.md.
 
 usage: guide_test.py commands|fields BUILD_DIR SOURCE_DIR [PAGE.md ...]
        (GUIDE_TEST_VERBOSE=1: print each command's output, to write it into the guide)
@@ -206,25 +208,60 @@ READ_MAPPING_CALLS = {
     "search/core/space_section.cc": 2,  # a parameter (the type's fields; no type: all), its condition
 }
 UNKNOWN = "zz_no_such_field"
+# The fields that take one of a few words, each given a wrong one: the error lists the words ("expected 'a', 'b' or
+# 'c', got ..."), and each must be in the field's row of the reference as `word`.
+BAD = "zz_no_such_value"
+ENUMS = [
+    ("objective.mode", BASE.replace("mode: min", "mode: ZZ") % ("", "", SPACE)),
+    ("objective.scope", BASE % (", scope: ZZ", "", SPACE)),
+    ("sampler.type", BASE % ("", "", SPACE) + "sampler: {type: ZZ}\n"),
+    ("resources.launcher", BASE % ("", "", SPACE) + "resources: {launcher: ZZ}\n"),
+    ("scheduler.type", BASE % ("", "", SPACE) + "scheduler: {type: ZZ}\n"),
+    ("ensemble.metric", BASE % ("", "", SPACE) + "ensemble: {predictions_file: p, metric: ZZ}\n"),
+    ("scales.follow", BASE % ("", "", "") + "scales: {global_batch: [1, 2], lr: {low: 0.1, high: 1}, follow: ZZ}\n"),
+    ("scales.probes", BASE % ("", "", "") + "scales: {global_batch: [1, 2], lr: {low: 0.1, high: 1}, probes: ZZ}\n"),
+    ("space.<name>.type", BASE % ("", "", "space:\n  x: {type: ZZ, low: 0, high: 1}\n")),
+]
+
+
+def validate(build, text):
+    """`ladder search validate` of a spec text: (exit code, output)."""
+    with tempfile.TemporaryDirectory(prefix="ladder-guide-fields-") as d:
+        spec = os.path.join(d, "probe.yaml")
+        with open(spec, "w") as f:
+            f.write(text)
+        p = subprocess.run([os.path.join(build, "bin", "ladder"), "search", "validate", "--no-command-check", spec],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        return p.returncode, p.stdout.decode("utf-8", "replace")
 
 
 def accepted_fields(build, problems):
     fields = set()
-    with tempfile.TemporaryDirectory(prefix="ladder-guide-fields-") as d:
-        for prefix, text in PROBES:
-            spec = os.path.join(d, "probe.yaml")
-            with open(spec, "w") as f:
-                f.write(text.replace("ZZ", UNKNOWN))
-            p = subprocess.run([os.path.join(build, "bin", "ladder"), "search", "validate", "--no-command-check", spec],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
-            out = p.stdout.decode("utf-8", "replace")
-            m = re.search(r"unknown field '" + UNKNOWN + r"'; allowed: (.*)", out)
-            if p.returncode != 2 or not m:
-                problems.append("the probe of %s... did not list the allowed fields (exit %d):\n%s\n%s" %
-                                (prefix or "the top level", p.returncode, text, out))
-                continue
-            fields.update(prefix + name for name in re.findall(r"'([^']+)'", m.group(1)))
+    for prefix, text in PROBES:
+        rc, out = validate(build, text.replace("ZZ", UNKNOWN))
+        m = re.search(r"unknown field '" + UNKNOWN + r"'; allowed: (.*)", out)
+        if rc != 2 or not m:
+            problems.append("the probe of %s... did not list the allowed fields (exit %d):\n%s\n%s" %
+                            (prefix or "the top level", rc, text, out))
+            continue
+        fields.update(prefix + name for name in re.findall(r"'([^']+)'", m.group(1)))
     return fields
+
+
+def check_enums(build, src, rows, problems):
+    """Every word an enum field accepts is in its row of the reference."""
+    text = open(os.path.join(src, "docs", "guide", "spec.md"), encoding="utf-8").read().split("\n")
+    for field, spec in ENUMS:
+        rc, out = validate(build, spec.replace("ZZ", BAD))
+        m = re.search(r"expected (.*), got '" + BAD + "'", out)
+        if rc != 2 or not m:
+            problems.append("the probe of %s's words did not list them (exit %d):\n%s" % (field, rc, out))
+            continue
+        row = text[rows[field] - 1] if field in rows else ""
+        for word in re.findall(r"'([^']+)'", m.group(1)):
+            if "`%s`" % word not in row:
+                problems.append("docs/guide/spec.md:%d: the row of `%s` does not name its value `%s`" %
+                                (rows.get(field, 0), field, word))
 
 
 def count_read_mapping(src, problems):
@@ -272,6 +309,7 @@ def check_fields(build, src):
     if accepted:
         for f in sorted(set(rows) - accepted):
             problems.append("docs/guide/spec.md:%d: `%s` is in the guide but the reader refuses it" % (rows[f], f))
+    check_enums(build, src, rows, problems)
     cli = open(os.path.join(src, "docs", "guide", "cli.md"), encoding="utf-8").read()
     commands = 0
     for top in subcommands(build, []):
