@@ -19,7 +19,8 @@ fields    Every field the spec reader accepts is in the guide's spec reference (
           probes below. The reference's rows are its table rows whose first cell is a `field` in backticks.
           A field that takes one of a few words (objective.mode, sampler.type, ...) is given a wrong one, and each
           word its error lists must be in the field's row as `word`. Also: every subcommand `ladder --help` (and
-          each command's --help) lists has a heading in docs/guide/cli.md.
+          each command's --help) lists has a heading in docs/guide/cli.md, and every relative link of the guide and
+          the README names a file (and a heading) that exists.
 
 usage: guide_test.py commands|fields BUILD_DIR SOURCE_DIR [PAGE.md ...]
        (GUIDE_TEST_VERBOSE=1: print each command's output, to write it into the guide)
@@ -299,6 +300,31 @@ def subcommands(build, words):
     return [m.group(1) for m in re.finditer(r"^  ([a-z][a-z-]*)\s", part, re.M)]
 
 
+def slug(heading):
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def check_links(src, problems):
+    """Every relative link of the guide and the README names a file that exists, and a #heading that it has."""
+    for page in guide_pages(src, []):
+        text = open(page, encoding="utf-8").read()
+        for m in re.finditer(r"\]\(([^)\s]+)\)", text):
+            target = m.group(1)
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            full = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+            line = text.count("\n", 0, m.start()) + 1
+            if not os.path.exists(full):
+                problems.append("%s:%d: the link %s names no file" % (os.path.relpath(page, src), line, target))
+            elif anchor and full.endswith(".md"):
+                heads = [slug(h) for h in re.findall(r"^#+ (.*)$", open(full, encoding="utf-8").read(), re.M)]
+                if anchor not in heads:
+                    problems.append("%s:%d: the link %s names no heading of %s" %
+                                    (os.path.relpath(page, src), line, target, os.path.relpath(full, src)))
+
+
 def check_fields(build, src):
     problems = []
     count_read_mapping(src, problems)
@@ -310,6 +336,7 @@ def check_fields(build, src):
         for f in sorted(set(rows) - accepted):
             problems.append("docs/guide/spec.md:%d: `%s` is in the guide but the reader refuses it" % (rows[f], f))
     check_enums(build, src, rows, problems)
+    check_links(src, problems)
     cli = open(os.path.join(src, "docs", "guide", "cli.md"), encoding="utf-8").read()
     commands = 0
     for top in subcommands(build, []):
