@@ -169,8 +169,8 @@ def run_page(page, build, src):
         if coord is not None:
             coord.stop()
         if failures and coord is not None:
-            failures.append("the coordinator's log ended:\n" +
-                            "\n".join(open(coord.log.name).read().rstrip().split("\n")[-10:]))
+            failures[-1] += "\nthe coordinator's log ended:\n" + \
+                "\n".join(open(coord.log.name).read().rstrip().split("\n")[-10:])
         shutil.rmtree(work, ignore_errors=True)
     return failures
 
