@@ -1,6 +1,6 @@
 #pragma once
 // Client: the CLI's connection to a coordinator — address, token, deadlines — and the mapping from gRPC
-// status to the CLI's exit codes (documented in README.md):
+// status to the CLI's exit codes (documented in docs/guide/faults.md):
 //   0 ok · 1 the operation failed (a search failed, a server error) · 2 bad input (usage, invalid spec)
 //   3 cannot reach the coordinator · 4 no such search/trial · 5 not authorized
 #include <grpcpp/grpcpp.h>

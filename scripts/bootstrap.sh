@@ -26,7 +26,7 @@ PKGS=(
   chromium fonts-dejavu-core         # tests: the web dashboard in a real (headless) browser
   python3-grpcio python3-protobuf    # examples/python and its test: the API from another language
   python3-torch                      # tests and examples/torchscript: models scripted by the PyTorch that matches LibTorch
-  curl                               # bench/dashboard: browsers' event streams (curl -N), and the README's API examples
+  curl                               # bench/dashboard: browsers' event streams (curl -N), and the guide's API examples
   slurmctld slurmd slurm-client      # tests: a real 4-node Slurm cluster on this machine (tests/support/local_slurm.h)
   lmod                               # tests: the installed modulefiles, Lua and Tcl, loaded as a cluster user would
                                      #   (Debian's environment-modules conflicts with it; Lmod reads Tcl modulefiles too)

@@ -69,7 +69,7 @@ Trains a network by synchronous data-parallel SGD and prints metrics as JSON lin
                        float [N] or [N,K] regression targets; at several ranks each reads only its rows)
   --model NAME         mlp | cnn (small ResNet, 3D on volumes) | unet (segmentation) | transformer (causal
                        LM); default: unet for climate:, cnn for cosmo:, transformer for token data, mlp otherwise;
-                       torchscript:FILE: your own module saved by torch.jit.save (README, "Your own model")
+                       torchscript:FILE: your own module saved by torch.jit.save (docs/guide/training.md)
   --input-shape C,H,W  reshape vector samples (CSV) into images, e.g. 1,8,8 for the digits (for cnn), or
                        C,D,H,W into volumes (the cnn is then 3D)
   --loss NAME          regression loss: mse | l1 | huber (default mse); val_mae and val_r2 are reported

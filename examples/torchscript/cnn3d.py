@@ -7,8 +7,9 @@ small volumes to train it on. Run it with the PyTorch that matches ladder-train'
 
 The volumes are 1x8x8x8 cubes of noise with one bright blob; the class is the octant the blob sits in, folded
 to 4 classes (left/right x front/back). ladder-train reads each CSV row (512 values, then the label) as a volume
-with --input-shape 1,8,8,8, and trains the scripted module as --model torchscript:FILE (README, "Your own
-model"): forward(x) gets [N, 1, 8, 8, 8] and returns [N, 4] logits, what a classification task expects.
+with --input-shape 1,8,8,8, and trains the scripted module as --model torchscript:FILE (docs/guide/training.md,
+"Your own model: TorchScript"): forward(x) gets [N, 1, 8, 8, 8] and returns [N, 4] logits, what a classification
+task expects.
 """
 import os
 import random

@@ -1,5 +1,7 @@
 #pragma once
 // SearchSpec: a search as the user writes it, in YAML (W&B sweep / Katib / Determined conventions).
+// The users' reference is docs/guide/spec.md: every field with its type, default and an example. The ctest
+// Guide.EverySpecFieldAndCommandIsDocumented fails when a field read here is missing there (or the reverse).
 //
 //   name: digits-mlp                 # required, [A-Za-z0-9._-]+, at most 64 characters
 //   objective:                       # required

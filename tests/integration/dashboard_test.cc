@@ -422,7 +422,7 @@ awk -v lr="$lr" -v b="$b" -v steps="$steps" -v ep="$ep" -v hero="$hero" 'BEGIN {
 }'
 )";
 
-// What a person opening a hero run's page after the README's scale path saw (issue 38): the generic search views
+// What a person opening a hero run's page after the guide's scale path saw (issue 38): the generic search views
 // of one trial and a plan table without the peak LR's interval or the predicted loss. Now the page leads with the
 // plan (its numbers equal to the plan's JSON), the band at full width, and the extrapolation drawn on a canvas from
 // the plan's JSON, and the run's live val_loss reaches the band, the plan and the extrapolation as it comes; the

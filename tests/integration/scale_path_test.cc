@@ -1,4 +1,4 @@
-// The whole scale-extrapolation path as the README gives it, with the shipped example spec
+// The whole scale-extrapolation path as the guide gives it (docs/guide/hero-runs.md), with the shipped example spec
 // (data/specs/scales-synthetic.yaml) on a real coordinator, worker and ladder-train: the scales search, `ladder
 // promote --dry-run` (flagged: it names the probe that would decide), and plain `ladder promote --wait`, which
 // climbs first (probes: auto: the probe's real trials at batch 1024 by gradient accumulation, its extensions,

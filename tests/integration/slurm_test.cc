@@ -199,7 +199,7 @@ TEST_F(SlurmTest, ATrialWhoseStepIsCancelledIsRetried) {
 }
 
 // A node of the allocation crashes mid-trial (its slurmd and everything on it die; the job was submitted with
-// --no-kill, as the README says): the trial that ran there is requeued on another node of the allocation and
+// --no-kill, as docs/guide/slurm.md says): the trial that ran there is requeued on another node of the allocation and
 // completes on its second attempt, while the other nodes' workers and trials go on.
 TEST_F(SlurmTest, ATrialOnANodeThatCrashesIsRequeuedOnAnotherNode) {
   ASSERT_NO_FATAL_FAILURE(SubmitLadderUp());
