@@ -62,8 +62,9 @@ constexpr int kMoTpeStartupTrials = 10;
 //   2. max_trials <= TPE's 10 startup points    -> sobol (no model would be used)
 //   3. parallelism >= NSGA-II's population      -> nsga2 (a whole generation runs at once; TPE's good group
 //                                                  would be learnt from a history mostly made of liars)
-//   4. max_trials > kAutoMoTpeMaxTrials         -> nsga2 (MOTPE's bad mixture holds every trial, so its cost per
-//                                                  suggestion grows with the history; NSGA-II's does not)
+//   4. max_trials > kAutoMoTpeMaxTrials         -> nsga2 (MOTPE reads every trial to build its bad mixture, so
+//                                                  its cost per suggestion grows with the history; NSGA-II's
+//                                                  does not)
 //   5. otherwise                                -> tpe (a model learns faster than a population at the budgets
 //                                                  of a hyperparameter search: docs/BENCHMARKS.md)
 constexpr int kAutoMoTpeMaxTrials = 10000;

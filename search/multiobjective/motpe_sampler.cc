@@ -10,9 +10,10 @@
 //     Optuna's _calculate_weights_below_for_multi_objective); the bad group is every other completed trial and
 //     the pending ones (constant liars), in trial-number order, with Optuna's weights (older trials ramp down);
 //   - 24 candidates drawn from l(x), the one with the largest log l(x) - log g(x) is suggested.
-// Cost: the bad mixture holds every bad trial (unlike single-objective TPE's bounded one), so a suggestion
-// grows linearly with the history: docs/BENCHMARKS.md has it at 10,000 trials; auto picks NSGA-II past
-// kAutoMoTpeMaxTrials.
+// Cost: past 2^19 kernel terms the bad mixture is a stratified subsample with the group's weight kept (as
+// single-objective TPE's, tpe_history.h; exact below that: 2,427 components with 9 coordinates), but building
+// it still reads every bad trial, so a suggestion grows slowly with the history: docs/BENCHMARKS.md has it at
+// 10,000 trials; auto picks NSGA-II past kAutoMoTpeMaxTrials.
 #include <algorithm>
 #include <cmath>
 
@@ -28,6 +29,10 @@ constexpr int kDefaultCandidates = 24;
 constexpr double kDefaultGamma = 0.1;
 constexpr size_t kMaxGood = 25;
 constexpr double kEps = 1e-12;
+// The bad mixture's bound, as single-objective TPE's (tpe_sampler.cc): 2^19 kernel terms (candidates x
+// components x coordinates) per suggestion, at least 256 components.
+constexpr size_t kKernelTermBudget = size_t{1} << 19;
+constexpr size_t kMinComponents = 256;
 
 class MoTpeSampler : public MoHistorySampler {
  public:
@@ -75,7 +80,7 @@ class MoTpeSampler : public MoHistorySampler {
                               const std::vector<const MoObservation*>& pending) override {
     if (completed() < static_cast<size_t>(startup_)) return SobolPoint(static_cast<uint64_t>(trial_number));
     std::mt19937_64 rng = TrialRng(seed(), trial_number, 0x307e5);
-    Split js = MakeSplit(0, pending);
+    Split js = MakeSplit(trial_number, 0, pending);
     ParzenEstimator l(unit(), dims_[0], js.good, js.good_w), g(unit(), dims_[0], js.bad, js.bad_w);
     std::vector<std::vector<double>> cand(static_cast<size_t>(candidates_), std::vector<double>(unit().dims(), 0.5));
     std::vector<double> score(cand.size());
@@ -85,7 +90,7 @@ class MoTpeSampler : public MoHistorySampler {
     }
     for (size_t i = 0; i < conditional_.size(); ++i) {
       const size_t d = conditional_[i];
-      Split cs = MakeSplit(1 + i, pending);
+      Split cs = MakeSplit(trial_number, 1 + i, pending);
       const bool any = !cs.good.empty() || !cs.bad.empty();
       ParzenEstimator lc(unit(), {d}, cs.good, cs.good_w), gc(unit(), {d}, cs.bad, cs.bad_w);
       for (size_t c = 0; c < cand.size(); ++c) {
@@ -112,7 +117,7 @@ class MoTpeSampler : public MoHistorySampler {
     std::vector<double> good_w, bad_w;
   };
 
-  Split MakeSplit(size_t group, const std::vector<const MoObservation*>& pending) const {
+  Split MakeSplit(int64_t trial_number, size_t group, const std::vector<const MoObservation*>& pending) const {
     const Group& gr = groups_[group];
     std::vector<const MoObservation*> liars;
     for (const MoObservation* o : pending) {
@@ -141,7 +146,35 @@ class MoTpeSampler : public MoHistorySampler {
     }
     while (li < liars.size()) s.bad.push_back(&liars[li++]->u);
     s.bad_w = DefaultTpeWeights(s.bad.size());
+    const size_t bound = std::max(kMinComponents, kKernelTermBudget / (static_cast<size_t>(candidates_) *
+                                                                     std::max<size_t>(dims_[group].size(), 1)));
+    if (s.bad.size() > bound) {
+      std::mt19937_64 rng = TrialRng(seed(), trial_number, 0x5b5a + group);
+      Bound(bound, rng, &s.bad, &s.bad_w);
+    }
     return s;
+  }
+
+  // The bad mixture over at most `bound` components, its weight kept (as tpe_history.h bounds single-objective
+  // TPE's): the most recent bound / 2 trials as themselves, the older ones in bound - bound / 2 strata of
+  // consecutive trials, each stratum one of its trials drawn with `rng` carrying the stratum's weight. Pending
+  // trials are the most recent, so they stand as themselves.
+  static void Bound(size_t bound, std::mt19937_64& rng, std::vector<const std::vector<double>*>* bad,
+                    std::vector<double>* w) {
+    const size_t nb = bad->size(), recent = bound / 2, strata = bound - recent, older = nb - recent;
+    std::vector<const std::vector<double>*> out;
+    std::vector<double> out_w;
+    for (size_t k = 0; k < strata; ++k) {
+      const size_t a = k * older / strata, b = (k + 1) * older / strata;
+      out.push_back((*bad)[a + UniformBelow(rng, b - a)]);
+      out_w.push_back(DefaultTpeWeightSum(a, b, nb));
+    }
+    for (size_t p = older; p < nb; ++p) {
+      out.push_back((*bad)[p]);
+      out_w.push_back((*w)[p]);
+    }
+    *bad = std::move(out);
+    *w = std::move(out_w);
   }
 
   // Hypervolume contributions (+ EPS) divided by the largest, against Optuna's reference point for the group.
