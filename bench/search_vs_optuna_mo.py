@@ -50,6 +50,11 @@ def run_mo(args, mo_binary, data_dir, run_lines, fmt, die):
             print("bench/search_vs_optuna: multi-objective: %s not found, left out" % path, file=sys.stderr)
     if args.quick:
         problems = [p for p in problems if p[0] in QUICK]
+    if args.mo_problem:
+        unknown = set(args.mo_problem) - set(n for n, _ in problems)
+        if unknown:
+            die("--mo-problem %s: not one of %s" % (", ".join(sorted(unknown)), ", ".join(n for n, _ in problems)), 2)
+        problems = [p for p in problems if p[0] in args.mo_problem]
     auto, reference = {}, {}
     for name, where in problems:
         (line,) = run_lines([mo_binary, "resolve"] + where + ["--budget", str(checkpoints[-1])])
