@@ -8,6 +8,8 @@ the reference points). Cells: hypervolume after N evaluations, median [q1, q3] o
 win at N when the default's median is >= both Optuna samplers' medians.
 """
 import concurrent.futures
+import hashlib
+import json
 import os
 import statistics
 import subprocess
@@ -35,9 +37,30 @@ def quartiles(xs):
     return q[0], q[1], q[2]
 
 
+def cached(run_lines, cache_dir):
+    """run_lines, but an Optuna run's lines are kept in cache_dir (one file per command line) and read back from
+    there by a later run: Optuna's side does not change with ladder's code and is the slow one."""
+    def run(cmd):
+        if not cache_dir or cmd[0] != PY:
+            return run_lines(cmd)
+        key = hashlib.sha1(" ".join(cmd[2:]).encode()).hexdigest()[:16]
+        path = os.path.join(cache_dir, "%s-%s.json" % (os.path.basename(cmd[1]), key))
+        if os.path.exists(path):
+            with open(path) as f:
+                return json.load(f)
+        lines = run_lines(cmd)
+        os.makedirs(cache_dir, exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            json.dump(lines, f)
+        os.replace(path + ".tmp", path)
+        return lines
+    return run
+
+
 def run_mo(args, mo_binary, data_dir, run_lines, fmt, die):
     """Runs the part; prints its table; returns the keys it adds to the last JSON line."""
     start = time.time()
+    run_lines = cached(run_lines, args.peer_cache)
     seeds = args.seeds or (QUICK_SEEDS if args.quick else 20)
     checkpoints = [25, 50] if args.quick else [100, 200]
     cps = ",".join(map(str, checkpoints))
