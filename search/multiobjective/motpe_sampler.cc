@@ -1,5 +1,5 @@
 // Multi-objective TPE (Ozaki et al. 2020; Optuna 3.1's TPESampler with several objectives), on ladder's TPE
-// machinery (search/samplers/parzen.h, tpe_sampler.cc):
+// machinery (search/samplers/tpe_candidates.h: the same candidates and score as single-objective TPE; parzen.h):
 //   - 10 startup trials are Sobol points;
 //   - for each group of coordinates (the always-active ones jointly; each conditional parameter alone, over the
 //     trials in which it is active), n = completed + pending trials of the group, n_good =
@@ -20,6 +20,7 @@
 #include "search/multiobjective/mo_history.h"
 #include "search/multiobjective/top_ranks.h"
 #include "search/samplers/parzen.h"
+#include "search/samplers/tpe_candidates.h"
 #include "search/samplers/sampler_internal.h"
 
 namespace ladder::search::internal {
@@ -80,31 +81,8 @@ class MoTpeSampler : public MoHistorySampler {
                               const std::vector<const MoObservation*>& pending) override {
     if (completed() < static_cast<size_t>(startup_)) return SobolPoint(static_cast<uint64_t>(trial_number));
     std::mt19937_64 rng = TrialRng(seed(), trial_number, 0x307e5);
-    Split js = MakeSplit(trial_number, 0, pending);
-    ParzenEstimator l(unit(), dims_[0], js.good, js.good_w), g(unit(), dims_[0], js.bad, js.bad_w);
-    std::vector<std::vector<double>> cand(static_cast<size_t>(candidates_), std::vector<double>(unit().dims(), 0.5));
-    std::vector<double> score(cand.size());
-    for (size_t c = 0; c < cand.size(); ++c) {
-      l.Sample(rng, &cand[c]);
-      score[c] = l.LogPdf(cand[c]) - g.LogPdf(cand[c]);
-    }
-    for (size_t i = 0; i < conditional_.size(); ++i) {
-      const size_t d = conditional_[i];
-      Split cs = MakeSplit(trial_number, 1 + i, pending);
-      const bool any = !cs.good.empty() || !cs.bad.empty();
-      ParzenEstimator lc(unit(), {d}, cs.good, cs.good_w), gc(unit(), {d}, cs.bad, cs.bad_w);
-      for (size_t c = 0; c < cand.size(); ++c) {
-        if (!unit().ActiveUnder(d, cand[c])) continue;
-        if (!any) {  // never seen active: its prior
-          cand[c][d] = unit().Snap(d, Uniform01(rng));
-          continue;
-        }
-        lc.Sample(rng, &cand[c]);
-        score[c] += lc.LogPdf(cand[c]) - gc.LogPdf(cand[c]);
-      }
-    }
-    const auto best = static_cast<size_t>(std::max_element(score.begin(), score.end()) - score.begin());
-    return cand[best];
+    auto split = [&](size_t group) { return MakeSplit(trial_number, group, pending); };
+    return ChooseTpeCandidate(unit(), dims_[0], conditional_, split, candidates_, rng);
   }
 
  private:
@@ -112,10 +90,7 @@ class MoTpeSampler : public MoHistorySampler {
     TopRanks top;
     std::vector<const MoObservation*> completed;  // completed trials with the group's coordinates, by number
   };
-  struct Split {
-    std::vector<const std::vector<double>*> good, bad;
-    std::vector<double> good_w, bad_w;
-  };
+  using Split = TpeGroups;
 
   Split MakeSplit(int64_t trial_number, size_t group, const std::vector<const MoObservation*>& pending) const {
     const Group& gr = groups_[group];
