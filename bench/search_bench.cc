@@ -135,57 +135,24 @@ int Regret(const std::map<std::string, std::string>& a) {
   return 0;
 }
 
-// The timing space (the peer uses the same): 5 floats (one log), 2 ints (one log), 2 categoricals.
-SearchSpec TimingSpec(const std::string& sampler) {
-  SearchSpec spec;
-  spec.name = "timing";
-  spec.sampler = sampler;
-  spec.seed = 1;
-  auto add = [&](std::string name, ParamKind kind, double lo, double hi, bool log, std::vector<std::string> ch = {}) {
-    ParamSpec p;
-    p.name = std::move(name);
-    p.kind = kind;
-    p.low = lo;
-    p.high = hi;
-    p.log = log;
-    p.choices = std::move(ch);
-    spec.space.params.push_back(p);
-  };
-  add("lr", ParamKind::kFloat, 1e-5, 1e-1, true);
-  for (int i = 0; i < 4; ++i) add("x" + std::to_string(i), ParamKind::kFloat, 0, 1, false);
-  add("width", ParamKind::kInt, 8, 1024, true);
-  add("depth", ParamKind::kInt, 1, 8, false);
-  add("act", ParamKind::kCategorical, 0, 0, false, {"relu", "tanh", "gelu"});
-  add("opt", ParamKind::kCategorical, 0, 0, false, {"sgd", "adam"});
-  return spec;
-}
-
-double TimingObjective(const Params& p) {
-  double v = std::pow(std::log10(std::get<double>(p.at("lr"))) + 3, 2);
-  for (int i = 0; i < 4; ++i) v += std::pow(std::get<double>(p.at("x" + std::to_string(i))) - 0.3, 2);
-  v += std::abs(std::log2(static_cast<double>(std::get<int64_t>(p.at("width")))) - 7) * 0.1;
-  v += std::get<std::string>(p.at("act")) == "gelu" ? 0 : 0.2;
-  return v;
-}
-
 int Timing(const std::map<std::string, std::string>& a) {
   const std::string sampler = a.count("sampler") ? a.at("sampler") : "tpe";
   std::vector<int> history = IntList(a.count("history") ? a.at("history") : "100,1000,10000,100000");
   const int asks = a.count("asks") ? std::atoi(a.at("asks").c_str()) : 20;
   for (int h : history) {
-    auto smp = MakeSampler(TimingSpec(sampler));
-    auto rnd = MakeSampler(TimingSpec("random"));
+    auto smp = MakeSampler(ladder::bench::TimingSpec(sampler));
+    auto rnd = MakeSampler(ladder::bench::TimingSpec("random"));
     for (int n = 0; n < h; ++n) {
       Params p = *rnd->Ask(n);
-      smp->Tell(n, p, TimingObjective(p));
+      smp->Tell(n, p, ladder::bench::TimingObjective(p));
     }
     // One warm-up suggestion (GP-BO fits its kernel here and then on a geometric schedule), then `asks` timed.
     Params w = *smp->Ask(h);
-    smp->Tell(h, w, TimingObjective(w));
+    smp->Tell(h, w, ladder::bench::TimingObjective(w));
     auto t0 = std::chrono::steady_clock::now();
     for (int k = 1; k <= asks; ++k) {
       Params p = *smp->Ask(h + k);
-      smp->Tell(h + k, p, TimingObjective(p));
+      smp->Tell(h + k, p, ladder::bench::TimingObjective(p));
     }
     double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / asks;
     std::printf("{\"sampler\": \"ladder-%s\", \"history\": %d, \"asks\": %d, \"seconds_per_suggestion\": %.6g}\n",

@@ -46,6 +46,7 @@ class Synthetic : public Problem {
   bool maximize() const override { return false; }
   double Evaluate(const Params& p, uint64_t, int64_t) const override { return f_(X(p)); }
   double Regret(const Params& p) const override { return std::max(0.0, f_(X(p)) - optimum_); }
+  double TrueValue(const Params& p) const override { return f_(X(p)); }
 
  private:
   std::vector<double> X(const Params& p) const {
@@ -108,9 +109,21 @@ class Table : public Problem {
   }
 
   double Regret(const Params& p) const override {
-    auto it = means_.find(Key(p));
-    double m = it == means_.end() ? worst_ : it->second;
+    const double m = TrueValue(p);
     return maximize_ ? best_mean_ - m : m - best_mean_;
+  }
+  double TrueValue(const Params& p) const override {
+    auto it = means_.find(Key(p));
+    return it == means_.end() ? worst_ : it->second;
+  }
+  double WorstValue() const override { return worst_; }
+  double ColumnNumber(const Params& p, const std::string& name) const override {
+    for (size_t j = 0; j < space_.params.size(); ++j) {
+      if (space_.params[j].name != name || space_.params[j].kind != ParamKind::kInt) continue;
+      const auto k = static_cast<size_t>(std::get<int64_t>(p.at(name)));
+      return std::strtod(column_values_[j].at(k).c_str(), nullptr);
+    }
+    return std::numeric_limits<double>::quiet_NaN();
   }
 
   bool Load(const std::string& path, std::string* error) {
@@ -194,6 +207,7 @@ class Table : public Problem {
       std::map<std::string, int> index;
       for (size_t k = 0; k < order.size(); ++k) index[order[k]] = static_cast<int>(k);
       column_index_.push_back(index);
+      column_values_.push_back(order);
     }
     best_mean_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
     worst_ = -best_mean_;
@@ -244,6 +258,7 @@ class Table : public Problem {
   SearchSpace space_;
   bool maximize_ = false;
   std::vector<std::map<std::string, int>> column_index_;
+  std::vector<std::vector<std::string>> column_values_;  // per column: its values by ordinal index
   std::map<std::vector<int>, std::vector<double>> rows_;
   std::map<std::vector<int>, double> means_;
   double best_mean_ = 0, worst_ = 0;
@@ -251,8 +266,44 @@ class Table : public Problem {
 
 }  // namespace
 
+double Problem::WorstValue() const { return std::numeric_limits<double>::quiet_NaN(); }
+double Problem::ColumnNumber(const Params&, const std::string&) const { return std::numeric_limits<double>::quiet_NaN(); }
+
 uint64_t NoiseIndex(uint64_t run_seed, int64_t trial, uint64_t seeds) {
   return SplitMix64((run_seed << 20) ^ static_cast<uint64_t>(trial)) % seeds;
+}
+
+// The timing space (the peer uses the same): 5 floats (one log), 2 ints (one log), 2 categoricals.
+search::SearchSpec TimingSpec(const std::string& sampler) {
+  search::SearchSpec spec;
+  spec.name = "timing";
+  spec.sampler = sampler;
+  spec.seed = 1;
+  auto add = [&](std::string name, search::ParamKind kind, double lo, double hi, bool log, std::vector<std::string> ch = {}) {
+    search::ParamSpec p;
+    p.name = std::move(name);
+    p.kind = kind;
+    p.low = lo;
+    p.high = hi;
+    p.log = log;
+    p.choices = std::move(ch);
+    spec.space.params.push_back(p);
+  };
+  add("lr", search::ParamKind::kFloat, 1e-5, 1e-1, true);
+  for (int i = 0; i < 4; ++i) add("x" + std::to_string(i), search::ParamKind::kFloat, 0, 1, false);
+  add("width", search::ParamKind::kInt, 8, 1024, true);
+  add("depth", search::ParamKind::kInt, 1, 8, false);
+  add("act", search::ParamKind::kCategorical, 0, 0, false, {"relu", "tanh", "gelu"});
+  add("opt", search::ParamKind::kCategorical, 0, 0, false, {"sgd", "adam"});
+  return spec;
+}
+
+double TimingObjective(const Params& p) {
+  double v = std::pow(std::log10(std::get<double>(p.at("lr"))) + 3, 2);
+  for (int i = 0; i < 4; ++i) v += std::pow(std::get<double>(p.at("x" + std::to_string(i))) - 0.3, 2);
+  v += std::abs(std::log2(static_cast<double>(std::get<int64_t>(p.at("width")))) - 7) * 0.1;
+  v += std::get<std::string>(p.at("act")) == "gelu" ? 0 : 0.2;
+  return v;
 }
 
 std::vector<std::string> SyntheticProblemNames() { return {"branin", "hartmann6", "rosenbrock20", "levy10"}; }

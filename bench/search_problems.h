@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "search/core/space.h"
+#include "search/core/spec.h"
 
 namespace ladder::bench {
 
@@ -21,6 +22,12 @@ class Problem {
   virtual double Evaluate(const search::Params& p, uint64_t run_seed, int64_t trial) const = 0;
   // Regret of choosing `p`: distance of its true (mean) value from the optimum, >= 0.
   virtual double Regret(const search::Params& p) const = 0;
+  // The true value of `p`: the function's, or a table's mean over its seeds (the worst value when absent).
+  virtual double TrueValue(const search::Params& p) const = 0;
+  // Tables: the worst single-seed value of the table, and the number in column `name` of p's row (a numeric
+  // column's value, not its ordinal index); NaN for a synthetic function or a categorical column.
+  virtual double WorstValue() const;
+  virtual double ColumnNumber(const search::Params& p, const std::string& name) const;
 };
 
 // "branin", "hartmann6", "rosenbrock20", "levy10"; nullptr for another name.
@@ -31,6 +38,11 @@ std::vector<std::string> SyntheticProblemNames();
 // parameters over their sorted distinct values (index 0..k-1), other columns categoricals (sorted values).
 // Sets *error and returns nullptr when the file cannot be read.
 std::unique_ptr<Problem> LoadTableProblem(const std::string& path, std::string* error);
+
+// The timing space of ladder-search-bench and ladder-search-mo-bench (the peer's is the same): 5 floats (one
+// log), 2 ints (one log), 2 categoricals; and its objective.
+search::SearchSpec TimingSpec(const std::string& sampler);
+double TimingObjective(const search::Params& p);
 
 // The seed column an evaluation reads: SplitMix64((run_seed << 20) ^ trial) % seeds (same in the peer).
 uint64_t NoiseIndex(uint64_t run_seed, int64_t trial, uint64_t seeds);

@@ -20,6 +20,7 @@
 #include "search/samplers/parzen.h"
 #include "search/samplers/sampler_internal.h"
 #include "search/samplers/samplers.h"
+#include "search/samplers/tpe_candidates.h"
 #include "search/samplers/tpe_history.h"
 
 namespace ladder::search::internal {
@@ -70,13 +71,8 @@ class TpeSampler : public HistorySampler {
       return u;
     }
     std::mt19937_64 rng = TrialRng(seed(), trial_number, 0x7e5);
-
     // The good and bad groups of one group of coordinates (group 0: the joint ones; 1 + i: conditional_[i]):
     // its completed trials plus the pending ones that have them (constant liar: worse than any completed one).
-    struct Split {
-      std::vector<const std::vector<double>*> good, bad;
-      std::vector<double> good_w, bad_w;
-    };
     auto split = [&](size_t group) {
       std::vector<const Observation*> liars;
       for (const Observation* o : pending) {
@@ -85,38 +81,14 @@ class TpeSampler : public HistorySampler {
       std::mt19937_64 subsample = TrialRng(seed(), trial_number, 0x5b5a + group);
       TpeHistory::Split ts =
           history_[group].Make(liars, gamma_, kMaxGood, MaxComponents(dims_[group].size()), subsample);
-      Split s;
+      TpeGroups s;
       for (const Observation* o : ts.good.trials) s.good.push_back(&o->u);
       for (const Observation* o : ts.bad.trials) s.bad.push_back(&o->u);
       s.good_w = std::move(ts.good.weights);
       s.bad_w = std::move(ts.bad.weights);
       return s;
     };
-    Split js = split(0);
-    ParzenEstimator l(unit(), joint_, js.good, js.good_w), g(unit(), joint_, js.bad, js.bad_w);
-    std::vector<std::vector<double>> cand(static_cast<size_t>(candidates_), std::vector<double>(unit().dims(), 0.5));
-    std::vector<double> score(cand.size());
-    for (size_t c = 0; c < cand.size(); ++c) {
-      l.Sample(rng, &cand[c]);
-      score[c] = l.LogPdf(cand[c]) - g.LogPdf(cand[c]);
-    }
-    for (size_t i = 0; i < conditional_.size(); ++i) {
-      const size_t d = conditional_[i];
-      Split cs = split(1 + i);
-      bool any = !cs.good.empty() || !cs.bad.empty();
-      ParzenEstimator lc(unit(), {d}, cs.good, cs.good_w), gc(unit(), {d}, cs.bad, cs.bad_w);
-      for (size_t c = 0; c < cand.size(); ++c) {
-        if (!unit().ActiveUnder(d, cand[c])) continue;
-        if (!any) {  // never seen active: its prior
-          cand[c][d] = unit().Snap(d, Uniform01(rng));
-          continue;
-        }
-        lc.Sample(rng, &cand[c]);
-        score[c] += lc.LogPdf(cand[c]) - gc.LogPdf(cand[c]);
-      }
-    }
-    size_t best = static_cast<size_t>(std::max_element(score.begin(), score.end()) - score.begin());
-    return cand[best];
+    return ChooseTpeCandidate(unit(), joint_, conditional_, split, candidates_, rng);
   }
 
  private:
