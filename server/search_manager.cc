@@ -244,7 +244,15 @@ bool SearchManager::CreateOne(SearchRecord& s) {
   if (static_cast<int>(idx.running.size() + idx.pending.size()) >= s.proto.parallelism()) return false;
   const int sampled = s.next_number - static_cast<int>(s.probe_numbers.size());  // probes are not counted
   if (s.reopened || s.exhausted || sampled >= s.proto.max_trials()) return false;
-  auto params = s.sampler->Ask(sampled);
+  std::optional<search::Params> params;
+  if (sampled < static_cast<int>(s.spec.enqueue.size())) {
+    // The spec's enqueue: points are its first trials, in order; the sampler is not asked for them but holds
+    // each as pending (a model spreads its suggestions away from it) until its result is told.
+    params = s.spec.enqueue[static_cast<size_t>(sampled)];
+    s.sampler->AddPending(sampled, *params);
+  } else {
+    params = s.sampler->Ask(sampled);
+  }
   if (!params) {
     // A sampler that waits for results is asked again after the next trial ends (MaybeFinish does not end a
     // search that is not exhausted); with nothing left to wait for it is done.

@@ -74,6 +74,10 @@ struct SearchSpec {
   EnsembleOptions ensemble;         // `ensemble:` (enabled false when absent)
   ScalesOptions scales;             // `scales:` (sampler "scales"; the space is global_batch x lr)
   SearchSpace space;
+  // `enqueue:`: configurations run first, in order, before any sampled trial (trials 0..n-1; each checked
+  // against the space: search/core/point.h). They count against max_trials; the samplers are told their
+  // results like any trial's and never asked for them.
+  std::vector<Params> enqueue;
 };
 
 struct SpecError {

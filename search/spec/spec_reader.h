@@ -77,6 +77,14 @@
 //     width: {type: int, low: 32, high: 256, grid_points: 3}
 //     optimizer: {type: categorical, values: [sgd, adam]}
 //     momentum: {type: float, low: 0.0, high: 0.99, condition: {param: optimizer, in: [sgd]}}  # see below
+//   enqueue:                         # configurations to run first, in order, before any sampled trial
+//     - {lr: 0.01, batch_size: 64, width: 128, optimizer: sgd, momentum: 0.9}   # (default none)
+//                                    # every active parameter, nothing else: each point is read against the
+//                                    # space (search/core/point.h) and an error names enqueue[i].NAME and the
+//                                    # value. They are trials 0..n-1 of the search and count against
+//                                    # max_trials; the samplers learn from them as from any trial. Not with the
+//                                    # grid sampler or scales:. `ladder search enqueue ID` adds more to a
+//                                    # running search.
 //
 // Also accepted: `description:` (free text, ignored); mode `maximize`/`minimize`. Float ranges need low < high,
 // int ranges low <= high (integers); log needs low > 0 (int: >= 1). Categorical values are non-empty and
