@@ -82,6 +82,7 @@ void SearchManager::Load() {
     int64_t id = s.proto.id();
     searches_.emplace(id, std::move(s));
   }
+  LoadQueues();
 }
 
 void SearchManager::Recover() {
@@ -215,6 +216,7 @@ void SearchManager::RefreshCounts(SearchRecord& s) {
   s.proto.set_failed(idx.failed);
   s.proto.set_cancelled(idx.cancelled);
   s.proto.set_probes(static_cast<int32_t>(s.probe_numbers.size()));
+  s.proto.set_enqueued(KnownPointsLeft(s, s.next_number - static_cast<int>(s.probe_numbers.size())));
   s.proto.set_node_seconds(trials_.NodeSeconds(s.proto.id(), WallNow()));
 }
 
@@ -243,12 +245,11 @@ bool SearchManager::CreateOne(SearchRecord& s) {
   const SearchTrials& idx = trials_.Of(s.proto.id());
   if (static_cast<int>(idx.running.size() + idx.pending.size()) >= s.proto.parallelism()) return false;
   const int sampled = s.next_number - static_cast<int>(s.probe_numbers.size());  // probes are not counted
-  if (s.reopened || s.exhausted || sampled >= s.proto.max_trials()) return false;
-  std::optional<search::Params> params;
-  if (sampled < static_cast<int>(s.spec.enqueue.size())) {
-    // The spec's enqueue: points are its first trials, in order; the sampler is not asked for them but holds
-    // each as pending (a model spreads its suggestions away from it) until its result is told.
-    params = s.spec.enqueue[static_cast<size_t>(sampled)];
+  if (s.reopened || s.exhausted || sampled >= s.proto.max_trials()) return false;  // Enqueue clears exhausted
+  // Known points first (the spec's enqueue:, then ladder search enqueue's): the sampler is not asked for them
+  // but holds each as pending (a model spreads its suggestions away from it) until its result is told.
+  std::optional<search::Params> params = NextKnownPoint(s, sampled);
+  if (params) {
     s.sampler->AddPending(sampled, *params);
   } else {
     params = s.sampler->Ask(sampled);

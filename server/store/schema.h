@@ -161,6 +161,15 @@ CREATE TABLE coordinator_lease(
   heartbeat_at REAL NOT NULL,
   timeout_s REAL NOT NULL);
 )sql",
+      // 13: configurations given by hand to a running search (ladder search enqueue; the spec's enqueue: points are
+      // in its spec), each a JSON ladder.v1.StoredPoint, deleted in the batch that creates its trial.
+      R"sql(
+CREATE TABLE enqueued_points(
+  id INTEGER PRIMARY KEY,
+  search_id INTEGER NOT NULL REFERENCES searches(id),
+  params TEXT NOT NULL,
+  created_at REAL NOT NULL);
+)sql",
   };
   return kMigrations;
 }
