@@ -83,6 +83,7 @@ void SearchManager::Load() {
     searches_.emplace(id, std::move(s));
   }
   LoadQueues();
+  LoadWarmStarts();
 }
 
 void SearchManager::Recover() {
@@ -145,6 +146,12 @@ grpc::Status SearchManager::Create(const v1::CreateSearchRequest& req, v1::Searc
   }
   SearchRecord s;
   s.spec = std::move(*parsed.spec);
+  WarmStart warm;
+  if (s.spec.warm_start.search_id != 0) {
+    if (std::string err = GatherWarmStart(s.spec, &warm); !err.empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, path + ": " + err);
+    }
+  }
   auto& p = s.proto;
   p.set_name(s.spec.name);
   p.set_state(v1::SEARCH_RUNNING);
@@ -165,6 +172,11 @@ grpc::Status SearchManager::Create(const v1::CreateSearchRequest& req, v1::Searc
   p.set_created_unix(WallNow());
   store_.InsertSearch(&p);
   hub_.Record("search_created", p.id(), 0, p.name());
+  if (s.spec.warm_start.search_id != 0) {
+    TellWarmStart(s, warm);  // before the first Ask: the scheduling pass below
+    store_.InsertWarmStart(p.id(), warm);  // in the batch that creates the search
+    AnnounceWarmStart(s);
+  }
   outbox_.Commit();
   int64_t id = p.id();
   LogInfo(kLog, "search " + std::to_string(id) + " '" + p.name() + "' created: " + std::to_string(p.max_trials()) +

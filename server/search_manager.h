@@ -117,6 +117,15 @@ class SearchManager : public TrialManager::Owner {
   // After Load: the stored queues of the running searches.
   void LoadQueues();
 
+  // Warm starts (search_manager_warm_start.cc): the earlier search's completed trials inside the new space (or
+  // why there are none to take: the error refusing the search), told to the sampler numbered below 0 and set on
+  // the proto's warm_start fields; after a restart, from the store; the journal's entry for a new search.
+  using WarmStart = store::Store::WarmStartRows;
+  std::string GatherWarmStart(const search::SearchSpec& spec, WarmStart* out);
+  static void TellWarmStart(SearchRecord& s, const WarmStart& w);
+  void LoadWarmStarts();
+  void AnnounceWarmStart(const SearchRecord& s);
+
   // A sampled trial's number as its sampler knows it: the trial number less the probes numbered before it.
   static int SamplerNumber(const SearchRecord& s, int number);
   // How many of the search's failed trials count against budget.max_failed_trials (not its probes).

@@ -113,6 +113,30 @@ PointResult ParsePoint(const SearchSpace& space, const std::vector<std::pair<std
   return out;
 }
 
+std::string SpaceMismatch(const SearchSpace& earlier, const SearchSpace& now) {
+  for (const ParamSpec& p : now.params) {
+    auto it = std::find_if(earlier.params.begin(), earlier.params.end(),
+                           [&](const ParamSpec& e) { return e.name == p.name; });
+    if (it == earlier.params.end()) return "'" + p.name + "' is not a parameter of its space";
+    if (it->kind != p.kind) {
+      return "'" + p.name + "' is " + ParamKindName(it->kind) + " there and " + ParamKindName(p.kind) + " here";
+    }
+  }
+  for (const ParamSpec& e : earlier.params) {
+    auto it = std::find_if(now.params.begin(), now.params.end(), [&](const ParamSpec& p) { return p.name == e.name; });
+    if (it == now.params.end()) return "its parameter '" + e.name + "' is not a parameter of this space";
+  }
+  return "";
+}
+
+std::optional<Params> Reread(const SearchSpace& space, const Params& params) {
+  std::vector<std::pair<std::string, std::string>> values;
+  for (const auto& [name, v] : params) values.emplace_back(name, FormatValue(v));
+  PointResult r = ParsePoint(space, values);
+  if (!r.ok()) return std::nullopt;
+  return std::move(r.params);
+}
+
 std::string FormatPoint(const SearchSpace& space, const Params& params) {
   std::string out;
   for (const ParamSpec& p : space.params) {

@@ -3,6 +3,7 @@
 // `ladder search enqueue` adds to a running search. Each parameter's value arrives as text (a YAML scalar, or
 // the CLI's `name=value`) and is read against the search space, so both paths refuse the same things in the
 // same words. Pure, no I/O.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,14 @@ struct PointResult {
 // is outside its range, a categorical value that is not one of its values, an active parameter left out, and
 // a conditional parameter given while its condition does not hold (it would be ignored: say so instead).
 PointResult ParsePoint(const SearchSpace& space, const std::vector<std::pair<std::string, std::string>>& values);
+
+// Why two spaces are not the same space for a warm start ("" when they are): every parameter of each is one of
+// the other's, of the same kind (float, int, categorical). Bounds, values and conditions may differ.
+std::string SpaceMismatch(const SearchSpace& earlier, const SearchSpace& now);
+
+// A configuration of another search read against `space` as if given by hand (ParsePoint of its values' text):
+// nullopt when it lies outside (a value out of the bounds or not a value, a parameter missing or inactive here).
+std::optional<Params> Reread(const SearchSpace& space, const Params& params);
 
 // "lr=0.1, batch_size=256" as the journal and the CLI write a point (spec order).
 std::string FormatPoint(const SearchSpace& space, const Params& params);

@@ -14,6 +14,7 @@
 #include "search/spec/spec_limits.h"
 #include "search/scaling/scales_section.h"
 #include "search/spec/stage_section.h"
+#include "search/spec/warm_start_section.h"
 #include "search/stopping/stopping_section.h"
 #include "search/core/yaml_reader.h"
 
@@ -54,7 +55,7 @@ class SpecReader {
     auto top = internal::ReadMapping(sink_, root, "",
                                      {"name", "description", "objective", "budget", "sampler", "resources",
                                       "command", "env", "trial", "space", "scheduler", "ensemble", "scales",
-                                      "stage", "enqueue"});
+                                      "stage", "enqueue", "warm_start"});
     if (!top) return;
     const MapEntries& t = *top;
     auto required = [&](std::string_view key) -> const MapEntry* {
@@ -93,6 +94,10 @@ class SpecReader {
       if (space != nullptr) ReadSpace(space->value);
     }
     if (const MapEntry* e = Find(t, "enqueue")) ReadEnqueue(*e, space != nullptr);
+    if (const MapEntry* e = Find(t, "warm_start")) {
+      internal::ReadWarmStartSection(sink_, e->value, &spec_.warm_start);
+      warm_start_node_ = e->key_node;
+    }
 
     if (const MapEntry* e = Find(t, "scheduler")) {
       internal::ReadStoppingSection(sink_, e->value, &spec_.scheduler, &scheduler_seed_given_);
@@ -105,6 +110,7 @@ class SpecReader {
     }
     CheckBudget(root, budget);
     CheckEnqueue();
+    CheckWarmStart();
     if (space != nullptr && space_ok_) CheckGrid();
     CheckPlaceholders();
   }
@@ -334,6 +340,17 @@ class SpecReader {
     enqueue_node_ = e.key_node;
   }
 
+  // warm_start: only where a model learns from it.
+  void CheckWarmStart() {
+    if (spec_.warm_start.search_id == 0) return;
+    const std::string& s = spec_.sampler;
+    if (scales_present_ || s == "grid" || s == "random" || s == "sobol") {
+      sink_.At(warm_start_node_, "warm_start",
+               "the " + (scales_present_ ? std::string("scales: sweep") : s + " sampler") +
+                   " learns nothing from earlier trials: warm_start needs tpe, gp, cmaes or auto");
+    }
+  }
+
   void CheckEnqueue() {
     if (spec_.enqueue.empty()) return;
     if (spec_.sampler == "grid") {
@@ -439,7 +456,8 @@ class SpecReader {
   std::vector<std::string> param_names_;   // every well-formed name, even of parameters with errors
   std::vector<YAML::Mark> param_marks_;    // parallel to spec_.space.params
   bool space_ok_ = true;
-  YAML::Node enqueue_node_;                // the `enqueue` key, for the checks against the budget and sampler
+  YAML::Node enqueue_node_;
+  YAML::Node warm_start_node_;                // the `enqueue` key, for the checks against the budget and sampler
   bool max_trials_given_ = false;
   bool scheduler_seed_given_ = false;
   bool scales_present_ = false;

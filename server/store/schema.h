@@ -170,6 +170,20 @@ CREATE TABLE enqueued_points(
   params TEXT NOT NULL,
   created_at REAL NOT NULL);
 )sql",
+      // 14: a warm-started search's earlier trials (the spec's warm_start:): where they came from and how many were
+      // skipped, and each kept one as a JSON ladder.v1.StoredPoint with its objective, told to the sampler again
+      // after a restart.
+      R"sql(
+CREATE TABLE warm_starts(
+  search_id INTEGER PRIMARY KEY REFERENCES searches(id),
+  source TEXT NOT NULL,
+  skipped INTEGER NOT NULL);
+CREATE TABLE warm_start_points(
+  search_id INTEGER NOT NULL REFERENCES searches(id),
+  seq INTEGER NOT NULL,
+  point TEXT NOT NULL,
+  PRIMARY KEY(search_id, seq)) WITHOUT ROWID;
+)sql",
   };
   return kMigrations;
 }

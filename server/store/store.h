@@ -88,6 +88,14 @@ class Store {
     v1::StoredPoint point;  // empty params: the row did not decode
   };
   std::vector<EnqueuedRow> LoadEnqueued();  // every search's, in id order
+  // A warm-started search's earlier trials (the spec's warm_start:), written in the batch that creates it.
+  struct WarmStartRows {
+    std::vector<v1::StoredPoint> points;  // in the earlier search's order, each with its objective
+    int skipped = 0;                      // earlier trials outside this search's space
+    std::string source;                   // "search 3" or "search 3 of PATH"
+  };
+  void InsertWarmStart(int64_t search_id, const WarmStartRows& w);
+  std::map<int64_t, WarmStartRows> LoadWarmStarts();  // search id -> its warm start; only warm-started searches
 
   // Trials: InsertTrial sets trial->id and stores its params.
   void InsertTrial(v1::Trial* trial);

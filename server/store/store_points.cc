@@ -37,4 +37,37 @@ std::vector<Store::EnqueuedRow> Store::LoadEnqueued() {
   return out;
 }
 
+void Store::InsertWarmStart(int64_t search_id, const WarmStartRows& w) {
+  BeginIfNeeded();
+  auto& head = db_.Prepare("INSERT INTO warm_starts(search_id, source, skipped) VALUES(?,?,?)");
+  head.Bind(1, search_id).Bind(2, w.source).Bind(3, static_cast<int64_t>(w.skipped));
+  head.Run();
+  auto& st = db_.Prepare("INSERT INTO warm_start_points(search_id, seq, point) VALUES(?,?,?)");
+  for (size_t i = 0; i < w.points.size(); ++i) {
+    std::string json;
+    (void)google::protobuf::util::MessageToJsonString(w.points[i], &json);
+    st.Bind(1, search_id).Bind(2, static_cast<int64_t>(i)).Bind(3, json);
+    st.Run();
+  }
+}
+
+std::map<int64_t, Store::WarmStartRows> Store::LoadWarmStarts() {
+  std::map<int64_t, WarmStartRows> out;
+  auto& head = db_.Prepare("SELECT search_id, source, skipped FROM warm_starts");
+  while (head.Step()) {
+    WarmStartRows& w = out[head.Int(0)];
+    w.source = head.Text(1);
+    w.skipped = static_cast<int>(head.Int(2));
+  }
+  head.Reset();
+  auto& st = db_.Prepare("SELECT search_id, point FROM warm_start_points ORDER BY search_id, seq");
+  while (st.Step()) {
+    v1::StoredPoint p;
+    if (!google::protobuf::util::JsonStringToMessage(st.Text(1), &p).ok()) continue;
+    out[st.Int(0)].points.push_back(std::move(p));
+  }
+  st.Reset();
+  return out;
+}
+
 }  // namespace ladder::store

@@ -1,5 +1,5 @@
 // The spec's `enqueue:` list: points read against the space, and every way a point is refused, each error
-// naming the spec file, the point's index, the field and the value.
+// naming the spec file, the point's index, the field and the value; and its `warm_start:` mapping.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -112,6 +112,28 @@ TEST(EnqueueSpecTest, ParsePointTakesTheTextOfEveryKind) {
   EXPECT_EQ(twice.errors[0].param, "lr");
   EXPECT_EQ(twice.errors[0].message, "given twice");
   EXPECT_TRUE(twice.params.empty()) << "a refused point has no params";
+}
+
+TEST(EnqueueSpecTest, WarmStartNamesAnEarlierSearchAndNeedsASamplerThatLearns) {
+  ParseResult here = ParseSpec(Spec("warm_start: {search: 3}\n"), "my.yaml");
+  ASSERT_TRUE(here.ok()) << here.errors[0].ToString();
+  EXPECT_EQ(here.spec->warm_start.search_id, 3);
+  EXPECT_EQ(here.spec->warm_start.db, "");
+  ParseResult other = ParseSpec(Spec("warm_start: {db: /data/old.db, search: 7}\n"), "my.yaml");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other.spec->warm_start.db, "/data/old.db");
+  EXPECT_EQ(ParseSpec(Spec(""), "my.yaml").spec->warm_start.search_id, 0) << "none without the field";
+  EXPECT_NE(Errors(Spec("warm_start: {db: x.db}\n")).find("my.yaml:11:13: warm_start.search: missing required field "
+                                                         "'search'"),
+            std::string::npos)
+      << Errors(Spec("warm_start: {db: x.db}\n"));
+  EXPECT_NE(Errors(Spec("warm_start: {search: 0}\n")).find("warm_start.search"), std::string::npos);
+  EXPECT_NE(Errors(Spec("warm_start: {search: 2, db: \"\"}\n")).find("warm_start.db: must not be empty"),
+            std::string::npos);
+  EXPECT_NE(Errors(Spec("warm_start: {search: 2}\n", "random"))
+                .find("warm_start: the random sampler learns nothing from earlier trials: warm_start needs tpe, gp, "
+                      "cmaes or auto"),
+            std::string::npos);
 }
 
 }  // namespace
