@@ -4,6 +4,8 @@
 //                              [--checkpoints 25,50,100,200]
 //   ladder-search-bench timing --sampler S [--history 100,1000,10000,100000] [--asks K]
 //   ladder-search-bench resolve (--problem NAME | --table PATH) [--budget N]   (what `auto` picks there)
+//   ladder-search-bench warm --table PATH [--sampler auto] [--seeds N] [--seed0 K] [--budget N]
+//                            (the warm-start part: bench/search_warm_start_bench.h)
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "bench/search_problems.h"
+#include "bench/search_warm_start_bench.h"
 #include "search/samplers/auto_sampler.h"
 #include "search/samplers/sampler.h"
 
@@ -31,7 +34,8 @@ using ladder::search::SearchSpec;
 constexpr const char* kUsage =
     "usage: ladder-search-bench regret (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]"
     " [--checkpoints 25,50,100,200]\n       ladder-search-bench timing --sampler S [--history 100,1000,10000,100000]"
-    " [--asks K]\n       ladder-search-bench resolve (--problem NAME | --table PATH) [--budget N]\nThe ladder side of bench/search_vs_optuna; one JSON line per seed (regret) or history size (timing).\n";
+    " [--asks K]\n       ladder-search-bench resolve (--problem NAME | --table PATH) [--budget N]\n"
+    "       ladder-search-bench warm --table PATH [--sampler auto] [--seeds N] [--seed0 K] [--budget N]\nThe ladder side of bench/search_vs_optuna; one JSON line per seed (regret) or history size (timing).\n";
 
 int Usage(const std::string& msg) {
   std::cerr << "ladder-search-bench: " << msg << "\n" << kUsage;
@@ -180,5 +184,6 @@ int main(int argc, char** argv) {
   if (cmd == "regret") return Regret(a);
   if (cmd == "timing") return Timing(a);
   if (cmd == "resolve") return Resolve(a);
+  if (cmd == "warm") return ladder::bench::WarmStartRuns(a);
   return Usage("unknown command '" + cmd + "'");
 }

@@ -98,6 +98,7 @@ double Levy(const std::vector<double>& x) {
 
 class Table : public Problem {
  public:
+  explicit Table(SeedSlice slice) : slice_(slice) {}
   const SearchSpace& space() const override { return space_; }
   bool maximize() const override { return maximize_; }
 
@@ -166,10 +167,12 @@ class Table : public Problem {
       std::vector<std::string> c = Split(line);
       // A row may lack some seeds' values (NAS-Bench-201 has such rows): it is evaluated on those it has.
       std::vector<double> v;
+      bool any = false;
       for (size_t i = params; i < c.size() && i < header.size(); ++i) {
-        if (!c[i].empty()) v.push_back(std::strtod(c[i].c_str(), nullptr));
+        any = any || !c[i].empty();
+        if (!c[i].empty() && InSlice(i - params)) v.push_back(std::strtod(c[i].c_str(), nullptr));
       }
-      if (c.size() > header.size() || v.empty()) {
+      if (c.size() > header.size() || !any) {
         *error = path + ":" + std::to_string(line_no) + ": expected " + std::to_string(params) +
                  " parameters and 1 to " + std::to_string(header.size() - params) + " seed values";
         return false;
@@ -212,6 +215,7 @@ class Table : public Problem {
     best_mean_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
     worst_ = -best_mean_;
     for (size_t r = 0; r < cells.size(); ++r) {
+      if (values[r].empty()) continue;  // no value in this slice of the seeds: evaluated as the worst
       std::vector<int> key;
       for (size_t j = 0; j < params; ++j) key.push_back(column_index_[j].at(cells[r][j]));
       double mean = 0;
@@ -255,6 +259,12 @@ class Table : public Problem {
     return key;
   }
 
+  // Whether seed column k (0-based among the seed columns) is in the slice.
+  bool InSlice(size_t k) const {
+    return slice_ == SeedSlice::kAll || (slice_ == SeedSlice::kEven) == (k % 2 == 0);
+  }
+
+  SeedSlice slice_;
   SearchSpace space_;
   bool maximize_ = false;
   std::vector<std::map<std::string, int>> column_index_;
@@ -316,8 +326,8 @@ std::unique_ptr<Problem> MakeSyntheticProblem(const std::string& name) {
   return nullptr;
 }
 
-std::unique_ptr<Problem> LoadTableProblem(const std::string& path, std::string* error) {
-  auto t = std::make_unique<Table>();
+std::unique_ptr<Problem> LoadTableProblem(const std::string& path, std::string* error, SeedSlice slice) {
+  auto t = std::make_unique<Table>(slice);
   if (!t->Load(path, error)) return nullptr;
   return t;
 }

@@ -37,7 +37,12 @@ std::vector<std::string> SyntheticProblemNames();
 // A table in the bench-data format (README.md there): numeric parameter columns become ordinal int
 // parameters over their sorted distinct values (index 0..k-1), other columns categoricals (sorted values).
 // Sets *error and returns nullptr when the file cannot be read.
-std::unique_ptr<Problem> LoadTableProblem(const std::string& path, std::string* error);
+// `slice` keeps some of the seed columns only (bench/search_vs_optuna's warm-start part: an earlier search on the
+// odd columns, seed1, seed3, ..., warms one on the even ones, seed0, seed2, ...): evaluations draw from them, means
+// and the best mean are over them; a row without a value among them evaluates as the table's worst.
+enum class SeedSlice { kAll, kEven, kOdd };
+std::unique_ptr<Problem> LoadTableProblem(const std::string& path, std::string* error,
+                                          SeedSlice slice = SeedSlice::kAll);
 
 // The timing space of ladder-search-bench and ladder-search-mo-bench (the peer's is the same): 5 floats (one
 // log), 2 ints (one log), 2 categoricals; and its objective.

@@ -1,4 +1,4 @@
-// ladder search start|validate|list|show|cancel
+// ladder search start|validate|list|show|cancel (enqueue: cmd_search_enqueue.cc, submit: cmd_search_submit.cc)
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -401,6 +401,7 @@ void SetupSearch(CLI::App& app, GlobalOptions& g, int& exit_code) {
   AddSearchList(search, g, exit_code);
   AddSearchShow(search, opt, g, exit_code);
   AddSearchCancel(search, opt, g, exit_code);
+  SetupSearchEnqueue(search, g, exit_code);
 }
 
 int PrintResultTable(Client& client, const v1::Search& s, const GlobalOptions& g, size_t top) {

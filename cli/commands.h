@@ -23,6 +23,8 @@ void SetupCerts(CLI::App& app, GlobalOptions& g, int& exit_code);   // cmd_certs
 void SetupTokens(CLI::App& app, GlobalOptions& g, int& exit_code);  // cmd_tokens.cc
 // ladder search submit (cmd_search_submit.cc), added to `search`.
 void SetupSearchSubmit(CLI::App* search, GlobalOptions& g, int& exit_code);
+// ladder search enqueue (cmd_search_enqueue.cc), added to `search`.
+void SetupSearchEnqueue(CLI::App* search, GlobalOptions& g, int& exit_code);
 
 // The Slurm jobs submitted for database `db` (<db>.jobs), each chain of resubmissions once, by its newest job, with
 // its state from squeue/sacct: [{job_id, kind, name, state, first_job_id, jobs, submitted_unix, script}].

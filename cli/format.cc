@@ -169,6 +169,16 @@ void PrintSearchSummary(const v1::Search& s, std::ostream& out) {
     out << "  probes: " << s.probes() << " of its trials are probes of the climb (ladder promote --probe; not "
         << "counted against its " << s.max_trials() << " trials)\n";
   }
+  if (!s.warm_start_source().empty()) {
+    out << "  warm start: " << s.warm_start_trials() << " completed trials of " << s.warm_start_source()
+        << " told to the sampler first";
+    if (s.warm_start_skipped() > 0) out << " (" << s.warm_start_skipped() << " skipped: outside this space)";
+    out << "; not trials of this search\n";
+  }
+  if (s.enqueued() > 0) {
+    out << "  enqueued: " << s.enqueued() << " known point" << (s.enqueued() == 1 ? "" : "s")
+        << " to run before the next sampled trial\n";
+  }
   if (s.best_trial_id() != 0) {
     // A trial is named by its number in the search, as the leaderboard's "trial" column and `best configuration`.
     out << "  best " << s.objective_metric() << " = " << s.best_objective() << " (trial " << s.best_trial_number()

@@ -65,6 +65,7 @@ class Coordinator {
   grpc::Status GetSearch(const v1::GetSearchRequest& req, v1::GetSearchResponse* resp);
   grpc::Status CancelSearch(const v1::CancelSearchRequest& req, v1::CancelSearchResponse* resp);
   grpc::Status AddProbe(const v1::AddProbeRequest& req, v1::AddProbeResponse* resp);
+  grpc::Status EnqueueTrial(const v1::EnqueueTrialRequest& req, v1::EnqueueTrialResponse* resp);
   grpc::Status ListTrials(const v1::ListTrialsRequest& req, v1::ListTrialsResponse* resp);
   grpc::Status GetTrial(const v1::GetTrialRequest& req, v1::GetTrialResponse* resp);
   grpc::Status ServerInfo(const v1::ServerInfoRequest& req, v1::ServerInfoResponse* resp);

@@ -49,6 +49,11 @@ grpc::Status Coordinator::AddProbe(const v1::AddProbeRequest& req, v1::AddProbeR
   return searches_.AddProbe(req, resp);
 }
 
+grpc::Status Coordinator::EnqueueTrial(const v1::EnqueueTrialRequest& req, v1::EnqueueTrialResponse* resp) {
+  if (read_only()) return ReadOnlyRefusal("EnqueueTrial", store_.path());
+  return searches_.Enqueue(req, resp);
+}
+
 grpc::Status Coordinator::ListTrials(const v1::ListTrialsRequest& req, v1::ListTrialsResponse* resp) {
   if (!searches_.Has(req.search_id())) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "no search with id " + std::to_string(req.search_id()));

@@ -360,6 +360,12 @@ grpc::ServerUnaryReactor* LadderService::AddProbe(grpc::CallbackServerContext* c
                                                   v1::AddProbeResponse* resp) {
   return Unary(ctx, "AddProbe", Need::kWrite, req, resp, &Coordinator::AddProbe);
 }
+
+grpc::ServerUnaryReactor* LadderService::EnqueueTrial(grpc::CallbackServerContext* ctx,
+                                                      const v1::EnqueueTrialRequest* req,
+                                                      v1::EnqueueTrialResponse* resp) {
+  return Unary(ctx, "EnqueueTrial", Need::kWrite, req, resp, &Coordinator::EnqueueTrial);
+}
 grpc::ServerUnaryReactor* LadderService::ListTrials(grpc::CallbackServerContext* ctx,
                                                     const v1::ListTrialsRequest* req, v1::ListTrialsResponse* resp) {
   return Unary(ctx, "ListTrials", Need::kRead, req, resp, &Coordinator::ListTrials);

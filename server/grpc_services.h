@@ -3,7 +3,7 @@
 // loop and finishes its reactor from there; no handler blocks a gRPC thread.
 //
 // Authentication: every call carries `authorization: Bearer <token>`; AccessControl (access.h) decides from the
-// token's role: reads need a viewer or admin token, calls that change state (CreateSearch, CancelSearch, AddProbe,
+// token's role: reads need a viewer or admin token, calls that change state (CreateSearch, CancelSearch, AddProbe, EnqueueTrial,
 // ReleaseNode, the token calls) an admin token, the worker stream a worker or admin token. Refusals:
 // UNAUTHENTICATED for no token, an unknown, a revoked or an expired one; PERMISSION_DENIED for a token of the wrong
 // role. A stream (Watch, a worker's Connect) is filed in OpenStreams under the token it was opened with, and ends
@@ -41,6 +41,8 @@ class LadderService final : public v1::Ladder::CallbackService {
                                          v1::CancelSearchResponse* resp) override;
   grpc::ServerUnaryReactor* AddProbe(grpc::CallbackServerContext* ctx, const v1::AddProbeRequest* req,
                                      v1::AddProbeResponse* resp) override;
+  grpc::ServerUnaryReactor* EnqueueTrial(grpc::CallbackServerContext* ctx, const v1::EnqueueTrialRequest* req,
+                                         v1::EnqueueTrialResponse* resp) override;
   grpc::ServerUnaryReactor* ListTrials(grpc::CallbackServerContext* ctx, const v1::ListTrialsRequest* req,
                                        v1::ListTrialsResponse* resp) override;
   grpc::ServerUnaryReactor* GetTrial(grpc::CallbackServerContext* ctx, const v1::GetTrialRequest* req,

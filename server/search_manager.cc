@@ -82,6 +82,8 @@ void SearchManager::Load() {
     int64_t id = s.proto.id();
     searches_.emplace(id, std::move(s));
   }
+  LoadQueues();
+  LoadWarmStarts();
 }
 
 void SearchManager::Recover() {
@@ -144,6 +146,12 @@ grpc::Status SearchManager::Create(const v1::CreateSearchRequest& req, v1::Searc
   }
   SearchRecord s;
   s.spec = std::move(*parsed.spec);
+  WarmStart warm;
+  if (s.spec.warm_start.search_id != 0) {
+    if (std::string err = GatherWarmStart(s.spec, &warm); !err.empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, path + ": " + err);
+    }
+  }
   auto& p = s.proto;
   p.set_name(s.spec.name);
   p.set_state(v1::SEARCH_RUNNING);
@@ -164,6 +172,11 @@ grpc::Status SearchManager::Create(const v1::CreateSearchRequest& req, v1::Searc
   p.set_created_unix(WallNow());
   store_.InsertSearch(&p);
   hub_.Record("search_created", p.id(), 0, p.name());
+  if (s.spec.warm_start.search_id != 0) {
+    TellWarmStart(s, warm);  // before the first Ask: the scheduling pass below
+    store_.InsertWarmStart(p.id(), warm);  // in the batch that creates the search
+    AnnounceWarmStart(s);
+  }
   outbox_.Commit();
   int64_t id = p.id();
   LogInfo(kLog, "search " + std::to_string(id) + " '" + p.name() + "' created: " + std::to_string(p.max_trials()) +
@@ -215,6 +228,7 @@ void SearchManager::RefreshCounts(SearchRecord& s) {
   s.proto.set_failed(idx.failed);
   s.proto.set_cancelled(idx.cancelled);
   s.proto.set_probes(static_cast<int32_t>(s.probe_numbers.size()));
+  s.proto.set_enqueued(KnownPointsLeft(s, s.next_number - static_cast<int>(s.probe_numbers.size())));
   s.proto.set_node_seconds(trials_.NodeSeconds(s.proto.id(), WallNow()));
 }
 
@@ -243,8 +257,15 @@ bool SearchManager::CreateOne(SearchRecord& s) {
   const SearchTrials& idx = trials_.Of(s.proto.id());
   if (static_cast<int>(idx.running.size() + idx.pending.size()) >= s.proto.parallelism()) return false;
   const int sampled = s.next_number - static_cast<int>(s.probe_numbers.size());  // probes are not counted
-  if (s.reopened || s.exhausted || sampled >= s.proto.max_trials()) return false;
-  auto params = s.sampler->Ask(sampled);
+  if (s.reopened || s.exhausted || sampled >= s.proto.max_trials()) return false;  // Enqueue clears exhausted
+  // Known points first (the spec's enqueue:, then ladder search enqueue's): the sampler is not asked for them
+  // but holds each as pending (a model spreads its suggestions away from it) until its result is told.
+  std::optional<search::Params> params = NextKnownPoint(s, sampled);
+  if (params) {
+    s.sampler->AddPending(sampled, *params);
+  } else {
+    params = s.sampler->Ask(sampled);
+  }
   if (!params) {
     // A sampler that waits for results is asked again after the next trial ends (MaybeFinish does not end a
     // search that is not exhausted); with nothing left to wait for it is done.

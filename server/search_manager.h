@@ -15,6 +15,7 @@
 // Probes (AddProbe, search_manager_probes.cc): a COMPLETED or FAILED `scales:` search that is given a probe is
 // RUNNING again, creates no sampled trial, and once its probe trials have ended goes back to the state (and error)
 // it had, also after a restart in between (the state it had is stored with it). A CANCELLED search takes no probe.
+#include <deque>
 #include <optional>
 #include <set>
 #include <functional>
@@ -54,6 +55,8 @@ class SearchManager : public TrialManager::Owner {
   grpc::Status Cancel(int64_t search_id, v1::Search* out);
   // One probe of the climb: a trial per LR at the probe's batch, marked as probes (v1::AddProbeRequest).
   grpc::Status AddProbe(const v1::AddProbeRequest& req, v1::AddProbeResponse* out);
+  // A known point for a running search (v1::EnqueueTrialRequest; search_manager_enqueue.cc).
+  grpc::Status Enqueue(const v1::EnqueueTrialRequest& req, v1::EnqueueTrialResponse* out);
   // The search's record with its current trial counts; nullptr for no such search.
   const v1::Search* Get(int64_t search_id);
   std::vector<int64_t> Ids() const;
@@ -98,7 +101,30 @@ class SearchManager : public TrialManager::Owner {
       std::string error;
     };
     std::optional<Ended> reopened;
+    // Points given by `ladder search enqueue` not yet run, oldest first (their stored row's id: deleted in the
+    // batch that creates the trial). The spec's enqueue: points are trials 0..n-1 and need no queue.
+    struct Queued {
+      int64_t id = 0;
+      search::Params params;
+    };
+    std::deque<Queued> queue;
   };
+
+  // Known points (search_manager_enqueue.cc): how many are still to run when `sampled` trials were created; the
+  // next one (the spec's, then the queue's, whose stored row it deletes), or nullopt for a sampled trial.
+  static int KnownPointsLeft(const SearchRecord& s, int sampled);
+  std::optional<search::Params> NextKnownPoint(SearchRecord& s, int sampled);
+  // After Load: the stored queues of the running searches.
+  void LoadQueues();
+
+  // Warm starts (search_manager_warm_start.cc): the earlier search's completed trials inside the new space (or
+  // why there are none to take: the error refusing the search), told to the sampler numbered below 0 and set on
+  // the proto's warm_start fields; after a restart, from the store; the journal's entry for a new search.
+  using WarmStart = store::Store::WarmStartRows;
+  std::string GatherWarmStart(const search::SearchSpec& spec, WarmStart* out);
+  static void TellWarmStart(SearchRecord& s, const WarmStart& w);
+  void LoadWarmStarts();
+  void AnnounceWarmStart(const SearchRecord& s);
 
   // A sampled trial's number as its sampler knows it: the trial number less the probes numbered before it.
   static int SamplerNumber(const SearchRecord& s, int number);

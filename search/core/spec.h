@@ -55,6 +55,12 @@ struct SamplerOptions {
   bool scramble = true;      // sobol
 };
 
+// `warm_start:`: an earlier search whose completed trials the samplers are told before their first suggestion.
+struct WarmStartOptions {
+  int64_t search_id = 0;  // 0: no warm start
+  std::string db;         // "": the coordinator's own database; else another ladder.db, opened read-only
+};
+
 struct SearchSpec {
   std::string name;
   Objective objective;
@@ -74,6 +80,13 @@ struct SearchSpec {
   EnsembleOptions ensemble;         // `ensemble:` (enabled false when absent)
   ScalesOptions scales;             // `scales:` (sampler "scales"; the space is global_batch x lr)
   SearchSpace space;
+  // `enqueue:`: configurations run first, in order, before any sampled trial (trials 0..n-1; each checked
+  // against the space: search/core/point.h). They count against max_trials; the samplers are told their
+  // results like any trial's and never asked for them.
+  std::vector<Params> enqueue;
+  // `warm_start:` (search_id 0 when absent): read by the coordinator when it creates the search (server/
+  // search_manager_warm_start.cc), since search/ does no I/O.
+  WarmStartOptions warm_start;
 };
 
 struct SpecError {

@@ -104,7 +104,7 @@ class CmaEsSampler : public HistorySampler {
     ps_ = Eigen::VectorXd::Zero(n);
     generation_.clear();
     generations_ = 0;
-    last_folded_ = -1;
+    last_folded_ = INT64_MIN;  // warm-start trials are told below 0
     folded_ = 0;
     dirty_ = false;
   }
@@ -170,7 +170,7 @@ class CmaEsSampler : public HistorySampler {
   double sigma_ = 0.3;
   std::vector<const Observation*> generation_;  // points into the base's told map, which never moves them
   int64_t generations_ = 0;
-  int64_t last_folded_ = -1;
+  int64_t last_folded_ = INT64_MIN;
   int folded_ = 0;
   bool dirty_ = false;
 };

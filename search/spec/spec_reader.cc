@@ -10,9 +10,11 @@
 #include "search/core/space_section.h"
 #include "search/ensemble/ensemble_section.h"
 #include "search/samplers/sampler_section.h"
+#include "search/spec/enqueue_section.h"
 #include "search/spec/spec_limits.h"
 #include "search/scaling/scales_section.h"
 #include "search/spec/stage_section.h"
+#include "search/spec/warm_start_section.h"
 #include "search/stopping/stopping_section.h"
 #include "search/core/yaml_reader.h"
 
@@ -53,7 +55,7 @@ class SpecReader {
     auto top = internal::ReadMapping(sink_, root, "",
                                      {"name", "description", "objective", "budget", "sampler", "resources",
                                       "command", "env", "trial", "space", "scheduler", "ensemble", "scales",
-                                      "stage"});
+                                      "stage", "enqueue", "warm_start"});
     if (!top) return;
     const MapEntries& t = *top;
     auto required = [&](std::string_view key) -> const MapEntry* {
@@ -91,6 +93,11 @@ class SpecReader {
       space = required("space");
       if (space != nullptr) ReadSpace(space->value);
     }
+    if (const MapEntry* e = Find(t, "enqueue")) ReadEnqueue(*e, space != nullptr);
+    if (const MapEntry* e = Find(t, "warm_start")) {
+      internal::ReadWarmStartSection(sink_, e->value, &spec_.warm_start);
+      warm_start_node_ = e->key_node;
+    }
 
     if (const MapEntry* e = Find(t, "scheduler")) {
       internal::ReadStoppingSection(sink_, e->value, &spec_.scheduler, &scheduler_seed_given_);
@@ -102,6 +109,8 @@ class SpecReader {
       }
     }
     CheckBudget(root, budget);
+    CheckEnqueue();
+    CheckWarmStart();
     if (space != nullptr && space_ok_) CheckGrid();
     CheckPlaceholders();
   }
@@ -320,6 +329,39 @@ class SpecReader {
     space_ok_ = section.ok;
   }
 
+  // `enqueue:`: points read against the space once it read cleanly (else its errors would cascade).
+  void ReadEnqueue(const MapEntry& e, bool has_space) {
+    if (scales_present_) {
+      sink_.At(e.key_node, "enqueue", "scales: plans the trials itself: leave enqueue out");
+      return;
+    }
+    if (!has_space || !space_ok_) return;
+    internal::ReadEnqueueSection(sink_, e.value, spec_.space, &spec_.enqueue);
+    enqueue_node_ = e.key_node;
+  }
+
+  // warm_start: only where a model learns from it.
+  void CheckWarmStart() {
+    if (spec_.warm_start.search_id == 0) return;
+    const std::string& s = spec_.sampler;
+    if (scales_present_ || s == "grid" || s == "random" || s == "sobol") {
+      sink_.At(warm_start_node_, "warm_start",
+               "the " + (scales_present_ ? std::string("scales: sweep") : s + " sampler") +
+                   " learns nothing from earlier trials: warm_start needs tpe, gp, cmaes or auto");
+    }
+  }
+
+  void CheckEnqueue() {
+    if (spec_.enqueue.empty()) return;
+    if (spec_.sampler == "grid") {
+      sink_.At(enqueue_node_, "enqueue", "the grid sampler visits its own points: enqueue needs another sampler");
+    } else if (max_trials_given_ && max_trials_ < static_cast<int>(spec_.enqueue.size())) {
+      sink_.At(enqueue_node_, "enqueue",
+               std::to_string(spec_.enqueue.size()) + " points, more than budget.max_trials (" +
+                   std::to_string(max_trials_) + "): enqueued points are trials of the search");
+    }
+  }
+
   void CheckBudget(const YAML::Node& root, const MapEntry* budget) {
     if (spec_.sampler != "grid" && !scales_present_ && !max_trials_given_) {
       sink_.At(budget != nullptr ? budget->value : root, "budget.max_trials",
@@ -414,6 +456,8 @@ class SpecReader {
   std::vector<std::string> param_names_;   // every well-formed name, even of parameters with errors
   std::vector<YAML::Mark> param_marks_;    // parallel to spec_.space.params
   bool space_ok_ = true;
+  YAML::Node enqueue_node_;
+  YAML::Node warm_start_node_;                // the `enqueue` key, for the checks against the budget and sampler
   bool max_trials_given_ = false;
   bool scheduler_seed_given_ = false;
   bool scales_present_ = false;

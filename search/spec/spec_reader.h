@@ -79,6 +79,22 @@
 //     width: {type: int, low: 32, high: 256, grid_points: 3}
 //     optimizer: {type: categorical, values: [sgd, adam]}
 //     momentum: {type: float, low: 0.0, high: 0.99, condition: {param: optimizer, in: [sgd]}}  # see below
+//   enqueue:                         # configurations to run first, in order, before any sampled trial
+//     - {lr: 0.01, batch_size: 64, width: 128, optimizer: sgd, momentum: 0.9}   # (default none)
+//                                    # every active parameter, nothing else: each point is read against the
+//                                    # space (search/core/point.h) and an error names enqueue[i].NAME and the
+//                                    # value. They are trials 0..n-1 of the search and count against
+//                                    # max_trials; the samplers learn from them as from any trial. Not with the
+//                                    # grid sampler or scales:. `ladder search enqueue ID` adds more to a
+//                                    # running search.
+//   warm_start: {search: 3}          # or {db: /path/other.db, search: 3}: the earlier search's completed trials
+//                                    # are told to the sampler before its first suggestion (the coordinator reads
+//                                    # them when it creates the search; another db is opened read-only). Its
+//                                    # space must have the same parameters, each of the same kind, and its
+//                                    # objective the same metric and mode (else the search is refused, saying
+//                                    # which); its trials outside this space's bounds or conditions are skipped
+//                                    # and counted. Not run again, not trials of this search (not listed, not
+//                                    # counted against max_trials, never its best); tpe, gp, cmaes and auto only.
 //
 // Also accepted: `description:` (free text, ignored); mode `maximize`/`minimize`. Float ranges need low < high,
 // int ranges low <= high (integers); log needs low > 0 (int: >= 1). Categorical values are non-empty and

@@ -161,6 +161,29 @@ CREATE TABLE coordinator_lease(
   heartbeat_at REAL NOT NULL,
   timeout_s REAL NOT NULL);
 )sql",
+      // 13: configurations given by hand to a running search (ladder search enqueue; the spec's enqueue: points are
+      // in its spec), each a JSON ladder.v1.StoredPoint, deleted in the batch that creates its trial.
+      R"sql(
+CREATE TABLE enqueued_points(
+  id INTEGER PRIMARY KEY,
+  search_id INTEGER NOT NULL REFERENCES searches(id),
+  params TEXT NOT NULL,
+  created_at REAL NOT NULL);
+)sql",
+      // 14: a warm-started search's earlier trials (the spec's warm_start:): where they came from and how many were
+      // skipped, and each kept one as a JSON ladder.v1.StoredPoint with its objective, told to the sampler again
+      // after a restart.
+      R"sql(
+CREATE TABLE warm_starts(
+  search_id INTEGER PRIMARY KEY REFERENCES searches(id),
+  source TEXT NOT NULL,
+  skipped INTEGER NOT NULL);
+CREATE TABLE warm_start_points(
+  search_id INTEGER NOT NULL REFERENCES searches(id),
+  seq INTEGER NOT NULL,
+  point TEXT NOT NULL,
+  PRIMARY KEY(search_id, seq)) WITHOUT ROWID;
+)sql",
   };
   return kMigrations;
 }

@@ -79,6 +79,23 @@ class Store {
   };
   void SetSearchReopened(int64_t search_id, const Reopened& from);
   std::map<int64_t, Reopened> LoadReopened();  // search id -> the state it was reopened from; only reopened ones
+  // Configurations enqueued on a running search (ladder search enqueue; store_points.cc): each row lives until
+  // the batch that creates its trial deletes it, so a restart runs the ones not yet created, in id order.
+  int64_t InsertEnqueued(int64_t search_id, const v1::StoredPoint& point, double now);
+  void DeleteEnqueued(int64_t point_id);
+  struct EnqueuedRow {
+    int64_t id = 0, search_id = 0;
+    v1::StoredPoint point;  // empty params: the row did not decode
+  };
+  std::vector<EnqueuedRow> LoadEnqueued();  // every search's, in id order
+  // A warm-started search's earlier trials (the spec's warm_start:), written in the batch that creates it.
+  struct WarmStartRows {
+    std::vector<v1::StoredPoint> points;  // in the earlier search's order, each with its objective
+    int skipped = 0;                      // earlier trials outside this search's space
+    std::string source;                   // "search 3" or "search 3 of PATH"
+  };
+  void InsertWarmStart(int64_t search_id, const WarmStartRows& w);
+  std::map<int64_t, WarmStartRows> LoadWarmStarts();  // search id -> its warm start; only warm-started searches
 
   // Trials: InsertTrial sets trial->id and stores its params.
   void InsertTrial(v1::Trial* trial);

@@ -43,7 +43,7 @@ v1::Search MakeSearch() {
 TEST_F(StoreTest, MigratesToCurrentSchemaInWalMode) {
   Store st(path_);
   EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
-  EXPECT_EQ(st.SchemaVersion(), 12);  // 12: the coordinator's lease on the database
+  EXPECT_EQ(st.SchemaVersion(), 14);  // 14: warm-started searches' earlier trials
   Db raw(path_);
   auto& q = raw.Prepare("PRAGMA journal_mode");
   ASSERT_TRUE(q.Step());
@@ -329,6 +329,44 @@ TEST_F(StoreTest, MetricsViewThinsALongCurveToRoundStepsAndKeepsTheLast) {
   EXPECT_EQ(rows.points.back().step(), 1003);
 
   EXPECT_TRUE(st.LoadMetricsView(t.id() + 1, 100, 100).points.empty());
+}
+
+}  // namespace
+}  // namespace ladder::store
+
+namespace ladder::store {
+namespace {
+
+// Schema 13: the points `ladder search enqueue` gives a running search, kept until their trial's batch deletes
+// them; a database from before it opens with none.
+TEST_F(StoreTest, MigratesADatabaseFromBeforeEnqueuedPointsAndKeepsThemUntilDeleted) {
+  {
+    Db raw(path_);
+    for (int i = 0; i < 12; ++i) raw.Exec(Migrations()[static_cast<size_t>(i)]);
+    raw.Exec("PRAGMA user_version=12");
+    raw.Exec("INSERT INTO searches(id,name,state,spec_yaml,objective_metric,direction,max_trials,parallelism,"
+             "nodes,ranks_per_node,gpus_per_rank,created_at) VALUES(1,'old',1,'name: old\n','loss',1,4,1,1,1,0,"
+             "1.0)");
+  }
+  {
+    Store st(path_);
+    EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
+    EXPECT_TRUE(st.LoadEnqueued().empty());
+    v1::StoredPoint a, b;
+    (*a.mutable_params())["lr"].set_float_value(0.1);
+    (*a.mutable_params())["opt"].set_string_value("adam");
+    (*b.mutable_params())["batch"].set_int_value(256);
+    const int64_t first = st.InsertEnqueued(1, a, 5.0);
+    st.InsertEnqueued(1, b, 6.0);
+    st.Flush();
+    st.DeleteEnqueued(first);
+    st.Flush();
+  }
+  Store st(path_);
+  auto rows = st.LoadEnqueued();
+  ASSERT_EQ(rows.size(), 1u) << "the deleted point is gone, the other kept";
+  EXPECT_EQ(rows[0].search_id, 1);
+  EXPECT_EQ(rows[0].point.params().at("batch").int_value(), 256);
 }
 
 }  // namespace
