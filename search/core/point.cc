@@ -65,7 +65,9 @@ PointResult ParsePoint(const SearchSpace& space, const std::vector<std::pair<std
   std::vector<std::string> names;
   for (const ParamSpec& p : space.params) names.push_back(p.name);
   std::map<std::string, std::string> given;
-  for (const auto& [name, text] : values) {
+  for (const auto& value : values) {
+    const std::string& name = value.first;  // not a structured binding: clang 14 (the fuzz build) cannot capture one
+    const std::string& text = value.second;
     auto it = std::find_if(space.params.begin(), space.params.end(),
                            [&](const ParamSpec& p) { return p.name == name; });
     if (it == space.params.end()) {
