@@ -305,12 +305,6 @@ int SeedsWith3Lrs(const SurfaceBatch& b) {
   return n;
 }
 
-// The swept LR range (log2) of the largest batch on the surface.
-std::pair<double, double> LastRange(const std::vector<SurfaceBatch>& data) {
-  const auto [mn, mx] = std::minmax_element(data.back().x.begin(), data.back().x.end());
-  return {*mn, *mx};
-}
-
 // Weighted variance of (value, weight) pairs.
 double Variance(const std::vector<std::pair<double, double>>& vw) {
   double sw = 0, m = 0, v = 0;
@@ -321,15 +315,37 @@ double Variance(const std::vector<std::pair<double, double>>& vw) {
   return v / sw;
 }
 
-// The anchor's weight against the laws at its batch, by precision: the laws' variance there (their draws' spread,
+// An anchor's weight against the laws at its batch, by precision: the laws' variance there (their draws' spread,
 // plus τ², their lack of fit to a batch's own optimum) over that plus the anchor's (its draws' spread).
-double AnchorWeight(const LawSet& set, double tau) {
+double AnchorWeight(const LawSet& set, const LawSet::Anchor& a, double tau) {
   std::vector<std::pair<double, double>> law, anchor;
-  const double pb = static_cast<double>(set.anchor_batch);
+  const double pb = static_cast<double>(a.batch);
   for (const MixtureDraw& d : Mixture(set)) law.push_back({set.laws[d.law].Log2LrOf(d.params, pb), d.weight});
-  for (double a : set.anchor_draws) anchor.push_back({a, 1.0});
+  for (double x : a.draws) anchor.push_back({x, 1.0});
   const double vl = Variance(law) + tau * tau, va = Variance(anchor);
   return vl + va > 0 ? vl / (vl + va) : 1.0;
+}
+
+// The swept LR range (log2) of one batch on the surface.
+std::pair<double, double> RangeOf(const SurfaceBatch& b) {
+  const auto [mn, mx] = std::minmax_element(b.x.begin(), b.x.end());
+  return {*mn, *mx};
+}
+
+// An anchor at surface batch i (a probe's batch): its own optimum, its seeds and one seed's scatter there (the
+// sweep's, or the batch's own where larger).
+LawSet::Anchor MakeAnchor(const std::vector<SurfaceBatch>& data, const std::vector<Table>& tables, size_t i,
+                          int64_t sweep_largest) {
+  LawSet::Anchor a;
+  const SurfaceBatch& b = data[i];
+  const auto [lo, hi] = RangeOf(b);
+  a.batch = b.batch, a.log2 = OwnOptimum(tables[i], lo, hi), a.seeds = SeedsWith3Lrs(b);
+  const double sweep = SeedScatter(data, 0, sweep_largest);
+  const double own = SeedScatter(data, b.batch, b.batch);
+  const double scatter = std::isfinite(own) ? std::max(std::isfinite(sweep) ? sweep : 0.0, own) : sweep;
+  const double m = static_cast<double>(std::set<int64_t>(b.seed.begin(), b.seed.end()).size());
+  a.sd = std::isfinite(scatter) ? scatter / std::sqrt(m) : kMaxLocationSd;
+  return a;
 }
 
 Fitted<LawSet> FitLawsOn(const std::vector<ScaleTrial>& trials, const LawOptions& o);
@@ -357,20 +373,36 @@ const LawFit* LawSet::Best() const {
   return best;
 }
 
+const LawSet::Anchor* LawSet::AnchorBelow(double global_batch) const {
+  const Anchor* below = nullptr;
+  for (const Anchor& a : anchors) {
+    if (static_cast<double>(a.batch) <= global_batch) below = &a;
+  }
+  return below;
+}
+
+double LawSet::AnchorShift(const LawFit& law, const LawParams& p, int replicate, double global_batch) const {
+  const Anchor* lo = AnchorBelow(global_batch);
+  if (!lo) return 0;
+  auto miss = [&](const Anchor& a) {
+    const double x = replicate >= 0 && replicate < static_cast<int>(a.draws.size()) ? a.draws[replicate] : a.log2;
+    return a.weight * (x - law.Log2LrOf(p, static_cast<double>(a.batch)));
+  };
+  const double at_lo = miss(*lo);
+  if (lo == &anchors.back() || static_cast<double>(lo->batch) == global_batch) return at_lo;
+  const Anchor& hi = *(lo + 1);
+  const double t = (std::log2(global_batch) - std::log2(static_cast<double>(lo->batch))) /
+                   (std::log2(static_cast<double>(hi.batch)) - std::log2(static_cast<double>(lo->batch)));
+  return at_lo + t * (miss(hi) - at_lo);
+}
+
 double LawSet::FitLog2(const LawFit& law, double global_batch) const {
-  const double x = law.Log2Lr(global_batch);
-  if (anchor_batch <= 0 || global_batch < static_cast<double>(anchor_batch)) return x;
-  return x + anchor_weight * (anchor_log2 - law.Log2Lr(static_cast<double>(anchor_batch)));
+  return law.Log2Lr(global_batch) + AnchorShift(law, law.params, -1, global_batch);
 }
 
 double DrawLog2(const LawSet& set, const MixtureDraw& d, double global_batch) {
   const LawFit& law = set.laws[d.law];
-  const double x = law.Log2LrOf(d.params, global_batch);
-  if (set.anchor_batch <= 0 || global_batch < static_cast<double>(set.anchor_batch)) return x;
-  const double a = d.replicate >= 0 && d.replicate < static_cast<int>(set.anchor_draws.size())
-                       ? set.anchor_draws[d.replicate]
-                       : set.anchor_log2;
-  return x + set.anchor_weight * (a - law.Log2LrOf(d.params, static_cast<double>(set.anchor_batch)));
+  return law.Log2LrOf(d.params, global_batch) + set.AnchorShift(law, d.params, d.replicate, global_batch);
 }
 
 double LawSet::KAt(double global_batch) const {
@@ -449,28 +481,22 @@ Fitted<LawSet> FitLawsOn(const std::vector<ScaleTrial>& trials, const LawOptions
   for (const SurfaceBatch& b : p.data) n_min = std::min(n_min, static_cast<int>(b.x.size()));
   const double n = by_seed ? static_cast<double>(seeds.size()) : static_cast<double>(n_min);
   const double widen = o.widen && n > 1 ? std::sqrt((n + 1) / (n - 1)) : 1.0;
-  const auto [x_lo, x_hi] = LastRange(p.data);
-  double anchor_sd = 0;  // a probe's seeds' scatter about the expected loss's optimum, beyond the replicates'
   set.sweep_largest = o.anchor_above;
-  if (o.anchor_above > 0 && set.largest_batch > o.anchor_above) {
-    set.anchor_batch = set.largest_batch, set.anchor_log2 = OwnOptimum(tables.back(), x_lo, x_hi);
-    // One seed's scatter: the sweep's, or the anchor batch's own where larger (seeds measured at 3+ LRs there).
-    const double sweep = SeedScatter(p.data, 0, o.anchor_above);
-    const double own = SeedScatter(p.data, set.largest_batch, set.largest_batch);
-    const double scatter = std::isfinite(own) ? std::max(std::isfinite(sweep) ? sweep : 0.0, own) : sweep;
-    const auto& top = p.data.back().seed;
-    const double m = static_cast<double>(std::set<int64_t>(top.begin(), top.end()).size());
-    set.anchor_seeds = SeedsWith3Lrs(p.data.back());
-    anchor_sd = std::isfinite(scatter) ? scatter / std::sqrt(m) : kMaxLocationSd;
+  std::vector<size_t> anchored;  // surface batches that are anchors
+  if (o.anchor_above > 0) {
+    for (size_t i = 0; i < p.data.size(); ++i) {
+      if (p.data[i].batch > o.anchor_above) anchored.push_back(i), set.anchors.push_back(MakeAnchor(p.data, tables, i, o.anchor_above));
+    }
   }
-  set.anchor_sd = anchor_sd;
-  std::normal_distribution<double> anchor_noise(0.0, std::max(anchor_sd, 1e-12));
+  std::vector<std::normal_distribution<double>> anchor_noise;
+  for (const LawSet::Anchor& a : set.anchors) anchor_noise.emplace_back(0.0, std::max(a.sd, 1e-12));
   for (int rep = 0; rep < o.bootstrap; ++rep) {
     std::vector<Table> t = Tabulate(Reweigh(p.data, by_seed, rng));
     for (Table& b : t) b.shift = jitter(rng);
-    if (set.anchor_batch > 0) {
-      set.anchor_draws.push_back(set.anchor_log2 + widen * (OwnOptimum(t.back(), x_lo, x_hi) - set.anchor_log2) +
-                                 anchor_noise(rng));
+    for (size_t j = 0; j < anchored.size(); ++j) {
+      LawSet::Anchor& a = set.anchors[j];
+      const auto [lo, hi] = RangeOf(p.data[anchored[j]]);
+      a.draws.push_back(a.log2 + widen * (OwnOptimum(t[anchored[j]], lo, hi) - a.log2) + anchor_noise[j](rng));
     }
     for (LawFit& l : set.laws) {
       LawParams d = FitOne(l.kind, l.capped, t, r).p;
@@ -482,7 +508,12 @@ Fitted<LawSet> FitLawsOn(const std::vector<ScaleTrial>& trials, const LawOptions
       l.draws.push_back(d);
     }
   }
-  if (set.anchor_batch > 0) set.anchor_weight = AnchorWeight(set, tau);
+  for (LawSet::Anchor& a : set.anchors) a.weight = AnchorWeight(set, a, tau);
+  if (!set.anchors.empty()) {
+    const LawSet::Anchor& a = set.anchors.back();
+    set.anchor_batch = a.batch, set.anchor_log2 = a.log2, set.anchor_draws = a.draws;
+    set.anchor_seeds = a.seeds, set.anchor_sd = a.sd, set.anchor_weight = a.weight;
+  }
   if (o.anchor_above > 0) {
     const double sweep = SeedScatter(p.data, 0, o.anchor_above);
     set.censor_sd = std::isfinite(sweep) ? sweep : kMaxLocationSd;

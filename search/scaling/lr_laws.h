@@ -29,8 +29,10 @@
 //                 With a known edge the prediction is instead the LR (at most the cap) of least expected relative
 //                 loss over the draws, each draw's loss max(k_rel·(x − x*)², a/η + b·η/(E − η) with its minimum at
 //                 x*): the noise in the sharpest direction diverges at the edge, so a step too high costs more
-//   anchor        with probes (options.anchor_above), at and past the largest probed batch P each law is moved by
-//                 anchor_weight of its miss at P's own optimum (LawSet::FitLog2, DrawLog2)
+//   anchor        with probes (options.anchor_above), at each probed batch P each law is moved by its anchor's
+//                 weight times its miss at P's own optimum; between probed batches by the two misses interpolated
+//                 in log2 batch, past the largest by its miss there (LawSet::FitLog2, DrawLog2): the law supplies
+//                 the slope, the nearest measurements the level
 //   collapsed     a probe's runs that ended on one plateau past the cliff (CollapsedAsDiverged) count as diverged
 //                 in the fit, the bracket and the probe's LRs
 //   censored      where the largest probed batch's best LR (seed-mean loss) is the highest it ran (none diverged
@@ -90,8 +92,20 @@ struct LawSet {
   int seeds = 0;                        // seeds resampled (0: trials resampled)
   int64_t largest_batch = 0;            // of the surface
   std::vector<std::string> notes;       // batches left out, and why
-  // The anchor: with probes above the sweep (LawOptions::anchor_above), the largest batch's own optimum (its
-  // residual's argmin), full-data and per bootstrap replicate; anchor_batch 0: none.
+  // The anchors: with probes above the sweep (LawOptions::anchor_above), each probed batch's own optimum (its
+  // residual's argmin), full-data and per bootstrap replicate, ascending by batch. Between two anchors a law is
+  // moved by its misses at both, interpolated in log2 batch; past the last by its miss there; below the first
+  // not at all.
+  struct Anchor {
+    int64_t batch = 0;
+    double log2 = kNaN;
+    std::vector<double> draws;
+    int seeds = 0;     // seeds with 3 or more LRs at the batch
+    double sd = 0;     // one seed's scatter over √(seeds at the batch): the anchor's own noise
+    double weight = 1; // how much of a law's miss at the batch the anchor moves it (0..1)
+  };
+  std::vector<Anchor> anchors;
+  // The last anchor's fields (anchor_batch 0: none).
   int64_t anchor_batch = 0;
   double anchor_log2 = kNaN;
   std::vector<double> anchor_draws;
@@ -108,8 +122,12 @@ struct LawSet {
   const LawFit* Best() const;           // the lowest SSE
   // The relative-loss curvature extrapolated to `global_batch` (see the header comment).
   double KAt(double global_batch) const;
-  // A law's full fit at a batch, anchored: at or past anchor_batch, the anchor plus the law's rise from there.
+  // A law's full fit at a batch, anchored (see anchors).
   double FitLog2(const LawFit& law, double global_batch) const;
+  // The anchors' move of a law (parameters p; its bootstrap replicate, -1: the full fit) at a batch.
+  double AnchorShift(const LawFit& law, const LawParams& p, int replicate, double global_batch) const;
+  // The anchor at the largest probed batch at or below `global_batch`; nullptr: none.
+  const Anchor* AnchorBelow(double global_batch) const;
 };
 
 enum class SurgeLaw { kAuto, kAlways, kNever };  // kAuto: when the trials' optimizer is Adam-family

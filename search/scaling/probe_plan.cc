@@ -70,6 +70,22 @@ std::vector<double> ProbeLrs(const LawSet& set, const std::vector<ScaleTrial>& t
   return out;
 }
 
+// Whether an anchor pins its batch's optimum: 2 or more seeds measured at 3 LRs there, and its own noise leaves no
+// more than max_miss_probability beyond max_miss_octaves.
+bool Settled(const LawSet::Anchor& a, const ProbeOptions& o) {
+  const double miss = std::erfc(o.max_miss_octaves / (std::sqrt(2.0) * std::max(a.sd, 1e-12)));
+  return a.seeds >= 2 && miss <= o.max_miss_probability;
+}
+
+// The largest probed batch that is settled (the sweep's largest batch when none is).
+int64_t SettledTop(const LawSet& set, int64_t sweep_batch, const ProbeOptions& o) {
+  int64_t top = sweep_batch;
+  for (const LawSet::Anchor& a : set.anchors) {
+    if (Settled(a, o)) top = std::max(top, a.batch);
+  }
+  return top;
+}
+
 // The p80 regret at the target about the weighted median of the draws, with weights w.
 double P80About(const std::vector<double>& xt, const std::vector<double>& w, double k) {
   std::vector<std::pair<double, double>> vw;
@@ -105,16 +121,16 @@ TargetCheck CheckTarget(const LawSet& set, const std::vector<MixtureDraw>& mixtu
     c.why += (c.why.empty() ? "" : ", ") + Fixed("%.0f%%", 100 * miss / total) + " of the posterior lies over " +
              Fixed("%.2g", o.max_miss_octaves) + " octave from the prediction";
   }
-  if (set.anchor_batch > 0 && target >= set.anchor_batch) {
-    // The anchor alone must pin its batch's optimum as the posterior must: the laws past the sweep lean on it.
-    const double anchor_miss = std::erfc(o.max_miss_octaves / (std::sqrt(2.0) * std::max(set.anchor_sd, 1e-12)));
-    if (set.anchor_seeds < 2) {
+  if (const LawSet::Anchor* a = set.AnchorBelow(static_cast<double>(target))) {
+    // The nearest measurement at or below the target must pin its batch's optimum as the posterior must: the laws
+    // past the sweep lean on it.
+    if (a->seeds < 2) {
       c.why += (c.why.empty() ? "" : ", ") + std::string("one seed at the probe's batch");
     } else if (target > set.anchor_batch) {
       c.why += (c.why.empty() ? "" : ", ") + std::string("past the largest probe (a law's slope from there)");
-    } else if (anchor_miss > o.max_miss_probability) {
+    } else if (!Settled(*a, o)) {
       c.why += (c.why.empty() ? "" : ", ") + std::string("the probe's optimum is known to ±") +
-               Fixed("%.2f", set.anchor_sd) + " octave";
+               Fixed("%.2f", a->sd) + " octave";
     }
   }
   if (set.censored != 0 && target >= set.censor_batch) {
@@ -168,9 +184,15 @@ std::optional<Probe> ProposeProbe(const LawSet& set, const std::vector<MixtureDr
   const double before = PosteriorAt(set, mixture, static_cast<double>(target)).regret_p80;
   std::optional<Probe> best;
   double best_gain = -1e300;
-  for (const int64_t batch : CandidateBatches(sweep_batch, std::max(sweep_batch, set.anchor_batch), target, o)) {
+  const LawSet::Anchor* below = set.AnchorBelow(static_cast<double>(target));
+  std::vector<int64_t> batches = CandidateBatches(sweep_batch, SettledTop(set, sweep_batch, o), target, o);
+  // A target measured but not settled (one seed, or seeds that scatter) is a candidate itself: another seed there.
+  if (below && below->batch == target && std::find(batches.begin(), batches.end(), target) == batches.end()) {
+    batches.push_back(target);
+  }
+  for (const int64_t batch : batches) {
     // A probe below the nearest measurement does not move a target at or past it (anchored there).
-    if (target >= set.anchor_batch && batch < set.anchor_batch) continue;
+    if (below && batch < below->batch) continue;
     Probe p;
     p.global_batch = batch, p.target_batch = target, p.nodes = nodes;
     p.micro_batches = static_cast<int>(std::max<int64_t>(1, (batch + sweep_batch - 1) / std::max<int64_t>(sweep_batch, 1)));

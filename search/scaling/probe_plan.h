@@ -7,16 +7,21 @@
 //               truth may lie anywhere below it), when the posterior's 80th-percentile regret is above
 //               options.max_regret, or when more than options.max_miss_probability of the posterior lies farther
 //               than options.max_miss_octaves from the prediction (the regret's curvature is an extrapolation: a
-//               flat basin reads as a small regret however wide the posterior), or, at or past the anchor's
-//               batch (lr_laws.h), when it has fewer than 2 seeds measured at 3 LRs (one seed cannot measure the
-//               scatter of one seed's optimum there), when the target lies past it (its LR rests on a law's slope
-//               beyond the last measurement, which no probe checked) or when the anchor alone (sd LawSet::anchor_sd) would miss
-//               by more than max_miss_octaves with more than max_miss_probability: the laws past the sweep lean
-//               on the anchor, and a law fitted through the probe's own points can look surer than they are; and at or past a
+//               flat basin reads as a small regret however wide the posterior), or, where a probed batch lies
+//               at or below the target (its nearest such anchor, lr_laws.h), when that batch has fewer than 2
+//               seeds measured at 3 LRs (one seed cannot measure the scatter of one seed's optimum there), when
+//               the target lies past the largest probed batch (its LR rests on a law's slope beyond the last
+//               measurement, which no probe checked) or when the anchor alone (its sd) would miss by more than
+//               max_miss_octaves with more than max_miss_probability: the laws past the sweep lean on the
+//               anchor, and a law fitted through the probe's own points can look surer than they are; and at or
+//               past a
 //               probe whose best LR is the highest or lowest it ran (LawSet::censored: not bracketed)
 //   candidates  batches options.factors × the sweep's largest batch, not past the target, and the target itself
-//               where it lies past the largest of them once that one is measured (options.probe_target: the
-//               ladder climbs rung by rung), reached on the sweep's own nodes (the most nodes any trial at the sweep's largest batch used) with micro-batches
+//               where it lies past the largest of them once that one is settled (options.probe_target: the
+//               ladder climbs rung by rung; settled: 2 or more seeds measured at 3 LRs there, and one seed's
+//               scatter over √seeds leaves at most max_miss_probability beyond max_miss_octaves), or where the
+//               target is itself measured but not settled (another seed there); none below the nearest probed
+//               batch at or under the target (it anchors the target), reached on the sweep's own nodes (the most nodes any trial at the sweep's largest batch used) with micro-batches
 //               = P / the sweep's largest batch (gradient accumulation)
 //   LRs         options.lrs LRs evenly from the lowest consistent law's prediction at P − lr_margin_octaves to
 //               the highest + lr_margin_octaves (at least 1 octave wide), kept half an octave below the lowest LR
@@ -40,10 +45,12 @@ namespace ladder::search {
 
 struct ProbeOptions {
   std::vector<int> factors = {2, 4, 8, 16};
-  bool probe_target = false;        // a target past the largest factor's batch is a candidate itself once that
-                                    //   batch is measured. Off: on bench/climb --quick (seed 1) it raised the
-                                    //   median miss 0.085 -> 0.135 octave and cut 80% coverage 0.817 -> 0.750,
-                                    //   though it settles teacher_noisy's falling 8,192 (1.13 -> 0.61 octave)
+  bool probe_target = true;         // a target past the largest factor's batch is a candidate itself once that
+                                    //   batch is settled (2+ seeds pin its optimum): the ladder climbs rung by
+                                    //   rung. Measured: teacher_noisy's and teacher_adamw's falling 8,192 (1.13 and
+                                    //   0.78 octave -> 0.34 and 0.07); bench/climb --quick unchanged (its budget
+                                    //   ends before the top rung settles). Before (once the rung was measured at
+                                    //   all): bench/climb's median miss 0.085 -> 0.135 octave
   int lrs = 3;
   double max_lr_step_octaves = 0.5;  // the LRs of a probe lie no farther apart than this (or 1 octave in all)
   double lr_margin_octaves = 0.5;
@@ -77,7 +84,7 @@ struct Probe {
   bool extension = false;     // more LRs for the previous probe (the runner should reuse its seed)
 };
 
-// The candidate probe batches for `target` (see the header comment); `measured`: the largest batch measured.
+// The candidate probe batches for `target` (see the header comment); `measured`: the largest batch settled.
 std::vector<int64_t> CandidateBatches(int64_t sweep_batch, int64_t measured, int64_t target, const ProbeOptions& options);
 
 // The best probe for `target`; nullopt when no candidate batch lies between the surface's largest and the target.

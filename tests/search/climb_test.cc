@@ -387,13 +387,12 @@ TEST(ProbePlan, AFlatButRealBasinIsNotCollapsed) {
   for (const ScaleTrial& t : CollapsedAsDiverged(flat, 0)) EXPECT_FALSE(t.diverged) << t.id;
 }
 
-// The ladder's rungs are 2-16× the sweep's largest batch; with probe_target (off by default: measured worse on
-// bench/climb) a target past the top rung is a candidate itself once the top rung is measured, never before.
-TEST(ProbePlan, ATargetPastTheTopRungIsACandidateOnceTheRungIsMeasured) {
-  EXPECT_EQ(CandidateBatches(256, 4096, 8192, ProbeOptions{}), (std::vector<int64_t>{512, 1024, 2048, 4096}));
+// The ladder's rungs are 2-16× the sweep's largest batch; a target past the top rung is a candidate itself once
+// that rung is settled (`measured`: the largest settled batch), never before; probe_target off keeps to the rungs.
+TEST(ProbePlan, ATargetPastTheTopRungIsACandidateOnceTheRungIsSettled) {
   ProbeOptions o;
-  o.probe_target = true;
   EXPECT_EQ(CandidateBatches(256, 256, 8192, o), (std::vector<int64_t>{512, 1024, 2048, 4096}));
+  EXPECT_EQ(CandidateBatches(256, 2048, 8192, o), (std::vector<int64_t>{512, 1024, 2048, 4096}));
   EXPECT_EQ(CandidateBatches(256, 4096, 8192, o), (std::vector<int64_t>{512, 1024, 2048, 4096, 8192}));
   EXPECT_EQ(CandidateBatches(256, 4096, 4096, o), (std::vector<int64_t>{512, 1024, 2048, 4096}));
   EXPECT_EQ(CandidateBatches(256, 4096, 8000, o), (std::vector<int64_t>{512, 1024, 2048, 4096}));  // no micro-batch
