@@ -28,7 +28,9 @@ endif()
 install(FILES data/digits.csv.gz data/demo.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/ladder)
 install(DIRECTORY data/specs DESTINATION ${CMAKE_INSTALL_DATADIR}/ladder)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# docs/ keeps its place beside the README, so that the README's links (docs/guide/...) and the guide's
+# (../../README.md) resolve in the installed tree as in the repository.
+install(DIRECTORY docs DESTINATION ${CMAKE_INSTALL_DOCDIR})
 set(LADDER_VERSION ${PROJECT_VERSION})
 configure_file(packaging/modulefiles/ladder.lua.in ${CMAKE_BINARY_DIR}/modulefiles/${PROJECT_VERSION}.lua @ONLY)
 configure_file(packaging/modulefiles/ladder.tcl.in ${CMAKE_BINARY_DIR}/modulefiles/${PROJECT_VERSION} @ONLY)

@@ -29,10 +29,25 @@ for b in ladder ladder-server ladder-worker ladder-train ladder-stage ladder-det
   done
 done
 for f in share/ladder/digits.csv.gz share/ladder/demo.yaml share/ladder/specs/scales-synthetic.yaml \
-         share/doc/ladder/README.md share/doc/ladder/ARCHITECTURE.md share/modulefiles/ladder/0.1.0.lua \
+         share/doc/ladder/README.md share/doc/ladder/docs/guide/spec.md share/modulefiles/ladder/0.1.0.lua \
          share/modulefiles/ladder/0.1.0; do
   [ -r "$p/$f" ] || fail "$f not installed"
 done
+# Every relative link of the installed pages leads to an installed file (the README's docs/guide/..., the
+# guide's ../../README.md): a newcomer reading the docs of a site-wide install follows them.
+dead=$(cd "$p/share/doc/ladder" && /usr/bin/python3 -c '
+import os, re, sys
+for root, _, files in os.walk("."):
+    for f in files:
+        if not f.endswith(".md"):
+            continue
+        page = os.path.join(root, f)
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", open(page, encoding="utf-8").read()):
+            if "://" not in target and not target.startswith("mailto:") and \
+                    not os.path.exists(os.path.normpath(os.path.join(root, target))):
+                print(page, "->", target)
+')
+[ -z "$dead" ] || fail "installed docs with dead links: $dead"
 # The data and the modulefiles (the docs are prose: a page may quote any path).
 if grep -rlF -e "$build" -e "$tmp/first" "$p/share/ladder" "$p/share/modulefiles" >/dev/null; then
   fail "installed data names the build tree or the first prefix: $(grep -rlF -e "$build" -e "$tmp/first" "$p/share/ladder" "$p/share/modulefiles")"
