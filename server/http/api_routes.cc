@@ -34,7 +34,8 @@ ApiRoute ListTrials(int64_t search_id, std::string_view query) {
   req.set_page_size(static_cast<int32_t>(std::min<int64_t>(Id(Param(query, "page_size").value_or("")).value_or(0),
                                                            std::numeric_limits<int32_t>::max())));
   req.set_page_token(Id(Param(query, "page_token").value_or("")).value_or(0));
-  // ?view=table: what a table of thousands of trials shows (no command, checkpoint, last point, group).
+  // ?view=table: what a table of thousands of trials shows (no command, checkpoint, last point, group); each
+  // placement keeps its node and slots (the timeline's rows), not its hostname or GPUs.
   const bool table = Param(query, "view").value_or("") == "table";
   return Call<v1::ListTrialsResponse>([req, table](Coordinator& c, v1::ListTrialsResponse* r) {
     grpc::Status st = c.ListTrials(req, r);
@@ -42,7 +43,7 @@ ApiRoute ListTrials(int64_t search_id, std::string_view query) {
       for (auto& t : *r->mutable_trials()) {
         t.clear_command(), t.clear_checkpoint_dir(), t.clear_last_metrics(), t.clear_last_ignored_line();
         t.clear_group(), t.clear_created_unix();
-        for (auto& p : *t.mutable_placement()) p.clear_hostname(), p.clear_slots(), p.clear_gpus();
+        for (auto& p : *t.mutable_placement()) p.clear_hostname(), p.clear_gpus();
       }
     }
     return st;

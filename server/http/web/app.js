@@ -141,7 +141,9 @@ async function showSearch(id) {
       <div class="card"><div id="cost"></div></div></div>
     <div id="workflow"></div>
     <h2>Parameters</h2><div class="cards"><div class="card" id="parallel"></div><div class="card" id="importance"></div></div>
-    <div class="cards" id="slices"></div>`) + `
+    <div class="cards" id="slices"></div>
+    <h2>Distribution and contour</h2><div class="cards"><div class="card"><div id="edf"></div></div><div class="card" id="contour"></div></div>
+    <h2>Timeline</h2><div class="card wide" id="timeline"></div>`) + `
     <h2>Trials</h2><div class="controls">filter <select id="filter"><option value="">all</option>
     ${['RUNNING', 'PENDING', 'COMPLETED', 'FAILED', 'CANCELLED'].map(s => `<option>${s}</option>`).join('')}</select>
     ${ended(search) ? '' : '<button id="cancel">cancel the search</button>'}<span id="msg"></span>
@@ -162,13 +164,16 @@ async function showSearch(id) {
     } catch (e) { document.getElementById('msg').textContent = e.message; }
   };
   // A hero run's page: its plan, band and extrapolation; any other search's: its history, cost, parameters, curves.
-  let hero = null, history = null, cost = null, curves = null;
+  let hero = null, history = null, cost = null, curves = null, edf = null;
   if (plan) {
     hero = await drawHero(state, plan);
   } else {
     history = drawHistory(state);
     cost = drawCost(state);
     drawParameters(state);
+    edf = drawEdf(state);
+    drawContour(state);
+    drawTimeline(state);
     drawWorkflow(state);
     curves = await drawCurves(state, curvesAnswer);
   }
@@ -184,6 +189,7 @@ async function showSearch(id) {
         drawTable(state);
         if (hero) return hero.update();
         history.redraw(); cost.redraw(); curves.redraw(); drawParameters(state);
+        edf.redraw(); drawContour(state); drawTimeline(state);
       });
     }
     if (ev.kind === 'TRIAL_METRICS') (hero || curves).add(ev.trial.id, ev.metrics);
