@@ -57,6 +57,21 @@ class OracleCurveTest(unittest.TestCase):
         self.assertAlmostEqual(c.lo, -0.5)  # the window was halved
         self.assertAlmostEqual(c.hi, 0.5)
 
+    def test_a_cliff_beside_a_flat_floor_does_not_pull_the_vertex_off_the_floor(self):
+        # The full synthetic task at batch 8,192 (bench/data/extrapolation/synthetic-full-curves.json.gz), its three
+        # seeds: a floor flat from 0.5 to 0.84 (each seed's best at 0.71-0.84), the loss rising 2% from 1.0 on. A
+        # quadratic over +-1 octave of the argmin (0.71) put its vertex at 0.53, below the floor's seed means by
+        # more than their noise, yet above the lowest run.
+        lrs = [0.25, 0.3535, 0.4204, 0.5, 0.5946, 0.7071, 0.8409, 1.0, 1.1892, 1.4142, 1.6818, 2.0]
+        seeds = [[1.5920, 1.5854, 1.5838, 1.5818, 1.5821, 1.5797, 1.5781, 1.5970, 1.6261, 1.6193, 1.6695, 1.6302],
+                 [1.5933, 1.5837, 1.5815, 1.5800, 1.5799, 1.5776, 1.5908, 1.6148, 1.6667, 1.6177, 1.6472, 1.6266],
+                 [1.5899, 1.5831, 1.5833, 1.5798, 1.5800, 1.5801, 1.5746, 1.6157, 1.6281, 1.7235, 1.6333, 1.6549]]
+        c = curve({math.log2(lr): [s[i] for s in seeds] for i, lr in enumerate(lrs)})
+        self.assertTrue(c.parabola)
+        self.assertGreater(c.lr, 0.59)
+        self.assertLess(c.lr, 0.85)
+        self.assertGreater(c.loss, 1.578)  # not under the floor's seed means (1.5791 at 0.71)
+
     def test_a_cliff_that_bends_the_quadratic_below_zero_is_refitted(self):
         # digits at 10 epochs, batch 1,024: a quadratic over +-1 octave gave a loss of -0.08 at its minimum.
         c = curve({-3.0: [1.716, 1.778], -2.0: [0.867, 0.929], -1.5: [0.487, 0.504], -1.0: [0.305, 0.312],
