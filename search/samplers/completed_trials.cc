@@ -15,14 +15,14 @@ void CompletedTrials::Add(const Observation* o) {
   } else {
     by_number_.insert(by_number_.begin() + static_cast<long>(LowerBound(o->number)), o);
   }
-  by_loss_.insert(ByLoss{*o->loss, o->number, o});
+  by_loss_.insert(ByLoss(o));
 }
 
 void CompletedTrials::Remove(const Observation* o) {
   auto it = by_number_.begin() + static_cast<long>(LowerBound(o->number));
   if (it == by_number_.end() || (*it)->number != o->number) return;
   by_number_.erase(it);
-  by_loss_.erase(ByLoss{*o->loss, o->number, o});
+  by_loss_.erase(ByLoss(o));
 }
 
 std::vector<const Observation*> CompletedTrials::Best(size_t k) const {

@@ -25,17 +25,24 @@ class CompletedTrials {
   bool empty() const { return by_number_.empty(); }
 
   const std::vector<const Observation*>& by_number() const { return by_number_; }
-  // The first min(k, size()) trials by (loss, number), in that order.
+  // The first min(k, size()) trials by (loss, number), in that order (feasible ones first: ByLoss).
   std::vector<const Observation*> Best(size_t k) const;
   // The index in by_number() of the first trial whose number is >= n.
   size_t LowerBound(int64_t n) const;
 
  private:
+  // Feasible trials first, by loss; then infeasible ones, by violation (Optuna's constrained order).
   struct ByLoss {
+    double violation;  // 0: feasible
     double loss;
     int64_t number;
     const Observation* o;
-    bool operator<(const ByLoss& b) const { return loss < b.loss || (loss == b.loss && number < b.number); }
+    explicit ByLoss(const Observation* t) : violation(t->violation), loss(*t->loss), number(t->number), o(t) {}
+    bool operator<(const ByLoss& b) const {
+      if ((violation > 0) != (b.violation > 0)) return violation <= 0;
+      const double k = violation > 0 ? violation : loss, bk = b.violation > 0 ? b.violation : b.loss;
+      return k < bk || (k == bk && number < b.number);
+    }
   };
   std::vector<const Observation*> by_number_;
   std::set<ByLoss> by_loss_;

@@ -116,9 +116,11 @@ namespace internal {
 HistorySampler::HistorySampler(const SearchSpec& spec)
     : unit_(spec.space), seed_(spec.seed), maximize_(spec.objective.maximize) {}
 
-Observation HistorySampler::Make(int64_t number, const Params& params, std::optional<double> loss) const {
+Observation HistorySampler::Make(int64_t number, const Params& params, std::optional<double> loss,
+                                 double violation) const {
   Observation o;
   o.number = number;
+  o.violation = violation > 0 ? violation : 0;
   o.u = unit_.Encode(params, &o.active);
   if (loss && std::isfinite(*loss)) o.loss = maximize_ ? -*loss : *loss;
   return o;
@@ -138,15 +140,20 @@ std::optional<Params> HistorySampler::Ask(int64_t trial_number) {
 }
 
 void HistorySampler::Tell(int64_t trial_number, const Params& params, std::optional<double> objective) {
+  TellConstrained(trial_number, params, objective, 0);
+}
+
+void HistorySampler::TellConstrained(int64_t trial_number, const Params& params, std::optional<double> objective,
+                                     double violation) {
   pending_.erase(trial_number);
   pending_params_.erase(trial_number);
   auto it = told_.find(trial_number);
   if (it != told_.end()) {  // told again: the stored observation is replaced in place
     OnForget(it->second);
     completed_ -= it->second.loss ? 1 : 0;
-    it->second = Make(trial_number, params, objective);
+    it->second = Make(trial_number, params, objective, violation);
   } else {
-    it = told_.emplace(trial_number, Make(trial_number, params, objective)).first;
+    it = told_.emplace(trial_number, Make(trial_number, params, objective, violation)).first;
     auto by_number = [](const Observation* o, int64_t n) { return o->number < n; };
     told_order_.insert(std::lower_bound(told_order_.begin(), told_order_.end(), trial_number, by_number),
                        &it->second);

@@ -42,6 +42,14 @@ class Sampler {
   // A finished trial's outcome (nullopt: failed), as the spec's objective (the sampler knows its direction).
   // Model-based samplers learn from it.
   virtual void Tell(int64_t trial_number, const Params& params, std::optional<double> objective) = 0;
+  // A finished trial that broke the spec's constraints by `violation` (the sum of how far each went past its
+  // bound, > 0; 0: feasible). The model-based samplers order their history feasible first (by objective), then
+  // infeasible by violation (Optuna's constrained TPE), so that TPE's good group is the best feasible trials and
+  // its bad group holds the infeasible ones; samplers without a model ignore it.
+  virtual void TellConstrained(int64_t trial_number, const Params& params, std::optional<double> objective,
+                               double /*violation*/) {
+    Tell(trial_number, params, objective);
+  }
   // A trial that runs with `params` but was not asked of this sampler object (after a restart). Samplers
   // without a model ignore it.
   virtual void AddPending(int64_t /*trial_number*/, const Params& /*params*/) {}
