@@ -6,6 +6,8 @@
 //   ladder-search-bench resolve (--problem NAME | --table PATH) [--budget N]   (what `auto` picks there)
 //   ladder-search-bench warm --table PATH [--sampler auto] [--seeds N] [--seed0 K] [--budget N]
 //                            (the warm-start part: bench/search_warm_start_bench.h)
+//   ladder-search-bench constrained --problem NAME [--sampler tpe] [--mode constrained|unconstrained] [--seeds N]
+//                                   [--seed0 K] [--budget N]   (the constrained part: search_constrained_bench.h)
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/search_constrained_bench.h"
 #include "bench/search_problems.h"
 #include "bench/search_warm_start_bench.h"
 #include "search/samplers/auto_sampler.h"
@@ -35,7 +38,9 @@ constexpr const char* kUsage =
     "usage: ladder-search-bench regret (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]"
     " [--checkpoints 25,50,100,200]\n       ladder-search-bench timing --sampler S [--history 100,1000,10000,100000]"
     " [--asks K]\n       ladder-search-bench resolve (--problem NAME | --table PATH) [--budget N]\n"
-    "       ladder-search-bench warm --table PATH [--sampler auto] [--seeds N] [--seed0 K] [--budget N]\nThe ladder side of bench/search_vs_optuna; one JSON line per seed (regret) or history size (timing).\n";
+    "       ladder-search-bench warm --table PATH [--sampler auto] [--seeds N] [--seed0 K] [--budget N]\n"
+    "       ladder-search-bench constrained --problem NAME [--sampler tpe] [--mode constrained|unconstrained]"
+    " [--seeds N] [--seed0 K] [--budget N]\nThe ladder side of bench/search_vs_optuna; one JSON line per seed (regret) or history size (timing).\n";
 
 int Usage(const std::string& msg) {
   std::cerr << "ladder-search-bench: " << msg << "\n" << kUsage;
@@ -185,5 +190,6 @@ int main(int argc, char** argv) {
   if (cmd == "timing") return Timing(a);
   if (cmd == "resolve") return Resolve(a);
   if (cmd == "warm") return ladder::bench::WarmStartRuns(a);
+  if (cmd == "constrained") return ladder::bench::ConstrainedRuns(a);
   return Usage("unknown command '" + cmd + "'");
 }

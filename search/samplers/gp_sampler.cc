@@ -18,11 +18,17 @@
 // Pending trials: kriging believer — each pending point joins the model with the posterior mean as its value,
 // which collapses the variance there, so EI sends the next suggestion elsewhere.
 //
+// Constraints (Sampler::TellConstrained): EI against the best feasible trial, times the chance of feasibility from
+// a second GP on the trials' largest signed constraint value (a classifier-weighted acquisition, as BoTorch's
+// outcome constraints; the chance alone before any feasible trial).
+//
 // Acquisition: EI maximized over 256 uniform candidates, 64 perturbations of each of the 5 best trials, then
 // three rounds of local perturbation (scales 0.05, 0.02, 0.008) around the 3 best candidates.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <optional>
 
 #include "search/samplers/completed_trials.h"
 #include "search/samplers/gp_model.h"
@@ -111,9 +117,19 @@ class GpSampler : public HistorySampler {
     std::vector<const Observation*> model_set = ModelSet();
     Eigen::MatrixXd x = Features(model_set);
     Eigen::VectorXd y = Targets(model_set);
-    const double best_y = y.minCoeff();
     GpPosterior post;
     if (!post.Condition(x, y, hyper_)) return Fallback(trial_number);
+    // Constraints: every trial stays in the objective's model, EI is taken against the best feasible one and
+    // weighed by the chance of feasibility (Feasibility); with no feasible trial yet, that chance alone.
+    feasibility_.reset();
+    double best_y = y.minCoeff();
+    if (std::any_of(model_set.begin(), model_set.end(), [](const Observation* o) { return o->violation > 0; })) {
+      feasibility_ = Feasibility(x, model_set);
+      best_y = std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < model_set.size(); ++i) {
+        if (model_set[i]->violation <= 0) best_y = std::min(best_y, y(static_cast<Eigen::Index>(i)));
+      }
+    }
     if (!pending.empty()) {
       Eigen::MatrixXd xp = Features(pending);
       Eigen::VectorXd mp, vp;
@@ -250,19 +266,41 @@ class GpSampler : public HistorySampler {
     return u;
   }
 
+  // EI at each candidate; with constraints (feasibility_), times the chance the candidate is feasible (EI alone
+  // when no trial is feasible yet: best = +inf).
   std::vector<double> Ei(const GpPosterior& post, const std::vector<std::vector<double>>& cand, double best) const {
     Eigen::MatrixXd q(static_cast<Eigen::Index>(cand.size()), static_cast<Eigen::Index>(features_));
     for (size_t r = 0; r < cand.size(); ++r) FeatureRow(cand[r], q, static_cast<Eigen::Index>(r));
-    Eigen::VectorXd mean, var;
+    Eigen::VectorXd mean, var, fmean, fvar;
     post.Predict(q, &mean, &var);
+    if (feasibility_) feasibility_->post.Predict(q, &fmean, &fvar);
     std::vector<double> ei(cand.size());
     for (size_t r = 0; r < cand.size(); ++r) {
       const auto i = static_cast<Eigen::Index>(r);
       double sd = std::sqrt(var(i));
       double z = (best - mean(i)) / sd;
-      ei[r] = sd * (z * NormalCdf(z) + NormalPdf(z));
+      ei[r] = std::isfinite(best) ? sd * (z * NormalCdf(z) + NormalPdf(z)) : 1.0;
+      if (feasibility_) ei[r] *= NormalCdf((feasibility_->threshold - fmean(i)) / std::sqrt(fvar(i)));
     }
     return ei;
+  }
+
+  // The chance of feasibility: a GP (the objective's kernel) on the trials' largest signed constraint value,
+  // standardized; feasible where it is at most 0 (the threshold, standardized alike).
+  struct FeasibilityModel {
+    GpPosterior post;
+    double threshold = 0;
+  };
+  std::optional<FeasibilityModel> Feasibility(const Eigen::MatrixXd& x, const std::vector<const Observation*>& obs) const {
+    Eigen::VectorXd c(static_cast<Eigen::Index>(obs.size()));
+    for (size_t i = 0; i < obs.size(); ++i) c(static_cast<Eigen::Index>(i)) = obs[i]->constraint;
+    const double mean = c.mean();
+    double sd = std::sqrt((c.array() - mean).square().mean());
+    if (!(sd > 1e-12)) sd = 1;
+    FeasibilityModel m;
+    m.threshold = -mean / sd;
+    if (!m.post.Condition(x, ((c.array() - mean) / sd).matrix(), hyper_)) return std::nullopt;
+    return m;
   }
 
   size_t max_history_;
@@ -271,6 +309,7 @@ class GpSampler : public HistorySampler {
   std::vector<size_t> offset_;
   std::vector<int64_t> fit_key_;
   GpHyper hyper_;
+  std::optional<FeasibilityModel> feasibility_;  // this suggestion's, when a trial broke the constraints
   CompletedTrials done_;  // kept as trials are told
   // The fit set's cache: FitPoint when last computed, the number of its last trial, and whether a trial at or
   // before that one was told since.

@@ -117,10 +117,13 @@ HistorySampler::HistorySampler(const SearchSpec& spec)
     : unit_(spec.space), seed_(spec.seed), maximize_(spec.objective.maximize) {}
 
 Observation HistorySampler::Make(int64_t number, const Params& params, std::optional<double> loss,
-                                 double violation) const {
+                                 const std::vector<double>& constraints) const {
   Observation o;
   o.number = number;
-  o.violation = violation > 0 ? violation : 0;
+  for (size_t i = 0; i < constraints.size(); ++i) {
+    o.violation += std::max(0.0, constraints[i]);
+    o.constraint = i == 0 ? constraints[i] : std::max(o.constraint, constraints[i]);
+  }
   o.u = unit_.Encode(params, &o.active);
   if (loss && std::isfinite(*loss)) o.loss = maximize_ ? -*loss : *loss;
   return o;
@@ -140,20 +143,20 @@ std::optional<Params> HistorySampler::Ask(int64_t trial_number) {
 }
 
 void HistorySampler::Tell(int64_t trial_number, const Params& params, std::optional<double> objective) {
-  TellConstrained(trial_number, params, objective, 0);
+  TellConstrained(trial_number, params, objective, {});
 }
 
 void HistorySampler::TellConstrained(int64_t trial_number, const Params& params, std::optional<double> objective,
-                                     double violation) {
+                                     const std::vector<double>& constraints) {
   pending_.erase(trial_number);
   pending_params_.erase(trial_number);
   auto it = told_.find(trial_number);
   if (it != told_.end()) {  // told again: the stored observation is replaced in place
     OnForget(it->second);
     completed_ -= it->second.loss ? 1 : 0;
-    it->second = Make(trial_number, params, objective, violation);
+    it->second = Make(trial_number, params, objective, constraints);
   } else {
-    it = told_.emplace(trial_number, Make(trial_number, params, objective, violation)).first;
+    it = told_.emplace(trial_number, Make(trial_number, params, objective, constraints)).first;
     auto by_number = [](const Observation* o, int64_t n) { return o->number < n; };
     told_order_.insert(std::lower_bound(told_order_.begin(), told_order_.end(), trial_number, by_number),
                        &it->second);

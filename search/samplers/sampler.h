@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "search/core/space.h"
 #include "search/core/spec.h"
@@ -42,12 +43,14 @@ class Sampler {
   // A finished trial's outcome (nullopt: failed), as the spec's objective (the sampler knows its direction).
   // Model-based samplers learn from it.
   virtual void Tell(int64_t trial_number, const Params& params, std::optional<double> objective) = 0;
-  // A finished trial that broke the spec's constraints by `violation` (the sum of how far each went past its
-  // bound, > 0; 0: feasible). The model-based samplers order their history feasible first (by objective), then
-  // infeasible by violation (Optuna's constrained TPE), so that TPE's good group is the best feasible trials and
-  // its bad group holds the infeasible ones; samplers without a model ignore it.
+  // A finished trial with the values of the spec's constraints, each signed as Optuna's: <= 0 where it holds
+  // (metric − max for a bound `max`), > 0 by how far it is broken. The model-based samplers order their history
+  // feasible first (by objective), then infeasible by violation, the sum of the positive values (Optuna's
+  // constrained TPE), so that TPE's good group is the best feasible trials and its bad group holds the
+  // infeasible ones; GP-BO weighs expected improvement by the chance of feasibility. Samplers without a model
+  // ignore them.
   virtual void TellConstrained(int64_t trial_number, const Params& params, std::optional<double> objective,
-                               double /*violation*/) {
+                               const std::vector<double>& /*constraints*/) {
     Tell(trial_number, params, objective);
   }
   // A trial that runs with `params` but was not asked of this sampler object (after a restart). Samplers

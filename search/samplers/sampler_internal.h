@@ -53,6 +53,7 @@ struct Observation {
   std::vector<bool> active;    // which parameters the trial has
   std::optional<double> loss;  // objective turned into a loss (negated when maximizing); nullopt: failed
   double violation = 0;        // how far it broke the spec's constraints (sum over them); 0: feasible
+  double constraint = 0;       // the largest of its constraints' signed values (<= 0: feasible; 0 without any)
 };
 
 // Base of the model-based samplers. Keeps the told trials and the pending ones (asked, not told) by trial
@@ -71,7 +72,7 @@ class HistorySampler : public Sampler {
   std::optional<Params> Ask(int64_t trial_number) final;
   void Tell(int64_t trial_number, const Params& params, std::optional<double> objective) final;
   void TellConstrained(int64_t trial_number, const Params& params, std::optional<double> objective,
-                       double violation) final;
+                       const std::vector<double>& constraints) final;
   void AddPending(int64_t trial_number, const Params& params) final;
 
  protected:
@@ -94,7 +95,8 @@ class HistorySampler : public Sampler {
   void SnapAll(std::vector<double>* u) const;
 
  private:
-  Observation Make(int64_t number, const Params& params, std::optional<double> loss, double violation = 0) const;
+  Observation Make(int64_t number, const Params& params, std::optional<double> loss,
+                   const std::vector<double>& constraints = {}) const;
 
   UnitSpace unit_;
   uint64_t seed_;
