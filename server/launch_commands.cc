@@ -41,7 +41,16 @@ std::map<std::string, std::string> RunEnv(const search::SearchSpec& spec, const 
 std::vector<std::string> WithStaging(const search::SearchSpec& spec, const std::vector<std::string>& command) {
   if (spec.stage.empty()) return command;
   std::vector<std::string> argv = {"ladder-stage"};
-  for (const auto& f : spec.stage) argv.insert(argv.end(), {"--from", f.from, "--to", f.to});
+  for (const auto& f : spec.stage) {
+    if (f.extract) argv.push_back("--extract");
+    if (f.shard_node) argv.insert(argv.end(), {"--shard", "node"});
+    if (f.shard_node && f.from.empty()) {
+      for (const auto& s : f.shards) argv.insert(argv.end(), {"--from", s});
+    } else {
+      argv.insert(argv.end(), {"--from", f.shard_node ? f.from + "/" : f.from});  // DIR/: a directory of shards
+    }
+    argv.insert(argv.end(), {"--to", f.to});
+  }
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;

@@ -71,7 +71,9 @@ std::map<std::string, std::string> RunEnv(const search::SearchSpec& spec, const 
                                           const search::Params& params, size_t members,
                                           const std::map<std::string, std::string>& command_env);
 
-// `stage:`: `ladder-stage --from F --to DIR ... -- COMMAND` (the command itself without stage:).
+// `stage:`: `ladder-stage --from F --to DIR ... -- COMMAND` (the command itself without stage:); an archive to
+// extract is `--extract --from A --to DIR`, shards `--shard node --from SHARD_DIR/ --to DIR` or
+// `--shard node --from F1 --from F2 ... --to DIR`.
 std::vector<std::string> WithStaging(const search::SearchSpec& spec, const std::vector<std::string>& command);
 
 // torchrun's variables for a run of `world` ranks: MASTER_ADDR is the first member's address when the group has

@@ -219,6 +219,7 @@ ENUMS = [
     ("objective.scope", BASE % (", scope: ZZ", "", SPACE)),
     ("sampler.type", BASE % ("", "", SPACE) + "sampler: {type: ZZ}\n"),
     ("resources.launcher", BASE % ("", "", SPACE) + "resources: {launcher: ZZ}\n"),
+    ("stage[].shard", BASE % ("", "", SPACE) + "stage: [{from: /a, to: /b, shard: ZZ}]\n"),
     ("scheduler.type", BASE % ("", "", SPACE) + "scheduler: {type: ZZ}\n"),
     ("ensemble.metric", BASE % ("", "", SPACE) + "ensemble: {predictions_file: p, metric: ZZ}\n"),
     ("scales.follow", BASE % ("", "", "") + "scales: {global_batch: [1, 2], lr: {low: 0.1, high: 1}, follow: ZZ}\n"),
