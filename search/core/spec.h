@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "search/core/container_options.h"
 #include "search/core/scales.h"
 #include "search/core/space.h"
 #include "search/core/ensemble_options.h"
@@ -99,6 +100,7 @@ struct SearchSpec {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   std::vector<StageFile> stage;   // `stage:`: copied to node-local storage before a trial's ranks start
+  ContainerOptions container;     // `container:`: each rank's command inside an image (runtime kNone: on the host)
   double progress_timeout_s = 0;  // trial.progress_timeout; 0: no watchdog
   StoppingOptions scheduler;  // `scheduler:` (type none when absent)
   EnsembleOptions ensemble;         // `ensemble:` (enabled false when absent)
