@@ -240,8 +240,10 @@ std::string EnsureExtracted(const std::string& from, const std::string& to, cons
   const std::string sbcast = to + "/." + name + ".sbcast", sbcast_meta = sbcast + ".json";
   uint64_t size = 0;
   int64_t mtime = 0;
-  if (!StatFile(from, &size, &mtime)) return Errno("cannot stage", from);
   std::error_code ec;
+  if (!StatFile(from, &size, &mtime)) {
+    return fs::exists(from, ec) ? "cannot extract " + from + ": not a regular file" : Errno("cannot stage", from);
+  }
   fs::create_directories(to, ec);
   if (ec) return "cannot create the local directory " + to + ": " + ec.message();
   NodeLock lock;

@@ -90,7 +90,11 @@ std::string MyShare(const ShardSource& source, NodeShare share, std::vector<Shar
   std::set<std::string> names;
   for (size_t k = static_cast<size_t>(share.index); k < all.size(); k += static_cast<size_t>(share.count)) {
     Shard s{all[k].substr(all[k].rfind('/') + 1), all[k]};
-    if (!StatFile(s.from, &s.size, &s.mtime)) return Errno("cannot stage the shard", s.from);
+    if (!StatFile(s.from, &s.size, &s.mtime)) {
+      std::error_code ec;
+      return fs::exists(s.from, ec) ? "cannot stage the shard " + s.from + ": not a regular file"
+                                    : Errno("cannot stage the shard", s.from);
+    }
     if (!names.insert(s.name).second) return "two shards are named " + s.name + " (they land in one directory)";
     mine->push_back(std::move(s));
   }

@@ -135,6 +135,12 @@ TEST_F(StageArchiveTest, AnEntryOutsideTheDirectoryOrALinkIsRefusedAndNothingIsL
       EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
     }
   }
+  // A directory, not an archive.
+  fs::remove(archive_);
+  fs::create_directories(archive_);
+  std::string dir_note;
+  EXPECT_NE(Extract(&dir_note).find(archive_ + ": not a regular file"), std::string::npos);
+  fs::remove(archive_);
   // Not an archive at all.
   std::ofstream(archive_, std::ios::trunc) << "this is not gzip";
   std::string note;

@@ -111,6 +111,9 @@ TEST_F(StageShardsTest, AListOfFilesLandsInTheDirectoryItself) {
   EXPECT_EQ(Names(local), (std::set<std::string>{"mine.txt", "part-7.bin", "part-5.bin"}));
   const ShardSource missing{"", {(shards_ / "nope.bin").string()}};
   EXPECT_NE(EnsureShardStaged(missing, local, {0, 1}, opt_, &note).find("nope.bin: No such file"), std::string::npos);
+  const ShardSource a_directory{"", {shards_.string()}};
+  EXPECT_NE(EnsureShardStaged(a_directory, local, {0, 1}, opt_, &note).find(shards_.string() + ": not a regular file"),
+            std::string::npos);
 }
 
 TEST_F(StageShardsTest, AShareLargerThanTheNodeIsRefusedWhileTheDatasetStagesInShares) {
