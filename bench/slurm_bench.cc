@@ -15,6 +15,11 @@
 //                            until the last of them has written its checkpoint (its rank 0's TERM handler records
 //                            when), the stop having gone from the coordinator through the workers to the steps' tasks
 //   multinode_steps_repeated  the points those trials stored twice after their resume in the next job (goal 0)
+//   stage_extract_per_node_s  a 2,000-file dataset (4 KiB each) as a tar archive, unpacked by ladder-stage
+//                            --extract on each of the 4 nodes at once (one srun task per node, as a trial's rank
+//                            runs it), the median over the nodes; stage_reuse_per_node_s the same again (reused);
+//                            stage_shard_per_node_s ladder-stage --shard node of the same files (a quarter each);
+//                            shared_read_per_node_s every file read from the shared directory instead (cat)
 // Last line: {"submit_to_first_trial_s", "srun_launch_overhead_s", "requeue_resume_s", ...}.
 #include <sqlite3.h>
 #include <unistd.h>
@@ -244,6 +249,46 @@ class SlurmBench {
     return {last, repeated.empty() ? -1 : repeated[0]};
   }
 
+  // Staging a dataset of `files` small files on the 4 nodes, one srun task per node running ladder-stage as a
+  // trial's rank does, each task timing itself: the tar archive unpacked (extract: true), then reused, the files
+  // sharded (shard: node, a quarter per node), against reading the same files from the shared directory. Per node
+  // (seconds, medians over the nodes): {extract, reuse, shard, shared read}.
+  std::vector<double> Staging(int files) {
+    const auto shared = dir_ / "stage-shared";
+    std::filesystem::create_directories(shared / "dataset");
+    for (int k = 0; k < files; ++k) {
+      std::ofstream(shared / "dataset" / ("f-" + std::to_string(k) + ".bin")) << std::string(4096, 'a' + k % 26);
+    }
+    if (slurm_.Run({"tar", "-C", shared.string(), "-cf", (shared / "data.tar").string(), "dataset"}).exit_code != 0) {
+      throw std::runtime_error("tar failed");
+    }
+    const std::string local = slurm_.NodeLocalDir().string(), stage = OwnDir() + "/ladder-stage";
+    auto ns = [] { return std::string("$(date +%s%N)"); };
+    // Each task prints: node, extract, reuse, shard, shared read (ns).
+    const std::string script =
+        "t0=" + ns() + "; " + stage + " --extract --from " + (shared / "data.tar").string() + " --to " + local +
+        "/x -- true 2>/dev/null; t1=" + ns() + "; " + stage + " --extract --from " + (shared / "data.tar").string() +
+        " --to " + local + "/x -- true 2>/dev/null; t2=" + ns() + "; " + stage + " --shard node --from " +
+        (shared / "dataset").string() + "/ --to " + local + "/s -- true 2>/dev/null; t3=" + ns() + "; cat " +
+        (shared / "dataset").string() + "/* > /dev/null; t4=" + ns() +
+        "; echo \"$SLURMD_NODENAME $((t1-t0)) $((t2-t1)) $((t3-t2)) $((t4-t3))\"";
+    auto r = slurm_.Run({"srun", "--nodes=4", "--ntasks-per-node=1", "--export=ALL,LADDER_LAUNCHER=srun",
+                         "/bin/sh", "-c", script});
+    if (r.exit_code != 0) throw std::runtime_error("the staging step failed: " + r.out + r.err);
+    std::vector<std::vector<double>> per(4);
+    std::istringstream lines(r.out);
+    for (std::string node; lines >> node;) {
+      double v[4];
+      for (double& x : v) lines >> x;
+      for (int i = 0; i < 4; ++i) per[i].push_back(v[i] / 1e9);
+      std::fprintf(stderr, "bench/slurm: %s: %d files unpacked %.3f s, reused %.3f s, its shard %.3f s; read from "
+                   "the shared directory %.3f s\n", node.c_str(), files, v[0] / 1e9, v[1] / 1e9, v[2] / 1e9,
+                   v[3] / 1e9);
+    }
+    if (per[0].size() != 4) throw std::runtime_error("the staging step printed " + r.out);
+    return {Median(per[0]), Median(per[1]), Median(per[2]), Median(per[3])};
+  }
+
  private:
   testing::LocalSlurm& slurm_;
   std::filesystem::path dir_;
@@ -301,6 +346,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench/slurm: warning to the 2-node trials' checkpoints %.3f s, %g points repeated\n",
                    seconds, twice);
     }
+    const int stage_files = 2000;
+    const auto staged = b.Staging(stage_files);
     // The other way to continue a job, once (full run only: Slurm holds a requeued job back for about two minutes).
     double by_scontrol = -1;
     if (!quick) {
@@ -314,6 +361,11 @@ int main(int argc, char** argv) {
            {"scontrol_requeue_resume_s", quick ? nlohmann::json(nullptr) : nlohmann::json(by_scontrol)},
            {"multinode_warning_to_checkpoint_s", Median(to_checkpoint)},
            {"multinode_steps_repeated", repeated},
+           {"stage_extract_per_node_s", staged[0]},
+           {"stage_reuse_per_node_s", staged[1]},
+           {"stage_shard_per_node_s", staged[2]},
+           {"shared_read_per_node_s", staged[3]},
+           {"stage_files", stage_files},
            {"direct_launch_s", direct},
            {"srun_launch_s", srun},
            {"launch_trials_per_kind", rounds * trials},

@@ -98,9 +98,14 @@ SpecCheck CheckSpec(const std::string& path, bool check_command) {
     return c;
   }
   if (check_command) {
+    // In a container the command is the image's: what must be here is the runtime's program.
+    const auto runtime = parsed.spec->container.runtime;
+    const bool contained = runtime != search::ContainerRuntime::kNone;
     std::string error;
-    if (ResolveExecutable(parsed.spec->command.front(), {OwnBinDir()}, &error).empty()) {
-      c.headline = path + ": command[0]: " + error + "\n  (pass --no-command-check if it exists only on the worker nodes)";
+    if (ResolveExecutable(contained ? search::ContainerRuntimeProgram(runtime) : parsed.spec->command.front(),
+                          {OwnBinDir()}, &error).empty()) {
+      c.headline = path + (contained ? ": container.runtime: " : ": command[0]: ") + error +
+                   "\n  (pass --no-command-check if it exists only on the worker nodes)";
       return c;
     }
   }

@@ -24,7 +24,8 @@ std::string SendOne(const search::StageFile& f, const SlurmAllocation& alloc, ui
   const auto crc = worker::FileCrc32(f.from, &read, &error);
   if (!crc) return error;
   if (read != *size) return f.from + " changed while it was read";
-  const std::string n = std::to_string(alloc.nodes.size()), name = search::StagedName(f);
+  // The file as it is (an archive to extract too: each node unpacks its delivery), under its own name.
+  const std::string n = std::to_string(alloc.nodes.size()), name = f.from.substr(f.from.rfind('/') + 1);
   std::string out;
   if (RunSlurm({"srun", "--overlap", "--nodes=" + n, "--ntasks=" + n, "--ntasks-per-node=1", "--mpi=none",
                 "--job-name=ladder-stage", "mkdir", "-p", f.to},
@@ -45,6 +46,7 @@ std::string SendOne(const search::StageFile& f, const SlurmAllocation& alloc, ui
 
 void SbcastStage(const std::vector<search::StageFile>& files, const SlurmAllocation& alloc) {
   for (const auto& f : files) {
+    if (f.shard_node) continue;  // every node a share of its own: each copies it
     const auto t0 = std::chrono::steady_clock::now();
     uint64_t size = 0;
     const std::string error = SendOne(f, alloc, &size);

@@ -13,6 +13,8 @@ PKGS=(
   libsqlite3-dev                     # server: the embedded store
   libssl-dev                         # TLS on every channel, `ladder certs create`, hashed tokens (OpenSSL)
   zlib1g-dev                         # worker: CRC-32 of staged files (ladder-stage); trainer: gzip'd CSVs
+  libarchive-dev                     # ladder-stage: archives unpacked once per node (stage: extract: true)
+  charliecloud-runtime               # tests: trials in a Charliecloud image (container: runtime: charliecloud; ch-run runs unprivileged)
   libyaml-cpp-dev                    # search: YAML specs with line/column marks
   libeigen3-dev                      # search: GP-BO linear algebra (Cholesky, L-BFGS on the kernel hyperparameters)
   libcli11-dev                       # cli and daemons: command-line parsing, --help

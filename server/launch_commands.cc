@@ -1,7 +1,10 @@
 // The starts of a trial's run for each launcher: per node, mpirun, srun (see launch_commands.h).
 #include "server/launch_commands.h"
 
+#include <filesystem>
+
 #include "common/id_set.h"
+#include "server/container_command.h"
 #include "server/params_codec.h"
 
 namespace ladder::server {
@@ -41,10 +44,40 @@ std::map<std::string, std::string> RunEnv(const search::SearchSpec& spec, const 
 std::vector<std::string> WithStaging(const search::SearchSpec& spec, const std::vector<std::string>& command) {
   if (spec.stage.empty()) return command;
   std::vector<std::string> argv = {"ladder-stage"};
-  for (const auto& f : spec.stage) argv.insert(argv.end(), {"--from", f.from, "--to", f.to});
+  for (const auto& f : spec.stage) {
+    if (f.extract) argv.push_back("--extract");
+    if (f.shard_node) argv.insert(argv.end(), {"--shard", "node"});
+    if (f.shard_node && f.from.empty()) {
+      for (const auto& s : f.shards) argv.insert(argv.end(), {"--from", s});
+    } else {
+      argv.insert(argv.end(), {"--from", f.shard_node ? f.from + "/" : f.from});  // DIR/: a directory of shards
+    }
+    argv.insert(argv.end(), {"--to", f.to});
+  }
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
+}
+
+std::vector<std::string> InContainer(const search::SearchSpec& spec, const std::string& checkpoint_dir,
+                                     const std::map<std::string, std::string>& env,
+                                     const std::vector<std::string>& command) {
+  if (spec.container.runtime == search::ContainerRuntime::kNone) return command;
+  ContainerRun run;
+  run.checkpoint_dir = checkpoint_dir;
+  // ROOT/search-S/trial-T (TrialManager::CheckpointDir): ROOT
+  const std::filesystem::path trial_dir(checkpoint_dir);
+  if (trial_dir.parent_path().filename().string().rfind("search-", 0) == 0) {
+    run.checkpoint_root = trial_dir.parent_path().parent_path().string();
+  }
+  for (const auto& f : spec.stage) run.stage_dirs.push_back(f.to);
+  for (const auto& [name, value] : env) run.env_names.push_back(name);
+  // What the worker sets per rank (RANK, LOCAL_RANK; CUDA_VISIBLE_DEVICES with GPUs), when not there already.
+  for (const char* name : {"RANK", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES"}) {
+    if (!env.count(name)) run.env_names.push_back(name);
+  }
+  run.gpus = spec.group.gpus_per_rank > 0;
+  return ContainerLine(spec.container, run, command);
 }
 
 void AddTorchrunEnv(const std::vector<LaunchMember>& members, int world, int ranks_per_node,
@@ -104,12 +137,9 @@ std::vector<MemberStart> StartMessages(const search::SearchSpec& spec, const Lau
   // mpirun and srun: one process on the first node starts every rank; the other nodes' slots are only held.
   const bool one_launch = launcher != search::Launcher::kPerNode;
   std::map<std::string, std::string> env = run.env;
-  std::vector<std::string> argv = WithStaging(spec, run.command);
-  if (launcher == search::Launcher::kMpirun) {
-    argv = MpirunLine(settings.mpirun, members, world, env, argv);
-  } else {
-    AddTorchrunEnv(members, world, spec.group.ranks_per_node, settings, &env);
-  }
+  if (launcher != search::Launcher::kMpirun) AddTorchrunEnv(members, world, spec.group.ranks_per_node, settings, &env);
+  std::vector<std::string> argv = WithStaging(spec, InContainer(spec, run.checkpoint_dir, env, run.command));
+  if (launcher == search::Launcher::kMpirun) argv = MpirunLine(settings.mpirun, members, world, env, argv);
   if (launcher == search::Launcher::kSrun) {
     argv = SrunLine(settings.srun, run.trial_id, members, spec.group.ranks_per_node, world, argv);
   }

@@ -12,7 +12,8 @@
 //             get no start (their slots are only held). No torchrun variables: mpirun numbers the ranks.
 //   srun      the first member's worker runs one Slurm step over the group's nodes (named after the trial, so that
 //             the worker can signal it), with torchrun's variables; the other members get no start.
-// A spec with `stage:` runs every rank through ladder-stage first (worker/stage.h).
+// A spec with `stage:` runs every rank through ladder-stage first (worker/stage.h); one with `container:` runs each
+// rank's command inside the container (after ladder-stage, which stays on the host).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -71,8 +72,17 @@ std::map<std::string, std::string> RunEnv(const search::SearchSpec& spec, const 
                                           const search::Params& params, size_t members,
                                           const std::map<std::string, std::string>& command_env);
 
-// `stage:`: `ladder-stage --from F --to DIR ... -- COMMAND` (the command itself without stage:).
+// `stage:`: `ladder-stage --from F --to DIR ... -- COMMAND` (the command itself without stage:); an archive to
+// extract is `--extract --from A --to DIR`, shards `--shard node --from SHARD_DIR/ --to DIR` or
+// `--shard node --from F1 --from F2 ... --to DIR`.
 std::vector<std::string> WithStaging(const search::SearchSpec& spec, const std::vector<std::string>& command);
+
+// `container:`: the rank's command inside the container (server/container_command.h), binding the checkpoint
+// directory and the staged directories and passing `env`'s variables and the worker's per-rank ones; `command`
+// itself without a container. Staging stays outside: ladder-stage runs on the host and execs the container.
+std::vector<std::string> InContainer(const search::SearchSpec& spec, const std::string& checkpoint_dir,
+                                     const std::map<std::string, std::string>& env,
+                                     const std::vector<std::string>& command);
 
 // torchrun's variables for a run of `world` ranks: MASTER_ADDR is the first member's address when the group has
 // more than one node (settings.master_addr otherwise, or when the address is not known).

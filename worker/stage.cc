@@ -1,5 +1,7 @@
 #include "worker/stage.h"
 
+#include "worker/stage_internal.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -20,8 +23,10 @@
 namespace ladder::worker {
 
 namespace {
-
 constexpr size_t kChunk = 4 << 20;
+}  // namespace
+
+namespace internal {
 
 std::string Errno(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
@@ -39,13 +44,32 @@ std::string Bytes(uint64_t n) {
   return buf;
 }
 
-std::optional<uint64_t> StatvfsFree(const std::string& dir) {
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+std::optional<uint64_t> FreeBytes(const StageOptions& options, const std::string& dir) {
+  if (options.free_bytes) return options.free_bytes(dir);
   struct statvfs v {};
   if (::statvfs(dir.c_str(), &v) != 0) return std::nullopt;
   return static_cast<uint64_t>(v.f_bavail) * v.f_frsize;
 }
 
-// The manifest in `path` when it describes `from` at this size and mtime; its CRC-32.
+NodeLock::~NodeLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string NodeLock::Lock(const std::string& path) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) return Errno("cannot open", path);
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) return Errno("cannot lock", path);
+  }
+  return "";
+}
+
 std::optional<uint32_t> ManifestCrc(const std::string& path, const std::string& from, uint64_t size, int64_t mtime) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
@@ -78,8 +102,8 @@ bool WriteSmallFile(const std::string& path, const std::string& text, std::strin
   return true;
 }
 
-// Copies `from` into `tmp` (created new), computing the source's CRC-32; then reads `tmp` back and checks it.
-std::string CopyChecked(const std::string& from, const std::string& tmp, uint64_t size, uint32_t* crc_out) {
+std::string CopyChecked(const std::string& from, const std::string& tmp, uint64_t size, uint32_t* crc_out,
+                        bool sync) {
   const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) return Errno("cannot read", from);
   const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -88,7 +112,8 @@ std::string CopyChecked(const std::string& from, const std::string& tmp, uint64_
     ::close(in);
     return e;
   }
-  std::vector<unsigned char> buf(kChunk);
+  // Sized to the file: a 4 MiB buffer zeroed for each of many small files cost more than copying them.
+  std::vector<unsigned char> buf(static_cast<size_t>(std::min<uint64_t>(kChunk, size + 1)));
   uLong crc = crc32(0L, Z_NULL, 0);
   uint64_t copied = 0;
   std::string error;
@@ -114,7 +139,7 @@ std::string CopyChecked(const std::string& from, const std::string& tmp, uint64_
     copied += static_cast<uint64_t>(n);
   }
   ::close(in);
-  if (error.empty() && ::fsync(out) != 0) error = Errno("cannot sync", tmp);
+  if (error.empty() && sync && ::fsync(out) != 0) error = Errno("cannot sync", tmp);
   if (::close(out) != 0 && error.empty()) error = Errno("cannot write", tmp);
   if (error.empty() && copied != size) {
     error = "the source " + from + " changed while it was copied (" + std::to_string(size) + " bytes before, " +
@@ -135,7 +160,18 @@ std::string CopyChecked(const std::string& from, const std::string& tmp, uint64_
   return "";
 }
 
-}  // namespace
+std::string SyncDir(const std::string& dir) {
+  const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d < 0) return Errno("cannot open", dir);
+  const int r = ::syncfs(d);
+  std::string error = r != 0 ? Errno("cannot sync", dir) : "";
+  ::close(d);
+  return error;
+}
+
+}  // namespace internal
+
+using namespace internal;
 
 bool StatFile(const std::string& path, uint64_t* size, int64_t* mtime_ns) {
   struct stat st {};
@@ -151,7 +187,9 @@ std::optional<uint32_t> FileCrc32(const std::string& path, uint64_t* size, std::
     *error = Errno("cannot read", path);
     return std::nullopt;
   }
-  std::vector<unsigned char> buf(kChunk);
+  struct stat st {};
+  const uint64_t length = ::fstat(fd, &st) == 0 && st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  std::vector<unsigned char> buf(static_cast<size_t>(std::min<uint64_t>(kChunk, length + 1)));
   uLong crc = crc32(0L, Z_NULL, 0);
   *size = 0;
   for (;;) {
@@ -191,21 +229,9 @@ std::string EnsureStaged(const std::string& from, const std::string& to, const S
   fs::create_directories(to, ec);
   if (ec) return "cannot create the local directory " + to + ": " + ec.message();
   // One rank of this node at a time; the lock is released when the descriptor closes (also when a rank dies).
-  const std::string lock_path = to + "/." + name + ".lock";
-  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock < 0) return Errno("cannot open", lock_path);
-  struct Unlock {
-    int fd;
-    ~Unlock() { ::close(fd); }
-  } unlock{lock};
-  while (::flock(lock, LOCK_EX) != 0) {
-    if (errno != EINTR) return Errno("cannot lock", lock_path);
-  }
-  auto took = [&] {  // "0.12 s" since the call began
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    return std::string(buf);
-  };
+  NodeLock lock;
+  if (std::string e = lock.Lock(to + "/." + name + ".lock"); !e.empty()) return e;
+  auto took = [&] { return Seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()); };
   uint64_t have = 0;
   int64_t have_mtime = 0;
   const bool dest_there = StatFile(dest, &have, &have_mtime);
@@ -229,7 +255,7 @@ std::string EnsureStaged(const std::string& from, const std::string& to, const S
     }
   }
   // Copy: the directory must hold it (an older copy it replaces counts as free).
-  const auto free = (o.free_bytes ? o.free_bytes : StatvfsFree)(to);
+  const auto free = FreeBytes(o, to);
   if (free && *free + (dest_there ? have : 0) < size) {
     return "not enough space to stage " + from + " (" + Bytes(size) + ") into " + to + " on node " + o.node +
            ": " + Bytes(*free) + " free";

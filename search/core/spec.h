@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "search/core/container_options.h"
 #include "search/core/scales.h"
 #include "search/core/space.h"
 #include "search/core/ensemble_options.h"
@@ -30,12 +31,36 @@ struct Objective {
 //             Slurm, MPI through PMIx or Gloo/NCCL with Slurm's rank variables
 enum class Launcher { kPerNode, kMpirun, kSrun };
 
-// One `stage:` entry: the file `from` (on storage every node sees) copied into the node-local directory `to`.
+// One `stage:` entry: data on storage every node sees (`from`) staged into the node-local directory `to`
+// (worker/stage.h):
+//   a file                   copied to to/NAME (NAME: from's last component)
+//   extract: true            the archive `from` (.tar, .tar.gz, .tgz, .tar.bz2, .tar.xz, .tar.zst, .zip) unpacked
+//                            once per node into the directory to/STEM (the name without its archive suffix)
+//   shard: node              each node of a trial's group gets only its share of a list of shard files: from a
+//                            directory (its files, by name), into to/NAME/; or the list `shards`, into to/ itself.
+//                            File k of the sorted list goes to the group's node k mod nodes.
 struct StageFile {
-  std::string from, to;
+  std::string from, to;             // from: empty for a list of shards
+  std::vector<std::string> shards;  // shard: node with `from:` a list
+  bool extract = false;
+  bool shard_node = false;
 };
-// The staged copy's file name: from's last component.
-inline std::string StagedName(const StageFile& f) { return f.from.substr(f.from.rfind('/') + 1); }
+// An archive name without its suffix ("data.tar.gz" -> "data"); "" when the name has none of extract's suffixes.
+inline std::string ArchiveStem(const std::string& name) {
+  for (const char* suffix : {".tar.gz", ".tar.bz2", ".tar.xz", ".tar.zst", ".tgz", ".tar", ".zip"}) {
+    const std::string s(suffix);
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) {
+      return name.substr(0, name.size() - s.size());
+    }
+  }
+  return "";
+}
+// What the entry makes under `to`: the copy's file name, the extracted directory, the shard directory; "" for a
+// list of shards (they land in `to` itself).
+inline std::string StagedName(const StageFile& f) {
+  const std::string last = f.from.substr(f.from.rfind('/') + 1);
+  return f.extract ? ArchiveStem(last) : last;
+}
 
 struct GroupRequest {
   int nodes = 1, ranks_per_node = 1, gpus_per_rank = 0;
@@ -75,6 +100,7 @@ struct SearchSpec {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   std::vector<StageFile> stage;   // `stage:`: copied to node-local storage before a trial's ranks start
+  ContainerOptions container;     // `container:`: each rank's command inside an image (runtime kNone: on the host)
   double progress_timeout_s = 0;  // trial.progress_timeout; 0: no watchdog
   StoppingOptions scheduler;  // `scheduler:` (type none when absent)
   EnsembleOptions ensemble;         // `ensemble:` (enabled false when absent)

@@ -13,6 +13,7 @@
 #include "search/spec/enqueue_section.h"
 #include "search/spec/spec_limits.h"
 #include "search/scaling/scales_section.h"
+#include "search/spec/container_section.h"
 #include "search/spec/stage_section.h"
 #include "search/spec/warm_start_section.h"
 #include "search/stopping/stopping_section.h"
@@ -55,7 +56,7 @@ class SpecReader {
     auto top = internal::ReadMapping(sink_, root, "",
                                      {"name", "description", "objective", "budget", "sampler", "resources",
                                       "command", "env", "trial", "space", "scheduler", "ensemble", "scales",
-                                      "stage", "enqueue", "warm_start"});
+                                      "stage", "enqueue", "warm_start", "container"});
     if (!top) return;
     const MapEntries& t = *top;
     auto required = [&](std::string_view key) -> const MapEntry* {
@@ -83,6 +84,7 @@ class SpecReader {
     if (const MapEntry* e = Find(t, "env")) ReadEnv(e->value);
     if (const MapEntry* e = Find(t, "trial")) ReadTrial(e->value);
     if (const MapEntry* e = Find(t, "stage")) internal::ReadStageSection(sink_, e->value, &spec_.stage);
+    if (const MapEntry* e = Find(t, "container")) internal::ReadContainerSection(sink_, e->value, &spec_.container);
     const MapEntry* space = nullptr;
     if (scales != nullptr) {
       if (const MapEntry* e = Find(t, "space")) {

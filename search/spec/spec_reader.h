@@ -42,6 +42,13 @@
 //                                    # /tmp/ladder-stage/data.tar. Once per node, checked by size and CRC-32,
 //                                    # reused by that node's later trials (ladder-stage; under ladder up --slurm
 //                                    # --run, sbcast delivers it to every node of the job first)
+//     - {from: /lustre/me/imgs.tar, to: /tmp/s, extract: true}  # unpacked once per node into /tmp/s/imgs/
+//     - {from: /lustre/me/shards, to: /tmp/s, shard: node}      # each node of a trial only its share of the
+//                                    # directory's files (or of a list: from: [F1, F2, ...]); see StageFile
+//   container:                       # each rank's command inside an image; ladder stays on the host (default none)
+//     runtime: charliecloud          # charliecloud (ch-run) | apptainer (apptainer exec) | podman (podman run)
+//     image: /scratch/me/img         # absolute path (podman: an image name)
+//     binds: [/lustre/me/code]       # SRC or SRC:DST, besides the checkpoint and staged directories
 //   trial:
 //     progress_timeout: 10m          # the watchdog fails a trial that prints no metrics line for this long
 //                                    # (seconds, or a number with s/m/h; default: no watchdog)

@@ -9,7 +9,8 @@
 
 namespace ladder::search::internal {
 
-// Every entry a mapping {from: FILE, to: DIR}, both absolute paths; errors name stage[i].from / stage[i].to.
+// Every entry a mapping {from: FILE, to: DIR} (absolute paths), with `extract: true` (from: an archive) or
+// `shard: node` (from: a directory, or a list of files); errors name stage[i].from / stage[i].to / ....
 void ReadStageSection(ErrorSink& sink, const YAML::Node& node, std::vector<StageFile>* out);
 
 }  // namespace ladder::search::internal

@@ -191,6 +191,7 @@ PROBES = [
     ("resources.", BASE % ("", "", SPACE) + "resources: {ZZ: 1}\n"),
     ("stage[].", BASE % ("", "", SPACE) + "stage: [{from: /a, to: /b, ZZ: 1}]\n"),
     ("warm_start.", BASE % ("", "", SPACE) + "warm_start: {search: 1, ZZ: 1}\n"),
+    ("container.", BASE % ("", "", SPACE) + "container: {runtime: podman, image: x, ZZ: 1}\n"),
     ("ensemble.", BASE % ("", "", SPACE) + "ensemble: {predictions_file: p, ZZ: 1}\n"),
     ("scales.", BASE % ("", "", "") + "scales: {global_batch: [1, 2], lr: {low: 0.1, high: 1}, ZZ: 1}\n"),
     ("scales.lr.", BASE % ("", "", "") + "scales: {global_batch: [1, 2], lr: {low: 0.1, high: 1, ZZ: 1}}\n"),
@@ -204,6 +205,7 @@ READ_MAPPING_CALLS = {
     "search/spec/spec_reader.cc": 5,  # top, objective, budget, trial, resources
     "search/spec/stage_section.cc": 1,
     "search/spec/warm_start_section.cc": 1,
+    "search/spec/container_section.cc": 1,
     "search/ensemble/ensemble_section.cc": 1,
     "search/scaling/scales_section.cc": 2,  # scales, scales.lr
     "search/stopping/stopping_section.cc": 1,
@@ -219,6 +221,8 @@ ENUMS = [
     ("objective.scope", BASE % (", scope: ZZ", "", SPACE)),
     ("sampler.type", BASE % ("", "", SPACE) + "sampler: {type: ZZ}\n"),
     ("resources.launcher", BASE % ("", "", SPACE) + "resources: {launcher: ZZ}\n"),
+    ("container.runtime", BASE % ("", "", SPACE) + "container: {runtime: ZZ, image: /i}\n"),
+    ("stage[].shard", BASE % ("", "", SPACE) + "stage: [{from: /a, to: /b, shard: ZZ}]\n"),
     ("scheduler.type", BASE % ("", "", SPACE) + "scheduler: {type: ZZ}\n"),
     ("ensemble.metric", BASE % ("", "", SPACE) + "ensemble: {predictions_file: p, metric: ZZ}\n"),
     ("scales.follow", BASE % ("", "", "") + "scales: {global_batch: [1, 2], lr: {low: 0.1, high: 1}, follow: ZZ}\n"),

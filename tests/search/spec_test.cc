@@ -367,5 +367,40 @@ TEST(SpecTest, StageListsFilesForNodeLocalStorage) {
       << AllErrors(scalar);
 }
 
+// stage: extract: true takes an archive into to/STEM; shard: node a directory of shards (into to/NAME) or a list
+// (into to itself); each wrong combination named.
+TEST(SpecTest, StageExtractsArchivesAndShardsFilesPerNode) {
+  auto ok = ParseSpec(Minimal() + "stage:\n  - {from: /lustre/me/imagenet.tar.gz, to: /tmp/s, extract: true}\n"
+                                  "  - {from: /lustre/me/shards/, to: /tmp/s, shard: node}\n"
+                                  "  - {from: [/lustre/a.h5, /lustre/b.h5], to: /tmp/l, shard: node}\n", "s.yaml");
+  ASSERT_TRUE(ok.ok()) << AllErrors(ok);
+  ASSERT_EQ(ok.spec->stage.size(), 3u);
+  EXPECT_TRUE(ok.spec->stage[0].extract);
+  EXPECT_EQ(StagedName(ok.spec->stage[0]), "imagenet");
+  EXPECT_TRUE(ok.spec->stage[1].shard_node);
+  EXPECT_EQ(ok.spec->stage[1].from, "/lustre/me/shards") << "a trailing slash is dropped";
+  EXPECT_EQ(StagedName(ok.spec->stage[1]), "shards");
+  EXPECT_EQ(ok.spec->stage[2].from, "");
+  EXPECT_EQ(ok.spec->stage[2].shards, (std::vector<std::string>{"/lustre/a.h5", "/lustre/b.h5"}));
+  auto bad = ParseSpec(Minimal() + "stage:\n  - {from: /a/data.bin, to: /tmp/s, extract: true}\n"
+                                   "  - {from: [/a/x, /b/y], to: /tmp/s}\n"
+                                   "  - {from: /a/x.tar, to: /tmp/t, extract: true, shard: node}\n"
+                                   "  - {from: /a/d, to: /tmp/u, shard: rank}\n"
+                                   "  - {from: [/a/x, /b/x], to: /tmp/v, shard: node}\n"
+                                   "  - {from: [], to: /tmp/w, shard: node}\n"
+                                   "  - {from: /a/one.tar, to: /tmp/z, extract: true}\n"
+                                   "  - {from: /b/one.tgz, to: /tmp/z, extract: true}\n", "s.yaml");
+  const std::string errors = AllErrors(bad);
+  for (const char* want : {"stage[0].from: extract: true needs an archive (.tar, .tar.gz",
+                           "stage[1].from: a list of files needs shard: node",
+                           "stage[2]: extract and shard cannot be combined",
+                           "stage[3].shard: expected 'node', got 'rank'",
+                           "stage[4].from[1]: a second shard named 'x'",
+                           "stage[5].from: expected at least one file",
+                           "stage[7]: stages onto /tmp/z/one like an earlier entry"}) {
+    EXPECT_NE(errors.find(want), std::string::npos) << want << "\n" << errors;
+  }
+}
+
 }  // namespace
 }  // namespace ladder::search

@@ -134,7 +134,8 @@ TEST(LaunchCommands, SrunIsOneNamedStepOnExactlyTheGroupsNodesInRankOrder) {
 
 TEST(LaunchCommands, AStagedSpecRunsEveryRankThroughLadderStageInsideTheLauncher) {
   auto spec = SpecWith(search::Launcher::kSrun, 1, 1);
-  spec.stage = {{"/shared/data.bin", "/local/data"}, {"/shared/vocab", "/local/v"}};
+  spec.stage = {{"/shared/data.bin", "/local/data", {}, false, false},
+                {"/shared/vocab", "/local/v", {}, false, false}};
   const Words staged = {"ladder-stage", "--from", "/shared/data.bin", "--to", "/local/data", "--from",
                         "/shared/vocab", "--to", "/local/v", "--", "train", "--lr", "0.1"};
   EXPECT_EQ(WithStaging(spec, {"train", "--lr", "0.1"}), staged);
@@ -147,6 +148,20 @@ TEST(LaunchCommands, AStagedSpecRunsEveryRankThroughLadderStageInsideTheLauncher
   EXPECT_EQ(argv.front(), "srun");
   EXPECT_EQ(Words(argv.end() - static_cast<long>(staged.size()), argv.end()), staged);
   EXPECT_EQ(WithStaging(SpecWith(search::Launcher::kPerNode, 1, 1), {"x"}), Words{"x"});
+}
+
+// extract: true and shard: node become ladder-stage's flags; a directory of shards is passed as DIR/ (what tells
+// it from a list of one file).
+TEST(LaunchCommands, AnArchiveAndShardsAreStagedWithTheirFlags) {
+  auto spec = SpecWith(search::Launcher::kPerNode, 2, 1);
+  spec.stage.resize(3);
+  spec.stage[0] = {"/shared/data.tar", "/local", {}, true, false};
+  spec.stage[1] = {"/shared/shards", "/local", {}, false, true};
+  spec.stage[2] = {"", "/local/l", {"/shared/a.h5", "/shared/b.h5"}, false, true};
+  EXPECT_EQ(WithStaging(spec, {"train"}),
+            (Words{"ladder-stage", "--extract", "--from", "/shared/data.tar", "--to", "/local", "--shard", "node",
+                   "--from", "/shared/shards/", "--to", "/local", "--shard", "node", "--from", "/shared/a.h5",
+                   "--from", "/shared/b.h5", "--to", "/local/l", "--", "train"}));
 }
 
 TEST(LaunchCommands, RunEnvSaysTheTrialItsRunAndItsLauncher) {
