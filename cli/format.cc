@@ -147,7 +147,9 @@ void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked,
     }
     double end = t.finished_unix() > 0 ? t.finished_unix() : 0;
     row.push_back(t.started_unix() > 0 && end > 0 ? FormatDuration(end - t.started_unix()) : "");
-    std::string note = t.probe() ? "probe (" + std::to_string(std::max(1, t.micro_batches())) + " micro-batches)" : "";
+    std::string note = t.probe() ? "probe (" + std::to_string(std::max(1, t.micro_batches())) + " micro-batches)"
+                       : t.enqueued() ? "enqueued"  // a known point: the spec's enqueue: or ladder search enqueue
+                                      : "";
     if (!t.error().empty()) note += (note.empty() ? "" : "; ") + t.error();
     if (t.ignored_lines() > 0) note += (note.empty() ? "" : "; ") + std::to_string(t.ignored_lines()) + " ignored lines";
     if (note.size() > 60) note = note.substr(0, 57) + "...";

@@ -269,7 +269,8 @@ bool SearchManager::CreateOne(SearchRecord& s) {
   // Known points first (the spec's enqueue:, then ladder search enqueue's): the sampler is not asked for them
   // but holds each as pending (a model spreads its suggestions away from it) until its result is told.
   std::optional<search::Params> params = NextKnownPoint(s, sampled);
-  if (params) {
+  const bool known = params.has_value();
+  if (known) {
     AddPendingToSampler(s, sampled, *params);
   } else {
     params = AskSampler(s, sampled);
@@ -280,7 +281,8 @@ bool SearchManager::CreateOne(SearchRecord& s) {
     s.exhausted = !SamplerWaiting(s) || (idx.running.empty() && idx.pending.empty());
     return false;
   }
-  const TrialRecord& t = trials_.Create(s.proto.id(), s.next_number++, std::move(*params), /*workflow_step=*/false);
+  const TrialRecord& t =
+      trials_.Create(s.proto.id(), s.next_number++, std::move(*params), /*workflow_step=*/false, 0, known);
   if (s.stopping_rule) s.stopping_rule->AddTrial(t.proto.number(), t.params);
   trials_.Submit(t.proto.id());
   hub_.Trial(t.proto);

@@ -189,6 +189,10 @@ CREATE TABLE warm_start_points(
       R"sql(
 ALTER TABLE trials ADD COLUMN objectives TEXT NOT NULL DEFAULT '';
 )sql",
+      // 16: whether a trial is a known point (the spec's enqueue:, ladder search enqueue), not a sampled one.
+      R"sql(
+ALTER TABLE trials ADD COLUMN enqueued INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return kMigrations;
 }

@@ -241,10 +241,11 @@ std::map<int64_t, Store::Reopened> Store::LoadReopened() {
 void Store::InsertTrial(v1::Trial* t) {
   BeginIfNeeded();
   auto& st = db_.Prepare(
-      "INSERT INTO trials(search_id,number,state,attempt,created_at,command,probe,micro_batches) "
-      "VALUES(?,?,?,?,?,?,?,?)");
+      "INSERT INTO trials(search_id,number,state,attempt,created_at,command,probe,micro_batches,enqueued) "
+      "VALUES(?,?,?,?,?,?,?,?,?)");
   st.Bind(1, t->search_id()).Bind(2, t->number()).Bind(3, t->state()).Bind(4, t->attempt());
   st.Bind(5, t->created_unix()).Bind(6, CommandJson(*t)).Bind(7, t->probe() ? 1 : 0).Bind(8, t->micro_batches());
+  st.Bind(9, t->enqueued() ? 1 : 0);
   st.Run();
   t->set_id(db_.LastInsertId());
   InsertParams(*t);
@@ -449,7 +450,7 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs, std::vect
   auto& st = db_.Prepare(
       "SELECT id,search_id,number,state,attempt,exit_code,error,ignored_lines,last_ignored_line,objective,"
       "metric_count,command,placement,assignment_epoch,created_at,started_at,finished_at,preemptions,group_nodes,rung,"
-      "probe,micro_batches,outside_stop,objectives FROM trials "
+      "probe,micro_batches,outside_stop,objectives,enqueued FROM trials "
       "ORDER BY id");
   while (st.Step()) {
     v1::Trial t;
@@ -482,6 +483,7 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs, std::vect
     t.set_probe(st.Int(20) != 0);
     t.set_micro_batches(static_cast<int>(st.Int(21)));  // 0 (older rows and ordinary trials): 1
     if (outside_stops) outside_stops->push_back(st.Text(22));
+    t.set_enqueued(st.Int(24) != 0);
     json objectives = json::parse(st.Text(23), nullptr, false);  // '' (one objective, older rows): none
     if (objectives.is_array()) {
       for (const auto& v : objectives) t.add_objectives(v.is_number() ? v.get<double>() : std::nan(""));

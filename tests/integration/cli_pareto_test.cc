@@ -73,9 +73,11 @@ TEST(CliPareto, TheCoordinatorsFrontIsListedMarkedAndPromoteAsksWhichPoint) {
   for (const auto& t : nlohmann::json::parse(all.out)["trials"]) {
     EXPECT_EQ(t["pareto"].get<bool>(), t["number"].get<int>() != 3) << t.dump();
     EXPECT_EQ(t["objectives"].size(), 2u) << t.dump();
+    EXPECT_TRUE(t["enqueued"].get<bool>()) << "every trial is one of the spec's known points";
   }
   auto board = ladder({"trials", "1"});
   EXPECT_NE(board.out.find("rank  trial  state      front  loss  cost"), std::string::npos) << board.out;
+  EXPECT_NE(board.out.find("enqueued"), std::string::npos) << "the note of a known point\n" << board.out;
 
   auto ask = ladder({"promote", "1", "--dry-run"});
   EXPECT_EQ(ask.exit_code, 2) << ask.out;
