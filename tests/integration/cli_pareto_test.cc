@@ -1,7 +1,8 @@
 // Several objectives end to end, as a user runs them against a real ladder-server and ladder-worker on 127.0.0.1: a
 // search with objectives: (its four trials known points, so the front is known) run to its end; ladder trials
 // --pareto lists the coordinator's front with every objective's value (text and JSON), ladder trials marks it,
-// and ladder promote refuses without --pick or --weights, listing the front.
+// and ladder promote refuses without --pick or --weights, listing the front; on a batch x LR sweep whose trials
+// print a synthetic curve, promote plans from the point --weights or --pick chooses and says so (text and JSON).
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -88,6 +89,59 @@ TEST(CliPareto, TheCoordinatorsFrontIsListedMarkedAndPromoteAsksWhichPoint) {
   auto off = ladder({"promote", "1", "--pick", "3", "--dry-run"});
   EXPECT_EQ(off.exit_code, 2);
   EXPECT_NE(off.err.find("--pick 3: trial 3 is not on the Pareto front of search 1"), std::string::npos) << off.err;
+  worker.Kill(SIGTERM);
+  server.Kill(SIGTERM);
+}
+
+// A batch x LR sweep whose trials print a synthetic curve (global_batch, lr, val_loss per step) and a cost, the
+// batch: val_loss is best at lr = 0.001 x batch and lower for a larger batch, which costs more. Known points, so
+// the front is trials 1 (val_loss 1.625, cost 16), 4 (1.375, 32) and 7 (1.25, 64).
+const char* kSweep = R"(name: sweep
+objectives: [{metric: val_loss, mode: min}, {metric: cost, mode: min}]
+budget: {max_trials: 9, parallelism: 1}
+sampler: random
+command: [/bin/sh, -c, 'awk -v b={batch} -v lr={lr} "BEGIN {{ l = log(lr / (0.001 * b)); for (s = 1; s <= 40; s++) printf \"{{\\\"step\\\": %d, \\\"global_batch\\\": %d, \\\"lr\\\": %g, \\\"val_loss\\\": %g, \\\"cost\\\": %g}}\\n\", s, b, lr, 1 + l * l + 8 / b + 5 / s, b }}"']
+space:
+  batch: {type: int, low: 16, high: 64}
+  lr: {type: float, low: 0.001, high: 0.2, log: true}
+enqueue: [{batch: 16, lr: 0.008}, {batch: 16, lr: 0.016}, {batch: 16, lr: 0.032}, {batch: 32, lr: 0.016},
+          {batch: 32, lr: 0.032}, {batch: 32, lr: 0.064}, {batch: 64, lr: 0.032}, {batch: 64, lr: 0.064},
+          {batch: 64, lr: 0.128}]
+)";
+
+TEST(CliPareto, PromotePlansFromThePointTheWeightsChooseAndSaysSoInThePlan) {
+  testing::TempDir dir("cli-pareto-promote");
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
+  testing::Child server, worker;
+  testing::Spawn(&server, {Bin("ladder-server"), "--listen", address, "--db", (dir / "ladder.db").string(),
+                           "--no-token"}, true);
+  ASSERT_EQ(testing::ReadListenAddress(server), address);
+  testing::Spawn(&worker, {Bin("ladder-worker"), "--server", address, "--node-id", "a", "--slots", "1",
+                           "--trial-dir", (dir / "trials").string()}, false);
+  std::ofstream(dir / "sweep.yaml") << kSweep;
+  auto ladder = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {Bin("ladder"), "--server", address});
+    return testing::RunCommand(args, dir);
+  };
+  auto run = ladder({"search", "start", "sweep.yaml", "--wait"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  // Normalised over the front (val_loss 1.25..1.625, cost 16..64): trial 1 (1, 0), 4 (1/3, 1/3), 7 (0, 1).
+  auto text = ladder({"promote", "1", "--batch", "256", "--dry-run", "--weights", "0.5,0.5"});
+  ASSERT_EQ(text.exit_code, 0) << text.out << text.err;
+  EXPECT_NE(text.out.find("  point          trial 4 of the Pareto front (val_loss 1.375, cost 32), by --weights "
+                          "0.5,0.5: the lowest weighted sum of the objectives normalised over the front (0.3333 of "
+                          "3 points)\n"),
+            std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("-v b=32 -v lr=0.032"), std::string::npos) << "trial 4's command\n" << text.out;
+  auto json = ladder({"promote", "1", "--batch", "256", "--dry-run", "--json", "--pick", "7"});
+  ASSERT_EQ(json.exit_code, 0) << json.out << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  const auto& choice = j["plan"]["front_choice"];
+  EXPECT_EQ(choice["trial"], 7) << json.out;
+  EXPECT_EQ(choice["pick"], 7);
+  EXPECT_DOUBLE_EQ(choice["objectives"]["cost"].get<double>(), 64);
+  EXPECT_EQ(choice["how"], "trial 7 of the Pareto front (val_loss 1.25, cost 64), by --pick 7");
+  EXPECT_NE(j["command"].dump().find("-v b=64 -v lr=0.064"), std::string::npos) << j["command"].dump();
   worker.Kill(SIGTERM);
   server.Kill(SIGTERM);
 }
