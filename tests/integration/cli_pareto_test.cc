@@ -91,6 +91,11 @@ TEST(CliPareto, TheCoordinatorsFrontIsListedMarkedAndPromoteAsksWhichPoint) {
   EXPECT_NE(off.err.find("--pick 3: trial 3 is not on the Pareto front of search 1"), std::string::npos) << off.err;
   worker.Kill(SIGTERM);
   server.Kill(SIGTERM);
+  // No coordinator: the CLI reads the database (read-only), and the front is rebuilt from the stored values.
+  auto later = testing::RunCommand({Bin("ladder"), "--db", (dir / "ladder.db").string(), "trials", "1", "--pareto",
+                                    "--json"}, dir);
+  ASSERT_EQ(later.exit_code, 0) << later.err;
+  EXPECT_EQ(nlohmann::json::parse(later.out)["front"], j["front"]) << later.out;
 }
 
 // A batch x LR sweep whose trials print a synthetic curve (global_batch, lr, val_loss per step) and a cost, the
