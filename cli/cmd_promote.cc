@@ -2,14 +2,18 @@
 // plan, and unless --dry-run submit it as a one-trial search at hero priority with the plan stored. Probes: with
 // --probe, the climb's next probe runs as trials of the search (promote_probes.h) and the refitted plan is printed;
 // without --dry-run, a `scales:` search with `probes: auto` first runs the climb's probes within the probe budget.
+// A search with several objectives is planned from the point of its Pareto front that --pick or --weights chooses
+// (cli/pareto_front.h): the fit reads every trial, the hero run takes that trial's command.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/hero_job.h"
+#include "cli/pareto_front.h"
 #include "cli/promote_plan.h"
 #include "cli/promote_probes.h"
 #include "cli/search_progress.h"
@@ -140,6 +144,8 @@ struct PromoteOptions {
   std::string lr_rule = "fit";
   bool submit = false;
   bool wait = false;
+  int pick = -1;        // several objectives: the front's trial to plan from
+  std::string weights;  // or the weights that choose it
   HeroJobOptions job;
 };
 
@@ -171,6 +177,13 @@ void AddPromoteOptions(CLI::App* cmd, PromoteOptions* opt) {
                   "docs/BENCHMARKS.md), or one of the other fits and baselines")
       ->check(CLI::IsMember(search::LrRuleNames()));
   cmd->add_flag("--dry-run", opt->dry_run, "print the plan and stop");
+  auto* pick = cmd->add_option("--pick", opt->pick,
+                               "several objectives: plan from this trial (its number) of the Pareto front")
+                   ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--weights", opt->weights,
+                  "several objectives: plan from the front's point with the lowest weighted sum of the objectives, "
+                  "each normalised over the front (W1,W2,...: one per objective)")
+      ->excludes(pick);
   cmd->add_flag("--probe", opt->probe,
                 "run the climb's next probe (a few learning rates at a larger batch, on the search's nodes by "
                 "gradient accumulation: {micro_batches}) as trials of the search, wait for them, refit and print "
@@ -269,11 +282,13 @@ search::PlanTarget HeroTarget(const PromoteOptions& opt, const v1::Search& s, co
 }
 
 // The hero run's command: the best completed trial's, with the plan's batch, LR and schedule; empty with `error`.
+// With several objectives, `chosen` (the front's point --pick or --weights chose) instead of the best.
 std::vector<std::string> BestTrialCommand(const v1::Search& s, const std::vector<v1::Trial>& trials,
                                           const std::vector<search::ScaleTrial>& scale, const search::ScalePlan& plan,
-                                          const HeroShape& shape, std::string* error) {
+                                          const HeroShape& shape, int64_t chosen, std::string* error) {
   for (const auto& t : RankTrials(s, trials)) {
     if (t.state() != v1::TRIAL_COMPLETED || t.probe()) continue;  // a probe's command accumulates micro-batches
+    if (chosen != 0 && t.id() != chosen) continue;
     for (const auto& sc : scale) {
       if (sc.id == "trial " + std::to_string(t.number())) return HeroCommand(t, sc, plan, shape, error);
     }
@@ -343,13 +358,37 @@ struct PlannedHero {
   std::vector<std::string> command;
   std::vector<std::string> notes;
   std::string error;  // no command (the plan is still shown)
+  std::optional<FrontChoice> choice;  // several objectives: the point of the front planned from
 };
+
+// Several objectives: the point of the front --pick or --weights chooses (none for one objective without them);
+// false (the reason said, exit 2) when there is none.
+bool ChoosePoint(const PromoteOptions& opt, const v1::Search& s, const std::vector<v1::Trial>& trials,
+                 std::optional<FrontChoice>* out, int* exit_code) {
+  if (s.objectives_size() == 0 && opt.pick < 0 && opt.weights.empty()) return true;
+  std::vector<double> weights;
+  std::string error;
+  if (!opt.weights.empty() && !ParseWeights(opt.weights, &weights, &error)) {
+    std::cerr << "ladder promote: " << error << "\n";
+    *exit_code = kBadInput;
+    return false;
+  }
+  FrontChoice c = ChooseFromFront(s, trials, opt.pick, weights);
+  if (!c.error.empty()) {
+    std::cerr << "ladder promote: " << c.error << "\n";
+    *exit_code = kBadInput;
+    return false;
+  }
+  *out = std::move(c);
+  return true;
+}
 
 // Fetch, fit, plan: false (exit_code set, the reason said) when no plan can be made.
 bool PlanHero(Client& client, const PromoteOptions& opt, PlannedHero* h, int* exit_code) {
   std::vector<v1::Trial> trials;
   if (!FetchTrialsWithCurves(client, opt.search_id, &h->search, &trials, &h->notes, exit_code)) return false;
   const v1::Search& s = h->search;
+  if (!ChoosePoint(opt, s, trials, &h->choice, exit_code)) return false;
   const auto all = ScaleTrialsFrom(s, trials, &h->notes);
   // The plan's own fits (its LR rule, steps, optimizer, warmup, loss band) read the sweep alone; the probes reach
   // the plan through the climb (JudgeLaws). A probe is a few LRs at one larger batch, its optimum not bracketed
@@ -389,7 +428,8 @@ bool PlanHero(Client& client, const PromoteOptions& opt, PlannedHero* h, int* ex
     search::TakeClimbLr(h->plan, *h->verdict.At(), h->verdict.runs.size());
   }
   h->plan_json = PlanJson(h->plan, h->band, h->shape, opt.stop_outside_band, &*report.value, &h->verdict);
-  h->command = BestTrialCommand(s, trials, scale, h->plan, h->shape, &h->error);
+  if (h->choice) h->plan_json["front_choice"] = h->choice->json;  // said in the plan, and stored with the hero run
+  h->command = BestTrialCommand(s, trials, scale, h->plan, h->shape, h->choice ? h->choice->trial_id : 0, &h->error);
   return true;
 }
 
@@ -442,6 +482,7 @@ bool ShowPlan(const PlannedHero& h, const PromoteOptions& opt, bool json, int* e
   }
   PrintPlan(h.search, h.fitted, h.plan, h.band, h.shape, h.notes,
             h.plan_json.contains("extrapolation") ? h.plan_json["extrapolation"] : nlohmann::json(), std::cout);
+  if (h.choice) std::cout << "  point          " << h.choice->how << "\n";
   if (!h.command.empty()) {
     std::cout << "  command       ";
     for (const auto& w : h.command) std::cout << " " << w;

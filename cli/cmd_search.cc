@@ -20,6 +20,7 @@
 #include "cli/slurm_job.h"
 #include "common/executable.h"
 #include "common/printable.h"
+#include "search/multiobjective/mo_sampler.h"
 #include "search/samplers/auto_sampler.h"
 #include "search/spec/spec_reader.h"
 
@@ -111,13 +112,23 @@ SpecCheck CheckSpec(const std::string& path, bool check_command) {
   }
   const auto& sp = *parsed.spec;
   // auto says what it resolved to and why: "sampler auto -> gp (0 of 5 parameters categorical, ...)".
-  const search::SamplerChoice choice = search::ResolveSampler(sp);
+  // With several objectives, auto follows the multi-objective rule (search/multiobjective/mo_sampler.h).
+  search::SamplerChoice choice = search::ResolveSampler(sp);
+  std::string goal = (sp.objective.maximize ? "maximize " : "minimize ") + Printable(sp.objective.metric);
+  if (sp.MultiObjective()) {
+    search::MultiObjectiveOptions mo;
+    for (const auto& o : sp.objectives) mo.maximize.push_back(o.maximize);
+    if (sp.sampler == "nsga2") mo.population = sp.sampler_options.population;
+    const search::MultiObjectiveChoice m = search::ResolveMultiObjectiveSampler(sp, mo);
+    choice = {m.sampler, m.reason};
+    goal = "objectives";
+    for (const auto& o : sp.objectives) goal += std::string(o.maximize ? " max " : " min ") + Printable(o.metric);
+  }
   const std::string sampler =
       choice.sampler == sp.sampler ? sp.sampler : sp.sampler + " -> " + choice.sampler + " (" + choice.reason + ")";
   c.summary = "search '" + sp.name + "', " + std::to_string(sp.space.params.size()) + " parameters, " +
               std::to_string(sp.max_trials) + " trials, " + std::to_string(sp.parallelism) + " at a time, sampler " +
-              sampler + ", " + (sp.objective.maximize ? "maximize " : "minimize ") + Printable(sp.objective.metric) +
-              "; each trial on " + GroupWords(sp.group);
+              sampler + ", " + goal + "; each trial on " + GroupWords(sp.group);
   c.ok = true;
   return c;
 }

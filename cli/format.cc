@@ -108,7 +108,15 @@ void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked,
     std::sort(keys.begin(), keys.end());
   }
   std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> header = {"rank", "trial", "state", s.objective_metric()};
+  // Several objectives: a column each, and `front` marks the trials on the Pareto front.
+  const bool several = s.objectives_size() > 0;
+  std::vector<std::string> header = {"rank", "trial", "state"};
+  if (several) {
+    header.push_back("front");
+    for (const auto& o : s.objectives()) header.push_back(o.metric());
+  } else {
+    header.push_back(s.objective_metric());
+  }
   for (const auto& k : keys) header.push_back(k);
   header.push_back("time");
   header.push_back("note");
@@ -123,16 +131,25 @@ void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked,
     row.push_back(ranked_here ? std::to_string(rank) : "-");
     row.push_back(std::to_string(t.number()));
     row.push_back(StateName(t.state()));
-    char obj[32] = "-";
-    if (t.has_objective()) std::snprintf(obj, sizeof obj, "%.4f", t.objective());
-    row.push_back(obj);
+    if (several) {
+      row.push_back(t.pareto() ? "*" : "");
+      for (int i = 0; i < s.objectives_size(); ++i) {
+        row.push_back(i < t.objectives_size() ? FormatNumber(t.objectives(i), 4) : "-");
+      }
+    } else {
+      char obj[32] = "-";
+      if (t.has_objective()) std::snprintf(obj, sizeof obj, "%.4f", t.objective());
+      row.push_back(obj);
+    }
     for (const auto& k : keys) {
       auto it = t.params().find(k);
       row.push_back(it == t.params().end() ? "" : FormatParam(it->second));
     }
     double end = t.finished_unix() > 0 ? t.finished_unix() : 0;
     row.push_back(t.started_unix() > 0 && end > 0 ? FormatDuration(end - t.started_unix()) : "");
-    std::string note = t.probe() ? "probe (" + std::to_string(std::max(1, t.micro_batches())) + " micro-batches)" : "";
+    std::string note = t.probe() ? "probe (" + std::to_string(std::max(1, t.micro_batches())) + " micro-batches)"
+                       : t.enqueued() ? "enqueued"  // a known point: the spec's enqueue: or ladder search enqueue
+                                      : "";
     if (!t.error().empty()) note += (note.empty() ? "" : "; ") + t.error();
     if (t.ignored_lines() > 0) note += (note.empty() ? "" : "; ") + std::to_string(t.ignored_lines()) + " ignored lines";
     if (note.size() > 60) note = note.substr(0, 57) + "...";
@@ -179,7 +196,14 @@ void PrintSearchSummary(const v1::Search& s, std::ostream& out) {
     out << "  enqueued: " << s.enqueued() << " known point" << (s.enqueued() == 1 ? "" : "s")
         << " to run before the next sampled trial\n";
   }
-  if (s.best_trial_id() != 0) {
+  if (s.objectives_size() > 0) {
+    std::string words;
+    for (const auto& o : s.objectives()) {
+      words += (words.empty() ? "" : ", ") + std::string(o.direction() == v1::MAXIMIZE ? "max " : "min ") + o.metric();
+    }
+    out << "  objectives: " << words << "; Pareto front: " << s.pareto_front_size() << " trial"
+        << (s.pareto_front_size() == 1 ? "" : "s") << " (ladder trials " << s.id() << " --pareto)\n";
+  } else if (s.best_trial_id() != 0) {
     // A trial is named by its number in the search, as the leaderboard's "trial" column and `best configuration`.
     out << "  best " << s.objective_metric() << " = " << s.best_objective() << " (trial " << s.best_trial_number()
         << ")\n";

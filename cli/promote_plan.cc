@@ -1,6 +1,7 @@
 #include "cli/promote_plan.h"
 
 #include "cli/extrapolation_json.h"
+#include "search/core/spec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -182,8 +183,18 @@ std::string HeroSpecYaml(const v1::Search& search, const std::vector<std::string
   std::string yaml;
   yaml += "name: " + search.name().substr(0, 58) + "-hero\n";
   yaml += "description: hero run promoted from search " + std::to_string(search.id()) + " by ladder promote\n";
-  yaml += std::string("objective: {metric: ") + search.objective_metric() + ", mode: " +
-          (search.direction() == v1::MAXIMIZE ? "max" : "min") + "}\n";
+  // One objective: the search's, or of several the first the trial prints (node_hours and wall_time are measured
+  // by the coordinator, and the hero run is one trial).
+  std::string metric = search.objective_metric();
+  v1::Direction direction = search.direction();
+  for (const auto& o : search.objectives()) {
+    if (search::IsBuiltinMetric(o.metric())) continue;
+    metric = o.metric();
+    direction = o.direction();
+    break;
+  }
+  yaml += std::string("objective: {metric: ") + metric + ", mode: " + (direction == v1::MAXIMIZE ? "max" : "min") +
+          "}\n";
   yaml += "budget: {max_trials: 1, parallelism: 1, max_retries: 3, max_failed_trials: 1}\n";
   yaml += "resources: {nodes: " + std::to_string(shape.nodes) + ", ranks_per_node: " +
           std::to_string(shape.ranks_per_node) + ", gpus_per_rank: " + std::to_string(search.group().gpus_per_rank()) +

@@ -67,7 +67,9 @@ grpc::Status Coordinator::ListTrials(const v1::ListTrialsRequest& req, v1::ListT
   const auto& ids = trials_.Of(req.search_id()).ids;  // ascending: trials are created in id order
   auto it = std::upper_bound(ids.begin(), ids.end(), req.page_token());
   for (; it != ids.end() && static_cast<size_t>(resp->trials_size()) < page; ++it) {
-    *resp->add_trials() = trials_.View(trials_.Get(*it), now);
+    v1::Trial* t = resp->add_trials();
+    *t = trials_.View(trials_.Get(*it), now);
+    t->set_pareto(searches_.OnFront(req.search_id(), *it));
   }
   if (it != ids.end()) resp->set_next_page_token(resp->trials(resp->trials_size() - 1).id());
   return grpc::Status::OK;
@@ -83,6 +85,7 @@ grpc::Status Coordinator::GetTrial(const v1::GetTrialRequest& req, v1::GetTrialR
                             ")");
   }
   *resp->mutable_trial() = trials_.View(*t, WallNow());
+  resp->mutable_trial()->set_pareto(searches_.OnFront(t->proto.search_id(), t->proto.id()));
   trials_.AddHistory(*t, resp->mutable_trial());
   if (req.include_metrics()) {
     auto view = store_.LoadMetricsView(req.trial_id(),

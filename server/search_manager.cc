@@ -37,11 +37,17 @@ SearchManager::SearchManager(store::Store& store, TrialManager& trials, CommitOu
     : store_(store), trials_(trials), outbox_(outbox), hub_(hub), request_schedule_(std::move(request_schedule)) {}
 
 std::string SearchManager::Prepare(SearchRecord& s) {
-  s.sampler = search::MakeSampler(s.spec);
+  if (s.spec.MultiObjective()) {
+    if (std::string err = PrepareMultiObjective(s); !err.empty()) return err;
+  } else {
+    s.sampler = search::MakeSampler(s.spec);
+  }
   s.stopping_rule = search::MakeStoppingRule(s.spec);
   SetRungs(s);
   SetGroupFromSpec(s);
-  return s.band.Load(s.proto.plan_json());
+  SetObjectivesFromSpec(s);
+  std::string err = s.band.Load(s.proto.plan_json());
+  return err.empty() ? err : "plan_json: " + err;
 }
 
 void SearchManager::SetGroupFromSpec(SearchRecord& s) {
@@ -77,7 +83,8 @@ void SearchManager::Load() {
     } else if (auto parsed = search::ParseSpec(s.proto.spec_yaml(), s.proto.name()); parsed.ok()) {
       s.spec = std::move(*parsed.spec);  // an ended search: only what the dashboards show of it
       SetRungs(s);
-      SetGroupFromSpec(s);  // its launcher and pool are not stored: the spec says them
+      SetGroupFromSpec(s);  // its launcher, pool and objectives are not stored: the spec says them
+      SetObjectivesFromSpec(s);
     }
     int64_t id = s.proto.id();
     searches_.emplace(id, std::move(s));
@@ -97,18 +104,21 @@ void SearchManager::Recover() {
     for (int64_t tid : trials_.Of(id).ids) {
       const TrialRecord& t = trials_.Get(tid);
       // The retrain step and the probes are no configuration of the space.
-      if (!t.Sampled() || !s.sampler) continue;
+      if (!t.Sampled() || !HasSampler(s)) continue;
       if (IsTerminal(t.proto.state())) {
-        s.sampler->Tell(SamplerNumber(s, t.proto.number()), t.params, ObjectiveOf(t.proto));
+        TellSampler(s, t);
       } else {
         // Pending or running: a model-based sampler spreads new suggestions away from it, as before the restart.
-        s.sampler->AddPending(SamplerNumber(s, t.proto.number()), t.params);
+        AddPendingToSampler(s, SamplerNumber(s, t.proto.number()), t.params);
       }
     }
     for (int64_t tid : trials_.Of(id).ids) {
       const TrialRecord& t = trials_.Get(tid);
       // As on the live path: the retrain step and the probes are no configuration, so never the best trial.
-      if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective() && t.Sampled()) ConsiderBest(s, t);
+      if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.has_objective() && t.Sampled()) {
+        ConsiderBest(s, t);
+        UpdateFront(s, t);  // the Pareto front again from the stored values (an ended search's too)
+      }
     }
     if (s.stopping_rule) ReplayStoppingRule(s);
     // Reopened by a probe: it samples nothing and ends as it had once its probes have ended (the state is stored
@@ -166,9 +176,7 @@ grpc::Status SearchManager::Create(const v1::CreateSearchRequest& req, v1::Searc
   p.set_priority(req.priority() == v1::PRIORITY_UNSPECIFIED ? v1::PRIORITY_SEARCH : req.priority());
   p.set_plan_json(req.plan_json());
   p.set_slurm_job_id(req.slurm_job_id());
-  if (std::string err = Prepare(s); !err.empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "plan_json: " + err);
-  }
+  if (std::string err = Prepare(s); !err.empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, err);
   p.set_created_unix(WallNow());
   store_.InsertSearch(&p);
   hub_.Record("search_created", p.id(), 0, p.name());
@@ -261,18 +269,20 @@ bool SearchManager::CreateOne(SearchRecord& s) {
   // Known points first (the spec's enqueue:, then ladder search enqueue's): the sampler is not asked for them
   // but holds each as pending (a model spreads its suggestions away from it) until its result is told.
   std::optional<search::Params> params = NextKnownPoint(s, sampled);
-  if (params) {
-    s.sampler->AddPending(sampled, *params);
+  const bool known = params.has_value();
+  if (known) {
+    AddPendingToSampler(s, sampled, *params);
   } else {
-    params = s.sampler->Ask(sampled);
+    params = AskSampler(s, sampled);
   }
   if (!params) {
     // A sampler that waits for results is asked again after the next trial ends (MaybeFinish does not end a
     // search that is not exhausted); with nothing left to wait for it is done.
-    s.exhausted = !s.sampler->Waiting() || (idx.running.empty() && idx.pending.empty());
+    s.exhausted = !SamplerWaiting(s) || (idx.running.empty() && idx.pending.empty());
     return false;
   }
-  const TrialRecord& t = trials_.Create(s.proto.id(), s.next_number++, std::move(*params), /*workflow_step=*/false);
+  const TrialRecord& t =
+      trials_.Create(s.proto.id(), s.next_number++, std::move(*params), /*workflow_step=*/false, 0, known);
   if (s.stopping_rule) s.stopping_rule->AddTrial(t.proto.number(), t.params);
   trials_.Submit(t.proto.id());
   hub_.Trial(t.proto);
@@ -283,7 +293,7 @@ void SearchManager::OnTrialEnded(int64_t trial_id) {
   const TrialRecord& t = trials_.Get(trial_id);
   SearchRecord& s = searches_.at(t.proto.search_id());
   const v1::TrialState state = t.proto.state();
-  if (s.sampler && t.Sampled()) s.sampler->Tell(SamplerNumber(s, t.proto.number()), t.params, ObjectiveOf(t.proto));
+  if (HasSampler(s) && t.Sampled()) TellSampler(s, t);
   if (s.stopping_rule && t.Sampled()) {
     if (state == v1::TRIAL_CANCELLED) {
       s.stopping_rule->Forget(t.proto.number());
@@ -291,7 +301,10 @@ void SearchManager::OnTrialEnded(int64_t trial_id) {
       s.stopping_rule->Complete(t.proto.number(), state == v1::TRIAL_COMPLETED ? ObjectiveOf(t.proto) : std::nullopt);
     }
   }
-  if (state == v1::TRIAL_COMPLETED && t.Sampled()) ConsiderBest(s, t);
+  if (state == v1::TRIAL_COMPLETED && t.Sampled()) {
+    ConsiderBest(s, t);
+    UpdateFront(s, t);
+  }
   const int failed = BudgetFailures(s);  // a probe's LR may diverge: probes do not count
   if (state == v1::TRIAL_FAILED && !t.proto.probe() && s.proto.state() == v1::SEARCH_RUNNING &&
       failed >= s.spec.max_failed_trials) {

@@ -27,6 +27,7 @@
 #include <grpcpp/support/status.h>
 
 #include "ladder/v1/ladder.pb.h"
+#include "search/multiobjective/mo_sampler.h"
 #include "search/samplers/sampler.h"
 #include "search/core/spec.h"
 #include "search/stopping/stopping_rule.h"
@@ -59,6 +60,8 @@ class SearchManager : public TrialManager::Owner {
   grpc::Status Enqueue(const v1::EnqueueTrialRequest& req, v1::EnqueueTrialResponse* out);
   // The search's record with its current trial counts; nullptr for no such search.
   const v1::Search* Get(int64_t search_id);
+  // Whether the trial is on its search's Pareto front (several objectives: v1::Search.pareto_front).
+  bool OnFront(int64_t search_id, int64_t trial_id) const;
   std::vector<int64_t> Ids() const;
   // Whether a running search runs on the pool's nodes (resources.pool).
   bool PoolInUse(const std::string& pool) const;
@@ -85,7 +88,12 @@ class SearchManager : public TrialManager::Owner {
   struct SearchRecord {
     v1::Search proto;
     search::SearchSpec spec;
+    // One of the two: the spec's sampler for one objective, or for several (spec.objectives) the multi-objective one.
     std::unique_ptr<search::Sampler> sampler;
+    std::unique_ptr<search::MultiObjectiveSampler> mo_sampler;
+    // Several objectives: the Pareto front of the completed trials, by id, with each one's values as minimized
+    // (a max objective negated); proto.pareto_front lists the ids.
+    std::map<int64_t, std::vector<double>> front;
     std::unique_ptr<search::StoppingRule> stopping_rule;  // the spec's `scheduler:`; null for none
     int next_number = 0;     // trials created so far
     bool exhausted = false;  // the sampler has no more configurations
@@ -125,6 +133,19 @@ class SearchManager : public TrialManager::Owner {
   static void TellWarmStart(SearchRecord& s, const WarmStart& w);
   void LoadWarmStarts();
   void AnnounceWarmStart(const SearchRecord& s);
+
+  // The search's sampler, whichever kind (search_manager_front.cc): asked, told a trial's result (its objective, or
+  // with several objectives its values), told of a pending trial; whether it waits for results.
+  static bool HasSampler(const SearchRecord& s) { return s.sampler || s.mo_sampler; }
+  static std::optional<search::Params> AskSampler(SearchRecord& s, int number);
+  static void TellSampler(SearchRecord& s, const TrialRecord& t);
+  static void AddPendingToSampler(SearchRecord& s, int number, const search::Params& params);
+  static bool SamplerWaiting(const SearchRecord& s) { return s.sampler && s.sampler->Waiting(); }
+  // Several objectives (search_manager_front.cc): the sampler for them (error: why there is none), the objectives
+  // on the proto, and a completed trial considered for the Pareto front (the trials it dominates leave it).
+  static std::string PrepareMultiObjective(SearchRecord& s);
+  static void SetObjectivesFromSpec(SearchRecord& s);
+  static void UpdateFront(SearchRecord& s, const TrialRecord& t);
 
   // A sampled trial's number as its sampler knows it: the trial number less the probes numbered before it.
   static int SamplerNumber(const SearchRecord& s, int number);

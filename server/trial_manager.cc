@@ -18,6 +18,34 @@ const char* EndWord(v1::TrialState state) {
   return state == v1::TRIAL_COMPLETED ? "completed" : state == v1::TRIAL_FAILED ? "failed" : "cancelled";
 }
 
+// The seconds a trial's runs ran, summed (a run still open counts none).
+double RunSeconds(const std::vector<v1::Attempt>& runs) {
+  double total = 0;
+  for (const auto& r : runs) total += std::max(0.0, r.ended_unix() - r.started_unix());
+  return total;
+}
+
+// Several objectives: each one's value for a trial whose last run exited 0, in the spec's order: a metric it prints
+// at its last reported value, node_hours and wall_time (search/core/spec.h) measured here (`run_seconds`: its runs'
+// seconds, summed); empty with *missing set to the first metric it never reported.
+std::vector<double> MeasureObjectives(const search::SearchSpec& spec, const TrialRecord& t, double run_seconds,
+                                      std::string* missing) {
+  std::vector<double> values;
+  for (const search::Objective& o : spec.objectives) {
+    if (o.metric == search::kNodeHoursMetric) {
+      values.push_back(t.proto.node_seconds() / 3600);
+    } else if (o.metric == search::kWallTimeMetric) {
+      values.push_back(run_seconds);
+    } else if (auto it = t.last_values.find(o.metric); it != t.last_values.end()) {
+      values.push_back(it->second);
+    } else {
+      *missing = o.metric;
+      return {};
+    }
+  }
+  return values;
+}
+
 }  // namespace
 
 TrialManager::TrialManager(store::Store& store, scheduler::NodeGroupScheduler& sched, NodeManager& nodes,
@@ -223,6 +251,7 @@ void TrialManager::RequeueOrFail(TrialRecord& t, const std::string& reason) {
     t.exploit.reset();
     t.last_objective.reset();
     t.best_objective.reset();
+    t.last_values.clear();
     t.watchdog_error.clear();
     t.outside_stop.clear();
     SetState(t, v1::TRIAL_PENDING);
@@ -315,6 +344,7 @@ void TrialManager::BackToQueue(TrialRecord& t, const std::string& outcome) {
   t.epoch = 0;
   t.last_objective.reset();
   t.best_objective.reset();
+  t.last_values.clear();
   t.watchdog_error.clear();
   t.outside_stop.clear();
   SetState(t, v1::TRIAL_PENDING);
@@ -380,11 +410,21 @@ void TrialManager::CompleteFromExit(int64_t trial_id) {
   TrialRecord& t = At(trial_id);
   const search::SearchSpec& spec = owner_->Spec(t.proto.search_id());
   CloseAllocation(t, t.early_stop.empty() ? "exited" : "stopped early");
-  auto objective = t.Objective(spec.objective.scope == search::Objective::Scope::kBest);
+  std::string missing;  // the objective metric the run never reported
+  std::optional<double> objective;
+  if (spec.MultiObjective()) {
+    std::vector<double> values = MeasureObjectives(spec, t, RunSeconds(store_.LoadAttempts(t.proto.id())), &missing);
+    if (missing.empty()) {
+      t.proto.mutable_objectives()->Assign(values.begin(), values.end());
+      objective = values.front();
+    }
+  } else {
+    objective = t.Objective(spec.objective.scope == search::Objective::Scope::kBest);
+    if (!objective) missing = owner_->Search(t.proto.search_id()).objective_metric();
+  }
   if (!objective) {
-    const std::string& metric = owner_->Search(t.proto.search_id()).objective_metric();
     Finish(t, v1::TRIAL_FAILED, 0,
-           "exited 0 without reporting the objective metric '" + metric + "' (" +
+           "exited 0 without reporting the objective metric '" + missing + "' (" +
                std::to_string(t.proto.metric_count()) + " metrics lines, " + std::to_string(t.proto.ignored_lines()) +
                " ignored lines)");
     return;

@@ -108,9 +108,10 @@ class TrialManager : public NodeManager::Listener {
 
   // --- creation and scheduling (trial_manager_queue.cc) ----------------------------------------------------------
   // Stores a new PENDING trial (number `number` of the search); the caller submits it. probe_micro_batches > 0: a
-  // probe of the climb (v1::Trial.probe) with that many gradient-accumulation steps ({micro_batches}).
+  // probe of the climb (v1::Trial.probe) with that many gradient-accumulation steps ({micro_batches}). enqueued: a
+  // known point (v1::Trial.enqueued), stored with the trial.
   const TrialRecord& Create(int64_t search_id, int number, search::Params params, bool workflow_step,
-                            int probe_micro_batches = 0);
+                            int probe_micro_batches = 0, bool enqueued = false);
   void Submit(int64_t trial_id);
   // One pass of the node-group scheduler: launches what it starts, preempts what it displaces; at most as many
   // starts as the window of starts not yet heard of leaves (CoordinatorOptions::starts_in_flight, TrialLauncher).

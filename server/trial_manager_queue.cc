@@ -39,7 +39,7 @@ search::Substituted CommandOf(const search::SearchSpec& spec, const TrialRecord&
 }  // namespace
 
 const TrialRecord& TrialManager::Create(int64_t search_id, int number, search::Params params, bool workflow_step,
-                                       int probe_micro_batches) {
+                                       int probe_micro_batches, bool enqueued) {
   const search::SearchSpec& spec = owner_->Spec(search_id);
   TrialRecord fresh;
   fresh.params = std::move(params);
@@ -51,6 +51,7 @@ const TrialRecord& TrialManager::Create(int64_t search_id, int number, search::P
   p.set_workflow_step(workflow_step);
   p.set_probe(probe_micro_batches > 0);
   p.set_micro_batches(probe_micro_batches);
+  p.set_enqueued(enqueued);
   *p.mutable_group() = owner_->Search(search_id).group();
   if (search::ScalesNodes(spec.scheduler) && fresh.Sampled()) {
     p.mutable_group()->set_nodes(search::NodeLevels(spec.scheduler, p.number()).front());

@@ -92,6 +92,7 @@ void TrialManager::Load(Clock::time_point reattach_deadline) {
         t.last_progress = Clock::now();
         // Rebuild the objective seen so far from the stored points.
         for (const auto& point : store_.LoadMetrics(t.proto.id())) {
+          t.NoteObjectives(spec, point);
           auto it = point.values().find(s.objective_metric());
           if (it == point.values().end()) continue;
           t.last_objective = it->second;

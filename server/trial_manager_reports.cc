@@ -46,6 +46,7 @@ void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<Work
   // metric_count is the number of this run's points stored so far, i.e. the next sequence number.
   int64_t seq = m.has_first_seq() ? m.first_seq() : t.proto.metric_count();
   const v1::MetricPoint* last = nullptr;
+  const search::SearchSpec& spec = owner_->Spec(t.proto.search_id());
   for (const auto& point : m.points()) {
     if (seq++ < t.proto.metric_count()) continue;  // already stored: a resend after a reconnect
     if (point.time_unix() > 0) {
@@ -64,6 +65,7 @@ void TrialManager::OnMetrics(const std::string& node, const std::shared_ptr<Work
                                                                         : vit->second < *t.best_objective);
       if (better) t.best_objective = vit->second;
     }
+    t.NoteObjectives(spec, point);
     if (judged) owner_->OnPoint(t.proto.id(), point);  // the stopping rule's and the hero band's judgement
   }
   if (last) {

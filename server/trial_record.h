@@ -3,6 +3,7 @@
 // SearchTrials: a search's index of its trials. Owned and changed by TrialManager (server/trial_manager.h), read by
 // the other parts; TrialLauncher marks the members its starts went to live.
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "ladder/v1/ladder.pb.h"
 #include "search/core/space.h"
+#include "search/core/spec.h"
 #include "search/stopping/stopping_rule.h"
 #include "server/coordinator_options.h"
 
@@ -45,6 +47,8 @@ struct TrialRecord {
   std::optional<search::TrialDecision> exploit;  // pbt: once stopped, it restarts from another's checkpoint
   bool workflow_step = false;  // the ensemble's retrain step: no sampler, no stopping rule, not "best"
   std::optional<double> last_objective, best_objective;
+  // Several objectives (the spec's objectives:): the last value this run reported of each objective metric it prints.
+  std::map<std::string, double> last_values;
   Clock::time_point reattach_deadline{};  // after a restart: unclaimed RUNNING trials are requeued then
   Clock::time_point last_progress{};      // launch, re-attach or last metric point (the watchdog's clock)
   std::string watchdog_error;             // set when the run was stopped to fail: it FAILS with this
@@ -66,6 +70,13 @@ struct TrialRecord {
   double OpenNodeSeconds(double now) const { return run_since > 0 ? std::max(0.0, now - run_since) * run_nodes : 0; }
   // The run's objective so far: its best value (objective.scope: best) or its last.
   std::optional<double> Objective(bool best) const { return best ? best_objective : last_objective; }
+  // Several objectives: keeps the point's values of the spec's objective metrics (nothing with one objective).
+  void NoteObjectives(const search::SearchSpec& spec, const v1::MetricPoint& point) {
+    for (const search::Objective& o : spec.objectives) {
+      auto it = point.values().find(o.metric);
+      if (it != point.values().end()) last_values[o.metric] = it->second;
+    }
+  }
 };
 
 // A search's trials, kept in step with their states by TrialManager::SetState.

@@ -23,6 +23,16 @@ struct Objective {
   enum class Scope { kLast, kBest } scope = Scope::kLast;
 };
 
+// Built-in metrics: what the coordinator measures of every finished trial (a trial does not print them), named in
+// `objectives:` beside the metrics a trial reports.
+//   node_hours  the node-seconds of all its runs (each run's nodes x its duration) / 3600
+//   wall_time   the seconds its runs ran, summed (a preempted or requeued trial's every run; queueing not counted)
+inline constexpr std::string_view kNodeHoursMetric = "node_hours";
+inline constexpr std::string_view kWallTimeMetric = "wall_time";
+inline bool IsBuiltinMetric(std::string_view metric) {
+  return metric == kNodeHoursMetric || metric == kWallTimeMetric;
+}
+
 // How a multi-rank trial's processes are started (resources.launcher):
 //   per_node  every node's worker starts its local ranks with torchrun's variables (RANK, WORLD_SIZE,
 //             LOCAL_RANK, MASTER_ADDR, MASTER_PORT): Gloo and NCCL rendezvous
@@ -75,7 +85,7 @@ struct SamplerOptions {
   int n_ei_candidates = 0;   // tpe (default 24)
   double gamma = 0;          // tpe (default 0.1; the good group has ceil(gamma * n) trials, at most 25)
   int max_history = 0;       // gp (default 200)
-  int population = 0;        // cmaes (default 4 + floor(3 ln d))
+  int population = 0;        // cmaes (default 4 + floor(3 ln d)), nsga2 (default 50)
   double sigma0 = 0;         // cmaes (default 0.3)
   bool scramble = true;      // sobol
 };
@@ -88,7 +98,12 @@ struct WarmStartOptions {
 
 struct SearchSpec {
   std::string name;
-  Objective objective;
+  Objective objective;  // with `objectives:`, the first of them (what a trial's single objective value is)
+  // `objectives:` (2 or more; empty for `objective:`): every trial completes with one value per objective, the
+  // samplers are the multi-objective ones (search/multiobjective/mo_sampler.h) and the coordinator keeps the
+  // Pareto front of the completed trials.
+  std::vector<Objective> objectives;
+  bool MultiObjective() const { return objectives.size() >= 2; }
   int max_trials = 0;
   int parallelism = 1;
   int max_failed_trials = 0;

@@ -6,14 +6,14 @@ namespace ladder::search::internal {
 
 void ReadSamplerSection(ErrorSink& sink, const YAML::Node& n, std::string* type, uint64_t* seed,
                         SamplerOptions* options) {
-  const std::vector<std::string> types = {"auto", "random", "grid", "sobol", "tpe", "gp", "cmaes"};
+  const std::vector<std::string> types = {"auto", "random", "grid", "sobol", "tpe", "gp", "cmaes", "nsga2"};
   if (n.IsScalar()) {
     if (auto s = ReadEnum(sink, n, "sampler", types)) *type = *s;
     return;
   }
   if (!n.IsMap()) {
     sink.At(n, "sampler",
-            "expected a sampler type (auto, random, grid, sobol, tpe, gp, cmaes) or a mapping, got " + Describe(n));
+            "expected a sampler type (auto, random, grid, sobol, tpe, gp, cmaes, nsga2) or a mapping, got " + Describe(n));
     return;
   }
   auto m = ReadMapping(sink, n, "sampler",
@@ -59,7 +59,7 @@ void ReadSamplerSection(ErrorSink& sink, const YAML::Node& n, std::string* type,
   int_option("n_ei_candidates", {"tpe"}, 1, 100000, &o.n_ei_candidates);
   number_option("gamma", {"tpe"}, 0, 1, &o.gamma);
   int_option("max_history", {"gp"}, 10, 5000, &o.max_history);
-  int_option("population", {"cmaes"}, 2, 100000, &o.population);
+  int_option("population", {"cmaes", "nsga2"}, 2, 100000, &o.population);
   number_option("sigma0", {"cmaes"}, 0, 1, &o.sigma0);
   if (const MapEntry* e = Find(*m, "scramble"); e != nullptr && for_types(e, "scramble", {"sobol"})) {
     if (auto b = ReadBool(sink, e->value, "sampler.scramble")) o.scramble = *b;

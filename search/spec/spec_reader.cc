@@ -11,6 +11,7 @@
 #include "search/ensemble/ensemble_section.h"
 #include "search/samplers/sampler_section.h"
 #include "search/spec/enqueue_section.h"
+#include "search/spec/objectives_section.h"
 #include "search/spec/spec_limits.h"
 #include "search/scaling/scales_section.h"
 #include "search/spec/container_section.h"
@@ -56,7 +57,7 @@ class SpecReader {
     auto top = internal::ReadMapping(sink_, root, "",
                                      {"name", "description", "objective", "budget", "sampler", "resources",
                                       "command", "env", "trial", "space", "scheduler", "ensemble", "scales",
-                                      "stage", "enqueue", "warm_start", "container"});
+                                      "stage", "enqueue", "warm_start", "container", "objectives"});
     if (!top) return;
     const MapEntries& t = *top;
     auto required = [&](std::string_view key) -> const MapEntry* {
@@ -68,9 +69,10 @@ class SpecReader {
     };
     if (const MapEntry* e = required("name")) ReadName(e->value);
     if (const MapEntry* e = Find(t, "description")) internal::ReadString(sink_, e->value, "description");
-    if (const MapEntry* e = required("objective")) ReadObjective(e->value);
+    ReadObjectives(t, root);
     const MapEntry* scales = Find(t, "scales");
     if (const MapEntry* e = Find(t, "sampler")) {
+      sampler_node_ = e->value;
       if (scales != nullptr) {
         sink_.At(e->key_node, "sampler", "scales: plans the trials itself: leave sampler out");
       } else {
@@ -102,10 +104,12 @@ class SpecReader {
     }
 
     if (const MapEntry* e = Find(t, "scheduler")) {
+      scheduler_node_ = e->key_node;
       internal::ReadStoppingSection(sink_, e->value, &spec_.scheduler, &scheduler_seed_given_);
       internal::CheckStoppingSection(sink_, e->value, spec_);
     }
     if (const MapEntry* e = Find(t, "ensemble")) {
+      ensemble_node_ = e->key_node;
       if (auto site = internal::ReadEnsembleSection(sink_, e->value, &spec_.ensemble)) {
         sites_.push_back({"ensemble.predictions_file", site->mark, site->text});
       }
@@ -113,6 +117,7 @@ class SpecReader {
     CheckBudget(root, budget);
     CheckEnqueue();
     CheckWarmStart();
+    CheckObjectives();
     if (space != nullptr && space_ok_) CheckGrid();
     CheckPlaceholders();
   }
@@ -141,10 +146,62 @@ class SpecReader {
     }
   }
 
+  // `objective:` (one) or `objectives:` (several), not both; one of them is required.
+  void ReadObjectives(const MapEntries& t, const YAML::Node& root) {
+    const MapEntry* one = Find(t, "objective");
+    const MapEntry* several = Find(t, "objectives");
+    if (one != nullptr && several != nullptr) {
+      sink_.At(several->key_node, "objectives",
+               "give objective (one) or objectives (several), not both; objective: is objectives[0]'s place");
+      return;
+    }
+    if (several == nullptr) {
+      if (one == nullptr) {
+        sink_.At(root, "objective", "missing required field 'objective'");
+      } else {
+        ReadObjective(one->value);
+      }
+      return;
+    }
+    objectives_node_ = several->key_node;
+    internal::ReadObjectivesSection(sink_, several->value, &spec_.objectives);
+    if (!spec_.objectives.empty()) spec_.objective = spec_.objectives.front();
+  }
+
+  // What several objectives rule out: a single-objective sampler, and every part that ranks trials by one value
+  // (early stopping, PBT, ensembles, scales:); and what needs them (nsga2); built-in metrics only there.
+  void CheckObjectives() {
+    const std::string& s = spec_.sampler;
+    if (!spec_.MultiObjective()) {
+      if (s == "nsga2") {
+        sink_.At(sampler_node_, "sampler", "the nsga2 sampler needs several objectives (objectives:)");
+      }
+      if (IsBuiltinMetric(spec_.objective.metric) && spec_.objectives.empty()) {
+        sink_.At(objective_metric_node_, "objective.metric",
+                 "'" + spec_.objective.metric + "' is a built-in metric, measured once a trial has ended: name it "
+                 "in objectives: beside the metric it trades against");
+      }
+      return;
+    }
+    if (s != "auto" && s != "tpe" && s != "nsga2" && s != "random" && s != "sobol") {
+      sink_.At(scales_present_ ? objectives_node_ : sampler_node_, scales_present_ ? "objectives" : "sampler",
+               scales_present_ ? "scales: plans a batch x learning-rate sweep for one objective: not with objectives:"
+                               : "the " + s + " sampler has one objective; with objectives: use auto, tpe, nsga2, "
+                                              "random or sobol");
+    }
+    auto refuse = [&](const YAML::Node& at, const std::string& field, const std::string& what) {
+      sink_.At(at, field, what + " ranks trials by one objective: not with objectives:");
+    };
+    if (spec_.scheduler.type != StoppingRuleType::kNone) refuse(scheduler_node_, "scheduler", "the stopping rule");
+    if (spec_.ensemble.enabled) refuse(ensemble_node_, "ensemble", "the ensemble selection");
+    if (spec_.warm_start.search_id != 0) refuse(warm_start_node_, "warm_start", "a warm start");
+  }
+
   void ReadObjective(const YAML::Node& n) {
     auto m = internal::ReadMapping(sink_, n, "objective", {"metric", "mode", "scope"});
     if (!m) return;
     if (const MapEntry* e = Find(*m, "metric")) {
+      objective_metric_node_ = e->value;
       if (auto s = internal::ReadString(sink_, e->value, "objective.metric")) {
         if (s->empty()) {
           sink_.At(e->value, "objective.metric", "must not be empty");
@@ -459,7 +516,10 @@ class SpecReader {
   std::vector<YAML::Mark> param_marks_;    // parallel to spec_.space.params
   bool space_ok_ = true;
   YAML::Node enqueue_node_;
-  YAML::Node warm_start_node_;                // the `enqueue` key, for the checks against the budget and sampler
+  YAML::Node warm_start_node_;  // the `enqueue` and `warm_start` keys, for the checks against the budget and sampler
+  // Where the checks of several objectives point: the keys (objectives, scheduler, ensemble), the sampler's value,
+  // objective.metric's value.
+  YAML::Node objectives_node_, scheduler_node_, ensemble_node_, sampler_node_, objective_metric_node_;
   bool max_trials_given_ = false;
   bool scheduler_seed_given_ = false;
   bool scales_present_ = false;

@@ -8,6 +8,12 @@
 //     metric: val_accuracy           # a metric name the trial prints in its JSON lines (docs/METRICS.md)
 //     mode: max                      # max | min
 //     scope: last                    # last (default) | best: which reported value is the trial's objective
+//   objectives:                      # instead of objective (not both): several, 2 to 16 (objectives_section.h)
+//     - {metric: val_loss, mode: min}   # each a metric the trial prints (its last value), or a built-in one:
+//     - {metric: node_hours, mode: min} # node_hours, wall_time (search/core/spec.h), allowed only here. The sampler
+//                                    # is then auto, tpe, nsga2, random or sobol (search/multiobjective/mo_sampler.h);
+//                                    # scheduler, ensemble, warm_start and scales, which rank by one value, are
+//                                    # refused; objective is objectives[0]
 //   budget:
 //     max_trials: 8                  # 1..1000000; required unless the sampler is grid (default: grid size)
 //     parallelism: 2                 # trials at once (default 1)
@@ -15,12 +21,13 @@
 //     max_retries: 2                 # requeues of a trial whose worker was lost (default 2)
 //   sampler:                         # a type name, or a mapping (default auto, seed 0)
 //     type: tpe                      # auto | random | grid | sobol | tpe | gp | cmaes (auto: search/samplers/auto_sampler.h)
+//                                    # | nsga2 (only with objectives:)
 //     seed: 1
 //     n_startup_trials: 10           # tpe, gp, cmaes: Sobol points before the model is used (default: see below)
 //     n_ei_candidates: 24            # tpe: candidates drawn from l(x) per suggestion
 //     gamma: 0.1                     # tpe: fraction of the trials in the good group, at most 25 trials
 //     max_history: 200               # gp: trials in the model (the best quarter and the most recent)
-//     population: 8                  # cmaes: lambda (default 4 + 3 ln d)
+//     population: 8                  # cmaes: lambda (default 4 + 3 ln d); nsga2: a generation (default 50)
 //     sigma0: 0.3                    # cmaes: initial step size, in unit-cube coordinates
 //     scramble: true                 # sobol: Owen scrambling seeded by `seed` (false: the plain sequence)
 //   resources:                       # the node group each trial needs (default 1 x 1 x 0)

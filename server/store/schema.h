@@ -184,6 +184,15 @@ CREATE TABLE warm_start_points(
   point TEXT NOT NULL,
   PRIMARY KEY(search_id, seq)) WITHOUT ROWID;
 )sql",
+      // 15: a completed trial's value of each of its search's several objectives (the spec's objectives:), a JSON
+      // list of numbers in their order ('' with one objective), from which a restart rebuilds the Pareto front.
+      R"sql(
+ALTER TABLE trials ADD COLUMN objectives TEXT NOT NULL DEFAULT '';
+)sql",
+      // 16: whether a trial is a known point (the spec's enqueue:, ladder search enqueue), not a sampled one.
+      R"sql(
+ALTER TABLE trials ADD COLUMN enqueued INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return kMigrations;
 }

@@ -1,6 +1,7 @@
 #include "server/store/store.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
@@ -240,10 +241,11 @@ std::map<int64_t, Store::Reopened> Store::LoadReopened() {
 void Store::InsertTrial(v1::Trial* t) {
   BeginIfNeeded();
   auto& st = db_.Prepare(
-      "INSERT INTO trials(search_id,number,state,attempt,created_at,command,probe,micro_batches) "
-      "VALUES(?,?,?,?,?,?,?,?)");
+      "INSERT INTO trials(search_id,number,state,attempt,created_at,command,probe,micro_batches,enqueued) "
+      "VALUES(?,?,?,?,?,?,?,?,?)");
   st.Bind(1, t->search_id()).Bind(2, t->number()).Bind(3, t->state()).Bind(4, t->attempt());
   st.Bind(5, t->created_unix()).Bind(6, CommandJson(*t)).Bind(7, t->probe() ? 1 : 0).Bind(8, t->micro_batches());
+  st.Bind(9, t->enqueued() ? 1 : 0);
   st.Run();
   t->set_id(db_.LastInsertId());
   InsertParams(*t);
@@ -254,7 +256,7 @@ void Store::UpdateTrial(const v1::Trial& t, int64_t assignment_epoch, const std:
   auto& st = db_.Prepare(
       "UPDATE trials SET state=?, attempt=?, exit_code=?, error=?, ignored_lines=?, last_ignored_line=?, "
       "objective=?, metric_count=?, command=?, placement=?, assignment_epoch=?, started_at=?, finished_at=?, "
-      "preemptions=?, group_nodes=?, rung=?, outside_stop=? WHERE id=?");
+      "preemptions=?, group_nodes=?, rung=?, outside_stop=?, objectives=? WHERE id=?");
   st.Bind(1, t.state()).Bind(2, t.attempt());
   if (t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_FAILED || t.state() == v1::TRIAL_CANCELLED) {
     st.Bind(3, t.exit_code());
@@ -279,7 +281,9 @@ void Store::UpdateTrial(const v1::Trial& t, int64_t assignment_epoch, const std:
     st.BindNull(13);
   }
   st.Bind(14, t.preemptions()).Bind(15, t.group().nodes()).Bind(16, t.rung()).Bind(17, outside_stop);
-  st.Bind(18, t.id());
+  st.Bind(18, t.objectives_size() > 0 ? json(std::vector<double>(t.objectives().begin(), t.objectives().end())).dump()
+                                       : std::string());  // a NaN is null
+  st.Bind(19, t.id());
   st.Run();
 }
 
@@ -446,7 +450,7 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs, std::vect
   auto& st = db_.Prepare(
       "SELECT id,search_id,number,state,attempt,exit_code,error,ignored_lines,last_ignored_line,objective,"
       "metric_count,command,placement,assignment_epoch,created_at,started_at,finished_at,preemptions,group_nodes,rung,"
-      "probe,micro_batches,outside_stop FROM trials "
+      "probe,micro_batches,outside_stop,objectives,enqueued FROM trials "
       "ORDER BY id");
   while (st.Step()) {
     v1::Trial t;
@@ -479,6 +483,11 @@ std::vector<v1::Trial> Store::LoadTrials(std::vector<int64_t>* epochs, std::vect
     t.set_probe(st.Int(20) != 0);
     t.set_micro_batches(static_cast<int>(st.Int(21)));  // 0 (older rows and ordinary trials): 1
     if (outside_stops) outside_stops->push_back(st.Text(22));
+    t.set_enqueued(st.Int(24) != 0);
+    json objectives = json::parse(st.Text(23), nullptr, false);  // '' (one objective, older rows): none
+    if (objectives.is_array()) {
+      for (const auto& v : objectives) t.add_objectives(v.is_number() ? v.get<double>() : std::nan(""));
+    }
     out.push_back(std::move(t));
   }
   st.Reset();

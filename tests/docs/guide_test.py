@@ -192,6 +192,8 @@ PROBES = [
     ("stage[].", BASE % ("", "", SPACE) + "stage: [{from: /a, to: /b, ZZ: 1}]\n"),
     ("warm_start.", BASE % ("", "", SPACE) + "warm_start: {search: 1, ZZ: 1}\n"),
     ("container.", BASE % ("", "", SPACE) + "container: {runtime: podman, image: x, ZZ: 1}\n"),
+    ("objectives[].", "name: probe\nobjectives: [{metric: a, mode: min, ZZ: 1}, {metric: b, mode: min}]\n"
+                      "budget: {max_trials: 1}\ncommand: [probe]\n" + SPACE),
     ("ensemble.", BASE % ("", "", SPACE) + "ensemble: {predictions_file: p, ZZ: 1}\n"),
     ("scales.", BASE % ("", "", "") + "scales: {global_batch: [1, 2], lr: {low: 0.1, high: 1}, ZZ: 1}\n"),
     ("scales.lr.", BASE % ("", "", "") + "scales: {global_batch: [1, 2], lr: {low: 0.1, high: 1, ZZ: 1}}\n"),
@@ -206,6 +208,7 @@ READ_MAPPING_CALLS = {
     "search/spec/stage_section.cc": 1,
     "search/spec/warm_start_section.cc": 1,
     "search/spec/container_section.cc": 1,
+    "search/spec/objectives_section.cc": 1,
     "search/ensemble/ensemble_section.cc": 1,
     "search/scaling/scales_section.cc": 2,  # scales, scales.lr
     "search/stopping/stopping_section.cc": 1,

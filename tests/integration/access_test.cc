@@ -115,6 +115,13 @@ TEST_F(AccessTest, AViewerTokenReadsAndCannotChangeAnything) {
   probe.add_lrs(0.1);
   v1::AddProbeResponse probed;
   EXPECT_EQ(stub_->AddProbe(Ctx(viewer).get(), probe, &probed).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  v1::EnqueueTrialRequest enqueue;  // a known point adds a trial: an operator's call
+  enqueue.set_search_id(1);
+  (*enqueue.mutable_params())["x"] = "0.5";
+  v1::EnqueueTrialResponse enqueued;
+  const grpc::Status refused = stub_->EnqueueTrial(Ctx(viewer).get(), enqueue, &enqueued);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(refused.error_message().find("viewer token may only read"), std::string::npos) << refused.error_message();
   v1::CreateTokenRequest more;
   more.set_role(v1::TOKEN_ROLE_ADMIN);
   v1::CreateTokenResponse made;

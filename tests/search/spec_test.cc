@@ -234,7 +234,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"bad mode", "name: s\nobjective: {metric: loss, mode: up}\nbudget: {max_trials: 4}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
                 "objective.mode", 2, 33, "expected 'max' or 'min', got 'up'"},
         BadCase{"bad sampler", kHead + "budget: {max_trials: 4}\nsampler: bayes\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
-                "sampler", 4, 10, "expected 'auto', 'random', 'grid', 'sobol', 'tpe', 'gp', or 'cmaes', got 'bayes'"},
+                "sampler", 4, 10, "expected 'auto', 'random', 'grid', 'sobol', 'tpe', 'gp', 'cmaes', or 'nsga2', got 'bayes'"},
         BadCase{"negative seed", kHead + "budget: {max_trials: 4}\nsampler: {type: random, seed: -1}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",
                 "sampler.seed", 4, 0, "non-negative integer"},
         BadCase{"resources nodes", kHead + "budget: {max_trials: 4}\nresources: {nodes: 0}\ncommand: [t]\nspace:\n  x: {type: float, low: 0, high: 1}\n",

@@ -91,6 +91,11 @@ TEST_F(CoordinatorEnqueueTest, SpecPointsAreNotRunAgainAfterARestart) {
   Report(again, next, 0.2);
   EXPECT_EQ(GetSearch(id).state(), v1::SEARCH_COMPLETED);
   EXPECT_EQ(GetSearch(id).completed(), 4);
+  // The spec's points are marked as known points (stored with the trial: after the restart too), the others not.
+  EXPECT_TRUE(GetTrial(a->Starts()[0].trial_id()).enqueued());
+  EXPECT_TRUE(GetTrial(a->Starts()[1].trial_id()).enqueued());
+  EXPECT_FALSE(GetTrial(running.trial_id()).enqueued());
+  EXPECT_FALSE(GetTrial(next.trial_id()).enqueued());
 }
 
 constexpr const char* kRandomSpec = R"(
@@ -204,6 +209,13 @@ TEST_F(CoordinatorEnqueueRpcTest, EnqueuedPointsSurviveACoordinatorRestartAndRun
   EXPECT_NE(Arg(third->Starts()[1], "--x="), "0.5") << "no point runs twice";
   EXPECT_NE(Arg(third->Starts()[1], "--x="), "0.625");
   EXPECT_EQ(GetSearch(id).enqueued(), 0);
+  Close();
+  Open();
+  // Marked as known points, as stored: the two enqueued ones, not the sampled ones around them.
+  EXPECT_FALSE(GetTrial(first.trial_id()).enqueued());
+  EXPECT_TRUE(GetTrial(second.trial_id()).enqueued());
+  EXPECT_TRUE(GetTrial(third->Starts()[0].trial_id()).enqueued());
+  EXPECT_FALSE(GetTrial(third->Starts()[1].trial_id()).enqueued());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 #include "server/store/store.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <unistd.h>
 
 #include <filesystem>
@@ -43,7 +45,7 @@ v1::Search MakeSearch() {
 TEST_F(StoreTest, MigratesToCurrentSchemaInWalMode) {
   Store st(path_);
   EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
-  EXPECT_EQ(st.SchemaVersion(), 14);  // 14: warm-started searches' earlier trials
+  EXPECT_EQ(st.SchemaVersion(), 16);  // 16: known points marked as such
   Db raw(path_);
   auto& q = raw.Prepare("PRAGMA journal_mode");
   ASSERT_TRUE(q.Step());
@@ -367,6 +369,74 @@ TEST_F(StoreTest, MigratesADatabaseFromBeforeEnqueuedPointsAndKeepsThemUntilDele
   ASSERT_EQ(rows.size(), 1u) << "the deleted point is gone, the other kept";
   EXPECT_EQ(rows[0].search_id, 1);
   EXPECT_EQ(rows[0].point.params().at("batch").int_value(), 256);
+}
+
+// Schema 15: a completed trial's value of each of several objectives, kept with the trial (a NaN as null).
+TEST_F(StoreTest, MigratesADatabaseFromBeforeSeveralObjectivesAndKeepsEachTrialsValues) {
+  {
+    Db raw(path_);
+    for (int i = 0; i < 14; ++i) raw.Exec(Migrations()[static_cast<size_t>(i)]);
+    raw.Exec("PRAGMA user_version=14");
+    raw.Exec("INSERT INTO searches(id,name,state,spec_yaml,objective_metric,direction,max_trials,parallelism,"
+             "nodes,ranks_per_node,gpus_per_rank,created_at) VALUES(1,'old',2,'name: old\n','loss',1,4,1,1,1,0,"
+             "1.0)");
+    raw.Exec("INSERT INTO trials(id,search_id,number,state,attempt,created_at,command,objective) "
+             "VALUES(1,1,0,3,0,2.0,'[]',0.5)");
+  }
+  {
+    Store st(path_);
+    EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
+    auto trials = st.LoadTrials(nullptr);
+    ASSERT_EQ(trials.size(), 1u);
+    EXPECT_EQ(trials[0].objectives_size(), 0) << "an older trial has one objective";
+    EXPECT_EQ(trials[0].objective(), 0.5);
+    v1::Trial t;
+    t.set_search_id(1);
+    t.set_number(1);
+    t.set_state(v1::TRIAL_PENDING);
+    st.InsertTrial(&t);
+    t.set_state(v1::TRIAL_COMPLETED);
+    t.add_objectives(0.25);
+    t.add_objectives(1.5e-3);
+    t.add_objectives(std::nan(""));
+    st.UpdateTrial(t, 0, "");
+    st.Flush();
+  }
+  Store st(path_);
+  auto trials = st.LoadTrials(nullptr);
+  ASSERT_EQ(trials.size(), 2u);
+  ASSERT_EQ(trials[1].objectives_size(), 3);
+  EXPECT_EQ(trials[1].objectives(0), 0.25);
+  EXPECT_EQ(trials[1].objectives(1), 1.5e-3);
+  EXPECT_TRUE(std::isnan(trials[1].objectives(2)));
+}
+
+// Schema 16: a trial that is a known point (enqueue:, ladder search enqueue) is marked, stored with it.
+TEST_F(StoreTest, MigratesADatabaseFromBeforeKnownPointsWereMarked) {
+  {
+    Db raw(path_);
+    for (int i = 0; i < 15; ++i) raw.Exec(Migrations()[static_cast<size_t>(i)]);
+    raw.Exec("PRAGMA user_version=15");
+    raw.Exec("INSERT INTO searches(id,name,state,spec_yaml,objective_metric,direction,max_trials,parallelism,"
+             "nodes,ranks_per_node,gpus_per_rank,created_at) VALUES(1,'old',1,'name: old\n','loss',1,4,1,1,1,0,"
+             "1.0)");
+    raw.Exec("INSERT INTO trials(id,search_id,number,state,attempt,created_at,command) VALUES(1,1,0,1,0,2.0,'[]')");
+  }
+  {
+    Store st(path_);
+    v1::Trial t;
+    t.set_search_id(1);
+    t.set_number(1);
+    t.set_state(v1::TRIAL_PENDING);
+    t.set_enqueued(true);
+    st.InsertTrial(&t);
+    st.Flush();
+  }
+  Store st(path_);
+  auto trials = st.LoadTrials(nullptr);
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_FALSE(trials[0].enqueued()) << "an older trial is no known point";
+  EXPECT_TRUE(trials[1].enqueued());
 }
 
 }  // namespace

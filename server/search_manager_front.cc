@@ -1,0 +1,101 @@
+// SearchManager: the sampler whichever its kind, and several objectives (the spec's objectives:). With several, the
+// sampler is the multi-objective one (search/multiobjective/mo_sampler.h: auto resolved by its rule), told each
+// trial's values; and the coordinator keeps the Pareto front of the completed trials, updated as each completes
+// (a point enters unless one on the front dominates it, and pushes out those it dominates), rebuilt from the
+// stored values at a restart (Recover), and served as v1::Search.pareto_front and v1::Trial.pareto.
+#include <algorithm>
+#include <cmath>
+
+#include "common/log.h"
+#include "search/multiobjective/pareto.h"
+#include "server/search_manager.h"
+
+namespace ladder::server {
+
+namespace {
+
+// A completed trial's values as minimized (max objectives negated); empty when it has not one finite value per
+// objective (nothing to place on the front).
+std::vector<double> Minimized(const search::SearchSpec& spec, const v1::Trial& t) {
+  if (t.state() != v1::TRIAL_COMPLETED || t.objectives_size() != static_cast<int>(spec.objectives.size())) return {};
+  std::vector<double> v;
+  for (int i = 0; i < t.objectives_size(); ++i) {
+    const double x = t.objectives(i);
+    if (!std::isfinite(x)) return {};
+    v.push_back(spec.objectives[static_cast<size_t>(i)].maximize ? -x : x);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<search::Params> SearchManager::AskSampler(SearchRecord& s, int number) {
+  return s.mo_sampler ? s.mo_sampler->Ask(number) : s.sampler->Ask(number);
+}
+
+void SearchManager::TellSampler(SearchRecord& s, const TrialRecord& t) {
+  const int number = SamplerNumber(s, t.proto.number());
+  if (!s.mo_sampler) {
+    s.sampler->Tell(number, t.params, t.proto.has_objective() ? std::optional<double>(t.proto.objective())
+                                                              : std::nullopt);
+    return;
+  }
+  std::optional<std::vector<double>> values;  // in the spec's units: the sampler negates a max one itself
+  if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.objectives_size() == static_cast<int>(s.spec.objectives.size())) {
+    values.emplace(t.proto.objectives().begin(), t.proto.objectives().end());
+  }
+  s.mo_sampler->Tell(number, t.params, std::move(values));
+}
+
+void SearchManager::AddPendingToSampler(SearchRecord& s, int number, const search::Params& params) {
+  if (s.mo_sampler) {
+    s.mo_sampler->AddPending(number, params);
+  } else {
+    s.sampler->AddPending(number, params);
+  }
+}
+
+std::string SearchManager::PrepareMultiObjective(SearchRecord& s) {
+  search::MultiObjectiveOptions options;
+  for (const search::Objective& o : s.spec.objectives) options.maximize.push_back(o.maximize);
+  if (s.spec.sampler == "nsga2") options.population = s.spec.sampler_options.population;  // 0: its default
+  std::string error;
+  s.mo_sampler = search::MakeMultiObjectiveSampler(s.spec, options, &error);
+  return s.mo_sampler ? "" : "sampler: " + error;
+}
+
+void SearchManager::SetObjectivesFromSpec(SearchRecord& s) {
+  s.proto.clear_objectives();
+  if (!s.spec.MultiObjective()) return;
+  for (const search::Objective& o : s.spec.objectives) {
+    v1::SearchObjective* out = s.proto.add_objectives();
+    out->set_metric(o.metric);
+    out->set_direction(o.maximize ? v1::MAXIMIZE : v1::MINIMIZE);
+  }
+}
+
+void SearchManager::UpdateFront(SearchRecord& s, const TrialRecord& t) {
+  if (!s.spec.MultiObjective()) return;
+  std::vector<double> point = Minimized(s.spec, t.proto);
+  if (point.empty()) return;
+  for (const auto& [id, other] : s.front) {
+    if (search::Dominates(other, point)) return;  // an equal point does not dominate: both are on the front
+  }
+  for (auto it = s.front.begin(); it != s.front.end();) {
+    it = search::Dominates(point, it->second) ? s.front.erase(it) : std::next(it);
+  }
+  s.front.emplace(t.proto.id(), std::move(point));
+  // The ids by the first objective (best first), then by id.
+  std::vector<std::pair<double, int64_t>> order;
+  for (const auto& [id, values] : s.front) order.emplace_back(values.front(), id);
+  std::sort(order.begin(), order.end());
+  s.proto.clear_pareto_front();
+  for (const auto& [first, id] : order) s.proto.add_pareto_front(id);
+}
+
+bool SearchManager::OnFront(int64_t search_id, int64_t trial_id) const {
+  auto it = searches_.find(search_id);
+  return it != searches_.end() && it->second.front.count(trial_id) > 0;
+}
+
+}  // namespace ladder::server
