@@ -20,6 +20,26 @@ std::string Bin(const std::string& name) {
   return std::string(d ? d : LADDER_TEST_BIN_DIR) + "/" + name;
 }
 
+// A ladder-server (no token) and one ladder-worker with one slot on 127.0.0.1, in a temp dir; Ladder runs the CLI
+// against them there.
+struct LocalPair {
+  explicit LocalPair(const char* name) : dir(name), address("127.0.0.1:" + std::to_string(testing::FreePort())) {
+    testing::Spawn(&server, {Bin("ladder-server"), "--listen", address, "--db", (dir / "ladder.db").string(),
+                             "--no-token"}, true);
+    listening = testing::ReadListenAddress(server) == address;
+    testing::Spawn(&worker, {Bin("ladder-worker"), "--server", address, "--node-id", "a", "--slots", "1",
+                             "--trial-dir", (dir / "trials").string()}, false);
+  }
+  testing::CommandResult Ladder(std::vector<std::string> args) {
+    args.insert(args.begin(), {Bin("ladder"), "--server", address});
+    return testing::RunCommand(args, dir);
+  }
+  testing::TempDir dir;
+  std::string address;
+  testing::Child server, worker;
+  bool listening = false;
+};
+
 // (loss, cost) = (x, y): trials 0, 1 and 2 trade one against the other; 3 is dominated by 1.
 const char* kSpec = R"(name: trade
 objectives: [{metric: loss, mode: min}, {metric: cost, mode: min}]
@@ -33,19 +53,11 @@ enqueue: [{x: 0.1, y: 0.9}, {x: 0.5, y: 0.5}, {x: 0.9, y: 0.1}, {x: 0.6, y: 0.6}
 )";
 
 TEST(CliPareto, TheCoordinatorsFrontIsListedMarkedAndPromoteAsksWhichPoint) {
-  testing::TempDir dir("cli-pareto");
-  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
-  testing::Child server, worker;
-  testing::Spawn(&server, {Bin("ladder-server"), "--listen", address, "--db", (dir / "ladder.db").string(),
-                           "--no-token"}, true);
-  ASSERT_EQ(testing::ReadListenAddress(server), address);
-  testing::Spawn(&worker, {Bin("ladder-worker"), "--server", address, "--node-id", "a", "--slots", "1",
-                           "--trial-dir", (dir / "trials").string()}, false);
+  LocalPair pair("cli-pareto");
+  ASSERT_TRUE(pair.listening);
+  const auto& dir = pair.dir;
   std::ofstream(dir / "trade.yaml") << kSpec;
-  auto ladder = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {Bin("ladder"), "--server", address});
-    return testing::RunCommand(args, dir);
-  };
+  auto ladder = [&](std::vector<std::string> args) { return pair.Ladder(std::move(args)); };
   auto validate = ladder({"search", "validate", "trade.yaml", "--no-command-check"});
   EXPECT_NE(validate.out.find("sampler random, objectives min loss min cost"), std::string::npos) << validate.out;
   auto run = ladder({"search", "start", "trade.yaml", "--wait"});
@@ -89,8 +101,8 @@ TEST(CliPareto, TheCoordinatorsFrontIsListedMarkedAndPromoteAsksWhichPoint) {
   auto off = ladder({"promote", "1", "--pick", "3", "--dry-run"});
   EXPECT_EQ(off.exit_code, 2);
   EXPECT_NE(off.err.find("--pick 3: trial 3 is not on the Pareto front of search 1"), std::string::npos) << off.err;
-  worker.Kill(SIGTERM);
-  server.Kill(SIGTERM);
+  pair.worker.Kill(SIGTERM);
+  pair.server.Kill(SIGTERM);
   // No coordinator: the CLI reads the database (read-only), and the front is rebuilt from the stored values.
   auto later = testing::RunCommand({Bin("ladder"), "--db", (dir / "ladder.db").string(), "trials", "1", "--pareto",
                                     "--json"}, dir);
@@ -115,19 +127,11 @@ enqueue: [{batch: 16, lr: 0.008}, {batch: 16, lr: 0.016}, {batch: 16, lr: 0.032}
 )";
 
 TEST(CliPareto, PromotePlansFromThePointTheWeightsChooseAndSaysSoInThePlan) {
-  testing::TempDir dir("cli-pareto-promote");
-  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
-  testing::Child server, worker;
-  testing::Spawn(&server, {Bin("ladder-server"), "--listen", address, "--db", (dir / "ladder.db").string(),
-                           "--no-token"}, true);
-  ASSERT_EQ(testing::ReadListenAddress(server), address);
-  testing::Spawn(&worker, {Bin("ladder-worker"), "--server", address, "--node-id", "a", "--slots", "1",
-                           "--trial-dir", (dir / "trials").string()}, false);
+  LocalPair pair("cli-pareto-promote");
+  ASSERT_TRUE(pair.listening);
+  const auto& dir = pair.dir;
   std::ofstream(dir / "sweep.yaml") << kSweep;
-  auto ladder = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {Bin("ladder"), "--server", address});
-    return testing::RunCommand(args, dir);
-  };
+  auto ladder = [&](std::vector<std::string> args) { return pair.Ladder(std::move(args)); };
   auto run = ladder({"search", "start", "sweep.yaml", "--wait"});
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   // Normalised over the front (val_loss 1.25..1.625, cost 16..64): trial 1 (1, 0), 4 (1/3, 1/3), 7 (0, 1).
@@ -147,8 +151,8 @@ TEST(CliPareto, PromotePlansFromThePointTheWeightsChooseAndSaysSoInThePlan) {
   EXPECT_DOUBLE_EQ(choice["objectives"]["cost"].get<double>(), 64);
   EXPECT_EQ(choice["how"], "trial 7 of the Pareto front (val_loss 1.25, cost 64), by --pick 7");
   EXPECT_NE(j["command"].dump().find("-v b=64 -v lr=0.064"), std::string::npos) << j["command"].dump();
-  worker.Kill(SIGTERM);
-  server.Kill(SIGTERM);
+  pair.worker.Kill(SIGTERM);
+  pair.server.Kill(SIGTERM);
 }
 
 }  // namespace

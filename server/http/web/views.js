@@ -91,7 +91,7 @@ function drawContour(st) {
 // start to its end (or now),
 // coloured by state; a trial that was requeued (after a preemption, a lost node or a failure) is hatched and
 // counts its attempts; a straggler — a completed trial that ran more than twice the median completed trial's
-// time — is outlined in red. How a search used the cluster, which Optuna's timeline (one row per trial) cannot show.
+// time, and over a second longer — is outlined in red. How a search used the cluster, which Optuna's timeline (one row per trial) cannot show.
 const STATE_COLOUR = {RUNNING: '#0b6bcb', COMPLETED: '#18794e', FAILED: '#c4320a', CANCELLED: '#8a8f98', PENDING: '#c9ced6'};
 function drawTimeline(st) {
   const el = document.getElementById('timeline');
@@ -106,7 +106,8 @@ function drawTimeline(st) {
   const bars = [];
   for (const t of started) {
     const t1 = t.finished_unix || now;
-    const straggler = word(t.state) === 'COMPLETED' && times.length >= 3 && t1 - t.started_unix > 2 * median;
+    const straggler = word(t.state) === 'COMPLETED' && times.length >= 3 && t1 - t.started_unix > 2 * median &&
+      t1 - t.started_unix > median + 1;  // a second's jitter of a process start is no straggler
     // One bar per slot it held (a row per node and slot: trials that share a node at once do not overlap).
     const held = (t.placement || []).flatMap(p => ((p.slots || []).length ? p.slots : [0]).map(slot => [p.node_id, slot]));
     for (const [node, slot] of held.length ? held : [['-', 0]]) {
@@ -146,7 +147,7 @@ function drawTimeline(st) {
   const legend = document.createElement('div');
   legend.className = 'legend';
   legend.innerHTML = Object.entries(STATE_COLOUR).map(([s, col]) => `<span class="swatch" style="border-color:${col}"></span>${s.toLowerCase()}`).join(' ') +
-    ' · hatched ↻N: requeued N times · red outline: a straggler (over twice the median trial time)';
+    ' · hatched ↻N: requeued N times · red outline: a straggler (over twice the median trial time, and 1 s more)';
   el.append(legend);
   el.view = {rows, bars, median};
 }
