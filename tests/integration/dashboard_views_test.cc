@@ -123,5 +123,58 @@ TEST_F(DashboardViewsTest, TheDistributionContourAndTimelineDrawTheApisTrials) {
             std::string::npos);
 }
 
+// Two objectives (loss, cost) = (x, y) at four known points: trials 1, 2 and 3 trade one against the other, trial 4
+// (0.6, 0.6) is dominated by trial 2 (0.5, 0.5).
+constexpr const char* kTrade = R"(name: trade
+objectives: [{metric: loss, mode: min}, {metric: cost, mode: min}]
+budget: {max_trials: 4, parallelism: 1}
+sampler: random
+command: [/bin/sh, -c, 'echo "{{\"loss\": {x}, \"cost\": {y}}}"']
+space:
+  x: {type: float, low: 0, high: 1}
+  y: {type: float, low: 0, high: 1}
+enqueue: [{x: 0.1, y: 0.9}, {x: 0.5, y: 0.5}, {x: 0.9, y: 0.1}, {x: 0.6, y: 0.6}]
+)";
+
+// The Pareto view draws every completed trial at its two objectives and the coordinator's front; a search with one
+// objective does not show it.
+TEST_F(DashboardViewsTest, TheParetoViewDrawsTheTrialsAndTheCoordinatorsFront) {
+  std::ofstream(dir_ / "trade.yaml") << kTrade;
+  auto done = testing::RunCommand(cluster_.Ladder({"search", "start", "trade.yaml", "--wait"}), dir_);
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+  testing::HeadlessChromium browser(dir_, "1400,2600");
+  browser.Open(Url("/"));
+  browser.Navigate(Url("/login?token=" + cluster_.token + "&next=%23/search/1"));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/search/1'")) << browser.Eval("document.body.innerHTML");
+  ASSERT_TRUE(browser.WaitFor("!!(document.querySelector('#pareto').view)")) << browser.Eval("document.body.innerHTML");
+  auto search = browser.Eval("fetch('/api/searches/1').then(r => r.json())")["search"];
+  auto trials = browser.Eval("fetch('/api/searches/1/trials?view=table').then(r => r.json())")["trials"];
+  auto view = browser.Eval("document.querySelector('#pareto').view");
+  ASSERT_EQ(search["pareto_front"].size(), 3u) << search.dump();
+  std::vector<std::string> front;
+  for (const auto& id : search["pareto_front"]) front.push_back(id.get<std::string>());
+  EXPECT_EQ(view["front"].get<std::vector<std::string>>(), front);
+  ASSERT_EQ(view["points"].size(), 4u) << view.dump();
+  for (const auto& t : trials) {
+    auto p = std::find_if(view["points"].begin(), view["points"].end(), [&](const auto& q) { return q[2] == t["id"]; });
+    ASSERT_NE(p, view["points"].end()) << t.dump();
+    EXPECT_DOUBLE_EQ((*p)[0].get<double>(), t["objectives"][0].get<double>());
+    EXPECT_DOUBLE_EQ((*p)[1].get<double>(), t["objectives"][1].get<double>());
+    EXPECT_EQ((*p)[3].get<bool>(), t.value("pareto", false)) << t.dump();
+  }
+  EXPECT_EQ(view["x"], "loss");
+  EXPECT_EQ(view["y"], "cost");
+  EXPECT_GT(browser.Eval(Painted("#pareto")).get<int>(), 1000);
+  browser.Screenshot(shots_ / "pareto.png");
+
+  // One objective: no Pareto view.
+  std::ofstream(dir_ / "views.yaml") << kViews;
+  auto one = testing::RunCommand(cluster_.Ladder({"search", "start", "views.yaml", "--wait"}), dir_);
+  ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
+  browser.Navigate(Url("/#/search/2"));
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/search/2'"));
+  EXPECT_EQ(browser.Eval("document.querySelector('#pareto').style.display"), "none");
+}
+
 }  // namespace
 }  // namespace ladder

@@ -142,7 +142,8 @@ async function showSearch(id) {
     <div id="workflow"></div>
     <h2>Parameters</h2><div class="cards"><div class="card" id="parallel"></div><div class="card" id="importance"></div></div>
     <div class="cards" id="slices"></div>
-    <h2>Distribution and contour</h2><div class="cards"><div class="card"><div id="edf"></div></div><div class="card" id="contour"></div></div>
+    <h2>Distribution and contour</h2><div class="cards"><div class="card" id="pareto"></div><div class="card"><div id="edf"></div></div>
+      <div class="card" id="contour"></div></div>
     <h2>Timeline</h2><div class="card wide" id="timeline"></div>`) + `
     <h2>Trials</h2><div class="controls">filter <select id="filter"><option value="">all</option>
     ${['RUNNING', 'PENDING', 'COMPLETED', 'FAILED', 'CANCELLED'].map(s => `<option>${s}</option>`).join('')}</select>
@@ -172,6 +173,7 @@ async function showSearch(id) {
     cost = drawCost(state);
     drawParameters(state);
     edf = drawEdf(state);
+    drawPareto(state);
     drawContour(state);
     drawTimeline(state);
     drawWorkflow(state);
@@ -181,7 +183,7 @@ async function showSearch(id) {
   drawTable(state);
   const log = document.getElementById('log');
   follow(id, ev => {
-    if (ev.kind === 'SEARCH_UPDATED') { state.search = ev.search; drawTitle(state); }
+    if (ev.kind === 'SEARCH_UPDATED') { state.search = ev.search; drawTitle(state); if (!hero) drawPareto(state); }
     if (ev.kind === 'TRIAL_UPDATED') {
       ev.trial.sent_unix = ev.time_unix;
       state.trials.set(ev.trial.id, ev.trial);
@@ -189,7 +191,7 @@ async function showSearch(id) {
         drawTable(state);
         if (hero) return hero.update();
         history.redraw(); cost.redraw(); curves.redraw(); drawParameters(state);
-        edf.redraw(); drawContour(state); drawTimeline(state);
+        edf.redraw(); drawPareto(state); drawContour(state); drawTimeline(state);
       });
     }
     if (ev.kind === 'TRIAL_METRICS') (hero || curves).add(ev.trial.id, ev.metrics);

@@ -137,7 +137,7 @@ function drawTimeline(st) {
     const text = '#' + b.number + (b.attempt > 0 ? ' ↻' + b.attempt : '');
     if (ctx.measureText(text).width + 4 < w) { ctx.fillStyle = '#fff'; ctx.fillText(text, x0 + 2, y0 + rowH - 8); }
   }
-  const seconds = v => v < 120 ? v.toFixed(v < 10 ? 1 : 0) + ' s' : v < 7200 ? (v / 60).toFixed(1) + ' min' : (v / 3600).toFixed(1) + ' h';
+  const seconds = v => v < 1 ? (1000 * v).toFixed(0) + ' ms' : v < 120 ? v.toFixed(v < 10 ? 1 : 0) + ' s' : v < 7200 ? (v / 60).toFixed(1) + ' min' : (v / 3600).toFixed(1) + ' h';
   c.axes([0, thi - tlo], [0, 1], {x: endLabels(0, thi - tlo, seconds), y: []}, {x: 'wall time since the first start', y: ''});
   // The node names, one per row.
   for (let i = 0; i < nodes.length; i++) {
@@ -150,4 +150,45 @@ function drawTimeline(st) {
     ' · hatched ↻N: requeued N times · red outline: a straggler (over twice the median trial time, and 1 s more)';
   el.append(legend);
   el.view = {rows, bars, median};
+}
+
+// Several objectives: every completed trial at its first two objectives' values, the Pareto front the coordinator
+// keeps (Search.pareto_front) drawn filled and joined in the order of the first objective; hidden with one objective.
+function drawPareto(st) {
+  const el = document.getElementById('pareto');
+  if (!el) return;
+  const objectives = st.search.objectives || [];
+  el.style.display = objectives.length >= 2 ? '' : 'none';
+  el.view = null;
+  if (objectives.length < 2) return;
+  const [ox, oy] = objectives;
+  const dir = o => (o.direction === 'MAXIMIZE' ? 'max' : 'min');
+  el.innerHTML = `<div class="title">Pareto front: ${esc(ox.metric)} (${dir(ox)}) against ${esc(oy.metric)} (${dir(oy)})</div>`;
+  const front = (st.search.pareto_front || []).map(String);
+  const points = [...st.trials.values()].filter(t => (t.objectives || []).length >= 2)
+    .map(t => [t.objectives[0], t.objectives[1], String(t.id), front.includes(String(t.id))]);
+  if (!points.length) { el.append('no completed trial yet'); return; }
+  const xs = points.map(p => p[0]), ys = points.map(p => p[1]);
+  const [xlo, xhi, ylo, yhi] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+  const c = canvasChart(el, 420, 320, {left: 56, right: 12, top: 8, bottom: 34});
+  const {X, Y} = c.scale([xlo, xhi], [ylo, yhi]);
+  const ctx = c.ctx;
+  const on = points.filter(p => p[3]).sort((a, b) => a[0] - b[0]);
+  ctx.strokeStyle = '#18794e';
+  ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  on.forEach((p, i) => (i ? ctx.lineTo(X(p[0]), Y(p[1])) : ctx.moveTo(X(p[0]), Y(p[1]))));
+  ctx.stroke();
+  for (const p of points) {
+    ctx.beginPath();
+    ctx.arc(X(p[0]), Y(p[1]), p[3] ? 5 : 3.5, 0, 2 * Math.PI);
+    ctx.fillStyle = p[3] ? '#18794e' : '#aab2bf';
+    ctx.fill();
+  }
+  c.axes([xlo, xhi], [ylo, yhi], {x: endLabels(xlo, xhi, num), y: endLabels(ylo, yhi, num)}, {x: ox.metric, y: oy.metric});
+  const legend = document.createElement('div');
+  legend.className = 'legend';
+  legend.textContent = `${on.length} of ${points.length} completed trials on the front (green); ladder trials ${st.search.id} --pareto lists them`;
+  el.append(legend);
+  el.view = {x: ox.metric, y: oy.metric, points, front};
 }
