@@ -11,6 +11,7 @@
 
 #include "tests/integration/system_support.h"
 #include "tests/integration/test_support.h"
+#include "tests/integration/trade_spec.h"
 
 namespace ladder {
 namespace {
@@ -40,23 +41,11 @@ struct LocalPair {
   bool listening = false;
 };
 
-// (loss, cost) = (x, y): trials 0, 1 and 2 trade one against the other; 3 is dominated by 1.
-const char* kSpec = R"(name: trade
-objectives: [{metric: loss, mode: min}, {metric: cost, mode: min}]
-budget: {max_trials: 4, parallelism: 1}
-sampler: random
-command: [/bin/sh, -c, 'echo "{{\"loss\": {x}, \"cost\": {y}}}"']
-space:
-  x: {type: float, low: 0, high: 1}
-  y: {type: float, low: 0, high: 1}
-enqueue: [{x: 0.1, y: 0.9}, {x: 0.5, y: 0.5}, {x: 0.9, y: 0.1}, {x: 0.6, y: 0.6}]
-)";
-
 TEST(CliPareto, TheCoordinatorsFrontIsListedMarkedAndPromoteAsksWhichPoint) {
   LocalPair pair("cli-pareto");
   ASSERT_TRUE(pair.listening);
   const auto& dir = pair.dir;
-  std::ofstream(dir / "trade.yaml") << kSpec;
+  std::ofstream(dir / "trade.yaml") << testing::kTradeSpec;
   auto ladder = [&](std::vector<std::string> args) { return pair.Ladder(std::move(args)); };
   auto validate = ladder({"search", "validate", "trade.yaml", "--no-command-check"});
   EXPECT_NE(validate.out.find("sampler random, objectives min loss min cost"), std::string::npos) << validate.out;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/local_cluster.h"
+#include "tests/integration/trade_spec.h"
 #include "tests/support/headless_chromium.h"
 
 namespace ladder {
@@ -123,23 +124,10 @@ TEST_F(DashboardViewsTest, TheDistributionContourAndTimelineDrawTheApisTrials) {
             std::string::npos);
 }
 
-// Two objectives (loss, cost) = (x, y) at four known points: trials 1, 2 and 3 trade one against the other, trial 4
-// (0.6, 0.6) is dominated by trial 2 (0.5, 0.5).
-constexpr const char* kTrade = R"(name: trade
-objectives: [{metric: loss, mode: min}, {metric: cost, mode: min}]
-budget: {max_trials: 4, parallelism: 1}
-sampler: random
-command: [/bin/sh, -c, 'echo "{{\"loss\": {x}, \"cost\": {y}}}"']
-space:
-  x: {type: float, low: 0, high: 1}
-  y: {type: float, low: 0, high: 1}
-enqueue: [{x: 0.1, y: 0.9}, {x: 0.5, y: 0.5}, {x: 0.9, y: 0.1}, {x: 0.6, y: 0.6}]
-)";
-
-// The Pareto view draws every completed trial at its two objectives and the coordinator's front; a search with one
-// objective does not show it.
+// The Pareto view draws every completed trial at its two objectives and the coordinator's front (kTradeSpec: three
+// trials on it, one dominated); a search with one objective does not show it.
 TEST_F(DashboardViewsTest, TheParetoViewDrawsTheTrialsAndTheCoordinatorsFront) {
-  std::ofstream(dir_ / "trade.yaml") << kTrade;
+  std::ofstream(dir_ / "trade.yaml") << testing::kTradeSpec;
   auto done = testing::RunCommand(cluster_.Ladder({"search", "start", "trade.yaml", "--wait"}), dir_);
   ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
   testing::HeadlessChromium browser(dir_, "1400,2600");
