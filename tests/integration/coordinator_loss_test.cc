@@ -58,6 +58,7 @@ struct Cluster {
   std::string address;
   std::string lease_ms;
   Child server, worker;
+  std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Ladder::Stub> stub;
 
   explicit Cluster(const std::string& lease) : lease_ms(lease) {
@@ -67,7 +68,8 @@ struct Cluster {
           {BinDir() + "/ladder-worker", "--server", address, "--node-id", "a", "--slots", "1", "--trial-dir",
            (dir / "trials").string()},
           false);
-    stub = v1::Ladder::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+    stub = v1::Ladder::NewStub(channel);
   }
   ~Cluster() {
     worker.Kill(SIGTERM);
@@ -146,9 +148,11 @@ TEST(System, AWorkerWhoseCoordinatorComesBackWithinItsLeaseKeepsItsRuns) {
   c.StartServer();
   std::optional<v1::Search> done;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // The channel reconnects to the restarted coordinator: wait for it to be connected, then for the search's end (a
+  // stream cut while the server came back is watched again).
   while (!done && std::chrono::steady_clock::now() < give_up) {
+    if (!c.channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) continue;
     done = testing::WaitForSearchEnd(*c.stub, sid, std::chrono::seconds(30));
-    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the channel is connecting again
   }
   ASSERT_TRUE(done) << "the search did not finish";
   EXPECT_EQ(done->state(), v1::SEARCH_COMPLETED) << done->error();
