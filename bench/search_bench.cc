@@ -33,6 +33,7 @@ using ladder::search::Params;
 using ladder::search::ParamKind;
 using ladder::search::ParamSpec;
 using ladder::search::SearchSpec;
+using ladder::bench::RunSpec;
 
 constexpr const char* kUsage =
     "usage: ladder-search-bench regret (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]"
@@ -72,19 +73,6 @@ std::unique_ptr<ladder::bench::Problem> LoadProblem(const std::map<std::string, 
     *rc = Usage("needs --problem or --table");
   }
   return problem;
-}
-
-// The spec a run uses: the problem's space, the budget as max_trials, one trial at a time.
-SearchSpec RunSpec(const ladder::bench::Problem& problem, const std::string& sampler, uint64_t seed, int budget) {
-  SearchSpec spec;
-  spec.name = "bench";
-  spec.sampler = sampler;
-  spec.seed = seed;
-  spec.objective.maximize = problem.maximize();
-  spec.space = problem.space();
-  spec.max_trials = budget;  // auto decides from the budget (and the parallelism, 1 here)
-  spec.parallelism = 1;
-  return spec;
 }
 
 // What `auto` runs on this problem with this budget, and why (the bench reuses that sampler's runs).

@@ -65,15 +65,7 @@ int ConstrainedRuns(const std::map<std::string, std::string>& a) {
   const int seed0 = a.count("seed0") ? std::atoi(a.at("seed0").c_str()) : 0;
   const int budget = a.count("budget") ? std::atoi(a.at("budget").c_str()) : 100;
   for (int s = seed0; s < seed0 + seeds; ++s) {
-    search::SearchSpec spec;
-    spec.name = "bench";
-    spec.sampler = sampler;
-    spec.seed = static_cast<uint64_t>(s);
-    spec.objective.maximize = problem->maximize();
-    spec.space = problem->space();
-    spec.max_trials = budget;
-    spec.parallelism = 1;
-    auto smp = search::MakeSampler(spec);
+    auto smp = search::MakeSampler(RunSpec(*problem, sampler, static_cast<uint64_t>(s), budget));
     double best = std::numeric_limits<double>::infinity();
     int infeasible = 0;
     for (int n = 0; n < budget; ++n) {

@@ -318,6 +318,18 @@ double TimingObjective(const Params& p) {
 
 std::vector<std::string> SyntheticProblemNames() { return {"branin", "hartmann6", "rosenbrock20", "levy10"}; }
 
+search::SearchSpec RunSpec(const Problem& problem, const std::string& sampler, uint64_t seed, int budget) {
+  search::SearchSpec spec;
+  spec.name = "bench";
+  spec.sampler = sampler;
+  spec.seed = seed;
+  spec.objective.maximize = problem.maximize();
+  spec.space = problem.space();
+  spec.max_trials = budget;
+  spec.parallelism = 1;
+  return spec;
+}
+
 std::unique_ptr<Problem> MakeSyntheticProblem(const std::string& name) {
   if (name == "branin") return std::make_unique<Synthetic>(std::vector<std::pair<double, double>>{{-5, 10}, {0, 15}}, &Branin, 0.397887357729738);
   if (name == "hartmann6") return std::make_unique<Synthetic>(6, 0.0, 1.0, &Hartmann6, -3.32236801141551);

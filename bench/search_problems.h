@@ -44,6 +44,10 @@ enum class SeedSlice { kAll, kEven, kOdd };
 std::unique_ptr<Problem> LoadTableProblem(const std::string& path, std::string* error,
                                           SeedSlice slice = SeedSlice::kAll);
 
+// The spec one bench run uses: the problem's space and direction, `sampler` with `seed`, the budget as max_trials,
+// one trial at a time (auto decides from the budget and that parallelism).
+search::SearchSpec RunSpec(const Problem& problem, const std::string& sampler, uint64_t seed, int budget);
+
 // The timing space of ladder-search-bench and ladder-search-mo-bench (the peer's is the same): 5 floats (one
 // log), 2 ints (one log), 2 categoricals; and its objective.
 search::SearchSpec TimingSpec(const std::string& sampler);

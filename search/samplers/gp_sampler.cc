@@ -59,6 +59,13 @@ size_t FitPoint(size_t completed) {
   }
 }
 
+// The chance of feasibility's model (GpSampler::Feasibility): a GP on the largest constraint value, standardized,
+// and 0 standardized alike.
+struct FeasibilityModel {
+  GpPosterior post;
+  double threshold = 0;
+};
+
 class GpSampler : public HistorySampler {
  public:
   explicit GpSampler(const SearchSpec& spec) : HistorySampler(spec) {
@@ -121,10 +128,10 @@ class GpSampler : public HistorySampler {
     if (!post.Condition(x, y, hyper_)) return Fallback(trial_number);
     // Constraints: every trial stays in the objective's model, EI is taken against the best feasible one and
     // weighed by the chance of feasibility (Feasibility); with no feasible trial yet, that chance alone.
-    feasibility_.reset();
+    std::optional<FeasibilityModel> feasibility;
     double best_y = y.minCoeff();
     if (std::any_of(model_set.begin(), model_set.end(), [](const Observation* o) { return o->violation > 0; })) {
-      feasibility_ = Feasibility(x, model_set);
+      feasibility = Feasibility(x, model_set);
       best_y = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < model_set.size(); ++i) {
         if (model_set[i]->violation <= 0) best_y = std::min(best_y, y(static_cast<Eigen::Index>(i)));
@@ -155,7 +162,8 @@ class GpSampler : public HistorySampler {
     for (size_t s = 0; s < by_loss.size() && s < static_cast<size_t>(kBestSeeds); ++s) {
       for (int i = 0; i < kPerturbPerSeed; ++i) cand.push_back(Perturb(by_loss[s]->u, 0.1, rng));
     }
-    std::vector<double> ei = Ei(post, cand, best_y);
+    const FeasibilityModel* feasible = feasibility ? &*feasibility : nullptr;
+    std::vector<double> ei = Ei(post, cand, best_y, feasible);
     for (double scale : kRefineScales) {
       std::vector<size_t> order(cand.size());
       std::iota(order.begin(), order.end(), 0);
@@ -166,7 +174,7 @@ class GpSampler : public HistorySampler {
       for (size_t t = 0; t < top; ++t) {
         for (int i = 0; i < kRefinePerRound; ++i) local.push_back(Perturb(cand[order[t]], scale, rng));
       }
-      std::vector<double> lei = Ei(post, local, best_y);
+      std::vector<double> lei = Ei(post, local, best_y, feasible);
       cand.insert(cand.end(), local.begin(), local.end());
       ei.insert(ei.end(), lei.begin(), lei.end());
     }
@@ -266,31 +274,28 @@ class GpSampler : public HistorySampler {
     return u;
   }
 
-  // EI at each candidate; with constraints (feasibility_), times the chance the candidate is feasible (EI alone
+  // EI at each candidate; with constraints (`feasible`), times the chance the candidate is feasible (EI alone
   // when no trial is feasible yet: best = +inf).
-  std::vector<double> Ei(const GpPosterior& post, const std::vector<std::vector<double>>& cand, double best) const {
+  std::vector<double> Ei(const GpPosterior& post, const std::vector<std::vector<double>>& cand, double best,
+                         const FeasibilityModel* feasible) const {
     Eigen::MatrixXd q(static_cast<Eigen::Index>(cand.size()), static_cast<Eigen::Index>(features_));
     for (size_t r = 0; r < cand.size(); ++r) FeatureRow(cand[r], q, static_cast<Eigen::Index>(r));
     Eigen::VectorXd mean, var, fmean, fvar;
     post.Predict(q, &mean, &var);
-    if (feasibility_) feasibility_->post.Predict(q, &fmean, &fvar);
+    if (feasible) feasible->post.Predict(q, &fmean, &fvar);
     std::vector<double> ei(cand.size());
     for (size_t r = 0; r < cand.size(); ++r) {
       const auto i = static_cast<Eigen::Index>(r);
       double sd = std::sqrt(var(i));
       double z = (best - mean(i)) / sd;
       ei[r] = std::isfinite(best) ? sd * (z * NormalCdf(z) + NormalPdf(z)) : 1.0;
-      if (feasibility_) ei[r] *= NormalCdf((feasibility_->threshold - fmean(i)) / std::sqrt(fvar(i)));
+      if (feasible) ei[r] *= NormalCdf((feasible->threshold - fmean(i)) / std::sqrt(fvar(i)));
     }
     return ei;
   }
 
   // The chance of feasibility: a GP (the objective's kernel) on the trials' largest signed constraint value,
   // standardized; feasible where it is at most 0 (the threshold, standardized alike).
-  struct FeasibilityModel {
-    GpPosterior post;
-    double threshold = 0;
-  };
   std::optional<FeasibilityModel> Feasibility(const Eigen::MatrixXd& x, const std::vector<const Observation*>& obs) const {
     Eigen::VectorXd c(static_cast<Eigen::Index>(obs.size()));
     for (size_t i = 0; i < obs.size(); ++i) c(static_cast<Eigen::Index>(i)) = obs[i]->constraint;
@@ -309,7 +314,6 @@ class GpSampler : public HistorySampler {
   std::vector<size_t> offset_;
   std::vector<int64_t> fit_key_;
   GpHyper hyper_;
-  std::optional<FeasibilityModel> feasibility_;  // this suggestion's, when a trial broke the constraints
   CompletedTrials done_;  // kept as trials are told
   // The fit set's cache: FitPoint when last computed, the number of its last trial, and whether a trial at or
   // before that one was told since.

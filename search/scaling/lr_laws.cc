@@ -509,11 +509,7 @@ Fitted<LawSet> FitLawsOn(const std::vector<ScaleTrial>& trials, const LawOptions
     }
   }
   for (LawSet::Anchor& a : set.anchors) a.weight = AnchorWeight(set, a, tau);
-  if (!set.anchors.empty()) {
-    const LawSet::Anchor& a = set.anchors.back();
-    set.anchor_batch = a.batch, set.anchor_log2 = a.log2, set.anchor_draws = a.draws;
-    set.anchor_seeds = a.seeds, set.anchor_sd = a.sd, set.anchor_weight = a.weight;
-  }
+  if (!set.anchors.empty()) set.anchor_batch = set.anchors.back().batch;
   if (o.anchor_above > 0) {
     const double sweep = SeedScatter(p.data, 0, o.anchor_above);
     set.censor_sd = std::isfinite(sweep) ? sweep : kMaxLocationSd;

@@ -105,14 +105,8 @@ struct LawSet {
     double weight = 1; // how much of a law's miss at the batch the anchor moves it (0..1)
   };
   std::vector<Anchor> anchors;
-  // The last anchor's fields (anchor_batch 0: none).
-  int64_t anchor_batch = 0;
-  double anchor_log2 = kNaN;
-  std::vector<double> anchor_draws;
+  int64_t anchor_batch = 0;             // the largest anchored batch (anchors.back()); 0: none
   int64_t sweep_largest = 0;            // LawOptions::anchor_above: KAt reads the curvature of the sweep's batches
-  int anchor_seeds = 0;                 // seeds with 3 or more LRs at anchor_batch
-  double anchor_sd = 0;                 // one seed's scatter over √(seeds at anchor_batch): the anchor's own noise
-  double anchor_weight = 1;             // how much of the law's miss at anchor_batch the anchor moves it (0..1)
   // A censored probe (see the header comment): its batch (0: none), +1 when its best LR is the highest it ran
   // (the optimum at or above censor_bound), −1 the lowest; the bound (log2) and its noise (octaves).
   int64_t censor_batch = 0;

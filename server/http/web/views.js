@@ -117,14 +117,13 @@ function drawTimeline(st) {
   }
   const rows = [...new Map(bars.map(b => [b.row, b])).values()]
     .sort((a, b) => a.node < b.node ? -1 : a.node > b.node ? 1 : a.slot - b.slot).map(b => b.row);
-  const nodes = rows;
   const tlo = Math.min(...bars.map(b => b.t0)), thi = Math.max(...bars.map(b => b.t1));
   const rowH = 18, width = Math.max(640, Math.min((el.clientWidth || 926) - 26, 1400));
-  const c = canvasChart(el, width, 44 + rowH * nodes.length, {left: 90, right: 12, top: 6, bottom: 34});
+  const c = canvasChart(el, width, 44 + rowH * rows.length, {left: 90, right: 12, top: 6, bottom: 34});
   const {X} = c.scale([0, thi - tlo], [0, 1]);
   const ctx = c.ctx;
   for (const b of bars) {
-    const y0 = c.frame.y0 + nodes.indexOf(b.row) * rowH + 2, x0 = X(b.t0 - tlo), w = Math.max(2, X(b.t1 - tlo) - x0);
+    const y0 = c.frame.y0 + rows.indexOf(b.row) * rowH + 2, x0 = X(b.t0 - tlo), w = Math.max(2, X(b.t1 - tlo) - x0);
     ctx.fillStyle = STATE_COLOUR[b.state] || '#777';
     ctx.fillRect(x0, y0, w, rowH - 4);
     if (b.attempt > 0) {  // requeued: hatched, with its attempt count
@@ -140,9 +139,9 @@ function drawTimeline(st) {
   const seconds = v => v < 1 ? (1000 * v).toFixed(0) + ' ms' : v < 120 ? v.toFixed(v < 10 ? 1 : 0) + ' s' : v < 7200 ? (v / 60).toFixed(1) + ' min' : (v / 3600).toFixed(1) + ' h';
   c.axes([0, thi - tlo], [0, 1], {x: endLabels(0, thi - tlo, seconds), y: []}, {x: 'wall time since the first start', y: ''});
   // The node names, one per row.
-  for (let i = 0; i < nodes.length; i++) {
+  for (let i = 0; i < rows.length; i++) {
     ctx.fillStyle = '#445';
-    ctx.fillText(nodes[i], 4, c.frame.y0 + i * rowH + rowH - 6);
+    ctx.fillText(rows[i], 4, c.frame.y0 + i * rowH + rowH - 6);
   }
   const legend = document.createElement('div');
   legend.className = 'legend';
