@@ -33,15 +33,15 @@ class CompletedTrials {
  private:
   // Feasible trials first, by loss; then infeasible ones, by violation (Optuna's constrained order).
   struct ByLoss {
-    double violation;  // 0: feasible
-    double loss;
+    bool infeasible;  // violation > 0
+    double key;       // the violation if infeasible, else the loss
     int64_t number;
     const Observation* o;
-    explicit ByLoss(const Observation* t) : violation(t->violation), loss(*t->loss), number(t->number), o(t) {}
+    explicit ByLoss(const Observation* t)
+        : infeasible(t->violation > 0), key(infeasible ? t->violation : *t->loss), number(t->number), o(t) {}
     bool operator<(const ByLoss& b) const {
-      if ((violation > 0) != (b.violation > 0)) return violation <= 0;
-      const double k = violation > 0 ? violation : loss, bk = b.violation > 0 ? b.violation : b.loss;
-      return k < bk || (k == bk && number < b.number);
+      if (infeasible != b.infeasible) return b.infeasible;
+      return key < b.key || (key == b.key && number < b.number);
     }
   };
   std::vector<const Observation*> by_number_;
