@@ -114,6 +114,12 @@ class GpSampler : public HistorySampler {
         Eigen::VectorXd fy = Targets(fit_set);
         std::mt19937_64 fit_rng = TrialRng(seed(), static_cast<int64_t>(key.size()), 0xf17);
         hyper_ = FitGpHyper(fx, fy, GpFitOptions{}, fit_rng);
+        // The constraint's own kernel, fitted on the same trials once any of them violates: a constraint's
+        // length scales are not the objective's (a half-space is smooth where the objective is rugged).
+        constraint_hyper_.reset();
+        if (std::any_of(fit_set.begin(), fit_set.end(), [](const Observation* o) { return o->violation > 0; })) {
+          constraint_hyper_ = FitGpHyper(fx, Standardized(ConstraintValues(fit_set)), GpFitOptions{}, fit_rng);
+        }
         fit_key_ = key;
       }
       fit_n_ = fit_n;
@@ -297,15 +303,27 @@ class GpSampler : public HistorySampler {
   // The chance of feasibility: a GP (the objective's kernel) on the trials' largest signed constraint value,
   // standardized; feasible where it is at most 0 (the threshold, standardized alike).
   std::optional<FeasibilityModel> Feasibility(const Eigen::MatrixXd& x, const std::vector<const Observation*>& obs) const {
-    Eigen::VectorXd c(static_cast<Eigen::Index>(obs.size()));
-    for (size_t i = 0; i < obs.size(); ++i) c(static_cast<Eigen::Index>(i)) = obs[i]->constraint;
+    const Eigen::VectorXd c = ConstraintValues(obs);
     const double mean = c.mean();
     double sd = std::sqrt((c.array() - mean).square().mean());
     if (!(sd > 1e-12)) sd = 1;
     FeasibilityModel m;
     m.threshold = -mean / sd;
-    if (!m.post.Condition(x, ((c.array() - mean) / sd).matrix(), hyper_)) return std::nullopt;
+    if (!m.post.Condition(x, Standardized(c), constraint_hyper_ ? *constraint_hyper_ : hyper_)) return std::nullopt;
     return m;
+  }
+
+  static Eigen::VectorXd ConstraintValues(const std::vector<const Observation*>& obs) {
+    Eigen::VectorXd c(static_cast<Eigen::Index>(obs.size()));
+    for (size_t i = 0; i < obs.size(); ++i) c(static_cast<Eigen::Index>(i)) = obs[i]->constraint;
+    return c;
+  }
+
+  static Eigen::VectorXd Standardized(const Eigen::VectorXd& c) {
+    const double mean = c.mean();
+    double sd = std::sqrt((c.array() - mean).square().mean());
+    if (!(sd > 1e-12)) sd = 1;
+    return ((c.array() - mean) / sd).matrix();
   }
 
   size_t max_history_;
@@ -314,6 +332,7 @@ class GpSampler : public HistorySampler {
   std::vector<size_t> offset_;
   std::vector<int64_t> fit_key_;
   GpHyper hyper_;
+  std::optional<GpHyper> constraint_hyper_;  // the constraint's kernel (Feasibility), fitted with hyper_
   CompletedTrials done_;  // kept as trials are told
   // The fit set's cache: FitPoint when last computed, the number of its last trial, and whether a trial at or
   // before that one was told since.
