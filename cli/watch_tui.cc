@@ -14,6 +14,7 @@
 
 #include "cli/format.h"
 #include "cli/watch_detail.h"
+#include "cli/watch_views.h"
 #include "cli/watch_model.h"
 #include "cli/watch_stream.h"
 
@@ -76,6 +77,8 @@ class Tui {
   int DrawSearches(int y);
   void DrawTrials(int y, int h);
   void DrawCurve(int y, int x, int h, int w);
+  void DrawView(int y, int x, int h, int w);  // the middle panel: the curve, or view_'s (watch_views.h)
+  void NextView();
   void DrawNodes(int y, int x, int h, int w);
   void DrawJournal(int y, int h);
   void DrawDetail();
@@ -101,6 +104,7 @@ class Tui {
   SortKey sort_ = SortKey::kId;
   size_t filter_ = 0;
   bool detail_ = false, help_ = false;
+  enum class View { kCurve, kPareto, kTimeline } view_ = View::kCurve;  // the middle panel (v cycles)
   int detail_top_ = 0;          // first line of the detail shown (it scrolls)
   double detail_fetched_ = 0;   // when FetchDetail last asked
   v1::Trial detail_trial_;      // its answer
@@ -270,6 +274,29 @@ void Tui::DrawCurve(int y, int x, int h, int w) {
                          std::to_string(pts.size()) + " points)", w);
 }
 
+void Tui::DrawView(int y, int x, int h, int w) {
+  if (view_ == View::kCurve) return DrawCurve(y, x, h, w);
+  const auto lines = view_ == View::kPareto ? ParetoView(model_, search_id_, selected_id_, h, w)
+                                            : TimelineView(model_, ViewedSearch(model_, search_id_, selected_id_),
+                                                           Now(), h, w);
+  for (size_t i = 0; i < lines.size() && static_cast<int>(i) < h; ++i) {
+    if (i == 0) attron(A_BOLD);
+    Put(y + static_cast<int>(i), x, lines[i], w);
+    if (i == 0) attroff(A_BOLD);
+  }
+}
+
+// curve -> Pareto (only for a search with several objectives) -> timeline -> curve.
+void Tui::NextView() {
+  std::lock_guard<std::mutex> g(mu_);  // keys are read without it
+  if (view_ == View::kCurve) {
+    auto s = model_.searches.find(ViewedSearch(model_, search_id_, selected_id_));
+    view_ = s != model_.searches.end() && s->second.objectives_size() >= 2 ? View::kPareto : View::kTimeline;
+  } else {
+    view_ = view_ == View::kPareto ? View::kTimeline : View::kCurve;
+  }
+}
+
 void Tui::DrawNodes(int y, int x, int h, int w) {
   attron(A_BOLD);
   Put(y, x, " NODES by rack", w);
@@ -359,6 +386,8 @@ void Tui::DrawHelp() {
                          "   up/down, pgup/pgdn   select a trial",
                          "   s                    sort: id, state, objective, elapsed",
                          "   f                    filter: all, running, pending, completed, failed, cancelled",
+                         "   v                    the middle panel: the selected trial's curve, the Pareto front",
+                         "                        (several objectives), the timeline of the trials on their nodes",
                          "   enter                the selected trial's detail (enter or esc: back)",
                          "   c                    cancel the search (asks first)",
                          "   ?                    this help",
@@ -385,11 +414,11 @@ void Tui::Draw() {
   DrawTrials(y, table_h);
   y += table_h;
   const int curve_w = COLS * 3 / 5;
-  DrawCurve(y, 0, mid_h, curve_w);
+  DrawView(y, 0, mid_h, curve_w);
   DrawNodes(y, curve_w, mid_h, COLS - curve_w);
   DrawJournal(y + mid_h, log_h);
   attron(A_REVERSE);
-  Put(footer, 0, message_.empty() ? " arrows select  s sort  f filter  enter detail  c cancel  ? help  q quit"
+  Put(footer, 0, message_.empty() ? " arrows select  s sort  f filter  v view  enter detail  c cancel  ? help  q quit"
                                   : " " + message_,
       COLS);
   attroff(A_REVERSE);
@@ -487,6 +516,7 @@ bool Tui::HandleKey(int ch) {
     case KEY_DOWN: case 'j': ++selected_, selected_id_ = 0; break;
     case KEY_PPAGE: selected_ -= 10, selected_id_ = 0; break;
     case KEY_NPAGE: selected_ += 10, selected_id_ = 0; break;
+    case 'v': NextView(); break;
     case 's': sort_ = static_cast<SortKey>((static_cast<int>(sort_) + 1) % 4); break;
     case 'f': filter_ = (filter_ + 1) % std::size(kFilters), selected_ = 0, selected_id_ = 0; break;
     case '\n': case KEY_ENTER: detail_ = true, detail_top_ = 0, detail_fetched_ = 0; break;

@@ -196,6 +196,15 @@ TEST_F(WatchTest, TheFullScreenViewShowsTheCoordinatorsTrialsAndAnswersKeys) {
   EXPECT_TRUE(std::regex_search(screen, std::regex("attempt 1 .* on n1  exited"))) << screen;
   Shoot(tmux, "tui-detail");
   tmux.Run({"send-keys", "-t", "w", "Escape"});
+  // v: the timeline (one objective: no Pareto view in the cycle): the three trials ran on n1 (2 slots), each a bar
+  // '[' then '=' (completed) on one of n1's lanes; v again: the curve.
+  tmux.Run({"send-keys", "-t", "w", "v"});
+  screen = WaitForFrame(tmux, {"TIMELINE search 1", "= completed", "EVENTS"},
+                        [](const std::string& s) { return std::regex_search(s, std::regex("\\n n1 +\\|\\[=+")); });
+  EXPECT_TRUE(std::regex_search(screen, std::regex("\\n n1 +\\|\\[=+"))) << screen;
+  Shoot(tmux, "tui-timeline");
+  tmux.Run({"send-keys", "-t", "w", "v"});
+  WaitForFrame(tmux, {"CURVE trial", "EVENTS"});
   tmux.Run({"send-keys", "-t", "w", "q"});
   for (int i = 0; i < 100 && tmux.Alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(tmux.Alive()) << "q quits\n" << tmux.Screen();
