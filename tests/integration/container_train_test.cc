@@ -1,12 +1,12 @@
-// ladder-train trials inside a Charliecloud image built from the install, end to end: the build tree installed
-// (`cmake --install --strip` under umask 077, as an admin would), the image built from that prefix and its libraries
-// by the installed PREFIX/share/ladder/ch-image.sh (scripts/ch-image.sh), then a search run by uid 65534 under umask
-// 077 (ladder-server and ladder-worker from the installed prefix) whose trial is /usr/bin/ladder-train — a path
-// only the image holds — with 2 ranks over Gloo in the image, unprivileged (ch-run in a user namespace), saving
-// checkpoints through the bind of the checkpoint root. The worker is killed (kill -9) once the first run's steps up
-// to its first checkpoint are stored and that checkpoint is on the host; the trial is requeued, resumes on a new
-// worker from that checkpoint (not from step 0) and completes. Skipped where Debian's charliecloud (ch-run) is not
-// installed, or not as root.
+// ladder-train trials inside a Charliecloud image built from the install, end to end. Once for the suite: the
+// build tree installed (`cmake --install --strip` under umask 077, as an admin would) and the image built from that
+// prefix and its libraries by the installed PREFIX/share/ladder/ch-image.sh (scripts/ch-image.sh). Then each test
+// has uid 65534, under umask 077 with a clean environment, run ladder-server and ladder-worker from the installed
+// prefix and a search whose trial is /usr/bin/ladder-train — a path only the image holds — with 2 ranks over Gloo
+// in the image, unprivileged (ch-run in a user namespace), saving checkpoints through the bind of the checkpoint
+// root. Once the first run's steps up to its first checkpoint are stored and that checkpoint is on the host, its
+// worker is killed (kill -9) or shut down (SIGTERM); the trial resumes on a new worker from the checkpoint (not
+// from step 0) and completes. Skipped where Debian's charliecloud (ch-run) is not installed, or not as root.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -73,75 +74,130 @@ std::string Spec(const fs::path& image) {
          "space:\n  lr: {type: categorical, values: ['0.05']}\n";
 }
 
-TEST(ContainerImage, LadderTrainRanksInAnImageBuiltFromTheInstallResumeFromTheirCheckpointAfterAKill) {
-  if (!fs::exists("/usr/bin/ch-run")) GTEST_SKIP() << "ch-run is not installed (Debian's charliecloud)";
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the search as uid 65534";
-  ASSERT_FALSE(fs::exists("/usr/bin/ladder-train")) << "the trial's binary must be the image's alone";
-  testing::TempDir dir("chtrain");
-  fs::permissions(dir.path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                                  fs::perms::others_read | fs::perms::others_exec);
-  const fs::path prefix = dir / "prefix", image = dir / "image", run = dir / "run";
-  const std::string build = fs::path(testing::BinDir()).parent_path().string();
-  auto install = testing::RunCommand(
-      {"/bin/sh", "-c", "umask 077 && cmake --install \"$0\" --prefix \"$1\" --strip", build, prefix.string()}, dir);
-  ASSERT_EQ(install.exit_code, 0) << install.out << install.err;
-  // The image builder as installed (scripts/ch-image.sh), run from the prefix as a user of the module would.
-  auto built = testing::RunCommand({"/bin/sh", "-c", "umask 077 && \"$0\" \"$1\" \"$2\"",
-                                    (prefix / "share/ladder/ch-image.sh").string(), prefix.string(), image.string()},
-                                   dir);
-  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
-  ASSERT_TRUE(fs::exists(image / "usr/bin/ladder-train")) << built.out;
-
-  fs::create_directories(run);
-  ASSERT_EQ(::chown(run.c_str(), 65534, 65534), 0);
-  Child server;
-  Spawn(&server,
-        AsNobody(run, {(prefix / "bin/ladder-server").string(), "--listen", "127.0.0.1:0", "--db",
-                       (run / "ladder.db").string(), "--no-token", "--heartbeat-timeout-ms", "1500"}),
-        true);
-  const std::string address = testing::ReadListenAddress(server);
-  ASSERT_FALSE(address.empty()) << "the server printed no address";
-  // A worker's trial directory holds the ranks' rendezvous file: under /tmp, which ch-run shares with the host.
-  auto worker = [&](const std::string& node) {
-    return AsNobody(run, {(prefix / "bin/ladder-worker").string(), "--server", address, "--node-id", node,
-                          "--slots", "2", "--trial-dir", (run / ("trials-" + node)).string()});
-  };
-  Child worker_a;
-  Spawn(&worker_a, worker("a"), false);
-
-  auto stub = v1::Ladder::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext cctx;
-  cctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  cctx.set_wait_for_ready(true);
-  v1::CreateSearchRequest req;
-  req.set_spec_yaml(Spec(image));
-  v1::CreateSearchResponse resp;
-  auto st = stub->CreateSearch(&cctx, req, &resp);
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  const int64_t sid = resp.search().id();
-  const fs::path trial_ckpt = run / ("ladder.db.checkpoints/search-" + std::to_string(sid) + "/trial-1");
-
-  // Once the first run's steps up to its first checkpoint are stored (a watcher hears only durable points) and
-  // that checkpoint, written inside the image by rank 0, is on the host through the bind: kill the worker.
-  grpc::ClientContext wctx;
-  wctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-  v1::WatchRequest wreq;
-  wreq.set_search_id(sid);
-  auto watch = stub->Watch(&wctx, wreq);
-  v1::Event ev;
-  bool stored = false;
-  while (!stored && watch->Read(&ev)) {
-    stored = ev.kind() == v1::Event::TRIAL_METRICS && ev.metrics().step() >= kCheckpointEvery;
+// The install and its image, built once for the suite (an install and 0.5 GB of libraries), in a directory of
+// its own under /tmp (open to uid 65534 above its run directories), removed at the end unless a test failed.
+class ContainerImage : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!fs::exists("/usr/bin/ch-run") || ::geteuid() != 0) return;
+    root_ = new fs::path(fs::temp_directory_path() / ("ladder-chimage-" + std::to_string(::getpid())));
+    fs::remove_all(*root_);
+    fs::create_directories(*root_);
+    fs::permissions(*root_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                fs::perms::others_read | fs::perms::others_exec);
+    const std::string build = fs::path(testing::BinDir()).parent_path().string();
+    auto install = testing::RunCommand({"/bin/sh", "-c", "umask 077 && cmake --install \"$0\" --prefix \"$1\" --strip",
+                                        build, Prefix().string()},
+                                       *root_);
+    if (install.exit_code != 0) {
+      *error_ = "cmake --install: " + install.out + install.err;
+      return;
+    }
+    // The image builder as installed (scripts/ch-image.sh), run from the prefix as a user of the module would.
+    auto built = testing::RunCommand({"/bin/sh", "-c", "umask 077 && \"$0\" \"$1\" \"$2\"",
+                                      (Prefix() / "share/ladder/ch-image.sh").string(), Prefix().string(),
+                                      Image().string()},
+                                     *root_);
+    if (built.exit_code != 0) *error_ = "ch-image.sh: exit " + std::to_string(built.exit_code) + ": " + built.err;
   }
-  wctx.TryCancel();
-  watch->Finish();
-  ASSERT_TRUE(stored) << Slurp(run / "trials-a/trial-1/stderr.log");
-  ASSERT_TRUE(WaitForFile(trial_ckpt / "model.pt", std::chrono::seconds(60)))
-      << Slurp(run / "trials-a/trial-1/stderr.log");
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    if (root_ && ::testing::UnitTest::GetInstance()->failed_test_count() == 0) fs::remove_all(*root_, ec);
+    delete root_;
+    root_ = nullptr;
+  }
+  void SetUp() override {
+    if (!fs::exists("/usr/bin/ch-run")) GTEST_SKIP() << "ch-run is not installed (Debian's charliecloud)";
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the search as uid 65534";
+    ASSERT_EQ(*error_, "");
+    ASSERT_TRUE(fs::exists(Image() / "usr/bin/ladder-train"));
+    ASSERT_FALSE(fs::exists("/usr/bin/ladder-train")) << "the trial's binary must be the image's alone";
+  }
+  static fs::path Prefix() { return *root_ / "prefix"; }
+  static fs::path Image() { return *root_ / "image"; }
+
+  // A coordinator in `run` (its database, checkpoint root and the workers' trial directories there), run by
+  // uid 65534 from the installed prefix, and a search of Spec() on it; its id.
+  int64_t StartSearch(const fs::path& run) {
+    run_ = run;
+    fs::create_directories(run);
+    fs::permissions(run.parent_path(), fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                                           fs::perms::others_exec, fs::perm_options::add);
+    EXPECT_EQ(::chown(run.c_str(), 65534, 65534), 0);
+    Spawn(&server_,
+          AsNobody(run, {(Prefix() / "bin/ladder-server").string(), "--listen", "127.0.0.1:0", "--db",
+                         (run / "ladder.db").string(), "--no-token", "--heartbeat-timeout-ms", "1500"}),
+          true);
+    address_ = testing::ReadListenAddress(server_);
+    EXPECT_FALSE(address_.empty()) << "the server printed no address";
+    stub_ = v1::Ladder::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    ctx.set_wait_for_ready(true);
+    v1::CreateSearchRequest req;
+    req.set_spec_yaml(Spec(Image()));
+    v1::CreateSearchResponse resp;
+    auto st = stub_->CreateSearch(&ctx, req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp.search().id();
+  }
+  // A worker as uid 65534. Its trial directory holds the ranks' rendezvous file: under /tmp, which ch-run shares
+  // with the host.
+  void StartWorker(Child* worker, const std::string& node) {
+    Spawn(worker,
+          AsNobody(run_, {(Prefix() / "bin/ladder-worker").string(), "--server", address_, "--node-id", node,
+                          "--slots", "2", "--trial-dir", (run_ / ("trials-" + node)).string()}),
+          false);
+  }
+  // Once the first run's steps up to its first checkpoint are stored (a watcher hears only durable points) and
+  // that checkpoint, written inside the image by rank 0, is on the host through the bind.
+  bool WaitForCheckpoint(int64_t sid, const fs::path& checkpoint) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    v1::WatchRequest req;
+    req.set_search_id(sid);
+    auto watch = stub_->Watch(&ctx, req);
+    v1::Event ev;
+    bool stored = false;
+    while (!stored && watch->Read(&ev)) {
+      stored = ev.kind() == v1::Event::TRIAL_METRICS && ev.metrics().step() >= kCheckpointEvery;
+    }
+    ctx.TryCancel();
+    watch->Finish();
+    return stored && WaitForFile(checkpoint, std::chrono::seconds(60));
+  }
+  // The step the second run's stderr says it resumed from (checked against the checkpoint's path), or -1.
+  static int ResumedStep(const std::string& log, const fs::path& checkpoint) {
+    std::smatch m;
+    if (!std::regex_search(log, m, std::regex("resumed from (\\S+) at step ([0-9]+)"))) return -1;
+    EXPECT_EQ(m[1].str(), checkpoint.string());
+    return std::stoi(m[2].str());
+  }
+
+  static fs::path* root_;
+  static std::string* error_;
+  fs::path run_;
+  Child server_;
+  std::string address_;
+  std::unique_ptr<v1::Ladder::Stub> stub_;
+};
+fs::path* ContainerImage::root_ = nullptr;
+std::string* ContainerImage::error_ = new std::string;
+
+// kill -9 of the worker: its run is lost (an attempt), and the next resumes from the last checkpoint saved.
+TEST_F(ContainerImage, LadderTrainRanksResumeFromTheirCheckpointAfterTheirWorkerIsKilled) {
+  testing::TempDir dir("chtrain-kill");
+  const fs::path run = dir / "run";
+  const int64_t sid = StartSearch(run);
+  ASSERT_FALSE(HasFailure());
+  Child worker_a;
+  StartWorker(&worker_a, "a");
+  const fs::path ckpt = run / ("ladder.db.checkpoints/search-" + std::to_string(sid) + "/trial-1/model.pt");
+  ASSERT_TRUE(WaitForCheckpoint(sid, ckpt)) << Slurp(run / "trials-a/trial-1/stderr.log");
   worker_a.Kill(SIGKILL);
   Child worker_b;
-  Spawn(&worker_b, worker("b"), false);
-  auto ended = testing::WaitForSearchEnd(*stub, sid, std::chrono::seconds(240));
+  StartWorker(&worker_b, "b");
+  auto ended = testing::WaitForSearchEnd(*stub_, sid, std::chrono::seconds(240));
   const std::string logs_b = Slurp(run / "trials-b/trial-1/stderr.log");
   ASSERT_TRUE(ended) << "the search did not end\n" << logs_b;
   EXPECT_EQ(ended->state(), v1::SEARCH_COMPLETED) << ended->error() << "\n" << logs_b;
@@ -159,19 +215,62 @@ TEST(ContainerImage, LadderTrainRanksInAnImageBuiltFromTheInstallResumeFromTheir
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0][0], std::to_string(kMaxSteps));
   EXPECT_EQ(steps[0][1], "1") << "step 1 stored once, by the first run: the second did not start over";
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(logs_b, m, std::regex("resumed from (\\S+) at step ([0-9]+)"))) << logs_b;
-  EXPECT_EQ(m[1].str(), (trial_ckpt / "model.pt").string());
-  const int resumed = std::stoi(m[2].str());
-  EXPECT_GE(resumed, kCheckpointEvery);
+  const int resumed = ResumedStep(logs_b, ckpt);
+  EXPECT_GE(resumed, kCheckpointEvery) << logs_b;
   EXPECT_LT(resumed, kMaxSteps);
   EXPECT_EQ(resumed % kCheckpointEvery, 0) << resumed;
   // Written through the bind by the unprivileged rank 0: the host's file is uid 65534's.
   struct stat ck {};
-  ASSERT_EQ(::stat((trial_ckpt / "model.pt").c_str(), &ck), 0);
+  ASSERT_EQ(::stat(ckpt.c_str(), &ck), 0);
   EXPECT_EQ(ck.st_uid, 65534u);
   worker_b.Kill(SIGTERM);
-  server.Kill(SIGTERM);
+  server_.Kill(SIGTERM);
+}
+
+// A worker's shutdown (SIGTERM): the worker signals its ranks' process groups, which reaches ladder-train inside
+// ch-run (it execs: no runtime process between); the ranks agree on a step, rank 0 saves it through the bind, and
+// the trial, preempted with no attempt counted, resumes on another worker from exactly that step: every step once.
+TEST_F(ContainerImage, LadderTrainRanksStopThroughTheirCheckpointWhenTheirWorkerShutsDownAndResume) {
+  testing::TempDir dir("chtrain-term");
+  const fs::path run = dir / "run";
+  const int64_t sid = StartSearch(run);
+  ASSERT_FALSE(HasFailure());
+  Child worker_a;
+  StartWorker(&worker_a, "a");
+  const fs::path ckpt = run / ("ladder.db.checkpoints/search-" + std::to_string(sid) + "/trial-1/model.pt");
+  ASSERT_TRUE(WaitForCheckpoint(sid, ckpt)) << Slurp(run / "trials-a/trial-1/stderr.log");
+  worker_a.Kill(SIGTERM);  // returns once the worker has exited: its ranks stopped and reported first
+  Child worker_b;
+  StartWorker(&worker_b, "b");
+  auto ended = testing::WaitForSearchEnd(*stub_, sid, std::chrono::seconds(240));
+  const std::string logs_a = Slurp(run / "trials-a/trial-1/stderr.log");
+  const std::string logs_b = Slurp(run / "trials-b/trial-1/stderr.log");
+  ASSERT_TRUE(ended) << "the search did not end\n" << logs_b;
+  EXPECT_EQ(ended->state(), v1::SEARCH_COMPLETED) << ended->error() << "\n" << logs_b;
+
+  const auto db = run / "ladder.db";
+  const auto trial = testing::Query(db, "SELECT attempt FROM trials");
+  ASSERT_EQ(trial.size(), 1u);
+  EXPECT_EQ(trial[0][0], "0") << "a worker's shutdown costs no attempt";
+  const auto runs = testing::Query(db, "SELECT outcome FROM allocations ORDER BY id");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0][0], "preempted");
+  EXPECT_EQ(runs[1][0], "exited");
+  EXPECT_NE(logs_a.find("stopped by signal"), std::string::npos) << logs_a;
+  // Training lines carry lr: one per step, 1 to the last, each stored once (the second run began after the step
+  // the first saved at its stop, which was its last).
+  const auto steps = testing::Query(db, "SELECT COUNT(*), COUNT(DISTINCT step), MIN(step), MAX(step) FROM metrics "
+                                        "WHERE name = 'lr'");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0][0], steps[0][1]) << "a step stored twice";
+  EXPECT_EQ(steps[0][2], "1");
+  EXPECT_EQ(steps[0][3], std::to_string(kMaxSteps));
+  EXPECT_EQ(steps[0][0], std::to_string(kMaxSteps)) << "a step missing";
+  const int resumed = ResumedStep(logs_b, ckpt);
+  EXPECT_GT(resumed, 0) << logs_b;
+  EXPECT_LT(resumed, kMaxSteps);
+  worker_b.Kill(SIGTERM);
+  server_.Kill(SIGTERM);
 }
 
 }  // namespace
