@@ -27,7 +27,8 @@ dirs=""
 while [ $# -gt 0 ]; do
   case $1 in
     --dir) [ $# -ge 2 ] || usage
-           case $2 in /*) ;; *) fail "--dir $2: an absolute path inside the image";; esac
+           case $2 in */..|*/../*) fail "--dir $2: no '..' (it would leave the image)";; /*) ;;
+                      *) fail "--dir $2: an absolute path inside the image";; esac
            dirs="$dirs
 $2"; shift 2;;
     --help|-h) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0;;
@@ -94,6 +95,6 @@ chmod 1777 "$image/tmp"
 echo "ch-image.sh: $image: $(du -sh "$image" | cut -f1), $(sort -u "$libs" | wc -l) libraries"
 if command -v ch-run >/dev/null 2>&1; then
   USER=${USER:-$(id -un)} ch-run "$image" -- /usr/bin/ladder-train --version >/dev/null ||
-    fail "ch-run $image -- ladder-train --version failed"
+    fail "the image is built, but ch-run $image -- /usr/bin/ladder-train --version failed (above)"
   echo "ch-image.sh: checked: ch-run $image -- /usr/bin/ladder-train --version"
 fi
