@@ -27,6 +27,8 @@ if(TARGET ladder)
 endif()
 install(FILES data/digits.csv.gz data/demo.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/ladder)
 install(DIRECTORY data/specs DESTINATION ${CMAKE_INSTALL_DATADIR}/ladder)
+# The Charliecloud image builder (docs/guide/containers.md): `P/share/ladder/ch-image.sh P IMAGE` from the install.
+install(PROGRAMS scripts/ch-image.sh DESTINATION ${CMAKE_INSTALL_DATADIR}/ladder)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # docs/ keeps its place beside the README, so that the README's links (docs/guide/...) and the guide's
 # (../../README.md) resolve in the installed tree as in the repository.

@@ -33,6 +33,8 @@ for f in share/ladder/digits.csv.gz share/ladder/demo.yaml share/ladder/specs/sc
          share/modulefiles/ladder/0.1.0; do
   [ -r "$p/$f" ] || fail "$f not installed"
 done
+# The Charliecloud image builder, run from the prefix (docs/guide/containers.md; container_train_test runs it).
+[ -x "$p/share/ladder/ch-image.sh" ] || fail "share/ladder/ch-image.sh not installed as a program"
 # Every relative link of the installed pages leads to an installed file (the README's docs/guide/..., the
 # guide's ../../README.md): a newcomer reading the docs of a site-wide install follows them.
 dead=$(cd "$p/share/doc/ladder" && /usr/bin/python3 -c '

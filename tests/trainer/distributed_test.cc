@@ -309,6 +309,20 @@ TEST(GlooRendezvous, RankZeroWhosePortIsTakenExitsWithThePortInUseCode) {
   EXPECT_NE(r.err.find("in use"), std::string::npos) << r.err;
 }
 
+// A rank that cannot see its rendezvous file's directory (the worker's trial directory, not bound into a container)
+// says so and exits 2 at once, instead of waiting out the rendezvous timeout (300 s) for a file it can never create.
+TEST(GlooRendezvous, ARankThatCannotSeeItsRendezvousDirectoryFailsAtOnceNamingIt) {
+  testing::TempDir dir("rendezvous-unseen");
+  const std::string unseen = (dir / "trial-dir-not-bound").string();
+  // `timeout` only ends the test should the rank wait after all; it answers 124 then.
+  std::string line = "LADDER_RENDEZVOUS_FILE='" + unseen + "/rendezvous-1' RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 " +
+                     "MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 timeout 120 '" + Train() + "'";
+  for (auto& arg : TrainArgs(16, (dir / "gloo.bin").string(), "gloo")) line += " '" + arg + "'";
+  auto r = testing::RunCommand({"/bin/bash", "-c", line}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("its directory " + unseen + " is not there"), std::string::npos) << r.err;
+}
+
 // Ranks that are all on one node (LOCAL_WORLD_SIZE == WORLD_SIZE, as a worker starts a one-node trial's) get the
 // shared-memory backend by default, and its segment is gone from /dev/shm as soon as every rank has mapped it.
 TEST(ShmBackend, AutoPicksItForRanksOnOneNodeAndLeavesNoSegment) {

@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 
 namespace ladder::trainer::comm {
 
@@ -52,6 +53,17 @@ bool JoinRendezvous(const std::string& backend, std::chrono::milliseconds timeou
   // Every rank on one node (its worker started them all and names a file in the trial's directory, one per run):
   // a FileStore there, so that no rendezvous port is open on any interface.
   if (const char* file = std::getenv("LADDER_RENDEZVOUS_FILE"); file && *file) {
+    // The worker made the file's directory (the trial's) before it started the ranks: a rank that cannot see it
+    // runs where that directory is not (a container that does not bind the worker's trial directory), and c10d's
+    // FileStore would wait the whole timeout for a file it can never create.
+    const std::filesystem::path dir = std::filesystem::path(file).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+      *error = backend + " backend: rendezvous file " + file + ": its directory " + dir.string() +
+               " is not there (inside a container, the worker's trial directory must be visible: keep " +
+               "ladder-worker --trial-dir under /tmp for Charliecloud, or bind it; docs/guide/containers.md)";
+      return false;
+    }
     try {
       out->store = c10::make_intrusive<c10d::FileStore>(file, out->size);
       out->store->setTimeout(timeout);
