@@ -43,6 +43,14 @@ struct Constraint {
   // how far it is broken.
   double Signed(double value) const { return max ? value - bound : bound - value; }
 };
+// A trial whose signed constraint values are these broke one of them (a value that is not a number counts as
+// broken: nothing says it held).
+inline bool Infeasible(const std::vector<double>& signed_values) {
+  for (double v : signed_values) {
+    if (!(v <= 0)) return true;
+  }
+  return false;
+}
 
 // How a multi-rank trial's processes are started (resources.launcher):
 //   per_node  every node's worker starts its local ranks with torchrun's variables (RANK, WORLD_SIZE,
