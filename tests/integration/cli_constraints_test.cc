@@ -77,6 +77,8 @@ TEST(CliConstraints, InfeasibleTrialsAreMarkedNeverBestAndTheSamplerIsToldAgainA
   };
   const std::string spec_text = SpecText(dir / "release");
   std::ofstream(dir / "mem.yaml") << spec_text;
+  auto validate = ladder({"search", "validate", "mem.yaml", "--no-command-check"});
+  EXPECT_NE(validate.out.find("minimize loss subject to mem <= 0.5;"), std::string::npos) << validate.out;
   auto start = ladder({"search", "start", "mem.yaml"});
   ASSERT_EQ(start.exit_code, 0) << start.out << start.err;
   // Waits (generous deadline) until `done` holds of the trials as `ladder trials 1 --json` lists them.
