@@ -178,7 +178,8 @@ void AddPromoteOptions(CLI::App* cmd, PromoteOptions* opt) {
       ->check(CLI::IsMember(search::LrRuleNames()));
   cmd->add_flag("--dry-run", opt->dry_run, "print the plan and stop");
   auto* pick = cmd->add_option("--pick", opt->pick,
-                               "several objectives: plan from this trial (its number) of the Pareto front")
+                               "several objectives: plan from this trial (its number) of the Pareto front; with "
+                               "constraints: from this completed trial, if feasible")
                    ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--weights", opt->weights,
                   "several objectives: plan from the front's point with the lowest weighted sum of the objectives, "
@@ -288,12 +289,14 @@ std::vector<std::string> BestTrialCommand(const v1::Search& s, const std::vector
                                           const HeroShape& shape, int64_t chosen, std::string* error) {
   for (const auto& t : RankTrials(s, trials)) {
     if (t.state() != v1::TRIAL_COMPLETED || t.probe()) continue;  // a probe's command accumulates micro-batches
+    if (t.infeasible()) continue;  // it broke a constraint: never the hero run's configuration
     if (chosen != 0 && t.id() != chosen) continue;
     for (const auto& sc : scale) {
       if (sc.id == "trial " + std::to_string(t.number())) return HeroCommand(t, sc, plan, shape, error);
     }
   }
-  *error = "no completed trial to take the command from";
+  *error = s.constraints_size() > 0 ? "no completed feasible trial to take the command from"
+                                     : "no completed trial to take the command from";
   return {};
 }
 

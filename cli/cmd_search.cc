@@ -124,6 +124,11 @@ SpecCheck CheckSpec(const std::string& path, bool check_command) {
     goal = "objectives";
     for (const auto& o : sp.objectives) goal += std::string(o.maximize ? " max " : " min ") + Printable(o.metric);
   }
+  for (size_t i = 0; i < sp.constraints.size(); ++i) {  // "minimize loss subject to mem <= 0.5, tput >= 10"
+    const auto& k = sp.constraints[i];
+    goal += std::string(i == 0 ? " subject to " : ", ") + Printable(k.metric) + (k.max ? " <= " : " >= ") +
+            FormatNumber(k.bound, 6);
+  }
   const std::string sampler =
       choice.sampler == sp.sampler ? sp.sampler : sp.sampler + " -> " + choice.sampler + " (" + choice.reason + ")";
   c.summary = "search '" + sp.name + "', " + std::to_string(sp.space.params.size()) + " parameters, " +

@@ -93,12 +93,27 @@ std::vector<v1::Trial> RankTrials(const v1::Search& s, std::vector<v1::Trial> tr
   const bool maximize = s.direction() == v1::MAXIMIZE;
   std::stable_sort(trials.begin(), trials.end(), [&](const v1::Trial& a, const v1::Trial& b) {
     if (group(a) != group(b)) return group(a) < group(b);
+    if (a.infeasible() != b.infeasible()) return b.infeasible();  // completed: the feasible ones first
     if (group(a) == 0 && a.objective() != b.objective()) {
       return maximize ? a.objective() > b.objective() : a.objective() < b.objective();
     }
     return a.number() < b.number();
   });
   return trials;
+}
+
+std::string BrokenConstraints(const v1::Search& s, const v1::Trial& t) {
+  std::string words;
+  for (int i = 0; i < t.constraints_size() && i < s.constraints_size(); ++i) {
+    const double v = t.constraints(i);
+    if (v <= 0) continue;  // it holds
+    const auto& c = s.constraints(i);
+    const bool max = c.kind() == "max";
+    const double value = max ? c.bound() + v : c.bound() - v;
+    words += (words.empty() ? "" : ", ") + c.metric() + " " + FormatNumber(value, 6) + (max ? " > max " : " < min ") +
+             FormatNumber(c.bound(), 6);
+  }
+  return words;
 }
 
 void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked, size_t top, std::ostream& out) {
@@ -125,7 +140,8 @@ void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked,
   for (const auto& t : ranked) {
     if (top && shown++ >= top) break;
     // A probe of the climb (ladder promote --probe) is no configuration of the search: tagged, and not ranked.
-    const bool ranked_here = t.state() == v1::TRIAL_COMPLETED && !t.probe();
+    // An infeasible trial (it broke a constraint) is no candidate either: marked, not ranked.
+    const bool ranked_here = t.state() == v1::TRIAL_COMPLETED && !t.probe() && !t.infeasible();
     if (ranked_here) ++rank;
     std::vector<std::string> row;
     row.push_back(ranked_here ? std::to_string(rank) : "-");
@@ -150,9 +166,10 @@ void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked,
     std::string note = t.probe() ? "probe (" + std::to_string(std::max(1, t.micro_batches())) + " micro-batches)"
                        : t.enqueued() ? "enqueued"  // a known point: the spec's enqueue: or ladder search enqueue
                                       : "";
+    if (t.infeasible()) note = "infeasible: " + BrokenConstraints(s, t) + (note.empty() ? "" : "; " + note);
     if (!t.error().empty()) note += (note.empty() ? "" : "; ") + t.error();
     if (t.ignored_lines() > 0) note += (note.empty() ? "" : "; ") + std::to_string(t.ignored_lines()) + " ignored lines";
-    if (note.size() > 60) note = note.substr(0, 57) + "...";
+    if (note.size() > 72) note = note.substr(0, 69) + "...";
     row.push_back(note);
     rows.push_back(row);
   }
@@ -206,7 +223,17 @@ void PrintSearchSummary(const v1::Search& s, std::ostream& out) {
   } else if (s.best_trial_id() != 0) {
     // A trial is named by its number in the search, as the leaderboard's "trial" column and `best configuration`.
     out << "  best " << s.objective_metric() << " = " << s.best_objective() << " (trial " << s.best_trial_number()
-        << ")\n";
+        << (s.constraints_size() > 0 ? ", the best feasible" : "") << ")\n";
+  }
+  if (s.constraints_size() > 0) {
+    std::string words;
+    for (const auto& c : s.constraints()) {
+      words += (words.empty() ? "" : ", ") + c.metric() + (c.kind() == "max" ? " <= " : " >= ") +
+               FormatNumber(c.bound(), 6);
+    }
+    out << "  constraints: " << words << "; " << s.infeasible() << " of " << s.completed()
+        << " completed trials infeasible" << (s.best_trial_id() == 0 && s.infeasible() > 0 ? ": no feasible trial" : "")
+        << "\n";
   }
   if (s.priority() == v1::PRIORITY_HERO || s.priority() == v1::PRIORITY_PROMOTED) {
     out << "  priority: " << (s.priority() == v1::PRIORITY_HERO ? "hero" : "promoted") << "\n";

@@ -21,8 +21,12 @@ std::string FormatDuration(double seconds);
 // A metric value in `digits` significant digits ("%.6g").
 std::string FormatNumber(double v, int digits = 6);
 
-// Trials ordered best first: completed by objective (per direction), then running, pending, failed, cancelled.
+// Trials ordered best first: completed by objective (per direction; feasible ones before those that broke a
+// constraint), then running, pending, failed, cancelled.
 std::vector<v1::Trial> RankTrials(const v1::Search& s, std::vector<v1::Trial> trials);
+// An infeasible trial's broken constraints (v1::Trial.constraints against v1::Search.constraints), in words:
+// "peak_mem_gb 75.5 > max 70, throughput 900 < min 1000"; "" for a feasible trial.
+std::string BrokenConstraints(const v1::Search& s, const v1::Trial& t);
 // Rows of cells as left-aligned columns two spaces apart (the first row is usually the header).
 void PrintColumns(const std::vector<std::vector<std::string>>& rows, std::ostream& out);
 void PrintLeaderboard(const v1::Search& s, const std::vector<v1::Trial>& ranked, size_t top, std::ostream& out);

@@ -145,11 +145,40 @@ bool ParseWeights(const std::string& text, std::vector<double>* weights, std::st
   return true;
 }
 
+namespace {
+
+// One objective with constraints: --pick plans from that completed trial, refused (naming the constraint it broke)
+// when it is infeasible.
+FrontChoice PickFeasible(const v1::Search& s, const std::vector<v1::Trial>& trials, int pick) {
+  FrontChoice c;
+  const std::string head = "--pick " + std::to_string(pick) + ": trial " + std::to_string(pick);
+  const v1::Trial* chosen = nullptr;
+  for (const auto& t : trials) chosen = t.number() == pick ? &t : chosen;
+  if (chosen == nullptr || chosen->state() != v1::TRIAL_COMPLETED || chosen->probe()) {
+    c.error = head + " is no completed trial of search " + std::to_string(s.id());
+    return c;
+  }
+  if (chosen->infeasible()) {
+    c.error = head + " is infeasible: it broke " + BrokenConstraints(s, *chosen) + " (search " +
+              std::to_string(s.id()) + "'s constraints); pick a feasible trial, or leave --pick out for the best one";
+    return c;
+  }
+  c.trial_id = chosen->id();
+  c.number = pick;
+  c.how = "trial " + std::to_string(pick) + " (" + s.objective_metric() + " " + FormatNumber(chosen->objective(), 4) +
+          ", feasible), by --pick " + std::to_string(pick);
+  c.json = {{"trial", pick}, {"trial_id", c.trial_id}, {"pick", pick}, {"how", c.how}};
+  return c;
+}
+
+}  // namespace
+
 FrontChoice ChooseFromFront(const v1::Search& s, const std::vector<v1::Trial>& trials, int pick,
                             const std::vector<double>& weights) {
   FrontChoice c;
   const std::string name = "search " + std::to_string(s.id());
   const int n = s.objectives_size();
+  if (n == 0 && pick >= 0 && weights.empty() && s.constraints_size() > 0) return PickFeasible(s, trials, pick);
   if (n == 0) {
     c.error = name + " has one objective (" + s.objective_metric() + "): --pick and --weights choose a point of the " +
               "Pareto front of several";

@@ -40,7 +40,8 @@ struct FrontChoice {
   nlohmann::json json;  // {"trial", "trial_id", "objectives", "how", and "pick" or "weights" with "score"}
   std::string error;    // why there is none (the front listed)
 };
-// `pick`: a trial number, or -1; `weights`: empty, or one per objective.
+// `pick`: a trial number, or -1; `weights`: empty, or one per objective. One objective with constraints: `pick`
+// chooses any completed trial, refused (naming the constraint it broke) when it is infeasible.
 FrontChoice ChooseFromFront(const v1::Search& s, const std::vector<v1::Trial>& trials, int pick,
                             const std::vector<double>& weights);
 

@@ -235,6 +235,7 @@ void SearchManager::RefreshCounts(SearchRecord& s) {
   s.proto.set_completed(idx.completed);
   s.proto.set_failed(idx.failed);
   s.proto.set_cancelled(idx.cancelled);
+  s.proto.set_infeasible(s.infeasible);
   s.proto.set_probes(static_cast<int32_t>(s.probe_numbers.size()));
   s.proto.set_enqueued(KnownPointsLeft(s, s.next_number - static_cast<int>(s.probe_numbers.size())));
   s.proto.set_node_seconds(trials_.NodeSeconds(s.proto.id(), WallNow()));
@@ -319,6 +320,10 @@ void SearchManager::OnTrialEnded(int64_t trial_id) {
 }
 
 void SearchManager::ConsiderBest(SearchRecord& s, const TrialRecord& t) {
+  if (t.proto.infeasible()) {  // broke a constraint: never the best trial
+    ++s.infeasible;
+    return;
+  }
   bool better = s.proto.best_trial_id() == 0 ||
                 (s.proto.direction() == v1::MAXIMIZE ? t.proto.objective() > s.proto.best_objective()
                                                      : t.proto.objective() < s.proto.best_objective());
@@ -360,6 +365,12 @@ void SearchManager::MaybeFinish(SearchRecord& s) {
     }
     SetState(s, v1::SEARCH_FAILED,
              "no trial completed (" + std::to_string(idx.failed) + " failed); last error: " + last);
+    return;
+  }
+  if (!s.spec.constraints.empty() && s.proto.best_trial_id() == 0 && s.infeasible > 0) {
+    // Constraints: completed trials, yet none usable (each broke one): no completed search either.
+    SetState(s, v1::SEARCH_FAILED,
+             "no feasible trial: each of the " + std::to_string(s.infeasible) + " completed trials broke a constraint");
     return;
   }
   SetState(s, v1::SEARCH_COMPLETED, "");

@@ -94,6 +94,7 @@ class SearchManager : public TrialManager::Owner {
     // Several objectives: the Pareto front of the completed trials, by id, with each one's values as minimized
     // (a max objective negated); proto.pareto_front lists the ids.
     std::map<int64_t, std::vector<double>> front;
+    int infeasible = 0;  // constraints: its completed sampled trials that broke one (ConsiderBest counts them)
     std::unique_ptr<search::StoppingRule> stopping_rule;  // the spec's `scheduler:`; null for none
     int next_number = 0;     // trials created so far
     bool exhausted = false;  // the sampler has no more configurations
@@ -142,7 +143,7 @@ class SearchManager : public TrialManager::Owner {
   static void AddPendingToSampler(SearchRecord& s, int number, const search::Params& params);
   static bool SamplerWaiting(const SearchRecord& s) { return s.sampler && s.sampler->Waiting(); }
   // Several objectives (search_manager_front.cc): the sampler for them (error: why there is none), the objectives
-  // on the proto, and a completed trial considered for the Pareto front (the trials it dominates leave it).
+  // (and the constraints) on the proto, and a completed trial considered for the Pareto front (the trials it dominates leave it).
   static std::string PrepareMultiObjective(SearchRecord& s);
   static void SetObjectivesFromSpec(SearchRecord& s);
   static void UpdateFront(SearchRecord& s, const TrialRecord& t);
@@ -167,6 +168,7 @@ class SearchManager : public TrialManager::Owner {
   void Publish(SearchRecord& s);
   // Creates and submits the search's next trial when it has room; false when it has none.
   bool CreateOne(SearchRecord& s);
+  // A completed sampled trial: the best one if it is better and feasible (an infeasible one is counted instead).
   void ConsiderBest(SearchRecord& s, const TrialRecord& t);
   void MaybeFinish(SearchRecord& s);
   void SetState(SearchRecord& s, v1::SearchState state, const std::string& error);

@@ -2,7 +2,8 @@
 // sampler is the multi-objective one (search/multiobjective/mo_sampler.h: auto resolved by its rule), told each
 // trial's values; and the coordinator keeps the Pareto front of the completed trials, updated as each completes
 // (a point enters unless one on the front dominates it, and pushes out those it dominates), rebuilt from the
-// stored values at a restart (Recover), and served as v1::Search.pareto_front and v1::Trial.pareto.
+// stored values at a restart (Recover), and served as v1::Search.pareto_front and v1::Trial.pareto. With one
+// objective and constraints, the sampler is told each trial's signed constraint values (Sampler::TellConstrained).
 #include <algorithm>
 #include <cmath>
 
@@ -36,8 +37,14 @@ std::optional<search::Params> SearchManager::AskSampler(SearchRecord& s, int num
 void SearchManager::TellSampler(SearchRecord& s, const TrialRecord& t) {
   const int number = SamplerNumber(s, t.proto.number());
   if (!s.mo_sampler) {
-    s.sampler->Tell(number, t.params, t.proto.has_objective() ? std::optional<double>(t.proto.objective())
-                                                              : std::nullopt);
+    const std::optional<double> objective =
+        t.proto.has_objective() ? std::optional<double>(t.proto.objective()) : std::nullopt;
+    if (s.spec.constraints.empty()) {
+      s.sampler->Tell(number, t.params, objective);
+    } else {  // the signed values the trial completed with (none for a failed trial)
+      s.sampler->TellConstrained(number, t.params, objective,
+                                 std::vector<double>(t.proto.constraints().begin(), t.proto.constraints().end()));
+    }
     return;
   }
   std::optional<std::vector<double>> values;  // in the spec's units: the sampler negates a max one itself
@@ -65,6 +72,13 @@ std::string SearchManager::PrepareMultiObjective(SearchRecord& s) {
 }
 
 void SearchManager::SetObjectivesFromSpec(SearchRecord& s) {
+  s.proto.clear_constraints();
+  for (const search::Constraint& c : s.spec.constraints) {
+    v1::SearchConstraint* out = s.proto.add_constraints();
+    out->set_metric(c.metric);
+    out->set_kind(c.max ? "max" : "min");
+    out->set_bound(c.bound);
+  }
   s.proto.clear_objectives();
   if (!s.spec.MultiObjective()) return;
   for (const search::Objective& o : s.spec.objectives) {

@@ -25,23 +25,44 @@ double RunSeconds(const std::vector<v1::Attempt>& runs) {
   return total;
 }
 
-// Several objectives: each one's value for a trial whose last run exited 0, in the spec's order: a metric it prints
-// at its last reported value, node_hours and wall_time (search/core/spec.h) measured here (`run_seconds`: its runs'
-// seconds, summed); empty with *missing set to the first metric it never reported.
+// A metric of a trial whose last run exited 0: one it prints at its last reported value, node_hours and wall_time
+// (search/core/spec.h) measured here (`run_seconds`: its runs' seconds, summed); nullopt when it never reported it.
+std::optional<double> MeasureMetric(const std::string& metric, const TrialRecord& t, double run_seconds) {
+  if (metric == search::kNodeHoursMetric) return t.proto.node_seconds() / 3600;
+  if (metric == search::kWallTimeMetric) return run_seconds;
+  auto it = t.last_values.find(metric);
+  return it != t.last_values.end() ? std::optional<double>(it->second) : std::nullopt;
+}
+
+// Several objectives: each one's value, in the spec's order; empty with *missing set to the first metric it never
+// reported.
 std::vector<double> MeasureObjectives(const search::SearchSpec& spec, const TrialRecord& t, double run_seconds,
                                       std::string* missing) {
   std::vector<double> values;
   for (const search::Objective& o : spec.objectives) {
-    if (o.metric == search::kNodeHoursMetric) {
-      values.push_back(t.proto.node_seconds() / 3600);
-    } else if (o.metric == search::kWallTimeMetric) {
-      values.push_back(run_seconds);
-    } else if (auto it = t.last_values.find(o.metric); it != t.last_values.end()) {
-      values.push_back(it->second);
-    } else {
+    std::optional<double> v = MeasureMetric(o.metric, t, run_seconds);
+    if (!v) {
       *missing = o.metric;
       return {};
     }
+    values.push_back(*v);
+  }
+  return values;
+}
+
+// Constraints: each one's signed value (search::Constraint::Signed) for a trial whose last run exited 0, in the
+// spec's order, its metric read as an objective's is; empty with *missing set to the first metric it never
+// reported (no value says it held: the trial fails, as for a missing objective metric).
+std::vector<double> MeasureConstraints(const search::SearchSpec& spec, const TrialRecord& t, double run_seconds,
+                                       std::string* missing) {
+  std::vector<double> values;
+  for (const search::Constraint& c : spec.constraints) {
+    std::optional<double> v = MeasureMetric(c.metric, t, run_seconds);
+    if (!v) {
+      *missing = c.metric;
+      return {};
+    }
+    values.push_back(c.Signed(*v));
   }
   return values;
 }
@@ -410,10 +431,12 @@ void TrialManager::CompleteFromExit(int64_t trial_id) {
   TrialRecord& t = At(trial_id);
   const search::SearchSpec& spec = owner_->Spec(t.proto.search_id());
   CloseAllocation(t, t.early_stop.empty() ? "exited" : "stopped early");
-  std::string missing;  // the objective metric the run never reported
+  std::string missing;  // the objective (or constrained) metric the run never reported
   std::optional<double> objective;
+  const bool measured = spec.MultiObjective() || !spec.constraints.empty();
+  const double run_seconds = measured ? RunSeconds(store_.LoadAttempts(t.proto.id())) : 0;
   if (spec.MultiObjective()) {
-    std::vector<double> values = MeasureObjectives(spec, t, RunSeconds(store_.LoadAttempts(t.proto.id())), &missing);
+    std::vector<double> values = MeasureObjectives(spec, t, run_seconds, &missing);
     if (missing.empty()) {
       t.proto.mutable_objectives()->Assign(values.begin(), values.end());
       objective = values.front();
@@ -422,12 +445,26 @@ void TrialManager::CompleteFromExit(int64_t trial_id) {
     objective = t.Objective(spec.objective.scope == search::Objective::Scope::kBest);
     if (!objective) missing = owner_->Search(t.proto.search_id()).objective_metric();
   }
+  std::string kind = "objective";
+  std::vector<double> constraints;
+  if (objective && !spec.constraints.empty()) {
+    constraints = MeasureConstraints(spec, t, run_seconds, &missing);
+    if (!missing.empty()) {
+      objective.reset();
+      kind = "constrained";
+    }
+  }
   if (!objective) {
     Finish(t, v1::TRIAL_FAILED, 0,
-           "exited 0 without reporting the objective metric '" + missing + "' (" +
+           "exited 0 without reporting the " + kind + " metric '" + missing + "' (" +
                std::to_string(t.proto.metric_count()) + " metrics lines, " + std::to_string(t.proto.ignored_lines()) +
                " ignored lines)");
     return;
+  }
+  if (!constraints.empty()) {
+    t.proto.mutable_constraints()->Assign(constraints.begin(), constraints.end());
+    t.proto.set_infeasible(search::Infeasible(constraints));
+    store_.SetTrialConstraints(t.proto.id(), constraints);  // in the batch that completes it
   }
   t.proto.set_has_objective(true);
   t.proto.set_objective(*objective);

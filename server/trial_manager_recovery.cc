@@ -50,6 +50,7 @@ void TrialManager::Load(Clock::time_point reattach_deadline) {
   std::vector<std::string> outside_stops;
   auto loaded = store_.LoadTrials(&epochs, &outside_stops);
   const std::map<int64_t, double> ended_node_seconds = store_.LoadEndedNodeSeconds();
+  std::map<int64_t, std::vector<double>> constraints = store_.LoadTrialConstraints();  // schema 17
   int64_t max_epoch = store_.MaxAssignmentEpoch();
   for (size_t i = 0; i < loaded.size(); ++i) {
     TrialRecord t;
@@ -76,6 +77,10 @@ void TrialManager::Load(Clock::time_point reattach_deadline) {
       index.ended_node_seconds += ns->second;
     }
     if (t.proto.has_objective()) t.last_objective = t.best_objective = t.proto.objective();
+    if (auto c = constraints.find(t.proto.id()); c != constraints.end()) {
+      t.proto.mutable_constraints()->Assign(c->second.begin(), c->second.end());
+      t.proto.set_infeasible(search::Infeasible(c->second));
+    }
     switch (t.proto.state()) {
       case v1::TRIAL_PENDING: index.pending.insert(t.proto.id()); break;
       case v1::TRIAL_RUNNING:

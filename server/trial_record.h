@@ -47,7 +47,8 @@ struct TrialRecord {
   std::optional<search::TrialDecision> exploit;  // pbt: once stopped, it restarts from another's checkpoint
   bool workflow_step = false;  // the ensemble's retrain step: no sampler, no stopping rule, not "best"
   std::optional<double> last_objective, best_objective;
-  // Several objectives (the spec's objectives:): the last value this run reported of each objective metric it prints.
+  // Several objectives (the spec's objectives:) and constraints: the last value this run reported of each of their
+  // metrics it prints.
   std::map<std::string, double> last_values;
   Clock::time_point reattach_deadline{};  // after a restart: unclaimed RUNNING trials are requeued then
   Clock::time_point last_progress{};      // launch, re-attach or last metric point (the watchdog's clock)
@@ -70,12 +71,15 @@ struct TrialRecord {
   double OpenNodeSeconds(double now) const { return run_since > 0 ? std::max(0.0, now - run_since) * run_nodes : 0; }
   // The run's objective so far: its best value (objective.scope: best) or its last.
   std::optional<double> Objective(bool best) const { return best ? best_objective : last_objective; }
-  // Several objectives: keeps the point's values of the spec's objective metrics (nothing with one objective).
+  // Keeps the point's values of the spec's several objectives' metrics and its constraints' metrics (nothing with
+  // one objective and no constraints).
   void NoteObjectives(const search::SearchSpec& spec, const v1::MetricPoint& point) {
-    for (const search::Objective& o : spec.objectives) {
-      auto it = point.values().find(o.metric);
-      if (it != point.values().end()) last_values[o.metric] = it->second;
-    }
+    auto note = [&](const std::string& metric) {
+      auto it = point.values().find(metric);
+      if (it != point.values().end()) last_values[metric] = it->second;
+    };
+    for (const search::Objective& o : spec.objectives) note(o.metric);
+    for (const search::Constraint& c : spec.constraints) note(c.metric);
   }
 };
 

@@ -33,6 +33,25 @@ inline bool IsBuiltinMetric(std::string_view metric) {
   return metric == kNodeHoursMetric || metric == kWallTimeMetric;
 }
 
+// One of the spec's `constraints:`: the metric (one a trial reports, or a built-in one above) at most `bound`
+// (max) or at least `bound` (min). Judged once a trial completed, on the metric's last reported value.
+struct Constraint {
+  std::string metric;
+  bool max = true;  // false: a lower bound (min:)
+  double bound = 0;
+  // The value the samplers are told (Sampler::TellConstrained, Optuna's convention): <= 0 where it holds, else by
+  // how far it is broken.
+  double Signed(double value) const { return max ? value - bound : bound - value; }
+};
+// A trial whose signed constraint values are these broke one of them (a value that is not a number counts as
+// broken: nothing says it held).
+inline bool Infeasible(const std::vector<double>& signed_values) {
+  for (double v : signed_values) {
+    if (!(v <= 0)) return true;
+  }
+  return false;
+}
+
 // How a multi-rank trial's processes are started (resources.launcher):
 //   per_node  every node's worker starts its local ranks with torchrun's variables (RANK, WORLD_SIZE,
 //             LOCAL_RANK, MASTER_ADDR, MASTER_PORT): Gloo and NCCL rendezvous
@@ -128,6 +147,9 @@ struct SearchSpec {
   // `warm_start:` (search_id 0 when absent): read by the coordinator when it creates the search (server/
   // search_manager_warm_start.cc), since search/ does no I/O.
   WarmStartOptions warm_start;
+  // `constraints:`: a completed trial breaking one is infeasible (never the best trial; the model samplers learn
+  // to avoid its region). One objective only; not with pbt, ensemble:, scales: or warm_start:.
+  std::vector<Constraint> constraints;
 };
 
 struct SpecError {

@@ -14,6 +14,7 @@
 #include "search/spec/objectives_section.h"
 #include "search/spec/spec_limits.h"
 #include "search/scaling/scales_section.h"
+#include "search/spec/constraints_section.h"
 #include "search/spec/container_section.h"
 #include "search/spec/stage_section.h"
 #include "search/spec/warm_start_section.h"
@@ -57,7 +58,8 @@ class SpecReader {
     auto top = internal::ReadMapping(sink_, root, "",
                                      {"name", "description", "objective", "budget", "sampler", "resources",
                                       "command", "env", "trial", "space", "scheduler", "ensemble", "scales",
-                                      "stage", "enqueue", "warm_start", "container", "objectives"});
+                                      "stage", "enqueue", "warm_start", "container", "objectives",
+                                      "constraints"});
     if (!top) return;
     const MapEntries& t = *top;
     auto required = [&](std::string_view key) -> const MapEntry* {
@@ -118,6 +120,10 @@ class SpecReader {
     CheckEnqueue();
     CheckWarmStart();
     CheckObjectives();
+    if (const MapEntry* e = Find(t, "constraints")) {
+      internal::ReadConstraintsSection(sink_, e->value, &spec_.constraints);
+      internal::CheckConstraintsSection(sink_, e->key_node, spec_, scales_present_);
+    }
     if (space != nullptr && space_ok_) CheckGrid();
     CheckPlaceholders();
   }

@@ -193,6 +193,12 @@ ALTER TABLE trials ADD COLUMN objectives TEXT NOT NULL DEFAULT '';
       R"sql(
 ALTER TABLE trials ADD COLUMN enqueued INTEGER NOT NULL DEFAULT 0;
 )sql",
+      // 17: a completed trial's signed value of each of its search's constraints (the spec's constraints:), a JSON
+      // list of numbers in their order ('' without constraints), from which a restart marks it infeasible again and
+      // tells the sampler the same values (store_constraints.cc).
+      R"sql(
+ALTER TABLE trials ADD COLUMN constraints TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return kMigrations;
 }

@@ -97,6 +97,11 @@ class Store {
   void InsertWarmStart(int64_t search_id, const WarmStartRows& w);
   std::map<int64_t, WarmStartRows> LoadWarmStarts();  // search id -> its warm start; only warm-started searches
 
+  // A completed trial's signed constraint values (schema 17; store_constraints.cc): written in the batch that
+  // completes it; every trial's that has them, by trial id.
+  void SetTrialConstraints(int64_t trial_id, const std::vector<double>& values);
+  std::map<int64_t, std::vector<double>> LoadTrialConstraints();
+
   // Trials: InsertTrial sets trial->id and stores its params.
   void InsertTrial(v1::Trial* trial);
   // `outside_stop`: why a member of its running group was stopped from outside ladder (TrialRecord::outside_stop,

@@ -194,6 +194,7 @@ PROBES = [
     ("container.", BASE % ("", "", SPACE) + "container: {runtime: podman, image: x, ZZ: 1}\n"),
     ("objectives[].", "name: probe\nobjectives: [{metric: a, mode: min, ZZ: 1}, {metric: b, mode: min}]\n"
                       "budget: {max_trials: 1}\ncommand: [probe]\n" + SPACE),
+    ("constraints[].", BASE % ("", "", SPACE) + "constraints: [{metric: m, max: 1, ZZ: 1}]\n"),
     ("ensemble.", BASE % ("", "", SPACE) + "ensemble: {predictions_file: p, ZZ: 1}\n"),
     ("scales.", BASE % ("", "", "") + "scales: {global_batch: [1, 2], lr: {low: 0.1, high: 1}, ZZ: 1}\n"),
     ("scales.lr.", BASE % ("", "", "") + "scales: {global_batch: [1, 2], lr: {low: 0.1, high: 1, ZZ: 1}}\n"),
@@ -209,6 +210,7 @@ READ_MAPPING_CALLS = {
     "search/spec/warm_start_section.cc": 1,
     "search/spec/container_section.cc": 1,
     "search/spec/objectives_section.cc": 1,
+    "search/spec/constraints_section.cc": 1,
     "search/ensemble/ensemble_section.cc": 1,
     "search/scaling/scales_section.cc": 2,  # scales, scales.lr
     "search/stopping/stopping_section.cc": 1,

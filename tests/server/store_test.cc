@@ -45,7 +45,7 @@ v1::Search MakeSearch() {
 TEST_F(StoreTest, MigratesToCurrentSchemaInWalMode) {
   Store st(path_);
   EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
-  EXPECT_EQ(st.SchemaVersion(), 16);  // 16: known points marked as such
+  EXPECT_EQ(st.SchemaVersion(), 17);  // 17: trials' constraint values
   Db raw(path_);
   auto& q = raw.Prepare("PRAGMA journal_mode");
   ASSERT_TRUE(q.Step());
@@ -437,6 +437,37 @@ TEST_F(StoreTest, MigratesADatabaseFromBeforeKnownPointsWereMarked) {
   ASSERT_EQ(trials.size(), 2u);
   EXPECT_FALSE(trials[0].enqueued()) << "an older trial is no known point";
   EXPECT_TRUE(trials[1].enqueued());
+}
+
+// Schema 17: a completed trial's signed constraint values, kept with it (a database from before has none).
+TEST_F(StoreTest, MigratesADatabaseFromBeforeConstraintsAndKeepsEachTrialsSignedValues) {
+  {
+    Db raw(path_);
+    for (int i = 0; i < 16; ++i) raw.Exec(Migrations()[static_cast<size_t>(i)]);
+    raw.Exec("PRAGMA user_version=16");
+    raw.Exec("INSERT INTO searches(id,name,state,spec_yaml,objective_metric,direction,max_trials,parallelism,"
+             "nodes,ranks_per_node,gpus_per_rank,created_at) VALUES(1,'old',1,'name: old\n','loss',1,4,1,1,1,0,"
+             "1.0)");
+    raw.Exec("INSERT INTO trials(id,search_id,number,state,attempt,created_at,command) VALUES(1,1,0,3,0,2.0,'[]')");
+  }
+  {
+    Store st(path_);
+    EXPECT_EQ(st.SchemaVersion(), static_cast<int>(Migrations().size()));
+    EXPECT_TRUE(st.LoadTrialConstraints().empty()) << "an older trial has no constraint values";
+    v1::Trial t;
+    t.set_search_id(1);
+    t.set_number(1);
+    t.set_state(v1::TRIAL_COMPLETED);
+    st.InsertTrial(&t);
+    st.SetTrialConstraints(t.id(), {5.5, -10});
+    st.UpdateTrial(t, 0, "");  // a later write of the row keeps them
+    st.Flush();
+  }
+  Store st(path_);
+  const auto values = st.LoadTrialConstraints();
+  ASSERT_EQ(values.size(), 1u);
+  EXPECT_EQ(values.begin()->first, 2);
+  EXPECT_EQ(values.begin()->second, (std::vector<double>{5.5, -10}));
 }
 
 }  // namespace

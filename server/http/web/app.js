@@ -29,6 +29,19 @@ function rungLabel(s, t) {
 function probeTag(t) {
   return t.probe ? ` <span class="probe" title="probe of the climb: ${+t.micro_batches || 1} micro-batches">probe</span>` : '';
 }
+// A trial that broke one of its search's constraints (Trial.infeasible): never the best, named with what it broke.
+function brokenConstraints(s, t) {
+  const cs = (s && s.constraints) || [];
+  return (t.constraints || []).map((v, i) => {
+    const c = cs[i];
+    if (!c || !(v > 0)) return '';
+    const max = c.kind === 'max';
+    return `${c.metric} ${num(max ? c.bound + v : c.bound - v)} ${max ? '> max' : '< min'} ${num(c.bound)}`;
+  }).filter(w => w).join(', ');
+}
+function infeasibleTag(s, t) {
+  return t.infeasible ? ` <span class="infeasible" title="broke ${esc(brokenConstraints(s, t))}">infeasible</span>` : '';
+}
 function word(state) { return String(state || '').replace(/^(TRIAL|SEARCH|WORKER)_/, ''); }
 function since(t0, t1) {
   if (!t0) return '-';
@@ -237,10 +250,10 @@ function drawTable(st) {
   count.dataset.total = all.length;
   document.querySelector('#trials tbody').innerHTML = rows.map(t => `<tr class="${word(t.state)}" data-id="${esc(t.id)}">
     <td><a href="#/trial/${esc(t.id)}">${esc(t.id)}</a></td><td>${t.number || 0}${probeTag(t)}</td><td>${word(t.state)}</td>
-    <td>${esc((t.placement || []).map(p => p.node_id).join(',') || '-')}</td><td>${t.has_objective ? num(t.objective) : '-'}</td>
+    <td>${esc((t.placement || []).map(p => p.node_id).join(',') || '-')}</td><td>${t.has_objective ? num(t.objective) : '-'}${infeasibleTag(st.search, t)}</td>
     <td>${rungLabel(st.search, t)}</td><td>${t.attempt || 0}</td><td>${since(t.started_unix, t.finished_unix)}</td>
     <td>${nodeHours(nodeSeconds(t))}</td><td>${esc(params(t))}</td>
-    <td class="note">${esc(t.error)}</td></tr>`).join('');
+    <td class="note">${esc([t.infeasible ? 'broke ' + brokenConstraints(st.search, t) : '', t.error].filter(w => w).join('; '))}</td></tr>`).join('');
 }
 
 // The objective of every ended trial by its number, and the best so far.
@@ -252,7 +265,7 @@ function drawHistory(st) {
     let best = null;
     const xs = [], ys = [], bs = [];
     for (const t of done) {
-      best = best === null ? t.objective : max ? Math.max(best, t.objective) : Math.min(best, t.objective);
+      if (!t.infeasible) best = best === null ? t.objective : max ? Math.max(best, t.objective) : Math.min(best, t.objective);
       xs.push(t.number || 0); ys.push(t.objective); bs.push(best);
     }
     return [xs, ys, bs];
@@ -274,7 +287,7 @@ function drawCost(st) {
     const xs = [], bs = [];
     for (const t of ended) {
       spent += (+t.node_seconds || 0) / 3600;
-      if (t.has_objective && !t.workflow_step && !t.probe) {
+      if (t.has_objective && !t.workflow_step && !t.probe && !t.infeasible) {
         best = best === null ? t.objective : max ? Math.max(best, t.objective) : Math.min(best, t.objective);
       }
       if (best !== null) { xs.push(spent); bs.push(best); }
