@@ -219,6 +219,7 @@ void Tui::DrawTrials(int y, int h) {
     }
     std::string note = t.error().empty() ? FormatParams(t) : FormatParams(t) + "  | " + t.error();
     if (t.probe()) note = "[probe] " + note;  // a probe of the climb (ladder promote --probe)
+    if (t.infeasible()) note = "[infeasible] " + note;  // it broke a constraint (never the best)
     auto search = model_.searches.find(t.search_id());
     auto sent = model_.sent_unix.find(t.id());
     const double node_s = NodeSecondsAt(t, sent == model_.sent_unix.end() ? t.started_unix() : sent->second, now);
