@@ -26,6 +26,7 @@
 #include "worker/log_tail.h"
 #include "common/coordinator_loss_rule.h"
 #include "worker/reconnect_backoff.h"
+#include "worker/rendezvous_dir.h"
 
 namespace ladder::worker {
 
@@ -80,6 +81,13 @@ void Worker::Start() {
   // What an earlier worker on this trial directory started and left behind when it was killed (worker/leftovers.h).
   for (const auto& p : KillLeftoverTrialProcesses(opt_.trial_dir, opt_.node_id)) {
     LogWarning(kLog, "killed " + p + ": left running by an earlier worker on " + opt_.trial_dir);
+  }
+  std::string why;
+  if (auto rdv = RendezvousDir(&why)) {
+    rendezvous_dir_ = *rdv;
+    RemoveNodeRendezvousFiles(rendezvous_dir_, opt_.node_id);  // a killed predecessor's (its ranks are gone)
+  } else {
+    LogWarning(kLog, "one-node trials meet in their trial directories: " + why);
   }
   // Reconnect quickly after a coordinator restart (gRPC's own default backoff grows to minutes).
   grpc::ChannelArguments args;

@@ -15,6 +15,7 @@
 #include "common/printable.h"
 #include "worker/launcher_stop.h"
 #include "worker/log_tail.h"
+#include "worker/rendezvous_dir.h"
 #include "worker/worker.h"
 
 #include "common/coordinator_loss_rule.h"
@@ -102,13 +103,17 @@ LaunchSpec Worker::RankSpec(const v1::StartTrial& m, const std::string& dir) con
   spec.workdir = m.workdir();
   spec.stderr_path = dir + "/stderr.log";
   spec.search_dirs = opt_.search_dirs;
-  // Every rank of the trial is here: they meet through a c10d FileStore in the trial's directory (a new file for
-  // each run: a killed run's keys must not be read by the next one), so no rendezvous port is opened at all; and
+  // Every rank of the trial is here: they meet through a c10d FileStore (a new file for each run: a killed run's
+  // keys must not be read by the next one) under this user's temporary directory, which containers share
+  // (worker/rendezvous_dir.h), or else in the trial's directory; so no rendezvous port is opened at all; and
   // ladder-train's --comm auto then reduces over shared memory (shm).
   const int nranks = std::max(1, m.local_ranks());
   if (const auto world = m.env().find("WORLD_SIZE"); nranks > 1 && world != m.env().end() &&
                                                     world->second == std::to_string(nranks)) {
-    const std::string file = spec.env["LADDER_TRIAL_DIR"] + "/rendezvous-" + std::to_string(m.assignment_epoch());
+    const std::string file =
+        rendezvous_dir_.empty()
+            ? spec.env["LADDER_TRIAL_DIR"] + "/rendezvous-" + std::to_string(m.assignment_epoch())
+            : RendezvousFile(rendezvous_dir_, opt_.node_id, m.trial_id(), m.assignment_epoch());
     std::filesystem::remove(file, ec);
     spec.env["LADDER_RENDEZVOUS_FILE"] = file;
   }

@@ -20,6 +20,7 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "tests/integration/system_support.h"
 #include "tests/integration/test_support.h"
@@ -141,12 +142,13 @@ class ContainerImage : public ::testing::Test {
     EXPECT_TRUE(st.ok()) << st.error_message();
     return resp.search().id();
   }
-  // A worker as uid 65534. Its trial directory holds the ranks' rendezvous file: under /tmp, which ch-run shares
-  // with the host.
+  // A worker as uid 65534, its trial directory under /var/tmp: outside /tmp, so not inside the image (ch-run
+  // shares only /tmp with the host). The ranks still meet: their rendezvous file is in the worker's user's
+  // directory under /tmp (worker/rendezvous_dir.h), not in the trial's directory.
   void StartWorker(Child* worker, const std::string& node) {
     Spawn(worker,
           AsNobody(run_, {(Prefix() / "bin/ladder-worker").string(), "--server", address_, "--node-id", node,
-                          "--slots", "2", "--trial-dir", (run_ / ("trials-" + node)).string()}),
+                          "--slots", "2", "--trial-dir", Trials(node).string()}),
           false);
   }
   // Once the first run's steps up to its first checkpoint are stored (a watcher hears only durable points) and
@@ -176,7 +178,25 @@ class ContainerImage : public ::testing::Test {
 
   static fs::path* root_;
   static std::string* error_;
+  // A worker's trial directory: /var/tmp/ladder-chtrain-PID-NODE, uid 65534's, removed at the end unless a test
+  // failed.
+  fs::path Trials(const std::string& node) {
+    const fs::path dir = "/var/tmp/ladder-chtrain-" + std::to_string(::getpid()) + "-" + node;
+    if (!fs::exists(dir)) {
+      fs::create_directories(dir);
+      EXPECT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+      trial_dirs_.push_back(dir);
+    }
+    return dir;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    for (const auto& d : trial_dirs_) {
+      if (!HasFailure()) fs::remove_all(d, ec);
+    }
+  }
   fs::path run_;
+  std::vector<fs::path> trial_dirs_;
   Child server_;
   std::string address_;
   std::unique_ptr<v1::Ladder::Stub> stub_;
@@ -193,12 +213,12 @@ TEST_F(ContainerImage, LadderTrainRanksResumeFromTheirCheckpointAfterTheirWorker
   Child worker_a;
   StartWorker(&worker_a, "a");
   const fs::path ckpt = run / ("ladder.db.checkpoints/search-" + std::to_string(sid) + "/trial-1/model.pt");
-  ASSERT_TRUE(WaitForCheckpoint(sid, ckpt)) << Slurp(run / "trials-a/trial-1/stderr.log");
+  ASSERT_TRUE(WaitForCheckpoint(sid, ckpt)) << Slurp(Trials("a") / "trial-1/stderr.log");
   worker_a.Kill(SIGKILL);
   Child worker_b;
   StartWorker(&worker_b, "b");
   auto ended = testing::WaitForSearchEnd(*stub_, sid, std::chrono::seconds(240));
-  const std::string logs_b = Slurp(run / "trials-b/trial-1/stderr.log");
+  const std::string logs_b = Slurp(Trials("b") / "trial-1/stderr.log");
   ASSERT_TRUE(ended) << "the search did not end\n" << logs_b;
   EXPECT_EQ(ended->state(), v1::SEARCH_COMPLETED) << ended->error() << "\n" << logs_b;
 
@@ -238,13 +258,13 @@ TEST_F(ContainerImage, LadderTrainRanksStopThroughTheirCheckpointWhenTheirWorker
   Child worker_a;
   StartWorker(&worker_a, "a");
   const fs::path ckpt = run / ("ladder.db.checkpoints/search-" + std::to_string(sid) + "/trial-1/model.pt");
-  ASSERT_TRUE(WaitForCheckpoint(sid, ckpt)) << Slurp(run / "trials-a/trial-1/stderr.log");
+  ASSERT_TRUE(WaitForCheckpoint(sid, ckpt)) << Slurp(Trials("a") / "trial-1/stderr.log");
   worker_a.Kill(SIGTERM);  // returns once the worker has exited: its ranks stopped and reported first
   Child worker_b;
   StartWorker(&worker_b, "b");
   auto ended = testing::WaitForSearchEnd(*stub_, sid, std::chrono::seconds(240));
-  const std::string logs_a = Slurp(run / "trials-a/trial-1/stderr.log");
-  const std::string logs_b = Slurp(run / "trials-b/trial-1/stderr.log");
+  const std::string logs_a = Slurp(Trials("a") / "trial-1/stderr.log");
+  const std::string logs_b = Slurp(Trials("b") / "trial-1/stderr.log");
   ASSERT_TRUE(ended) << "the search did not end\n" << logs_b;
   EXPECT_EQ(ended->state(), v1::SEARCH_COMPLETED) << ended->error() << "\n" << logs_b;
 

@@ -1,0 +1,66 @@
+// The one-node rendezvous files' directory (rendezvous_dir.h).
+#include "worker/rendezvous_dir.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace ladder::worker {
+namespace {
+
+// A node id as a file name: letters, digits, '.', '-' and '_' kept, anything else '_'.
+std::string FileSafe(const std::string& s) {
+  std::string out = s.empty() ? "node" : s;
+  for (char& c : out) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '-' || c == '_';
+    if (!ok) c = '_';
+  }
+  return out;
+}
+
+std::string Prefix(const std::string& node_id) { return FileSafe(node_id) + "-trial-"; }
+
+}  // namespace
+
+std::optional<std::string> RendezvousDir(std::string* why) {
+  std::error_code ec;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) {
+    *why = "no temporary directory: " + ec.message();
+    return std::nullopt;
+  }
+  const std::string dir = (tmp / ("ladder-rendezvous-" + std::to_string(::geteuid()))).string();
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    *why = "cannot create " + dir + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    *why = dir + " is not a directory of this user's closed to others";
+    return std::nullopt;
+  }
+  return dir;
+}
+
+std::string RendezvousFile(const std::string& dir, const std::string& node_id, int64_t trial_id, int64_t epoch) {
+  return dir + "/" + Prefix(node_id) + std::to_string(trial_id) + "-" + std::to_string(epoch);
+}
+
+int RemoveNodeRendezvousFiles(const std::string& dir, const std::string& node_id) {
+  const std::string prefix = Prefix(node_id);
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::error_code rec;
+    removed += std::filesystem::remove(e.path(), rec) ? 1 : 0;
+  }
+  return removed;
+}
+
+}  // namespace ladder::worker
