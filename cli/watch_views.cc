@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "cli/format.h"
 
@@ -57,13 +58,16 @@ std::vector<std::string> ParetoView(const WatchModel& m, int64_t search_id, int6
   }
   const auto& ox = s->second.objectives(0);
   const auto& oy = s->second.objectives(1);
+  // The coordinator's front as the search has it now (a trial's own mark is as of when its message was made).
+  const std::set<int64_t> front(s->second.pareto_front().begin(), s->second.pareto_front().end());
+  auto on = [&](const v1::Trial& t) { return front.count(t.id()) != 0; };
   std::vector<const v1::Trial*> pts;
   int on_front = 0;
   for (const auto& [id, t] : m.trials) {
     if (t.search_id() != sid || t.state() != v1::TRIAL_COMPLETED || t.objectives_size() < 2) continue;
     if (!std::isfinite(t.objectives(0)) || !std::isfinite(t.objectives(1))) continue;
     pts.push_back(&t);
-    on_front += t.pareto() ? 1 : 0;
+    on_front += on(t) ? 1 : 0;
   }
   out.push_back(Clip(" PARETO search " + std::to_string(sid) + ": " + oy.metric() + " (" + Direction(oy.direction()) +
                          ") against " + ox.metric() + " (" + Direction(ox.direction()) + "), " +
@@ -90,10 +94,10 @@ std::vector<std::string> ParetoView(const WatchModel& m, int64_t search_id, int6
   };
   // Dominated first, then the front over them, then the selected trial over both.
   for (const v1::Trial* t : pts) {
-    if (!t->pareto() && cell(*t) == ' ') cell(*t) = '.';
+    if (!on(*t) && cell(*t) == ' ') cell(*t) = '.';
   }
   for (const v1::Trial* t : pts) {
-    if (t->pareto()) cell(*t) = 'o';
+    if (on(*t)) cell(*t) = 'o';
   }
   for (const v1::Trial* t : pts) {
     if (t->id() == selected_trial) cell(*t) = '@';

@@ -40,7 +40,8 @@ WatchModel TwoObjectives() {
   for (int i = 0; i < 5; ++i) {
     v1::Trial& t = AddTrial(m, i + 1, v1::TRIAL_COMPLETED);
     t.add_objectives(v[i][0]), t.add_objectives(v[i][1]);
-    t.set_pareto(i < 3);
+    if (i < 3) s.add_pareto_front(i + 1);
+    t.set_pareto(i >= 3);  // a trial's own mark is as of its message: the view reads the search's front
   }
   AddTrial(m, 6, v1::TRIAL_FAILED);
   return m;

@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/system_support.h"
 #include "tests/integration/test_support.h"
+#include "tests/integration/tmux_support.h"
 #include "tests/integration/trade_spec.h"
 
 namespace ladder {
@@ -40,6 +43,49 @@ struct LocalPair {
   testing::Child server, worker;
   bool listening = false;
 };
+
+// ladder watch in tmux, v: the Pareto view of the search's four trials (loss, cost) = (0.1, 0.9), (0.5, 0.5),
+// (0.9, 0.1) on the front and (0.6, 0.6) dominated: three front marks ('o', or '@' for the selected trial) and one
+// '.' in the view's panel (the left 3/5 of the screen), trial 0 (least loss, most cost) at the top left.
+void ExpectTheWatchDrawsTheFront(LocalPair& pair) {
+  if (!std::filesystem::exists("/usr/bin/tmux")) return;  // bootstrap installs it; the rest of the test stands
+  Tmux tmux(pair.dir);
+  std::string cmd = "env TERM=screen '" + Bin("ladder") + "' --server " + pair.address + " watch 1";
+  ASSERT_EQ(tmux.Run({"new-session", "-d", "-s", "w", "-x", "150", "-y", "45", cmd}).exit_code, 0);
+  tmux.WaitFor([](const std::string& s) { return s.find("TRIALS") != std::string::npos; });
+  tmux.Run({"send-keys", "-t", "w", "v"});
+  const std::string title = "PARETO search 1: cost (min) against loss (min), 3 of 4 on the front";
+  auto marks = [](const std::string& screen, int* front, int* dominated, bool* top_left) {
+    std::istringstream in(screen);
+    bool plot = false;
+    *front = *dominated = 0, *top_left = false;
+    for (std::string line; std::getline(in, line);) {
+      line = line.substr(0, 90);  // the view's panel
+      if (line.find("PARETO") != std::string::npos) {
+        plot = true;
+        continue;
+      }
+      const size_t bar = line.find('|');
+      if (!plot || bar == std::string::npos) continue;
+      if (*front + *dominated == 0) *top_left = bar + 1 < line.size() && (line[bar + 1] == 'o' || line[bar + 1] == '@');
+      for (size_t i = bar + 1; i < line.size(); ++i) {
+        *front += line[i] == 'o' || line[i] == '@';
+        *dominated += line[i] == '.';
+      }
+    }
+  };
+  int front = 0, dominated = 0;
+  bool top_left = false;
+  const std::string screen = tmux.WaitFor([&](const std::string& s) {
+    marks(s, &front, &dominated, &top_left);
+    return s.find(title) != std::string::npos && front == 3 && dominated == 1;
+  });
+  EXPECT_NE(screen.find(title), std::string::npos) << screen;
+  EXPECT_EQ(front, 3) << screen;
+  EXPECT_EQ(dominated, 1) << screen;
+  EXPECT_TRUE(top_left) << "trial 0 (least loss, most cost) at the top left\n" << screen;
+  tmux.Run({"send-keys", "-t", "w", "q"});
+}
 
 TEST(CliPareto, TheCoordinatorsFrontIsListedMarkedAndPromoteAsksWhichPoint) {
   LocalPair pair("cli-pareto");
@@ -80,6 +126,8 @@ TEST(CliPareto, TheCoordinatorsFrontIsListedMarkedAndPromoteAsksWhichPoint) {
   auto board = ladder({"trials", "1"});
   EXPECT_NE(board.out.find("rank  trial  state      front  loss  cost"), std::string::npos) << board.out;
   EXPECT_NE(board.out.find("enqueued"), std::string::npos) << "the note of a known point\n" << board.out;
+
+  ExpectTheWatchDrawsTheFront(pair);
 
   auto ask = ladder({"promote", "1", "--dry-run"});
   EXPECT_EQ(ask.exit_code, 2) << ask.out;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/local_cluster.h"
+#include "tests/integration/tmux_support.h"
 #include "tests/support/ansi_html.h"
 #include "tests/support/headless_chromium.h"
 
@@ -93,35 +94,6 @@ TEST_F(WatchTest, PlainFollowsASearchToItsEndOneLinePerEvent) {
   EXPECT_NE(missing.err.find("no search with id 99"), std::string::npos) << missing.err;
 }
 
-// tmux on its own socket: a real terminal of a known size, typed into and read back.
-class Tmux {
- public:
-  Tmux(const std::filesystem::path& dir) : socket_((dir / "tmux.sock").string()) {}
-  ~Tmux() { Run({"kill-server"}); }
-  testing::CommandResult Run(std::vector<std::string> args) {
-    std::vector<std::string> all = {"/usr/bin/tmux", "-S", socket_};
-    all.insert(all.end(), args.begin(), args.end());
-    return testing::RunCommand(all, std::filesystem::path(socket_).parent_path());
-  }
-  std::string Screen() { return Run({"capture-pane", "-p", "-t", "w"}).out; }
-  // With the terminal's attributes (bold, reverse video) as escapes, for a screenshot.
-  std::string ScreenWithEscapes() { return Run({"capture-pane", "-p", "-e", "-t", "w"}).out; }
-  // Waits (up to 20 s) until the screen satisfies `ok`; returns the last screen.
-  std::string WaitFor(const std::function<bool(const std::string&)>& ok) {
-    std::string screen;
-    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-         std::chrono::steady_clock::now() < until;) {
-      screen = Screen();
-      if (ok(screen)) return screen;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return screen;
-  }
-  bool Alive() { return Run({"has-session", "-t", "w"}).exit_code == 0; }
-
- private:
-  std::string socket_;
-};
 
 bool Has(const std::string& screen, const std::string& what) { return screen.find(what) != std::string::npos; }
 
