@@ -9,14 +9,18 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "search/samplers/sampler.h"
 #include "search/spec/spec_reader.h"
 #include "tests/integration/local_cluster.h"
 #include "tests/integration/system_support.h"
+#include "tests/integration/tmux_support.h"
 #include "tests/support/headless_chromium.h"
 
 namespace ladder {
@@ -239,6 +243,28 @@ enqueue: [{x: 0.1}, {x: 0.3}, {x: 0.7}, {x: 0.9}]
   EXPECT_EQ(browser.Eval("[...document.querySelectorAll('#trials tbody tr')].filter(r => "
                          "r.querySelector('span.infeasible')).map(r => r.querySelector('td.note').innerText).sort()"),
             nlohmann::json({"broke mem 0.7 > max 0.5", "broke mem 0.9 > max 0.5"}));
+
+  // ladder watch in tmux: the rows that say [infeasible] are exactly those trials.
+  if (!std::filesystem::exists("/usr/bin/tmux")) return;
+  Tmux tmux(dir);
+  std::string cmd = "env TERM=screen";
+  for (const auto& a : cluster.Ladder({"watch", "1"})) cmd += " '" + a + "'";
+  ASSERT_EQ(tmux.Run({"new-session", "-d", "-s", "w", "-x", "160", "-y", "40", cmd}).exit_code, 0);
+  auto marked = [](const std::string& screen) {
+    std::vector<std::string> ids;
+    std::istringstream in(screen);
+    std::smatch m;
+    for (std::string line; std::getline(in, line);) {
+      if (std::regex_search(line, m, std::regex("^\\s+(\\d+)\\s+\\d+\\s+completed\\s.*\\[infeasible\\]"))) {
+        ids.push_back(m[1]);
+      }
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  };
+  const std::string screen = tmux.WaitFor([&](const std::string& s) { return marked(s) == want; });
+  EXPECT_EQ(marked(screen), want) << screen;
+  tmux.Run({"send-keys", "-t", "w", "q"});
 }
 
 }  // namespace
