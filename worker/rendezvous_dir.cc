@@ -1,6 +1,7 @@
 // The one-node rendezvous files' directory (rendezvous_dir.h).
 #include "worker/rendezvous_dir.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,7 +12,7 @@
 namespace ladder::worker {
 namespace {
 
-// A node id as a file name: letters, digits, '.', '-' and '_' kept, anything else '_'.
+// A node id as part of a file name: letters, digits, '.', '-' and '_' kept, anything else '_'.
 std::string FileSafe(const std::string& s) {
   std::string out = s.empty() ? "node" : s;
   for (char& c : out) {
@@ -22,18 +23,28 @@ std::string FileSafe(const std::string& s) {
   return out;
 }
 
-std::string Prefix(const std::string& node_id) { return FileSafe(node_id) + "-trial-"; }
-
 }  // namespace
 
-std::optional<std::string> RendezvousDir(std::string* why) {
+std::optional<std::string> RendezvousDir(const std::string& node_id, std::string* why) {
   std::error_code ec;
   const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
   if (ec) {
     *why = "no temporary directory: " + ec.message();
     return std::nullopt;
   }
-  const std::string dir = (tmp / ("ladder-rendezvous-" + std::to_string(::geteuid()))).string();
+  const std::string prefix = "ladder-rendezvous-" + std::to_string(::geteuid()) + "-" + FileSafe(node_id) + "-";
+  // What a killed predecessor on this node left: a directory of a process that is gone.
+  for (const auto& e : std::filesystem::directory_iterator(tmp, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) {
+      std::error_code rec;
+      std::filesystem::remove_all(e.path(), rec);
+    }
+  }
+  const std::string dir = (tmp / (prefix + std::to_string(::getpid()))).string();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     *why = "cannot create " + dir + ": " + std::strerror(errno);
     return std::nullopt;
@@ -46,21 +57,8 @@ std::optional<std::string> RendezvousDir(std::string* why) {
   return dir;
 }
 
-std::string RendezvousFile(const std::string& dir, const std::string& node_id, int64_t trial_id, int64_t epoch) {
-  return dir + "/" + Prefix(node_id) + std::to_string(trial_id) + "-" + std::to_string(epoch);
-}
-
-int RemoveNodeRendezvousFiles(const std::string& dir, const std::string& node_id) {
-  const std::string prefix = Prefix(node_id);
-  int removed = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    std::error_code rec;
-    removed += std::filesystem::remove(e.path(), rec) ? 1 : 0;
-  }
-  return removed;
+std::string RendezvousFile(const std::string& dir, int64_t trial_id, int64_t epoch) {
+  return dir + "/trial-" + std::to_string(trial_id) + "-" + std::to_string(epoch);
 }
 
 }  // namespace ladder::worker

@@ -72,7 +72,11 @@ Worker::Worker(WorkerOptions options)
   if (opt_.warm_starts) warm_ = std::make_unique<WarmStarter>(loop_, opt_.trial_dir);
 }
 
-Worker::~Worker() { Stop(); }
+Worker::~Worker() {
+  Stop();
+  std::error_code ec;
+  if (!rendezvous_dir_.empty()) std::filesystem::remove_all(rendezvous_dir_, ec);  // its ranks are gone
+}
 
 void Worker::Start() {
   std::error_code ec;
@@ -83,9 +87,8 @@ void Worker::Start() {
     LogWarning(kLog, "killed " + p + ": left running by an earlier worker on " + opt_.trial_dir);
   }
   std::string why;
-  if (auto rdv = RendezvousDir(&why)) {
+  if (auto rdv = RendezvousDir(opt_.node_id, &why)) {
     rendezvous_dir_ = *rdv;
-    RemoveNodeRendezvousFiles(rendezvous_dir_, opt_.node_id);  // a killed predecessor's (its ranks are gone)
   } else {
     LogWarning(kLog, "one-node trials meet in their trial directories: " + why);
   }

@@ -104,7 +104,7 @@ LaunchSpec Worker::RankSpec(const v1::StartTrial& m, const std::string& dir) con
   spec.stderr_path = dir + "/stderr.log";
   spec.search_dirs = opt_.search_dirs;
   // Every rank of the trial is here: they meet through a c10d FileStore (a new file for each run: a killed run's
-  // keys must not be read by the next one) under this user's temporary directory, which containers share
+  // keys must not be read by the next one) in this worker's directory under the temporary directory, which containers share
   // (worker/rendezvous_dir.h), or else in the trial's directory; so no rendezvous port is opened at all; and
   // ladder-train's --comm auto then reduces over shared memory (shm).
   const int nranks = std::max(1, m.local_ranks());
@@ -113,7 +113,7 @@ LaunchSpec Worker::RankSpec(const v1::StartTrial& m, const std::string& dir) con
     const std::string file =
         rendezvous_dir_.empty()
             ? spec.env["LADDER_TRIAL_DIR"] + "/rendezvous-" + std::to_string(m.assignment_epoch())
-            : RendezvousFile(rendezvous_dir_, opt_.node_id, m.trial_id(), m.assignment_epoch());
+            : RendezvousFile(rendezvous_dir_, m.trial_id(), m.assignment_epoch());
     std::filesystem::remove(file, ec);
     spec.env["LADDER_RENDEZVOUS_FILE"] = file;
   }

@@ -150,6 +150,9 @@ class ContainerImage : public ::testing::Test {
           AsNobody(run_, {(Prefix() / "bin/ladder-worker").string(), "--server", address_, "--node-id", node,
                           "--slots", "2", "--trial-dir", Trials(node).string()}),
           false);
+    // setpriv, env and sh exec: the child's pid is the worker's.
+    rendezvous_dirs_.push_back(fs::temp_directory_path() /
+                               ("ladder-rendezvous-65534-" + node + "-" + std::to_string(worker->pid)));
   }
   // Once the first run's steps up to its first checkpoint are stored (a watcher hears only durable points) and
   // that checkpoint, written inside the image by rank 0, is on the host through the bind.
@@ -194,9 +197,12 @@ class ContainerImage : public ::testing::Test {
     for (const auto& d : trial_dirs_) {
       if (!HasFailure()) fs::remove_all(d, ec);
     }
+    // A worker killed with SIGKILL leaves its rendezvous directory (worker/rendezvous_dir.h) to a successor on its
+    // node: this test's workers are stopped, so their directories go here (another test's, still running, stay).
+    for (const auto& d : rendezvous_dirs_) fs::remove_all(d, ec);
   }
   fs::path run_;
-  std::vector<fs::path> trial_dirs_;
+  std::vector<fs::path> trial_dirs_, rendezvous_dirs_;
   Child server_;
   std::string address_;
   std::unique_ptr<v1::Ladder::Stub> stub_;

@@ -267,7 +267,7 @@ name: ranks
 objective: {metric: score, mode: max}
 budget: {max_trials: 1, max_failed_trials: 1}
 resources: {ranks_per_node: 3}
-command: [/bin/sh, -c, 'case "$LADDER_RENDEZVOUS_FILE" in "${{TMPDIR:-/tmp}}"/ladder-rendezvous-`id -u`/*-trial-*) f=1;; *) f=0;; esac; echo "{{\"rank\": $RANK, \"world\": $WORLD_SIZE, \"local_world\": $LOCAL_WORLD_SIZE, \"worker_slots\": $LADDER_WORKER_SLOTS, \"rendezvous_file\": $f, \"score\": {x}}}"; echo $$ > "$LADDER_TRIAL_DIR/pid-$LOCAL_RANK"; if [ "$LOCAL_RANK" = 1 ]; then while [ ! -s "$LADDER_TRIAL_DIR/pid-0" ] || [ ! -s "$LADDER_TRIAL_DIR/pid-2" ]; do sleep 0.01; done; echo "rank $RANK gave up" >&2; exit 3; fi; exec tail -f /dev/null']
+command: [/bin/sh, -c, 'case "$LADDER_RENDEZVOUS_FILE" in "${{TMPDIR:-/tmp}}"/ladder-rendezvous-`id -u`-*-*/trial-*) f=1;; *) f=0;; esac; echo "{{\"rank\": $RANK, \"world\": $WORLD_SIZE, \"local_world\": $LOCAL_WORLD_SIZE, \"worker_slots\": $LADDER_WORKER_SLOTS, \"rendezvous_file\": $f, \"score\": {x}}}"; echo $$ > "$LADDER_TRIAL_DIR/pid-$LOCAL_RANK"; if [ "$LOCAL_RANK" = 1 ]; then while [ ! -s "$LADDER_TRIAL_DIR/pid-0" ] || [ ! -s "$LADDER_TRIAL_DIR/pid-2" ]; do sleep 0.01; done; echo "rank $RANK gave up" >&2; exit 3; fi; exec tail -f /dev/null']
 space:
   x: {type: float, low: 0.0, high: 1.0}
 )",

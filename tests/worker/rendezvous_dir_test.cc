@@ -1,9 +1,10 @@
-// One-node trials' rendezvous files (worker/rendezvous_dir.h): under this user's directory in TMPDIR, used only
-// while it is a real directory of this user's closed to others; one node's leftovers removed, another's kept.
+// One-node trials' rendezvous files (worker/rendezvous_dir.h): in this worker's directory in TMPDIR, used only
+// while it is a real directory of this user's closed to others; emptied at the worker's start, another node's kept.
 #include "worker/rendezvous_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -40,44 +41,52 @@ class RendezvousDirTest : public ::testing::Test {
   bool had_ = false;
 };
 
-TEST_F(RendezvousDirTest, IsMadeClosedToOthersAndNamesEachRunsFileByNodeTrialAndEpoch) {
+TEST_F(RendezvousDirTest, IsMadeClosedToOthersAndNamesEachRunsFileByTrialAndEpoch) {
   std::string why;
-  const auto dir = RendezvousDir(&why);
+  const auto dir = RendezvousDir("gpu/7", &why);
   ASSERT_TRUE(dir) << why;
-  EXPECT_EQ(*dir, mine_);
+  const std::string me = mine_ + "-gpu_7-" + std::to_string(::getpid());
+  EXPECT_EQ(*dir, me);
   struct stat st {};
   ASSERT_EQ(::lstat(dir->c_str(), &st), 0);
   EXPECT_TRUE(S_ISDIR(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0700u);
-  EXPECT_EQ(RendezvousFile(*dir, "gpu/7", 12, 3), mine_ + "/gpu_7-trial-12-3");
-  EXPECT_TRUE(RendezvousDir(&why)) << "an existing one is used again: " << why;
+  EXPECT_EQ(RendezvousFile(*dir, 12, 3), me + "/trial-12-3");
+  EXPECT_TRUE(RendezvousDir("gpu/7", &why)) << "an existing one is used again: " << why;
 }
 
 TEST_F(RendezvousDirTest, ALinkOrADirectoryOpenToOthersIsNotUsed) {
+  const std::string mine = mine_ + "-n1-" + std::to_string(::getpid());
   fs::create_directory(tmp_.path / "elsewhere");
-  fs::create_directory_symlink(tmp_.path / "elsewhere", mine_);
+  fs::create_directory_symlink(tmp_.path / "elsewhere", mine);
   std::string why;
-  EXPECT_FALSE(RendezvousDir(&why));
-  EXPECT_NE(why.find(mine_), std::string::npos) << why;
-  fs::remove(mine_);
-  fs::create_directory(mine_);
-  fs::permissions(mine_, fs::perms::all);
-  EXPECT_FALSE(RendezvousDir(&why)) << "mode 0777";
-  fs::permissions(mine_, fs::perms::owner_all);
-  EXPECT_TRUE(RendezvousDir(&why)) << why;
+  EXPECT_FALSE(RendezvousDir("n1", &why));
+  EXPECT_NE(why.find(mine), std::string::npos) << why;
+  fs::remove(mine);
+  fs::create_directory(mine);
+  fs::permissions(mine, fs::perms::all);
+  EXPECT_FALSE(RendezvousDir("n1", &why)) << "mode 0777";
+  fs::permissions(mine, fs::perms::owner_all);
+  EXPECT_TRUE(RendezvousDir("n1", &why)) << why;
 }
 
-TEST_F(RendezvousDirTest, AWorkersStartRemovesItsNodesLeftoversOnly) {
-  std::string why;
-  const auto dir = RendezvousDir(&why);
-  ASSERT_TRUE(dir) << why;
-  for (const char* name : {"n1-trial-4-1", "n1-trial-9-2", "n12-trial-4-1", "n2-trial-4-1"}) {
-    std::ofstream(*dir + "/" + name) << "x";
+TEST_F(RendezvousDirTest, AWorkersStartRemovesItsNodesDirectoriesOfDeadProcessesOnly) {
+  // A process that is gone: a child that exited and was reaped.
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string stale = mine_ + "-n1-" + std::to_string(dead), live = mine_ + "-n1-1";  // pid 1 lives
+  const std::string other = mine_ + "-n2-" + std::to_string(dead);
+  for (const auto& d : {stale, live, other}) {
+    fs::create_directory(d);
+    std::ofstream(d + "/trial-4-1") << "x";
   }
-  EXPECT_EQ(RemoveNodeRendezvousFiles(*dir, "n1"), 2);
-  EXPECT_FALSE(fs::exists(*dir + "/n1-trial-4-1"));
-  EXPECT_TRUE(fs::exists(*dir + "/n12-trial-4-1"));
-  EXPECT_TRUE(fs::exists(*dir + "/n2-trial-4-1"));
+  std::string why;
+  ASSERT_TRUE(RendezvousDir("n1", &why)) << why;
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live + "/trial-4-1"));
+  EXPECT_TRUE(fs::exists(other + "/trial-4-1"));
 }
 
 }  // namespace
