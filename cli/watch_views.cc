@@ -139,7 +139,8 @@ std::vector<std::string> TimelineView(const WatchModel& m, int64_t search_id, do
     out.push_back(Clip("   (no trial has started yet)", w));
     return out;
   }
-  const double straggler = 2 * Median(completed);
+  const double median = Median(completed);
+  const double straggler = std::max(2 * median, median + 1);  // the web view's rule: over both
   const int pw = w - 15, rows = h - 3;  // a row: 15 columns of label, then the bars
   if (pw < 4 || rows < 1) return out;
   const double span = std::max(t1 - t0, 1e-9);
@@ -158,8 +159,7 @@ std::vector<std::string> TimelineView(const WatchModel& m, int64_t search_id, do
       const int c0 = col(b.start), c1 = std::max(c0, col(b.end) - (b.end < t1 ? 1 : 0));
       for (int c = c0; c <= c1; ++c) row[static_cast<size_t>(c)] = requeued && c < c1 ? '~' : StateGlyph(t.state());
       if (c1 > c0) row[static_cast<size_t>(c0)] = '[';  // where it starts: bars that touch stay apart
-      if (t.state() == v1::TRIAL_COMPLETED && straggler > 0 && b.end - b.start > straggler &&
-          b.end - b.start > Median(completed) + 1) {
+      if (t.state() == v1::TRIAL_COMPLETED && median > 0 && b.end - b.start > straggler) {
         row[static_cast<size_t>(c1)] = '!';
       }
     }

@@ -433,8 +433,11 @@ void TrialManager::CompleteFromExit(int64_t trial_id) {
   CloseAllocation(t, t.early_stop.empty() ? "exited" : "stopped early");
   std::string missing;  // the objective (or constrained) metric the run never reported
   std::optional<double> objective;
-  const bool measured = spec.MultiObjective() || !spec.constraints.empty();
-  const double run_seconds = measured ? RunSeconds(store_.LoadAttempts(t.proto.id())) : 0;
+  // The runs' seconds only when a metric is wall_time (a read of the trial's attempts from the store).
+  bool wall = false;
+  for (const search::Objective& o : spec.objectives) wall = wall || o.metric == search::kWallTimeMetric;
+  for (const search::Constraint& c : spec.constraints) wall = wall || c.metric == search::kWallTimeMetric;
+  const double run_seconds = wall ? RunSeconds(store_.LoadAttempts(t.proto.id())) : 0;
   if (spec.MultiObjective()) {
     std::vector<double> values = MeasureObjectives(spec, t, run_seconds, &missing);
     if (missing.empty()) {

@@ -303,13 +303,9 @@ class GpSampler : public HistorySampler {
   // The chance of feasibility: a GP (the objective's kernel) on the trials' largest signed constraint value,
   // standardized; feasible where it is at most 0 (the threshold, standardized alike).
   std::optional<FeasibilityModel> Feasibility(const Eigen::MatrixXd& x, const std::vector<const Observation*>& obs) const {
-    const Eigen::VectorXd c = ConstraintValues(obs);
-    const double mean = c.mean();
-    double sd = std::sqrt((c.array() - mean).square().mean());
-    if (!(sd > 1e-12)) sd = 1;
     FeasibilityModel m;
-    m.threshold = -mean / sd;
-    if (!m.post.Condition(x, Standardized(c), constraint_hyper_ ? *constraint_hyper_ : hyper_)) return std::nullopt;
+    const Eigen::VectorXd c = Standardized(ConstraintValues(obs), &m.threshold);
+    if (!m.post.Condition(x, c, constraint_hyper_ ? *constraint_hyper_ : hyper_)) return std::nullopt;
     return m;
   }
 
@@ -319,10 +315,12 @@ class GpSampler : public HistorySampler {
     return c;
   }
 
-  static Eigen::VectorXd Standardized(const Eigen::VectorXd& c) {
+  // c standardized; *zero (when given): where 0 lands on that scale (the feasibility threshold).
+  static Eigen::VectorXd Standardized(const Eigen::VectorXd& c, double* zero = nullptr) {
     const double mean = c.mean();
     double sd = std::sqrt((c.array() - mean).square().mean());
     if (!(sd > 1e-12)) sd = 1;
+    if (zero) *zero = -mean / sd;
     return ((c.array() - mean) / sd).matrix();
   }
 
