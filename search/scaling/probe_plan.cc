@@ -47,9 +47,11 @@ std::vector<double> ProbeLrs(const LawSet& set, const std::vector<ScaleTrial>& t
   }
   lo -= o.lr_margin_octaves, hi += o.lr_margin_octaves;
   const int n = std::max(o.lrs, 2);
-  const double span = std::max(1.0, (n - 1) * o.max_lr_step_octaves);
+  // A last probe (no other fits the budget after it) must tell the laws apart itself: it spans them, coarser.
+  const bool last = o.runs_left - n < n;
+  const double span = std::max(1.0, (n - 1) * (last ? o.last_probe_step_octaves : o.max_lr_step_octaves));
   if (hi - lo < 1.0 || hi - lo > span) {  // too wide: centred on the laws' weighted median, steps kept fine
-    const double mid = hi - lo < 1.0 ? (lo + hi) / 2 : WeightedQuantile(fits, 0.5);
+    const double mid = hi - lo < 1.0 || last ? (lo + hi) / 2 : WeightedQuantile(fits, 0.5);
     const double half = hi - lo < 1.0 ? 0.5 : span / 2;
     lo = mid - half, hi = mid + half;
   }

@@ -24,8 +24,12 @@
 //               batch at or under the target (it anchors the target), reached on the sweep's own nodes (the most nodes any trial at the sweep's largest batch used) with micro-batches
 //               = P / the sweep's largest batch (gradient accumulation)
 //   LRs         options.lrs LRs evenly from the lowest consistent law's prediction at P − lr_margin_octaves to
-//               the highest + lr_margin_octaves (at least 1 octave wide), kept half an octave below the lowest LR
-//               that diverged at P and at or below the stability edge's cap
+//               the highest + lr_margin_octaves (at least 1 octave wide, at most max_lr_step_octaves between two;
+//               wider, centred on the laws' weighted median: later probes and extensions climb from there),
+//               kept half an octave below the lowest LR that diverged at P and at or below the stability edge's
+//               cap. A last probe (the budget left after it, options.runs_left less its runs, affords no other
+//               probe) is the only measurement left to tell the laws apart: it spans them with steps up to
+//               last_probe_step_octaves, centred on the middle of that span where it is wider still
 //   cost        each LR is one run; with a budget in epochs a run at any batch on the same nodes costs what one
 //               swept run at the sweep's largest batch cost: options.node_hours_per_run
 //   choice      the largest expected drop in p80 regret per node-hour. The expectation is a preposterior over the
@@ -53,6 +57,8 @@ struct ProbeOptions {
                                     //   all): bench/climb's median miss 0.085 -> 0.135 octave
   int lrs = 3;
   double max_lr_step_octaves = 0.5;  // the LRs of a probe lie no farther apart than this (or 1 octave in all)
+  double last_probe_step_octaves = 1.0;  // ... or this, for a probe the budget cannot follow with another
+  double runs_left = 1e300;         // the budget left, in runs of node_hours_per_run (the climb sets it)
   double lr_margin_octaves = 0.5;
   double probe_sigma_octaves = 0.2;
   double max_regret = 0.01;         // p80 regret above this flags a target

@@ -99,5 +99,92 @@ TEST(ClimbRungs, AnUnsettledMeasurementAtTheTargetIsMeasuredAgain) {
   EXPECT_EQ(next->global_batch, 8192);
 }
 
+// A sweep (32..256, 3 seeds) whose best LR bends (x* = log2 1/(1 + 512/B)) under a seed's scatter of a fifth of an
+// octave: the power law and the saturating law both fit it, and part by over an octave at 4,096.
+std::vector<ScaleTrial> BendingSweep() {
+  std::vector<ScaleTrial> trials;
+  const double jitter[3] = {-0.2, 0.0, 0.2};
+  int i = 0;
+  for (int64_t b = 32; b <= 256; b *= 2) {
+    for (int64_t s = 0; s < 3; ++s) {
+      Basin(trials, b, -std::log2(1 + 512.0 / static_cast<double>(b)) + jitter[(s + i) % 3], s);
+    }
+    ++i;
+  }
+  return trials;
+}
+
+// While the budget affords later probes, a probe keeps fine steps (half an octave) about the laws' weighted median:
+// later probes and extensions climb from there. A probe the budget cannot follow (the last) must tell the laws
+// apart itself: its LRs span them, coarser (up to an octave apart), centred between them. teacher_lowrank's --quick
+// sweep (4 runs of budget) put its only probe about the saturating law's 0.18 at 1,024, every LR below the
+// oracle's 0.52: 0.33 / 0.83 octave off at 1,024 / 2,048; spanning the laws, 0.02 / 0.46.
+TEST(ClimbRungs, ALastProbeSpansTheLawsItMustTellApart) {
+  const std::vector<ScaleTrial> sweep = BendingSweep();
+  auto set = FitLaws(sweep, Anchored());
+  ASSERT_TRUE(set.ok()) << set.error;
+  const auto mixture = Mixture(*set.value);
+  ProbeOptions o;
+  o.sweep_largest_batch = 256;
+  o.factors = {16};  // one candidate: 4,096
+  double low = 1e300, high = -1e300;
+  for (const LawFit& l : set.value->laws) {
+    if (!l.consistent) continue;
+    const double x = set.value->FitLog2(l, 4096);
+    low = std::min(low, x), high = std::max(high, x);
+  }
+  ASSERT_GT(high - low, 1.0) << "the laws must part by more than the fine window less its margins";
+  auto span = [](const Probe& p) { return std::log2(p.lrs.back() / p.lrs.front()); };
+  auto fine = ProposeProbe(*set.value, mixture, sweep, 8192, o);
+  ASSERT_TRUE(fine.has_value());
+  ASSERT_EQ(fine->global_batch, 4096);
+  EXPECT_NEAR(span(*fine), 1.0, 1e-9);  // 3 LRs, half an octave apart
+  o.runs_left = 5;                      // 3 for this probe, 2 left: no other probe fits
+  auto last = ProposeProbe(*set.value, mixture, sweep, 8192, o);
+  ASSERT_TRUE(last.has_value());
+  ASSERT_EQ(last->lrs.size(), 3u);
+  const double lo = std::log2(last->lrs.front()), hi = std::log2(last->lrs.back());
+  EXPECT_GT(hi - lo, 1.5);
+  EXPECT_LE(hi - lo, 2.0 + 1e-9);
+  EXPECT_NEAR(std::log2(last->lrs[1]), (low + high) / 2, 1e-6);  // between the laws, not on the likelier one
+  EXPECT_LE(lo, low);
+  EXPECT_GE(hi, high);
+  o.runs_left = 6;  // 3 left after it: another probe fits, and the first keeps fine steps
+  auto again = ProposeProbe(*set.value, mixture, sweep, 8192, o);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_NEAR(span(*again), 1.0, 1e-9);
+}
+
+// The climb tells ProposeProbe what the budget leaves. The sweep's 84 runs of 1,000 steps cost 39.4 runs at its
+// largest batch (a run's cost grows with its batch): with room for one probe (10%: 3.9 runs) that probe spans the
+// laws; with room for two (20%), the first keeps fine steps.
+TEST(ClimbRungs, TheClimbsBudgetDecidesWhichProbeIsTheLast) {
+  const std::vector<ScaleTrial> sweep = BendingSweep();
+  auto first_span = [&](double budget) {
+    ClimbOptions o;
+    o.probe_budget = budget;
+    o.probe.factors = {16};
+    std::vector<Probe> seen;
+    auto run = [&](const Probe& p) {
+      seen.push_back(p);
+      std::vector<ScaleTrial> got;
+      for (double lr : p.lrs) {
+        ScaleTrial t;
+        t.global_batch = p.global_batch, t.peak_lr = lr, t.seed = 100, t.steps = 1000;
+        t.final_loss = 0.08 * std::exp(0.07 * std::pow(std::log2(lr) - 0.8, 2));
+        t.id = "probe/" + std::to_string(lr);
+        got.push_back(t);
+      }
+      return got;
+    };
+    auto r = Climb(sweep, {8192}, run, o);
+    EXPECT_TRUE(r.ok()) << r.error;
+    EXPECT_FALSE(seen.empty());
+    return seen.empty() ? 0.0 : std::log2(seen.front().lrs.back() / seen.front().lrs.front());
+  };
+  EXPECT_GT(first_span(0.1), 1.5);
+  EXPECT_NEAR(first_span(0.2), 1.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace ladder::search
