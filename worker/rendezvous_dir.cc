@@ -23,17 +23,18 @@ std::string FileSafe(const std::string& s) {
   return out;
 }
 
+// ladder-rendezvous-UID-NODE-: the name of a node's directories less the worker's pid.
+std::string Prefix(const std::string& node_id) {
+  return "ladder-rendezvous-" + std::to_string(::geteuid()) + "-" + FileSafe(node_id) + "-";
+}
+
 }  // namespace
 
-std::optional<std::string> RendezvousDir(const std::string& node_id, std::string* why) {
+void RemoveDeadRendezvousDirs(const std::string& node_id) {
   std::error_code ec;
   const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
-  if (ec) {
-    *why = "no temporary directory: " + ec.message();
-    return std::nullopt;
-  }
-  const std::string prefix = "ladder-rendezvous-" + std::to_string(::geteuid()) + "-" + FileSafe(node_id) + "-";
-  // What a killed predecessor on this node left: a directory of a process that is gone.
+  if (ec) return;
+  const std::string prefix = Prefix(node_id);
   for (const auto& e : std::filesystem::directory_iterator(tmp, ec)) {
     const std::string name = e.path().filename().string();
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
@@ -44,7 +45,17 @@ std::optional<std::string> RendezvousDir(const std::string& node_id, std::string
       std::filesystem::remove_all(e.path(), rec);
     }
   }
-  const std::string dir = (tmp / (prefix + std::to_string(::getpid()))).string();
+}
+
+std::optional<std::string> RendezvousDir(const std::string& node_id, std::string* why) {
+  std::error_code ec;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) {
+    *why = "no temporary directory: " + ec.message();
+    return std::nullopt;
+  }
+  RemoveDeadRendezvousDirs(node_id);  // what a killed predecessor on this node left
+  const std::string dir = (tmp / (Prefix(node_id) + std::to_string(::getpid()))).string();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     *why = "cannot create " + dir + ": " + std::strerror(errno);
     return std::nullopt;

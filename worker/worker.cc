@@ -86,12 +86,7 @@ void Worker::Start() {
   for (const auto& p : KillLeftoverTrialProcesses(opt_.trial_dir, opt_.node_id)) {
     LogWarning(kLog, "killed " + p + ": left running by an earlier worker on " + opt_.trial_dir);
   }
-  std::string why;
-  if (auto rdv = RendezvousDir(opt_.node_id, &why)) {
-    rendezvous_dir_ = *rdv;
-  } else {
-    LogWarning(kLog, "one-node trials meet in their trial directories: " + why);
-  }
+  RemoveDeadRendezvousDirs(opt_.node_id);  // a killed predecessor's; this worker's own is made when first needed
   // Reconnect quickly after a coordinator restart (gRPC's own default backoff grows to minutes).
   grpc::ChannelArguments args;
   const int backoff_max = static_cast<int>(std::max<int64_t>(100, opt_.reconnect_max.count()));

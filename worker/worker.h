@@ -196,8 +196,10 @@ class Worker {
   bool registered_ = false;
   std::map<int64_t, Running> trials_;
   std::unique_ptr<WarmStarter> warm_;  // null with warm_starts off
-  std::string rendezvous_dir_;          // one-node trials' rendezvous files (worker/rendezvous_dir.h), removed by
-                                        // the destructor; "" when unusable (they fall back to the trial's directory)
+  std::string rendezvous_dir_;          // one-node trials' rendezvous files (worker/rendezvous_dir.h), made for the
+                                        // first one-node trial of several ranks, removed by the destructor; "" when
+                                        // unusable (they fall back to the trial's directory) or not yet needed
+  bool rendezvous_tried_ = false;       // whether rendezvous_dir_ was made (or found unusable)
   std::unique_ptr<RankGuard> guard_;   // null with rank_guard off, or when it cannot start
   std::chrono::milliseconds lease_{0};  // as the coordinator said (0: not said)
   boost::asio::steady_timer flush_timer_;

@@ -42,6 +42,15 @@ void Worker::StartTrial(const v1::StartTrial& m) {
   const std::string dir = opt_.trial_dir + "/trial-" + std::to_string(m.trial_id());
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  if (!rendezvous_tried_ && m.local_ranks() > 1) {  // the ranks will meet in this worker's directory (RankSpec)
+    rendezvous_tried_ = true;
+    std::string why;
+    if (auto rdv = RendezvousDir(opt_.node_id, &why)) {
+      rendezvous_dir_ = *rdv;
+    } else {
+      LogWarning(kLog, "one-node trials meet in their trial directories: " + why);
+    }
+  }
   LaunchSpec spec = RankSpec(m, dir);
   Running& r = NewRun(m);
   // srun runs outside this worker's process tree: Slurm's preemption of the workers' job signals their step's

@@ -1,6 +1,7 @@
 // Server and worker in one process on port 0, real trial processes, then a look straight into SQLite.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sqlite3.h>
 
 #include <set>
@@ -56,6 +57,11 @@ class SearchE2E : public ::testing::Test {
     EXPECT_TRUE(st.ok()) << st.error_message();
     if (!st.ok()) return std::nullopt;
     return testing::WaitForSearchEnd(*stub_, resp.search().id(), limit, "secret-token");
+  }
+  // The rendezvous directory (worker/rendezvous_dir.h) of this process's worker of node `node` (in-process).
+  static std::filesystem::path RendezvousDirOf(const std::string& node) {
+    return std::filesystem::temp_directory_path() /
+           ("ladder-rendezvous-" + std::to_string(::geteuid()) + "-" + node + "-" + std::to_string(::getpid()));
   }
   // Runs one query on the database file (a separate connection, so only committed data is visible).
   std::vector<std::vector<std::string>> Query(const std::string& sql) { return testing::Query(dir_ / "ladder.db", sql); }
@@ -115,6 +121,8 @@ TEST_F(SearchE2E, RunsTrialsAndStoresEverythingInSqlite) {
     }
     EXPECT_LE(overlapping, 2);
   }
+  // One-rank trials need no rendezvous: the worker made no directory for them (one killed now would leave none).
+  EXPECT_FALSE(std::filesystem::exists(RendezvousDirOf("w1"))) << RendezvousDirOf("w1");
 }
 
 // Every call needs the token, reads included: a search's spec may carry credentials in its env.
@@ -300,6 +308,7 @@ space:
   EXPECT_EQ(values["local_world"], "3.0");
   EXPECT_EQ(values["worker_slots"], "3.0") << "the worker's slots: the ranks it may run on the node at once";
   EXPECT_EQ(values["rendezvous_file"], "1.0") << "one node's ranks meet through a file in this user's rendezvous directory under /tmp (containers share it)";
+  EXPECT_TRUE(std::filesystem::exists(RendezvousDirOf("w3"))) << "made for the first trial of several ranks";
   // Every rank's process is gone.
   for (int k = 0; k < 3; ++k) {
     std::ifstream in(dir_ / "trials3" / ("trial-" + trial[0]) / ("pid-" + std::to_string(k)));

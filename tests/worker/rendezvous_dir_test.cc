@@ -1,5 +1,6 @@
 // One-node trials' rendezvous files (worker/rendezvous_dir.h): in this worker's directory in TMPDIR, used only
-// while it is a real directory of this user's closed to others; emptied at the worker's start, another node's kept.
+// while it is a real directory of this user's closed to others; dead workers' removed at a worker's start, another
+// node's kept.
 #include "worker/rendezvous_dir.h"
 
 #include <gtest/gtest.h>
@@ -82,11 +83,18 @@ TEST_F(RendezvousDirTest, AWorkersStartRemovesItsNodesDirectoriesOfDeadProcesses
     fs::create_directory(d);
     std::ofstream(d + "/trial-4-1") << "x";
   }
-  std::string why;
-  ASSERT_TRUE(RendezvousDir("n1", &why)) << why;
+  RemoveDeadRendezvousDirs("n1");
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(live + "/trial-4-1"));
   EXPECT_TRUE(fs::exists(other + "/trial-4-1"));
+  // A worker's start makes no directory of its own: that waits for its first trial of several ranks.
+  EXPECT_FALSE(fs::exists(mine_ + "-n1-" + std::to_string(::getpid())));
+  // Making one also clears the dead (another predecessor killed since).
+  fs::create_directory(stale);
+  std::string why;
+  ASSERT_TRUE(RendezvousDir("n1", &why)) << why;
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(mine_ + "-n1-" + std::to_string(::getpid())));
 }
 
 }  // namespace
