@@ -27,7 +27,7 @@ namespace ladder::cli {
 
 namespace {
 
-std::string Iv(const search::Interval& i) { return search::FormatInterval(i); }
+std::string IntervalText(const search::Interval& i) { return search::FormatInterval(i); }
 
 std::string Sig(double v, const char* format = "%.4g") {
   char buf[64];
@@ -102,16 +102,16 @@ void PrintPlan(const v1::Search& s, size_t used, const search::ScalePlan& p,
     for (const auto& r : p.ramp) out << " " << r.global_batch << "@" << r.step;
     out << ")";
   }
-  out << "\n  peak LR        " << Iv(p.peak_lr) << "   (linear rule " << p.linear_rule_lr << ", sqrt rule "
+  out << "\n  peak LR        " << IntervalText(p.peak_lr) << "   (linear rule " << p.linear_rule_lr << ", sqrt rule "
       << p.sqrt_rule_lr << ")\n";
   out << "  LR rule        " << p.lr_rule << ": " << p.lr_rule_why << "\n";
   PrintVerdict(extrapolation, out);
   out << "  warmup         " << p.warmup_steps << " steps; decay " << p.decay << "; optimizer " << p.optimizer << "\n";
   out << "  steps          " << p.steps;
   if (!std::isnan(p.steps_to_target.value)) {
-    out << "; steps to val_loss " << p.target_loss << ": " << Iv(p.steps_to_target);
+    out << "; steps to val_loss " << p.target_loss << ": " << IntervalText(p.steps_to_target);
   }
-  if (!std::isnan(p.final_loss.value)) out << "; predicted final val_loss " << Iv(p.final_loss);
+  if (!std::isnan(p.final_loss.value)) out << "; predicted final val_loss " << IntervalText(p.final_loss);
   out << "\n";
   if (!band.empty()) {
     out << "  live val_loss band";

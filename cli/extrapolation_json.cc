@@ -7,7 +7,7 @@ namespace ladder::cli {
 
 namespace {
 
-nlohmann::json Iv(const search::Interval& i) { return nlohmann::json::array({i.value, i.lo, i.hi}); }
+nlohmann::json IntervalJson(const search::Interval& i) { return nlohmann::json::array({i.value, i.lo, i.hi}); }
 
 // One law: its LR along the batches, and at the target with its interval; null when the report lacks it.
 nlohmann::json Law(const search::ScalingReport& report, search::LrRule rule, const std::string& name,
@@ -21,7 +21,7 @@ nlohmann::json Law(const search::ScalingReport& report, search::LrRule rule, con
   auto at = search::PredictLr(report, static_cast<double>(plan.global_batch), rule);
   return {{"name", name},
           {"points", points},
-          {"at_target", at.ok() ? Iv(*at.value) : nlohmann::json(nullptr)},
+          {"at_target", at.ok() ? IntervalJson(*at.value) : nlohmann::json(nullptr)},
           {"chosen", name == plan.lr_rule},
           {"consistent", nullptr}};  // no test of the laws against the data yet
 }
@@ -108,7 +108,7 @@ nlohmann::json ExtrapolationJson(const search::ScalingReport& report, const sear
   nlohmann::json swept = nlohmann::json::array();
   for (const auto& b : report.best_lr) {
     swept.push_back({{"batch", b.global_batch},
-                     {"lr", Iv(b.lr)},
+                     {"lr", IntervalJson(b.lr)},
                      {"loss", b.loss},
                      {"trials", b.trials},
                      {"at_edge", b.at_edge}});
@@ -157,8 +157,8 @@ nlohmann::json ExtrapolationJson(const search::ScalingReport& report, const sear
   const auto& edge = report.stability_edge;
   return {{"swept", swept},
           {"laws", laws},
-          {"target", {{"batch", plan.global_batch}, {"lr", Iv(plan.peak_lr)}, {"rule", plan.lr_rule}}},
-          {"stability_edge", std::isfinite(edge.value) ? Iv(edge) : nlohmann::json(nullptr)},
+          {"target", {{"batch", plan.global_batch}, {"lr", IntervalJson(plan.peak_lr)}, {"rule", plan.lr_rule}}},
+          {"stability_edge", std::isfinite(edge.value) ? IntervalJson(edge) : nlohmann::json(nullptr)},
           {"probes", climb ? ProbesJson(climb->runs) : nlohmann::json::array()},
           {"verdict", climb ? Verdict(*climb) : nlohmann::json(nullptr)},
           {"interval_level", report.interval_level}};

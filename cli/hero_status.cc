@@ -10,7 +10,7 @@ namespace ladder::cli {
 
 namespace {
 
-std::string Num(const nlohmann::json& v) {
+std::string JsonNumberText(const nlohmann::json& v) {
   if (!v.is_number()) return "-";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v.get<double>());
@@ -18,10 +18,10 @@ std::string Num(const nlohmann::json& v) {
 }
 
 // [value, lo, hi] as "v [lo, hi]", "v" without bounds, "-" without a value.
-std::string Iv(const nlohmann::json& v) {
+std::string JsonIntervalText(const nlohmann::json& v) {
   if (!v.is_array() || v.size() != 3 || !v[0].is_number()) return "-";
-  if (!v[1].is_number() || !v[2].is_number()) return Num(v[0]) + " (no interval)";
-  return Num(v[0]) + " [" + Num(v[1]) + ", " + Num(v[2]) + "]";
+  if (!v[1].is_number() || !v[2].is_number()) return JsonNumberText(v[0]) + " (no interval)";
+  return JsonNumberText(v[0]) + " [" + JsonNumberText(v[1]) + ", " + JsonNumberText(v[2]) + "]";
 }
 
 std::string Position(const HeroStatus& h) {
@@ -72,11 +72,11 @@ void PrintHeroStatus(const HeroStatus& h, std::ostream& out) {
     for (const auto& r : p["ramp"]) out << " " << r[1] << "@" << r[0];
     out << ")";
   }
-  out << "\n    peak LR        " << Iv(p.value("peak_lr", nlohmann::json())) << "   (rule "
+  out << "\n    peak LR        " << JsonIntervalText(p.value("peak_lr", nlohmann::json())) << "   (rule "
       << p.value("lr_rule", std::string("fit")) << ")\n";
   out << "    warmup         " << p.value("warmup_steps", 0) << " steps; decay " << p.value("decay", std::string("-"))
       << "; optimizer " << p.value("optimizer", std::string("-")) << "; " << p.value("steps", 0) << " steps\n";
-  out << "    final val_loss " << Iv(p.value("final_loss", nlohmann::json())) << " (predicted)\n";
+  out << "    final val_loss " << JsonIntervalText(p.value("final_loss", nlohmann::json())) << " (predicted)\n";
   const auto band = p.value("loss_band", nlohmann::json::array());
   if (!h.band_error.empty()) {
     out << "    band           unreadable: " << h.band_error << "\n";
@@ -95,7 +95,7 @@ void PrintHeroStatus(const HeroStatus& h, std::ostream& out) {
   if (!h.step) {
     out << "    live           no val_loss reported yet\n";
   } else if (!h.band_now) {
-    out << "    live           val_loss " << Num(h.val_loss) << " at step " << *h.step
+    out << "    live           val_loss " << JsonNumberText(h.val_loss) << " at step " << *h.step
         << (band.empty() ? "" : " (before the band starts)") << "\n";
   } else {
     char buf[160];

@@ -61,13 +61,13 @@ bool HasFlag(const std::vector<std::string>& argv, const std::string& flag) {
   return std::any_of(argv.begin(), argv.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
 }
 
-std::string Num(double v) {
+std::string Sig6(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
 }
 
-double Median(std::vector<double> v) {
+double UpperMedian(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -106,7 +106,7 @@ std::vector<search::ScaleTrial> ScaleTrialsFrom(const v1::Search& search, const 
       }
     }
     if (!noise.empty()) {
-      s.noise_scale = Median({noise.begin() + static_cast<std::ptrdiff_t>(noise.size() / 2), noise.end()});
+      s.noise_scale = UpperMedian({noise.begin() + static_cast<std::ptrdiff_t>(noise.size() / 2), noise.end()});
       s.noise_scale_start = noise[std::min(noise.size() - 1, noise.size() / 10)];
     }
     std::vector<std::string> argv(t.command().begin(), t.command().end());
@@ -147,7 +147,7 @@ std::vector<std::string> HeroCommand(const v1::Trial& best, const search::ScaleT
   // hero run's to pay for.
   RemoveFlag(&argv, "--curvature-every");
   RemoveFlag(&argv, "--curvature-rows");
-  SetFlag(&argv, "--lr", Num(plan.peak_lr.value));
+  SetFlag(&argv, "--lr", Sig6(plan.peak_lr.value));
   SetFlag(&argv, "--batch-size", std::to_string(first_batch / ranks));
   RemoveFlag(&argv, "--warmup-fraction");  // the plan's warmup, in steps, replaces it
   SetFlag(&argv, "--warmup-steps", std::to_string(plan.warmup_steps));

@@ -12,7 +12,7 @@
 namespace ladder::cli {
 namespace {
 
-std::string Num(double v) { return FormatNumber(v, 4); }
+std::string Num4(double v) { return FormatNumber(v, 4); }
 
 std::string Clip(std::string s, int w) {
   if (static_cast<int>(s.size()) > w) s.resize(static_cast<size_t>(std::max(0, w)));
@@ -103,13 +103,13 @@ std::vector<std::string> ParetoView(const WatchModel& m, int64_t search_id, int6
     if (t->id() == selected_trial) cell(*t) = '@';
   }
   for (int r = 0; r < ph; ++r) {
-    const std::string label = r == 0 ? Num(y1) : r == ph - 1 ? Num(y0) : "";
+    const std::string label = r == 0 ? Num4(y1) : r == ph - 1 ? Num4(y0) : "";
     char lb[32];
     std::snprintf(lb, sizeof lb, "%10s |", label.c_str());
     out.push_back(Clip(lb + grid[static_cast<size_t>(r)], w));
   }
-  std::string axis = "           " + Num(x0);
-  const std::string right = Num(x1) + " " + ox.metric();
+  std::string axis = "           " + Num4(x0);
+  const std::string right = Num4(x1) + " " + ox.metric();
   axis += std::string(static_cast<size_t>(std::max(1, 12 + pw - static_cast<int>(axis.size() + right.size()))), ' ');
   out.push_back(Clip(axis + right, w));
   out.push_back(Clip("           o on the front   . dominated   @ the selected trial", w));

@@ -5,12 +5,9 @@
 
 #include "common/log.h"
 #include "server/store/sqlite_db.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
-
-namespace {
-constexpr const char* kLog = "coordinator";
-}  // namespace
 
 CommitOutbox::CommitOutbox(boost::asio::io_context& loop, store::Store& store,
                            std::chrono::milliseconds flush_interval, std::chrono::milliseconds ack_delay)

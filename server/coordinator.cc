@@ -9,12 +9,9 @@
 #include "common/log.h"
 #include "server/store/sqlite_db.h"
 #include "common/wall_clock.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
-
-namespace {
-constexpr const char* kLog = "coordinator";
-}  // namespace
 
 Coordinator::Coordinator(boost::asio::io_context& loop, store::Store& store, CoordinatorOptions options)
     : loop_(loop),

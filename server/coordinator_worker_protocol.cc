@@ -3,12 +3,9 @@
 #include "common/log.h"
 #include "server/coordinator.h"
 #include "server/store/sqlite_db.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
-
-namespace {
-constexpr const char* kLog = "coordinator";
-}  // namespace
 
 void Coordinator::OnWorkerMessage(const std::shared_ptr<WorkerLink>& link, const v1::WorkerMessage& msg) {
   if (stopped_ || link->IsClosed()) return;  // a message read before its stream was closed here

@@ -4,12 +4,11 @@
 
 #include "common/log.h"
 #include "common/wall_clock.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
 
 namespace {
-
-constexpr const char* kLog = "coordinator";
 
 // The node's pool: its worker's label `pool` ("" without one).
 std::string PoolOf(const v1::WorkerResources& r) {

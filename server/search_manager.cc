@@ -7,12 +7,11 @@
 #include "common/log.h"
 #include "search/spec/spec_reader.h"
 #include "common/wall_clock.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
 
 namespace {
-
-constexpr const char* kLog = "coordinator";
 
 bool IsTerminal(v1::TrialState s) {
   return s == v1::TRIAL_COMPLETED || s == v1::TRIAL_FAILED || s == v1::TRIAL_CANCELLED;

@@ -8,12 +8,11 @@
 #include "common/log.h"
 #include "server/search_manager.h"
 #include "common/wall_clock.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
 
 namespace {
-
-constexpr const char* kLog = "coordinator";
 
 // A metric value for a message: 6 significant digits.
 std::string FormatValue(double v) {

@@ -9,12 +9,12 @@
 #include "search/core/point.h"
 #include "server/params_codec.h"
 #include "server/search_manager.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
 
 namespace {
 
-constexpr const char* kLog = "coordinator";
 constexpr int kMaxParamsPerPoint = 10000;
 
 }  // namespace

@@ -10,12 +10,9 @@
 #include "server/predictions_file.h"
 #include "server/search_manager.h"
 #include "common/wall_clock.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
-
-namespace {
-constexpr const char* kLog = "coordinator";
-}  // namespace
 
 void SearchManager::BuildEnsemble(SearchRecord& s) {
   const auto& opt = s.spec.ensemble;

@@ -7,12 +7,12 @@
 #include "common/log.h"
 #include "search/core/scales.h"
 #include "server/search_manager.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
 
 namespace {
 
-constexpr const char* kLog = "coordinator";
 constexpr int kMaxProbeLrs = 16;
 constexpr int kMaxMicroBatches = 1 << 16;
 

@@ -10,12 +10,11 @@
 #include "search/spec/spec_reader.h"
 #include "server/params_codec.h"
 #include "server/search_manager.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
 
 namespace {
-
-constexpr const char* kLog = "coordinator";
 
 // Whether an earlier trial is warm-start data: one of its search's configurations that completed with a value.
 bool Usable(const v1::Trial& t) {

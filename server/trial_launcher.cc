@@ -8,12 +8,9 @@
 #include "common/token.h"
 #include "server/launch_commands.h"
 #include "server/rendezvous_port.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
-
-namespace {
-constexpr const char* kLog = "coordinator";
-}  // namespace
 
 TrialLauncher::TrialLauncher(NodeManager& nodes, CommitOutbox& outbox, const CoordinatorOptions& options,
                              std::function<void()> request_schedule, RunIsCurrent run_is_current)

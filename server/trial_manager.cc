@@ -7,12 +7,11 @@
 #include "server/params_codec.h"
 #include "server/trial_manager.h"
 #include "common/wall_clock.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
 
 namespace {
-
-constexpr const char* kLog = "coordinator";
 
 const char* EndWord(v1::TrialState state) {
   return state == v1::TRIAL_COMPLETED ? "completed" : state == v1::TRIAL_FAILED ? "failed" : "cancelled";

@@ -9,12 +9,11 @@
 #include "server/params_codec.h"
 #include "server/trial_manager.h"
 #include "common/wall_clock.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
 
 namespace {
-
-constexpr const char* kLog = "coordinator";
 
 scheduler::Priority SchedPriority(v1::Priority p) {
   switch (p) {

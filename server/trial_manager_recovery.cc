@@ -7,12 +7,11 @@
 #include "common/log.h"
 #include "server/params_codec.h"
 #include "server/trial_manager.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
 
 namespace {
-
-constexpr const char* kLog = "coordinator";
 
 // A RUNNING trial's members, as its stored placement says; none is attached until its worker re-registers.
 void RestoreMembers(TrialRecord& t, v1::Launcher launcher) {

@@ -8,12 +8,9 @@
 #include "server/rendezvous_port.h"
 #include "server/trial_manager.h"
 #include "common/wall_clock.h"
+#include "server/log_component.h"
 
 namespace ladder::server {
-
-namespace {
-constexpr const char* kLog = "coordinator";
-}  // namespace
 
 void TrialManager::OnStarted(const std::string& node, const v1::TrialStarted& m) {
   auto it = trials_.find(m.trial_id());

@@ -7,12 +7,11 @@
 #include <vector>
 
 #include "common/log.h"
+#include "worker/log_component.h"
 
 namespace ladder::worker {
 
 namespace {
-
-constexpr const char* kLog = "worker";
 
 // The step could not be signalled: srun forwards SIGUSR1 to its tasks as it is.
 void FallBackToUsr1(const std::shared_ptr<TrialProcess>& srun, const std::string& trial, const std::string& why) {

@@ -13,14 +13,13 @@
 #include "common/executable.h"
 #include "common/log.h"
 #include "trainer/zygote_protocol.h"
+#include "worker/log_component.h"
 
 namespace ladder::worker {
 
 namespace z = ::ladder::trainer::zygote;
 
 namespace {
-
-constexpr const char* kLog = "worker";
 
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 

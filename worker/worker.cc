@@ -27,12 +27,9 @@
 #include "common/coordinator_loss_rule.h"
 #include "worker/reconnect_backoff.h"
 #include "worker/rendezvous_dir.h"
+#include "worker/log_component.h"
 
 namespace ladder::worker {
-
-namespace {
-constexpr const char* kLog = "worker";
-}  // namespace
 
 v1::WorkerResources DetectResources(const WorkerOptions& opt) {
   v1::WorkerResources r;

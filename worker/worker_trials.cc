@@ -19,11 +19,11 @@
 #include "worker/worker.h"
 
 #include "common/coordinator_loss_rule.h"
+#include "worker/log_component.h"
 
 namespace ladder::worker {
 
 namespace {
-constexpr const char* kLog = "worker";
 
 double WallNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
