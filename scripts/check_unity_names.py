@@ -19,7 +19,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_structure import blank  # noqa: E402
 
 DECL = re.compile(r"^\s*(?:(?:static|inline|constexpr|const|extern|template\s*<[^>]*>)\s+)*"
-                  r"(?:(?:struct|class|enum(?:\s+class)?|using)\s+(\w+)|[\w:<>,\*&\s]+?[\s\*&](\w+)\s*[\(=\{;\[])")
+                  r"(?:(?:struct|class|enum(?:\s+class)?)\s+(\w+)|using\s+(\w+)\s*="
+                  r"|[\w:<>,\*&\s]+?[\s\*&](\w+)\s*[\(=\{;\[])")
+NOT_A_DEFINITION = re.compile(r"\s*(namespace|return|using\s+namespace)\b")
 
 
 def file_local_names(path):
@@ -33,10 +35,10 @@ def file_local_names(path):
         in_anon = bool(scopes) and scopes[-1] == "anon" and at_ns
         if at_ns and re.match(r"\s*using\s+namespace\b", line):
             usings.append(n)
-        if at_ns and (in_anon or re.match(r"\s*static\s", line)) and not re.match(r"\s*(namespace|return)\b", line):
+        if at_ns and (in_anon or re.match(r"\s*static\s", line)) and not NOT_A_DEFINITION.match(line):
             m = DECL.match(line)
             if m:
-                names.append((m.group(1) or m.group(2), n))
+                names.append((m.group(1) or m.group(2) or m.group(3), n))
         for m in re.finditer(r"[{}]", line):
             if m.group() == "}":
                 if scopes:
@@ -64,6 +66,8 @@ def main():
     for target, files in sorted(targets.items()):
         where = collections.defaultdict(list)
         for f in sorted(files):
+            if not os.path.exists(f):  # a generated source not generated yet (the build makes it)
+                continue
             names, usings = file_local_names(f)
             clashes += [f"{f}:{n}: `using namespace` at namespace scope in a unity batch" for n in usings]
             for name, n in names:
