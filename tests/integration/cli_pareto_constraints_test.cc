@@ -5,9 +5,11 @@
 // dominate is on it; promote refuses an infeasible pick naming the constraint; multi-objective TPE is told the
 // signed values live and again by a restarted coordinator: each suggestion is the one a sampler told the same
 // constrained trials makes (and not the one it makes told the objectives only). A search with no feasible trial
-// fails, as with one objective.
+// fails, as with one objective. The dashboard's Pareto view, in Debian's headless Chromium, marks exactly the
+// trials the API says are infeasible.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -21,6 +23,7 @@
 #include "search/spec/spec_reader.h"
 #include "tests/integration/local_cluster.h"
 #include "tests/integration/system_support.h"
+#include "tests/support/headless_chromium.h"
 
 namespace ladder {
 namespace {
@@ -208,6 +211,52 @@ enqueue: [{x: 0.3}, {x: 0.7}]
   auto front = testing::RunCommand(cluster.Ladder({"trials", "1", "--pareto", "--json"}), dir);
   ASSERT_EQ(front.exit_code, 0) << front.err;
   EXPECT_TRUE(nlohmann::json::parse(front.out)["front"].empty()) << front.out;
+}
+
+// The web dashboard's Pareto view draws the infeasible trials apart (view.points[i][4]) and the coordinator's front
+// of the feasible ones, checked against the API's trials and search.
+TEST(CliParetoConstraints, TheDashboardsParetoViewMarksTheInfeasibleTrials) {
+  if (!testing::HeadlessChromium::Available()) GTEST_SKIP() << "chromium is not installed (scripts/bootstrap.sh)";
+  testing::TempDir dir("pareto-constraints-dashboard");
+  testing::LocalCluster cluster;
+  ASSERT_NO_FATAL_FAILURE(cluster.Start(dir, /*dashboard=*/true, "r1"));
+  std::ofstream(dir / "memtrade.yaml") << R"(name: memtrade
+objectives: [{metric: loss, mode: min}, {metric: cost, mode: min}]
+constraints: [{metric: mem, max: 0.5}]
+budget: {max_trials: 5, parallelism: 2}
+sampler: random
+command: [/bin/sh, -c, 'awk -v x={x} -v y={y} "BEGIN {{ printf \"{{\\\"loss\\\": %g, \\\"cost\\\": %g, \\\"mem\\\": %g}}\\n\", x, 1 - x + y, 1 - x }}"']
+space:
+  x: {type: float, low: 0, high: 1}
+  y: {type: float, low: 0, high: 1}
+enqueue: [{x: 0.1, y: 0.0}, {x: 0.3, y: 0.1}, {x: 0.6, y: 0.2}, {x: 0.8, y: 0.0}, {x: 0.55, y: 0.5}]
+)";
+  auto done = testing::RunCommand(cluster.Ladder({"search", "start", "memtrade.yaml", "--wait"}), dir);
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+  testing::HeadlessChromium browser(dir, "1400,2600");
+  const std::string url = "http://127.0.0.1:" + std::to_string(cluster.http_port);
+  browser.Open(url + "/");
+  browser.Navigate(url + "/login?token=" + cluster.token + "&next=%23/search/1");
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.ready === '#/search/1'")) << browser.Eval("document.body.innerHTML");
+  ASSERT_TRUE(browser.WaitFor("!!(document.querySelector('#pareto').view)")) << browser.Eval("document.body.innerHTML");
+  auto search = browser.Eval("fetch('/api/searches/1').then(r => r.json())")["search"];
+  auto trials = browser.Eval("fetch('/api/searches/1/trials?view=table').then(r => r.json())")["trials"];
+  auto view = browser.Eval("document.querySelector('#pareto').view");
+  ASSERT_EQ(view["points"].size(), 5u) << view.dump();
+  int infeasible = 0;
+  for (const auto& t : trials) {
+    auto p = std::find_if(view["points"].begin(), view["points"].end(), [&](const auto& q) { return q[2] == t["id"]; });
+    ASSERT_NE(p, view["points"].end()) << t.dump();
+    EXPECT_EQ((*p)[4].get<bool>(), t.value("infeasible", false)) << t.dump();
+    EXPECT_EQ((*p)[3].get<bool>(), t.value("pareto", false)) << t.dump();
+    EXPECT_FALSE((*p)[3].get<bool>() && (*p)[4].get<bool>()) << "an infeasible trial on the front: " << t.dump();
+    infeasible += t.value("infeasible", false) ? 1 : 0;
+  }
+  EXPECT_EQ(infeasible, 2) << "x = 0.1 and 0.3 break mem <= 0.5";
+  ASSERT_EQ(search["pareto_front"].size(), 3u) << search.dump();
+  EXPECT_NE(browser.Eval("document.querySelector('#pareto .legend').textContent").get<std::string>().find(
+                "3 of 5 completed trials on the front (green), 2 infeasible (red: never on the front)"),
+            std::string::npos);
 }
 
 }  // namespace
