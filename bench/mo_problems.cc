@@ -69,6 +69,34 @@ std::vector<double> Dtlz2(const std::vector<double>& x) {  // 3 objectives
   return {(1 + g) * std::cos(a) * std::cos(b), (1 + g) * std::cos(a) * std::sin(b), (1 + g) * std::sin(a)};
 }
 
+std::vector<double> Dtlz2Of2(const std::vector<double>& x) {  // 2 objectives
+  double g = 0;
+  for (size_t i = 1; i < x.size(); ++i) g += (x[i] - 0.5) * (x[i] - 0.5);
+  const double a = x[0] * M_PI / 2;
+  return {(1 + g) * std::cos(a), (1 + g) * std::sin(a)};
+}
+
+// C2-DTLZ2 with 2 objectives: feasible within kC2Radius of either end of the front or of its middle.
+constexpr double kC2Radius = 0.2;
+class C2Dtlz2 : public Synthetic {
+ public:
+  C2Dtlz2() : Synthetic(6, &Dtlz2Of2, {1.1, 1.1}) {}
+  std::vector<double> Constraints(const Params& p) const override {
+    const std::vector<double> f = TrueValues(p);
+    const double r2 = kC2Radius * kC2Radius, m = 1 / std::sqrt(2.0);
+    const double ends = std::min((f[0] - 1) * (f[0] - 1) + f[1] * f[1], f[0] * f[0] + (f[1] - 1) * (f[1] - 1));
+    const double middle = (f[0] - m) * (f[0] - m) + (f[1] - m) * (f[1] - m);
+    return {std::min(ends, middle) - r2};
+  }
+};
+
+// ZDT1 subject to x0 >= 0.3: the signed value 0.3 - x0 rules out 30% of the space and the front's steep left part.
+class CZdt1 : public Synthetic {
+ public:
+  CZdt1() : Synthetic(10, &Zdt1, {1.1, 11}) {}
+  std::vector<double> Constraints(const Params& p) const override { return {0.3 - std::get<double>(p.at("x0"))}; }
+};
+
 class TableMo : public MoProblem {
  public:
   // Every configuration of the table's grid is visited once: the largest cost, and the median error.
@@ -142,6 +170,8 @@ std::unique_ptr<MoProblem> MakeSyntheticMoProblem(const std::string& name) {
   if (name == "zdt2") return std::make_unique<Synthetic>(10, &Zdt2, std::vector<double>{1.1, 11});
   if (name == "zdt3") return std::make_unique<Synthetic>(10, &Zdt3, std::vector<double>{1.1, 11});
   if (name == "dtlz2") return std::make_unique<Synthetic>(7, &Dtlz2, std::vector<double>{2.5, 2.5, 2.5});
+  if (name == "c2dtlz2") return std::make_unique<C2Dtlz2>();
+  if (name == "czdt1") return std::make_unique<CZdt1>();
   return nullptr;
 }
 

@@ -5,6 +5,12 @@
 //                     about 2 minutes a run); reference point (1.1, 11): g <= 10, so every point is inside
 //   dtlz2             Deb-Thiele-Laumanns-Zitzler DTLZ2, 3 objectives, 7 variables (k = 5); reference (2.5, 2.5,
 //                     2.5) (random points have 1 + g near 1.4)
+//   c2dtlz2           DTLZ2 with 2 objectives, 6 variables (k = 5), subject to Deb and Jain's C2 constraint
+//                     (C2-DTLZ2): within r = 0.2 of (1, 0), of (0, 1) or of (1/sqrt 2, 1/sqrt 2) in objective
+//                     space, so the feasible front is three arcs (38% of the quarter circle) and few random points
+//                     are feasible; reference (1.1, 1.1)
+//   czdt1             ZDT1 (10 variables) subject to x0 >= 0.3 (30% of the space, and the front's left part,
+//                     infeasible); reference (1.1, 11). Only the constrained comparison runs these two (Constraints)
 //   a table           (error, training cost): error = the table's value (negated when it is maximized, so
 //                     accuracy becomes its negation: the hypervolume is that of 1 - accuracy), one seed's value per
 //                     evaluation as in the single-objective part, the seeds' mean for the hypervolume; cost = a
@@ -35,9 +41,12 @@ class MoProblem {
   // The objectives a hypervolume is measured on (a table's mean).
   virtual std::vector<double> TrueValues(const search::Params& p) const = 0;
   virtual std::vector<double> Reference() const = 0;
+  // The signed constraint values of a configuration (<= 0 holds: Sampler::TellConstrained's convention); empty for
+  // an unconstrained problem.
+  virtual std::vector<double> Constraints(const search::Params& /*p*/) const { return {}; }
 };
 
-// zdt1, zdt2, zdt3, dtlz2; nullptr for another name.
+// zdt1, zdt2, zdt3, dtlz2, c2dtlz2, czdt1; nullptr for another name.
 std::unique_ptr<MoProblem> MakeSyntheticMoProblem(const std::string& name);
 std::vector<std::string> SyntheticMoProblemNames();
 // A bench-data table with a cost model (above); nullptr and *error when it cannot be read or has none.

@@ -6,6 +6,9 @@
 //                             [--checkpoints 100,200]
 //   ladder-search-mo-bench timing --sampler S [--history 10000] [--asks K] [--budget N]
 //   ladder-search-mo-bench resolve (--problem NAME | --table PATH) [--budget N]   (what `auto` picks there)
+//   ladder-search-mo-bench constrained --problem NAME --sampler S [--seeds N] [--seed0 K] [--checkpoints 50,100]
+//     a constrained problem (c2dtlz2): per seed, the hypervolume of the FEASIBLE configurations evaluated so far
+//     when the sampler is told the constraint values (TellConstrained) and when it is told the objectives only
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +35,7 @@ constexpr const char* kUsage =
     "usage: ladder-search-mo-bench hv (--problem NAME | --table PATH) --sampler S [--seeds N] [--seed0 K]"
     " [--checkpoints 100,200]\n       ladder-search-mo-bench timing --sampler S [--history 10000] [--asks K]"
     " [--budget N]\n       ladder-search-mo-bench resolve (--problem NAME | --table PATH) [--budget N]\n"
+    "       ladder-search-mo-bench constrained --problem NAME --sampler S [--seeds N] [--seed0 K] [--checkpoints L]\n"
     "The ladder side of bench/search_vs_optuna's multi-objective part; one JSON line per seed (hv) or history"
     " size (timing).\n";
 
@@ -138,6 +142,64 @@ int Hypervolumes(const std::map<std::string, std::string>& a) {
   return 0;
 }
 
+// One run of `sampler` on a constrained problem, told the constraint values or not: the hypervolume of the feasible
+// configurations evaluated by each checkpoint, and how many of them were feasible by the last.
+std::vector<double> FeasibleHypervolumes(const ladder::bench::MoProblem& problem, const SearchSpec& spec, bool told,
+                                         const std::vector<int>& checkpoints, int* feasible, std::string* error) {
+  const std::vector<double> ref = problem.Reference();
+  auto smp = ladder::search::MakeMultiObjectiveSampler(spec, Minimize(ref.size()), error);
+  std::vector<double> hv;
+  if (!smp) return hv;
+  std::vector<std::vector<double>> seen;
+  *feasible = 0;
+  size_t next_cp = 0;
+  for (int n = 0; n < checkpoints.back(); ++n) {
+    Params p = *smp->Ask(n);
+    const std::vector<double> f = problem.TrueValues(p), c = problem.Constraints(p);
+    if (told) {
+      smp->TellConstrained(n, p, f, c);
+    } else {
+      smp->Tell(n, p, f);
+    }
+    if (!ladder::search::Infeasible(c)) {
+      seen.push_back(f);
+      ++*feasible;
+    }
+    if (n + 1 == checkpoints[next_cp]) {
+      hv.push_back(ladder::search::Hypervolume(seen, ref));
+      ++next_cp;
+    }
+  }
+  return hv;
+}
+
+int Constrained(const std::map<std::string, std::string>& a) {
+  std::string name;
+  int rc = 0;
+  auto problem = LoadProblem(a, &name, &rc);
+  if (!problem) return rc;
+  const std::string sampler = a.count("sampler") ? a.at("sampler") : "auto";
+  const int seeds = a.count("seeds") ? std::atoi(a.at("seeds").c_str()) : 20;
+  const int seed0 = a.count("seed0") ? std::atoi(a.at("seed0").c_str()) : 0;
+  const std::vector<int> checkpoints = IntList(a.count("checkpoints") ? a.at("checkpoints") : "50,100");
+  for (int s = seed0; s < seed0 + seeds; ++s) {
+    const SearchSpec spec = RunSpec(problem->space(), sampler, static_cast<uint64_t>(s), checkpoints.back());
+    std::string error;
+    int feasible[2] = {0, 0};
+    const std::vector<double> with = FeasibleHypervolumes(*problem, spec, true, checkpoints, &feasible[0], &error);
+    const std::vector<double> without = FeasibleHypervolumes(*problem, spec, false, checkpoints, &feasible[1], &error);
+    if (with.empty() || without.empty()) return Usage(error);
+    std::printf("{\"problem\": \"%s\", \"sampler\": \"ladder-%s\", \"seed\": %d, \"hv_constrained\": [", name.c_str(),
+                sampler.c_str(), s);
+    for (size_t i = 0; i < with.size(); ++i) std::printf("%s%.12g", i ? ", " : "", with[i]);
+    std::printf("], \"hv_objectives_only\": [");
+    for (size_t i = 0; i < without.size(); ++i) std::printf("%s%.12g", i ? ", " : "", without[i]);
+    std::printf("], \"feasible_constrained\": %d, \"feasible_objectives_only\": %d}\n", feasible[0], feasible[1]);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 // Suggestions of `sampler` with `history` completed trials on the timing space (bench/search_problems.h), two
 // objectives: its objective and a cost that grows with the width.
 int Timing(const std::map<std::string, std::string>& a) {
@@ -195,5 +257,6 @@ int main(int argc, char** argv) {
   if (cmd == "hv") return Hypervolumes(a);
   if (cmd == "timing") return Timing(a);
   if (cmd == "resolve") return Resolve(a);
+  if (cmd == "constrained") return Constrained(a);
   return Usage("unknown command '" + cmd + "'");
 }

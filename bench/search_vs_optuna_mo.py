@@ -6,6 +6,10 @@ NSGAIISampler and multi-objective TPESampler, defaults, on ZDT1-3 (10 variables)
 variables) and two bench-data tables as (error, training cost) (bench/mo_problems.h has the cost model and
 the reference points). Cells: hypervolume after N evaluations, median [q1, q3] over the seeds. A problem is a
 win at N when the default's median is >= both Optuna samplers' medians.
+
+Constraints with several objectives (ladder alone, no Optuna peer): on a constrained ZDT1 and C2-DTLZ2
+(bench/mo_problems.h), ladder's MOTPE and NSGA-II told the constraint values against the same sampler told the
+objectives only: the hypervolume of the FEASIBLE configurations evaluated by N, median over the seeds.
 """
 import concurrent.futures
 import hashlib
@@ -55,6 +59,42 @@ def cached(run_lines, cache_dir):
         os.replace(path + ".tmp", path)
         return lines
     return run
+
+
+CONSTRAINED = ["czdt1", "c2dtlz2"]
+
+
+def run_constrained(mo_binary, run_lines, seeds, checkpoints, fmt):
+    """The constrained problems, each ladder sampler told the constraint or the objectives only; prints its table
+    and returns its keys: mo_constrained_win_fraction (the (problem, sampler) pairs whose constrained median beats
+    their objectives-only one at the last N) and the medians."""
+    cps = ",".join(map(str, checkpoints))
+    print()
+    print("constrained multi-objective: hypervolume of the feasible configurations evaluated by N, median "
+          "[q1, q3] over %d seeds; feasible: how many of the last N's were (median)" % seeds)
+    print("%-8s %-14s %-18s" % ("problem", "sampler", "told") + "".join("%34s" % ("N=%d" % c) for c in checkpoints) +
+          "  feasible")
+    wins, medians = 0, {}
+    for problem, sampler in [(p, s) for p in CONSTRAINED for s in ("tpe", "nsga2")]:
+        lines = run_lines([mo_binary, "constrained", "--problem", problem, "--sampler", sampler, "--seeds",
+                           str(seeds), "--checkpoints", cps])
+        med = {}
+        for key, told in (("constrained", "the constraint"), ("objectives_only", "objectives only")):
+            cells, med[key] = [], []
+            for i in range(len(checkpoints)):
+                q1, m, q3 = quartiles([l["hv_" + key][i] for l in lines])
+                cells.append("%s [%s, %s]" % (fmt(m), fmt(q1), fmt(q3)))
+                med[key].append(m)
+            feasible = statistics.median(l["feasible_" + key] for l in lines)
+            print("%-8s %-14s %-18s" % (problem, "ladder-" + sampler, told) + "".join("%34s" % c for c in cells) +
+                  "  %g" % feasible)
+        wins += med["constrained"][-1] > med["objectives_only"][-1]
+        medians["%s/ladder-%s" % (problem, sampler)] = {"constrained": med["constrained"][-1],
+                                                        "objectives_only": med["objectives_only"][-1]}
+    n = len(medians)
+    print("constrained multi-objective at N=%d: told the constraint beats told the objectives only on %d of %d "
+          "(problem, sampler) pairs" % (checkpoints[-1], wins, n))
+    return {"mo_constrained_win_fraction": round(wins / n, 4), "mo_constrained_feasible_hv": medians}
 
 
 def run_mo(args, mo_binary, data_dir, run_lines, fmt, die):
@@ -153,8 +193,9 @@ def run_mo(args, mo_binary, data_dir, run_lines, fmt, die):
     per = timing["seconds_per_suggestion"]
     print("multi-objective default (%s) at %d completed trials: %s s per suggestion (goal < 0.01: %s)" %
           (timing["resolved"], TIMING_HISTORY, fmt(per), "met" if per < 0.01 else "NOT met"))
+    constrained = run_constrained(mo_binary, run_lines, seeds, checkpoints, fmt)
     print("multi-objective part finished in %.0f s" % (time.time() - start))
-    return {"mo_problems": n, "mo_win_fraction": round(wins[last] / n, 4),
+    return {**constrained, "mo_problems": n, "mo_win_fraction": round(wins[last] / n, 4),
             "mo_win_fraction_at": {str(c): round(w / n, 4) for c, w in wins.items()},
             "mo_default_samplers": {name: auto[name][0] for name, _ in problems},
             "mo_s_per_suggestion_at_10000": per}

@@ -192,6 +192,14 @@ FrontChoice ChooseFromFront(const v1::Search& s, const std::vector<v1::Trial>& t
   const v1::Trial* chosen = nullptr;
   if (pick >= 0) {
     for (const auto& t : front) chosen = t.number() == pick ? &t : chosen;
+    const v1::Trial* infeasible = nullptr;  // constraints: an infeasible trial is never on the front
+    for (const auto& t : trials) infeasible = t.number() == pick && t.infeasible() ? &t : infeasible;
+    if (!chosen && infeasible) {
+      c.error = "--pick " + std::to_string(pick) + ": trial " + std::to_string(pick) + " is infeasible: it broke " +
+                BrokenConstraints(s, *infeasible) + " (" + name + "'s constraints), so it is not on the Pareto " +
+                "front of the feasible trials; its points:" + FrontList(s, front);
+      return c;
+    }
     if (!chosen) {
       c.error = "--pick " + std::to_string(pick) + ": trial " + std::to_string(pick) + " is not on the Pareto front of " +
                 name + " (" + ObjectiveWords(s) + "); its points:" + FrontList(s, front);

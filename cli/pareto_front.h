@@ -41,7 +41,9 @@ struct FrontChoice {
   std::string error;    // why there is none (the front listed)
 };
 // `pick`: a trial number, or -1; `weights`: empty, or one per objective. One objective with constraints: `pick`
-// chooses any completed trial, refused (naming the constraint it broke) when it is infeasible.
+// chooses any completed trial, refused (naming the constraint it broke) when it is infeasible. Several objectives
+// with constraints: the front is the feasible trials' (the coordinator's), and `pick` of an infeasible trial is
+// refused naming the constraint it broke.
 FrontChoice ChooseFromFront(const v1::Search& s, const std::vector<v1::Trial>& trials, int pick,
                             const std::vector<double>& weights);
 

@@ -92,9 +92,12 @@ std::vector<std::string> ParetoView(const WatchModel& m, int64_t search_id, int6
     const int cy = static_cast<int>(std::lround((y1 - t.objectives(1)) / (y1 - y0) * (ph - 1)));
     return grid[static_cast<size_t>(std::clamp(cy, 0, ph - 1))][static_cast<size_t>(std::clamp(cx, 0, pw - 1))];
   };
-  // Dominated first, then the front over them, then the selected trial over both.
+  // Dominated first, infeasible over them (constraints: never on the front), then the front, then the selected trial.
   for (const v1::Trial* t : pts) {
-    if (!on(*t) && cell(*t) == ' ') cell(*t) = '.';
+    if (!on(*t) && !t->infeasible() && cell(*t) == ' ') cell(*t) = '.';
+  }
+  for (const v1::Trial* t : pts) {
+    if (!on(*t) && t->infeasible()) cell(*t) = 'x';
   }
   for (const v1::Trial* t : pts) {
     if (on(*t)) cell(*t) = 'o';
@@ -112,7 +115,10 @@ std::vector<std::string> ParetoView(const WatchModel& m, int64_t search_id, int6
   const std::string right = Num4(x1) + " " + ox.metric();
   axis += std::string(static_cast<size_t>(std::max(1, 12 + pw - static_cast<int>(axis.size() + right.size()))), ' ');
   out.push_back(Clip(axis + right, w));
-  out.push_back(Clip("           o on the front   . dominated   @ the selected trial", w));
+  out.push_back(Clip(s->second.constraints_size() > 0
+                         ? "           o on the front   . dominated   x infeasible   @ the selected trial"
+                         : "           o on the front   . dominated   @ the selected trial",
+                     w));
   return out;
 }
 

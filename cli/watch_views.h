@@ -2,7 +2,8 @@
 // Two views of `ladder watch`'s middle panel besides the selected trial's curve (the key v cycles them), the
 // terminal's counterparts of the web dashboard's Pareto and timeline cards:
 //   Pareto    a search with several objectives: every completed trial at its first two objectives' values,
-//             'o' on the coordinator's Pareto front (Search.pareto_front, as the search has it now), '.' dominated, '@' the selected trial
+//             'o' on the coordinator's Pareto front (Search.pareto_front, as the search has it now), '.' dominated,
+//             'x' infeasible (it broke a constraint: never on the front), '@' the selected trial
 //   timeline  every trial of the search as a bar on each node it ran on over wall time, one row per node and lane
 //             (trials that overlap on a node take lanes of their own), '[' where each bar starts, then a glyph
 //             per state; a requeued trial's bar

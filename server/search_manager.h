@@ -91,8 +91,8 @@ class SearchManager : public TrialManager::Owner {
     // One of the two: the spec's sampler for one objective, or for several (spec.objectives) the multi-objective one.
     std::unique_ptr<search::Sampler> sampler;
     std::unique_ptr<search::MultiObjectiveSampler> mo_sampler;
-    // Several objectives: the Pareto front of the completed trials, by id, with each one's values as minimized
-    // (a max objective negated); proto.pareto_front lists the ids.
+    // Several objectives: the Pareto front of the feasible completed trials, by id, with each one's values as
+    // minimized (a max objective negated); proto.pareto_front lists the ids.
     std::map<int64_t, std::vector<double>> front;
     int infeasible = 0;  // constraints: its completed sampled trials that broke one (ConsiderBest counts them)
     std::unique_ptr<search::StoppingRule> stopping_rule;  // the spec's `scheduler:`; null for none

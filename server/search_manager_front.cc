@@ -2,8 +2,10 @@
 // sampler is the multi-objective one (search/multiobjective/mo_sampler.h: auto resolved by its rule), told each
 // trial's values; and the coordinator keeps the Pareto front of the completed trials, updated as each completes
 // (a point enters unless one on the front dominates it, and pushes out those it dominates), rebuilt from the
-// stored values at a restart (Recover), and served as v1::Search.pareto_front and v1::Trial.pareto. With one
-// objective and constraints, the sampler is told each trial's signed constraint values (Sampler::TellConstrained).
+// stored values at a restart (Recover), and served as v1::Search.pareto_front and v1::Trial.pareto. With
+// constraints, the sampler (one objective or several) is told each trial's signed constraint values
+// (TellConstrained), live and in a restart's replay, and the front holds feasible trials only: an infeasible trial
+// never enters it nor pushes a feasible one out (a search without a feasible trial fails: MaybeFinish).
 #include <algorithm>
 #include <cmath>
 
@@ -51,7 +53,12 @@ void SearchManager::TellSampler(SearchRecord& s, const TrialRecord& t) {
   if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.objectives_size() == static_cast<int>(s.spec.objectives.size())) {
     values.emplace(t.proto.objectives().begin(), t.proto.objectives().end());
   }
-  s.mo_sampler->Tell(number, t.params, std::move(values));
+  if (s.spec.constraints.empty()) {
+    s.mo_sampler->Tell(number, t.params, std::move(values));
+  } else {
+    s.mo_sampler->TellConstrained(number, t.params, std::move(values),
+                                  std::vector<double>(t.proto.constraints().begin(), t.proto.constraints().end()));
+  }
 }
 
 void SearchManager::AddPendingToSampler(SearchRecord& s, int number, const search::Params& params) {
@@ -89,7 +96,7 @@ void SearchManager::SetObjectivesFromSpec(SearchRecord& s) {
 }
 
 void SearchManager::UpdateFront(SearchRecord& s, const TrialRecord& t) {
-  if (!s.spec.MultiObjective()) return;
+  if (!s.spec.MultiObjective() || t.proto.infeasible()) return;  // broke a constraint: never on the front
   std::vector<double> point = Minimized(s.spec, t.proto);
   if (point.empty()) return;
   for (const auto& [id, other] : s.front) {

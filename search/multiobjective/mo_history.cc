@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "search/samplers/sampler_internal.h"
 #include "search/samplers/sobol.h"
 
 namespace ladder::search::internal {
@@ -11,9 +12,11 @@ MoHistorySampler::MoHistorySampler(const SearchSpec& spec, const MultiObjectiveO
     : unit_(spec.space), seed_(spec.seed), maximize_(options.maximize) {}
 
 MoObservation MoHistorySampler::Make(int64_t number, const Params& params,
-                                     const std::optional<std::vector<double>>& values) const {
+                                     const std::optional<std::vector<double>>& values,
+                                     const std::vector<double>& constraints) const {
   MoObservation o;
   o.number = number;
+  o.violation = Violation(constraints);
   o.u = unit_.Encode(params, &o.active);
   if (values && values->size() == maximize_.size()) {
     ObjectiveVector loss(values->size());
@@ -40,15 +43,21 @@ std::optional<Params> MoHistorySampler::Ask(int64_t trial_number) {
 }
 
 void MoHistorySampler::Tell(int64_t trial_number, const Params& params, std::optional<std::vector<double>> objectives) {
+  TellConstrained(trial_number, params, std::move(objectives), {});
+}
+
+void MoHistorySampler::TellConstrained(int64_t trial_number, const Params& params,
+                                       std::optional<std::vector<double>> objectives,
+                                       const std::vector<double>& constraints) {
   pending_.erase(trial_number);
   pending_params_.erase(trial_number);
   auto it = told_.find(trial_number);
   if (it != told_.end()) {
     OnForget(it->second);
     completed_ -= it->second.loss ? 1 : 0;
-    it->second = Make(trial_number, params, objectives);
+    it->second = Make(trial_number, params, objectives, constraints);
   } else {
-    it = told_.emplace(trial_number, Make(trial_number, params, objectives)).first;
+    it = told_.emplace(trial_number, Make(trial_number, params, objectives, constraints)).first;
     auto by_number = [](const MoObservation* o, int64_t n) { return o->number < n; };
     told_order_.insert(std::lower_bound(told_order_.begin(), told_order_.end(), trial_number, by_number),
                        &it->second);

@@ -20,6 +20,7 @@ struct MoObservation {
   std::vector<double> u;                // UnitSpace coordinates (inactive parameters: 0.5)
   std::vector<bool> active;             // which parameters the trial has
   std::optional<ObjectiveVector> loss;  // every objective minimized (maximized ones negated); nullopt: failed
+  double violation = 0;                 // the sum of its positive constraint values (search::Violation); 0: feasible
 };
 
 class MoHistorySampler : public MultiObjectiveSampler {
@@ -28,6 +29,8 @@ class MoHistorySampler : public MultiObjectiveSampler {
 
   std::optional<Params> Ask(int64_t trial_number) final;
   void Tell(int64_t trial_number, const Params& params, std::optional<std::vector<double>> objectives) final;
+  void TellConstrained(int64_t trial_number, const Params& params, std::optional<std::vector<double>> objectives,
+                       const std::vector<double>& constraints) final;
   void AddPending(int64_t trial_number, const Params& params) final;
 
  protected:
@@ -47,7 +50,8 @@ class MoHistorySampler : public MultiObjectiveSampler {
   void SnapAll(std::vector<double>* u) const;
 
  private:
-  MoObservation Make(int64_t number, const Params& params, const std::optional<std::vector<double>>& values) const;
+  MoObservation Make(int64_t number, const Params& params, const std::optional<std::vector<double>>& values,
+                     const std::vector<double>& constraints = {}) const;
 
   UnitSpace unit_;
   uint64_t seed_;

@@ -45,6 +45,16 @@ class MultiObjectiveSampler {
   virtual std::optional<Params> Ask(int64_t trial_number) = 0;
   // A finished trial: one value per objective, in the spec's order and units; nullopt: failed.
   virtual void Tell(int64_t trial_number, const Params& params, std::optional<std::vector<double>> objectives) = 0;
+  // A finished trial with the values of the spec's constraints, signed as Sampler::TellConstrained's (<= 0 where
+  // it holds); its violation is the sum of the positive ones. nsga2 sorts by Deb's constrained domination (a
+  // feasible trial dominates an infeasible one, two infeasible ones compare by violation, two feasible ones by
+  // Pareto dominance); tpe's good group is the first feasible trials by its rule, then, if it has room, the least
+  // violating infeasible ones (Optuna's constrained MOTPE). random and sobol ignore them.
+  virtual void TellConstrained(int64_t trial_number, const Params& params,
+                               std::optional<std::vector<double>> objectives,
+                               const std::vector<double>& /*constraints*/) {
+    Tell(trial_number, params, std::move(objectives));
+  }
   // A trial that runs with `params` but was not asked of this object (after a restart).
   virtual void AddPending(int64_t trial_number, const Params& params) = 0;
 };

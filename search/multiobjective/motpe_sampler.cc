@@ -10,12 +10,20 @@
 //     Optuna's _calculate_weights_below_for_multi_objective); the bad group is every other completed trial and
 //     the pending ones (constant liars), in trial-number order, with Optuna's weights (older trials ramp down);
 //   - 24 candidates drawn from l(x), the one with the largest log l(x) - log g(x) is suggested.
+// Constraints (MultiObjectiveSampler::TellConstrained), as Optuna's TPESampler(constraints_func) with several
+// objectives: the good group is the first n_good FEASIBLE trials by the rule above; when fewer than n_good trials
+// are feasible, the rest of it is the least violating infeasible trials, by (violation, trial number): the order in
+// which single-objective constrained TPE ranks them after every feasible trial (completed_trials.h). Every other
+// trial, feasible or not, is in the bad group. The good trials' weights are the feasible ones' hypervolume
+// contributions among themselves, and 1 for an infeasible one (the weight single-objective constrained TPE gives
+// it): while few trials are feasible, l(x) is drawn toward the least violating ones, not toward the prior.
 // Cost: past 2^19 kernel terms the bad mixture is a stratified subsample with the group's weight kept (as
 // single-objective TPE's, tpe_history.h; exact below that: 2,427 components with 9 coordinates), but building
 // it still reads every bad trial, so a suggestion grows slowly with the history: docs/BENCHMARKS.md has it at
 // 10,000 trials; auto picks NSGA-II past kAutoMoTpeMaxTrials.
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "search/multiobjective/mo_history.h"
 #include "search/multiobjective/top_ranks.h"
@@ -52,7 +60,7 @@ class MoTpeSampler : public MoHistorySampler {
     }
     dims_.push_back(joint);
     for (size_t d : conditional_) dims_.push_back({d});
-    groups_.assign(dims_.size(), Group{TopRanks(kMaxGood), {}});
+    groups_.assign(dims_.size(), Group{TopRanks(kMaxGood), {}, {}});
   }
 
  protected:
@@ -63,7 +71,11 @@ class MoTpeSampler : public MoHistorySampler {
       std::vector<const MoObservation*>& c = groups_[g].completed;
       auto by_number = [](const MoObservation* a, const MoObservation* b) { return a->number < b->number; };
       c.insert(std::upper_bound(c.begin(), c.end(), &o, by_number), &o);
-      groups_[g].top.Add(&o);
+      if (o.violation > 0) {
+        groups_[g].infeasible.insert(&o);
+      } else {
+        groups_[g].top.Add(&o);
+      }
     }
   }
   void OnForget(const MoObservation& o) override {
@@ -72,8 +84,14 @@ class MoTpeSampler : public MoHistorySampler {
       if (!Has(o, g)) continue;
       Group& gr = groups_[g];
       gr.completed.erase(std::remove(gr.completed.begin(), gr.completed.end(), &o), gr.completed.end());
+      if (o.violation > 0) {
+        gr.infeasible.erase(&o);
+        continue;
+      }
       gr.top.Clear();  // told again: rare (a coordinator's replay); rebuilt from the others
-      for (const MoObservation* c : gr.completed) gr.top.Add(c);
+      for (const MoObservation* c : gr.completed) {
+        if (c->violation <= 0) gr.top.Add(c);
+      }
     }
   }
 
@@ -86,9 +104,16 @@ class MoTpeSampler : public MoHistorySampler {
   }
 
  private:
+  // Infeasible trials by (violation, trial number), as completed_trials.h orders them after the feasible ones.
+  struct LessViolated {
+    bool operator()(const MoObservation* a, const MoObservation* b) const {
+      return a->violation < b->violation || (a->violation == b->violation && a->number < b->number);
+    }
+  };
   struct Group {
-    TopRanks top;
+    TopRanks top;                                 // of the feasible completed trials
     std::vector<const MoObservation*> completed;  // completed trials with the group's coordinates, by number
+    std::set<const MoObservation*, LessViolated> infeasible;  // those of them that broke a constraint
   };
   using Split = TpeGroups;
 
@@ -100,15 +125,13 @@ class MoTpeSampler : public MoHistorySampler {
     }
     const double n = static_cast<double>(gr.completed.size() + liars.size());
     const size_t n_good = std::min({static_cast<size_t>(std::ceil(gamma_ * n)), kMaxGood, gr.completed.size()});
-    std::vector<const MoObservation*> good = gr.top.Best(n_good);
+    const size_t feasible = gr.completed.size() - gr.infeasible.size();
+    std::vector<const MoObservation*> good = gr.top.Best(std::min(n_good, feasible));
+    for (auto it = gr.infeasible.begin(); it != gr.infeasible.end() && good.size() < n_good; ++it) good.push_back(*it);
     std::sort(good.begin(), good.end(), [](const MoObservation* a, const MoObservation* b) { return a->number < b->number; });
     Split s;
-    std::vector<ObjectiveVector> losses;
-    for (const MoObservation* o : good) {
-      s.good.push_back(&o->u);
-      losses.push_back(*o->loss);
-    }
-    s.good_w = GoodWeights(losses);
+    for (const MoObservation* o : good) s.good.push_back(&o->u);
+    s.good_w = GoodWeights(good);
     // The bad group: the other completed trials and the liars, merged by trial number.
     size_t gi = 0, li = 0;
     for (const MoObservation* o : gr.completed) {
@@ -152,14 +175,24 @@ class MoTpeSampler : public MoHistorySampler {
     *w = std::move(out_w);
   }
 
-  // Hypervolume contributions (+ EPS) divided by the largest, against Optuna's reference point for the group.
-  static std::vector<double> GoodWeights(const std::vector<ObjectiveVector>& losses) {
-    if (losses.size() <= 1) return std::vector<double>(losses.size(), 1.0);
-    std::vector<double> c = HypervolumeContributions(losses, OptunaReferencePoint(losses));
-    for (double& x : c) x += kEps;
-    const double top = *std::max_element(c.begin(), c.end());
-    for (double& x : c) x = std::clamp(x / top, 0.0, 1.0);
-    return c;
+  // The feasible good trials' hypervolume contributions (+ EPS) divided by the largest, against Optuna's reference
+  // point for them (1 when there is only one); 1 for an infeasible one.
+  static std::vector<double> GoodWeights(const std::vector<const MoObservation*>& good) {
+    std::vector<ObjectiveVector> losses;
+    for (const MoObservation* o : good) {
+      if (o->violation <= 0) losses.push_back(*o->loss);
+    }
+    std::vector<double> c(losses.size(), 1.0);
+    if (losses.size() > 1) {
+      c = HypervolumeContributions(losses, OptunaReferencePoint(losses));
+      for (double& x : c) x += kEps;
+      const double top = *std::max_element(c.begin(), c.end());
+      for (double& x : c) x = std::clamp(x / top, 0.0, 1.0);
+    }
+    std::vector<double> w;
+    size_t k = 0;
+    for (const MoObservation* o : good) w.push_back(o->violation <= 0 ? c[k++] : 1.0);
+    return w;
   }
 
   bool Has(const MoObservation& o, size_t group) const {

@@ -7,6 +7,12 @@
 // trial of generation k drops the cached elites after k. So a suggestion costs a survival over at most twice the
 // population (O(M P^2)), never anything that grows with the history.
 //
+// Constraints (MultiObjectiveSampler::TellConstrained): ranks are by Deb's constrained domination
+// (ConstrainedNonDominatedRanks, pareto.h), as Optuna's NSGAIISampler(constraints_func) sorts: the feasible trials
+// first by their fronts, then the infeasible ones by violation (equal violations share a rank), crowding distance
+// within each rank as without constraints. So survival keeps feasible trials first, and a tournament prefers a
+// feasible parent, then the less violating one.
+//
 // A child of generation g >= 1 (or generation 0, or fewer than 2 parents: a Sobol point):
 //   parents    two binary tournaments among the elite: the lower rank wins, then the larger crowding distance
 //   crossover  with probability 0.9: SBX (distribution index 20) on each float/int coordinate with
@@ -119,8 +125,12 @@ class Nsga2Sampler : public MoHistorySampler {
   std::vector<Member> Survivors(std::vector<const MoObservation*> pool) const {
     std::sort(pool.begin(), pool.end(), [](const MoObservation* a, const MoObservation* b) { return a->number < b->number; });
     std::vector<ObjectiveVector> points;
-    for (const MoObservation* o : pool) points.push_back(*o->loss);
-    const std::vector<int> rank = NonDominatedRanks(points);
+    std::vector<double> violations;
+    for (const MoObservation* o : pool) {
+      points.push_back(*o->loss);
+      violations.push_back(o->violation);
+    }
+    const std::vector<int> rank = ConstrainedNonDominatedRanks(points, violations);
     const int max_rank = pool.empty() ? -1 : *std::max_element(rank.begin(), rank.end());
     std::vector<Member> out;
     for (int r = 0; r <= max_rank && out.size() < static_cast<size_t>(population_); ++r) {

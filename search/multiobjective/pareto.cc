@@ -142,6 +142,33 @@ std::vector<int> NonDominatedRanks(const std::vector<ObjectiveVector>& points) {
   return rank;
 }
 
+bool ConstrainedDominates(const ObjectiveVector& a, double va, const ObjectiveVector& b, double vb) {
+  if (va > 0 || vb > 0) return va < vb;  // a feasible one (0) before an infeasible one; then the smaller violation
+  return Dominates(a, b);
+}
+
+std::vector<int> ConstrainedNonDominatedRanks(const std::vector<ObjectiveVector>& points,
+                                              const std::vector<double>& violations) {
+  std::vector<size_t> feasible, infeasible;
+  for (size_t i = 0; i < points.size(); ++i) (violations[i] > 0 ? infeasible : feasible).push_back(i);
+  std::vector<ObjectiveVector> fp;
+  for (size_t i : feasible) fp.push_back(points[i]);
+  const std::vector<int> fr = NonDominatedRanks(fp);
+  std::vector<int> rank(points.size(), 0);
+  int next = 0;  // the first rank after the feasible points'
+  for (size_t k = 0; k < feasible.size(); ++k) {
+    rank[feasible[k]] = fr[k];
+    next = std::max(next, fr[k] + 1);
+  }
+  std::stable_sort(infeasible.begin(), infeasible.end(),
+                   [&](size_t a, size_t b) { return violations[a] < violations[b]; });
+  for (size_t k = 0; k < infeasible.size(); ++k) {
+    if (k > 0 && violations[infeasible[k]] > violations[infeasible[k - 1]]) ++next;
+    rank[infeasible[k]] = next;
+  }
+  return rank;
+}
+
 std::vector<std::vector<size_t>> LeadingFronts(const std::vector<const ObjectiveVector*>& points, size_t min_count) {
   std::vector<std::vector<size_t>> fronts;
   std::vector<size_t> rest(points.size());

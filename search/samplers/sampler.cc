@@ -120,8 +120,8 @@ Observation HistorySampler::Make(int64_t number, const Params& params, std::opti
                                  const std::vector<double>& constraints) const {
   Observation o;
   o.number = number;
+  o.violation = Violation(constraints);
   for (size_t i = 0; i < constraints.size(); ++i) {
-    o.violation += std::max(0.0, constraints[i]);
     o.constraint = i == 0 ? constraints[i] : std::max(o.constraint, constraints[i]);
   }
   o.u = unit_.Encode(params, &o.active);

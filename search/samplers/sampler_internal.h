@@ -46,6 +46,15 @@ inline double StandardNormal(std::mt19937_64& rng) {  // Box–Muller, one of th
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
+// How far a trial broke its constraints, as Optuna's constrained samplers rank infeasible trials: the sum of the
+// positive signed values (0: feasible; a value that is not a number counts as broken without bound, as
+// search::Infeasible counts it broken). The single- and multi-objective samplers share it.
+inline double Violation(const std::vector<double>& signed_values) {
+  double sum = 0;
+  for (double v : signed_values) sum += v <= 0 ? 0 : (v > 0 ? v : HUGE_VAL);
+  return sum;
+}
+
 // One trial the sampler knows of, in unit-cube coordinates.
 struct Observation {
   int64_t number = 0;

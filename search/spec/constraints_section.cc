@@ -72,10 +72,6 @@ void ReadConstraintsSection(ErrorSink& sink, const YAML::Node& node, std::vector
 void CheckConstraintsSection(ErrorSink& sink, const YAML::Node& key, const SearchSpec& spec, bool scales) {
   if (spec.constraints.empty()) return;
   auto refuse = [&](const std::string& what) { sink.At(key, "constraints", what); };
-  if (spec.MultiObjective()) {
-    refuse("several objectives (objectives:) have no feasibility in their samplers or Pareto front: constraints "
-           "need one objective");
-  }
   if (spec.scheduler.type == StoppingRuleType::kPbt) {
     refuse("pbt copies the best running trial whether or not it will be feasible: not with constraints");
   }

@@ -16,10 +16,10 @@ namespace ladder::search::internal {
 void ReadConstraintsSection(ErrorSink& sink, const YAML::Node& node, std::vector<Constraint>* out);
 
 // Once the whole spec is read: the parts that rank trials without regard to feasibility refuse constraints —
-// several objectives (the multi-objective samplers and the Pareto front know no feasibility), pbt (its exploit
-// copies the best running trial's checkpoint), ensemble: (it picks the best trials' predictions), scales: (its
-// sweep is planned, not sampled) and warm_start: (the earlier trials have no constraint values). `key` is the
-// `constraints` key, where the errors point.
+// pbt (its exploit copies the best running trial's checkpoint), ensemble: (it picks the best trials'
+// predictions), scales: (its sweep is planned, not sampled) and warm_start: (the earlier trials have no
+// constraint values). Several objectives take them (their samplers and Pareto front know feasibility:
+// search/multiobjective/mo_sampler.h). `key` is the `constraints` key, where the errors point.
 void CheckConstraintsSection(ErrorSink& sink, const YAML::Node& key, const SearchSpec& spec, bool scales);
 
 }  // namespace ladder::search::internal

@@ -108,6 +108,29 @@ TEST(ParetoFront, PromoteRefusesWithoutAChoiceListingTheFrontAndSaysWhatIsWrong)
   EXPECT_FALSE(ParseWeights("-1,2", &w, &error));
 }
 
+// With constraints the front is the feasible trials' (the coordinator keeps it so): --pick of an infeasible trial
+// (here one that would dominate the whole front) is refused naming the constraint it broke.
+TEST(ParetoFront, PromoteRefusesAnInfeasiblePickNamingTheConstraintItBroke) {
+  Fixture f;
+  auto* mem = f.search.add_constraints();
+  mem->set_metric("mem");
+  mem->set_kind("max");
+  mem->set_bound(0.5);
+  v1::Trial& t = f.trials.emplace_back();
+  t.set_id(14);
+  t.set_number(4);
+  t.set_state(v1::TRIAL_COMPLETED);
+  t.add_objectives(0.05);
+  t.add_objectives(0.95);
+  t.add_constraints(0.25);
+  t.set_infeasible(true);
+  EXPECT_EQ(ChooseFromFront(f.search, f.trials, 4, {}).error,
+            "--pick 4: trial 4 is infeasible: it broke mem 0.75 > max 0.5 (search 7's constraints), so it is not on "
+            "the Pareto front of the feasible trials; its points:\n"
+            "  trial 2: loss 0.1, acc 0.2\n  trial 0: loss 0.3, acc 0.5\n  trial 1: loss 0.5, acc 0.9");
+  EXPECT_EQ(ChooseFromFront(f.search, f.trials, 0, {}).trial_id, 10) << "a feasible point of the front is taken";
+}
+
 TEST(ParetoFront, TheHeroRunsObjectiveIsTheFirstOneItsTrialPrints) {
   Fixture f;
   f.search.set_name("trade");

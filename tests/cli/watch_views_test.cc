@@ -64,6 +64,21 @@ TEST(WatchViews, TheParetoViewMarksTheFrontTheDominatedAndTheSelectedTrial) {
   for (const auto& l : ParetoView(m, 1, 4, 14, 40)) EXPECT_LE(l.size(), 40u) << l;
 }
 
+// With constraints, an infeasible trial is drawn 'x' (never on the front), even where it would dominate it.
+TEST(WatchViews, TheParetoViewMarksInfeasibleTrials) {
+  WatchModel m = TwoObjectives();
+  m.searches[1].add_constraints()->set_metric("mem");
+  v1::Trial& t = AddTrial(m, 7, v1::TRIAL_COMPLETED);
+  t.add_objectives(0.05), t.add_objectives(0.5);
+  t.set_infeasible(true);
+  const auto lines = ParetoView(m, 1, 0, 14, 90);
+  EXPECT_NE(lines[0].find("3 of 6 on the front"), std::string::npos) << lines[0];
+  EXPECT_EQ(Count(lines, 'x'), 1);
+  EXPECT_EQ(Count(lines, 'o'), 3);
+  EXPECT_EQ(Count(lines, '.'), 2);
+  EXPECT_NE(lines.back().find("x infeasible"), std::string::npos) << lines.back();
+}
+
 TEST(WatchViews, WithOneObjectiveTheParetoViewSaysSo) {
   WatchModel m;
   m.searches[1].set_id(1);

@@ -1,7 +1,8 @@
 // The spec's `constraints:` list (issue 42): read in order with their bounds and signed as the samplers are told
 // them, built-in metrics and the objective's own metric allowed, and every refusal one error naming the file, the
 // field and the value: a malformed entry (no metric, no bound, both bounds, a non-finite bound) and the parts that
-// rank trials without regard to feasibility (several objectives, pbt, an ensemble, a warm start, scales:).
+// rank trials without regard to feasibility (pbt, an ensemble, a warm start, scales:); several objectives take
+// them.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -82,12 +83,20 @@ TEST(ConstraintsSpecTest, AMalformedEntryIsOneErrorNamingItsFieldAndValue) {
             "an empty list (leave constraints out for none)\n");
 }
 
-TEST(ConstraintsSpecTest, PartsThatIgnoreFeasibilityAreRefusedNamingThem) {
+TEST(ConstraintsSpecTest, SeveralObjectivesTakeConstraints) {
   const std::string two = "objectives: [{metric: val_loss, mode: min}, {metric: node_hours, mode: min}]\n";
-  EXPECT_EQ(Errors("name: s\n" + two + "budget: {max_trials: 9}\ncommand: [train]\nspace:\n  lr: {type: float, low: "
-                   "0.1, high: 1}\n" + kOne),
-            "my.yaml:7:1: constraints: several objectives (objectives:) have no feasibility in their samplers or "
-            "Pareto front: constraints need one objective\n");
+  for (const std::string sampler : {"auto", "tpe", "nsga2"}) {
+    ParseResult r = ParseSpec("name: s\n" + two + "sampler: " + sampler + "\nbudget: {max_trials: 9}\n"
+                              "command: [train]\nspace:\n  lr: {type: float, low: 0.1, high: 1}\n" + kOne,
+                              "my.yaml");
+    ASSERT_TRUE(r.ok()) << sampler << ": " << r.errors[0].ToString();
+    EXPECT_TRUE(r.spec->MultiObjective());
+    ASSERT_EQ(r.spec->constraints.size(), 1u);
+    EXPECT_EQ(r.spec->constraints[0].metric, "peak_mem_gb");
+  }
+}
+
+TEST(ConstraintsSpecTest, PartsThatIgnoreFeasibilityAreRefusedNamingThem) {
   std::string pbt = Spec(kOne, "scheduler: {type: pbt, perturbation_interval: 2}\n");
   pbt.replace(pbt.find("{max_trials: 20}"), 16, "{max_trials: 20, parallelism: 4}");
   EXPECT_EQ(Errors(pbt),

@@ -152,7 +152,8 @@ function drawTimeline(st) {
 }
 
 // Several objectives: every completed trial at its first two objectives' values, the Pareto front the coordinator
-// keeps (Search.pareto_front) drawn filled and joined in the order of the first objective; hidden with one objective.
+// keeps (Search.pareto_front) drawn filled and joined in the order of the first objective; with constraints the
+// infeasible trials (never on the front) drawn red; hidden with one objective.
 function drawPareto(st) {
   const el = document.getElementById('pareto');
   if (!el) return;
@@ -165,7 +166,7 @@ function drawPareto(st) {
   el.innerHTML = `<div class="title">Pareto front: ${esc(ox.metric)} (${dir(ox)}) against ${esc(oy.metric)} (${dir(oy)})</div>`;
   const front = (st.search.pareto_front || []).map(String);
   const points = [...st.trials.values()].filter(t => (t.objectives || []).length >= 2)
-    .map(t => [t.objectives[0], t.objectives[1], String(t.id), front.includes(String(t.id))]);
+    .map(t => [t.objectives[0], t.objectives[1], String(t.id), front.includes(String(t.id)), !!t.infeasible]);
   if (!points.length) { el.append('no completed trial yet'); return; }
   const xs = points.map(p => p[0]), ys = points.map(p => p[1]);
   const [xlo, xhi, ylo, yhi] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
@@ -181,13 +182,16 @@ function drawPareto(st) {
   for (const p of points) {
     ctx.beginPath();
     ctx.arc(X(p[0]), Y(p[1]), p[3] ? 5 : 3.5, 0, 2 * Math.PI);
-    ctx.fillStyle = p[3] ? '#18794e' : '#aab2bf';
+    ctx.fillStyle = p[3] ? '#18794e' : p[4] ? '#c0392b' : '#aab2bf';
     ctx.fill();
   }
   c.axes([xlo, xhi], [ylo, yhi], {x: endLabels(xlo, xhi, num), y: endLabels(ylo, yhi, num)}, {x: ox.metric, y: oy.metric});
   const legend = document.createElement('div');
   legend.className = 'legend';
-  legend.textContent = `${on.length} of ${points.length} completed trials on the front (green); ladder trials ${st.search.id} --pareto lists them`;
+  const infeasible = points.filter(p => p[4]).length;
+  legend.textContent = `${on.length} of ${points.length} completed trials on the front (green)` +
+    ((st.search.constraints || []).length ? `, ${infeasible} infeasible (red: never on the front)` : '') +
+    `; ladder trials ${st.search.id} --pareto lists them`;
   el.append(legend);
   el.view = {x: ox.metric, y: oy.metric, points, front};
 }
