@@ -148,8 +148,7 @@ struct SearchSpec {
   // search_manager_warm_start.cc), since search/ does no I/O.
   WarmStartOptions warm_start;
   // `constraints:`: a completed trial breaking one is infeasible (never the best trial; the model samplers learn
-  // to avoid its region; with several objectives, never on the Pareto front). Not with pbt, ensemble:, scales: or
-  // warm_start:.
+  // to avoid its region; never on a Pareto front). Not with pbt, ensemble:, scales: or warm_start:.
   std::vector<Constraint> constraints;
 };
 
