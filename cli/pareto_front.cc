@@ -186,7 +186,12 @@ FrontChoice ChooseFromFront(const v1::Search& s, const std::vector<v1::Trial>& t
   }
   const std::vector<v1::Trial> front = FrontTrials(s, trials);
   if (front.empty()) {
-    c.error = name + " has no completed trial on its Pareto front yet: nothing to plan from";
+    const v1::Trial* broke = nullptr;  // constraints: infeasible trials are never on the front
+    for (const auto& t : trials) broke = !broke && t.state() == v1::TRIAL_COMPLETED && t.infeasible() ? &t : broke;
+    c.error = broke ? name + " has no feasible trial: every completed trial broke its constraints (trial " +
+                          std::to_string(broke->number()) + ": " + BrokenConstraints(s, *broke) +
+                          "), so its Pareto front is empty: nothing to plan from"
+                    : name + " has no completed trial on its Pareto front yet: nothing to plan from";
     return c;
   }
   const v1::Trial* chosen = nullptr;

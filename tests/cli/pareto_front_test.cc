@@ -131,6 +131,23 @@ TEST(ParetoFront, PromoteRefusesAnInfeasiblePickNamingTheConstraintItBroke) {
   EXPECT_EQ(ChooseFromFront(f.search, f.trials, 0, {}).trial_id, 10) << "a feasible point of the front is taken";
 }
 
+// With every completed trial infeasible the front is empty: promote says why, naming a constraint a trial broke,
+// not that no trial has completed yet.
+TEST(ParetoFront, PromoteOfASearchWithNoFeasibleTrialSaysEveryTrialBrokeItsConstraints) {
+  Fixture f;
+  auto* mem = f.search.add_constraints();
+  mem->set_metric("mem");
+  mem->set_kind("max");
+  mem->set_bound(0.5);
+  for (auto& t : f.trials) {
+    t.add_constraints(0.25);
+    t.set_infeasible(true);
+  }
+  EXPECT_EQ(ChooseFromFront(f.search, f.trials, -1, {}).error,
+            "search 7 has no feasible trial: every completed trial broke its constraints (trial 0: mem 0.75 > max "
+            "0.5), so its Pareto front is empty: nothing to plan from");
+}
+
 TEST(ParetoFront, TheHeroRunsObjectiveIsTheFirstOneItsTrialPrints) {
   Fixture f;
   f.search.set_name("trade");
