@@ -143,6 +143,7 @@ TEST(ParetoFront, PromoteOfASearchWithNoFeasibleTrialSaysEveryTrialBrokeItsConst
     t.add_constraints(0.25);
     t.set_infeasible(true);
   }
+  f.search.clear_pareto_front();  // the coordinator's front holds feasible trials only
   EXPECT_EQ(ChooseFromFront(f.search, f.trials, -1, {}).error,
             "search 7 has no feasible trial: every completed trial broke its constraints (trial 0: mem 0.75 > max "
             "0.5), so its Pareto front is empty: nothing to plan from");
