@@ -53,12 +53,8 @@ void SearchManager::TellSampler(SearchRecord& s, const TrialRecord& t) {
   if (t.proto.state() == v1::TRIAL_COMPLETED && t.proto.objectives_size() == static_cast<int>(s.spec.objectives.size())) {
     values.emplace(t.proto.objectives().begin(), t.proto.objectives().end());
   }
-  if (s.spec.constraints.empty()) {
-    s.mo_sampler->Tell(number, t.params, std::move(values));
-  } else {
-    s.mo_sampler->TellConstrained(number, t.params, std::move(values),
-                                  std::vector<double>(t.proto.constraints().begin(), t.proto.constraints().end()));
-  }
+  s.mo_sampler->TellConstrained(number, t.params, std::move(values),
+                                std::vector<double>(t.proto.constraints().begin(), t.proto.constraints().end()));
 }
 
 void SearchManager::AddPendingToSampler(SearchRecord& s, int number, const search::Params& params) {

@@ -142,11 +142,6 @@ std::vector<int> NonDominatedRanks(const std::vector<ObjectiveVector>& points) {
   return rank;
 }
 
-bool ConstrainedDominates(const ObjectiveVector& a, double va, const ObjectiveVector& b, double vb) {
-  if (va > 0 || vb > 0) return va < vb;  // a feasible one (0) before an infeasible one; then the smaller violation
-  return Dominates(a, b);
-}
-
 std::vector<int> ConstrainedNonDominatedRanks(const std::vector<ObjectiveVector>& points,
                                               const std::vector<double>& violations) {
   std::vector<size_t> feasible, infeasible;

@@ -7,11 +7,11 @@
 //                            memory for the domination lists (fine up to a few thousand points)
 //   LeadingFronts            the first fronts only, until they hold at least k points: O(M N F) per front of
 //                            F points, for a large set of which only the best few are wanted
-//   ConstrainedDominates     Deb's constrained domination: a feasible point (violation 0) dominates an
-//                            infeasible one, of two infeasible ones the smaller violation dominates, two
-//                            feasible ones by Dominates
-//   ConstrainedNonDominatedRanks  the ranks under it: the feasible points' ranks as NonDominatedRanks gives
-//                            them, then the infeasible ones, one rank per distinct violation, smallest first
+//   ConstrainedNonDominatedRanks  the ranks under Deb's constrained domination (a feasible point, violation 0,
+//                            dominates an infeasible one; of two infeasible ones the smaller violation
+//                            dominates; two feasible ones by Dominates): the feasible points' ranks as
+//                            NonDominatedRanks gives them, then the infeasible ones, one rank per distinct
+//                            violation, smallest first
 //   CrowdingDistance         NSGA-II's spread of each point within its front (boundaries: +infinity)
 //   Hypervolume              the volume dominated by the points and bounded by `ref` (points not strictly
 //                            below ref in every objective add nothing). Exact: 1 objective a minimum, 2 a sort
@@ -35,9 +35,8 @@ bool Dominates(const ObjectiveVector& a, const ObjectiveVector& b);
 // One rank per point (0 = non-dominated). Points must all have the same size.
 std::vector<int> NonDominatedRanks(const std::vector<ObjectiveVector>& points);
 
-// va, vb: the points' violations (the sum of their positive signed constraint values; 0: feasible).
-bool ConstrainedDominates(const ObjectiveVector& a, double va, const ObjectiveVector& b, double vb);
-// One rank per point under ConstrainedDominates; `violations` one per point. O(M F^2 + I log I) for F feasible and
+// One rank per point under Deb's constrained domination; `violations` one per point (the sum of its positive
+// signed constraint values; 0: feasible). O(M F^2 + I log I) for F feasible and
 // I infeasible points (the infeasible ones are ordered, not compared pairwise).
 std::vector<int> ConstrainedNonDominatedRanks(const std::vector<ObjectiveVector>& points,
                                               const std::vector<double>& violations);

@@ -68,6 +68,11 @@ void Finish(ClimbResult& out, const Round& r, const std::vector<ScaleTrial>& tri
   out.laws = r.set;
 }
 
+// The probe budget left, in runs (ProbeOptions::runs_left: whether the next probe is the last).
+double RunsLeft(const ClimbResult& out, const ClimbOptions& o) {
+  return (out.budget_node_hours - out.probe_node_hours) / std::max(o.probe.node_hours_per_run, 1e-12);
+}
+
 // Runs one more LR at the last probe's batch while its optimum is not bracketed (at most 3, within the budget).
 void ExtendUntilBracketed(ClimbResult& out, std::vector<ScaleTrial>& trials, const Probe& last, const ProbeRunner& run,
                           const ClimbOptions& o, double cap_log2) {
@@ -133,7 +138,7 @@ Fitted<ClimbResult> Climb(const std::vector<ScaleTrial>& sweep, const std::vecto
   for (int r = 0; r < o.max_rounds; ++r) {
     const int w = WorstTarget(round.value->checks);
     if (w < 0) break;
-    o.probe.runs_left = (out.budget_node_hours - out.probe_node_hours) / std::max(o.probe.node_hours_per_run, 1e-12);
+    o.probe.runs_left = RunsLeft(out, o);
     auto probe = ProposeProbe(round.value->set, round.value->mixture, trials, targets[w], o.probe);
     out.next_probe = probe;
     if (!probe || !run || out.probe_node_hours + probe->node_hours > out.budget_node_hours + 1e-9) break;
@@ -148,7 +153,7 @@ Fitted<ClimbResult> Climb(const std::vector<ScaleTrial>& sweep, const std::vecto
     if (!next.ok()) break;  // keep the last good fit (a probe's trials cannot remove the sweep's)
     round = std::move(next);
   }
-  o.probe.runs_left = (out.budget_node_hours - out.probe_node_hours) / std::max(o.probe.node_hours_per_run, 1e-12);
+  o.probe.runs_left = RunsLeft(out, o);
   Finish(out, *round.value, trials, o);
   return Fitted<ClimbResult>{std::move(out), {}};
 }
@@ -161,7 +166,7 @@ Fitted<ClimbResult> NextProbe(const std::vector<ScaleTrial>& sweep, const std::v
   auto round = Begin(sweep, targets, o, out);
   if (!round.ok()) return Fitted<ClimbResult>::Fail(round.error);
   out.probe_node_hours = static_cast<double>(probe_trials.size()) * o.probe.node_hours_per_run;
-  o.probe.runs_left = (out.budget_node_hours - out.probe_node_hours) / std::max(o.probe.node_hours_per_run, 1e-12);
+  o.probe.runs_left = RunsLeft(out, o);
   out.probe_trials = probe_trials;
   std::vector<ScaleTrial> trials = sweep;
   trials.insert(trials.end(), probe_trials.begin(), probe_trials.end());

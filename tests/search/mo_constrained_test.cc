@@ -16,6 +16,12 @@
 namespace ladder::search {
 namespace {
 
+// Deb's constrained domination, pairwise: the definition ConstrainedNonDominatedRanks sorts by.
+bool ConstrainedDominates(const ObjectiveVector& a, double va, const ObjectiveVector& b, double vb) {
+  if (va > 0 || vb > 0) return va < vb;  // a feasible one (0) before an infeasible one; then the smaller violation
+  return Dominates(a, b);
+}
+
 using testing::FloatParam;
 using testing::SpecWith;
 
