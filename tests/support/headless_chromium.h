@@ -52,14 +52,21 @@ class HeadlessChromium {
     const std::string log = log_.string();
     posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (posix_spawn(&pid_, kBinary, &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    // A process group of its own: chromium's zygote, renderers and crashpad outlive a killed browser process and
+    // keep writing into the profile, which the test's directory must be able to remove.
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    if (posix_spawn(&pid_, kBinary, &fa, &attr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     if (pid_ < 0) throw std::runtime_error("cannot start chromium");
   }
   ~HeadlessChromium() {
     ws_.reset();
     if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
+      ::kill(-pid_, SIGKILL);  // the whole group (see the constructor)
       ::waitpid(pid_, nullptr, 0);
     }
   }
