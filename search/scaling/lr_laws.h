@@ -40,7 +40,9 @@
 //                 bounded: the laws are fitted without that batch (anchored at the next probe, if any), and each
 //                 mixture draw is weighed by the chance that one probe would have seen its best LR at the bound,
 //                 Φ(±(x*(B) − bound)/sd), sd one seed's scatter about its batch's optimum in the sweep (Mixture);
-//                 the prediction is then the mixture's weighted median
+//                 the prediction is then the mixture's weighted mean: the bound left the draws one-sided, their
+//                 median sits by it, and the LR of least expected k_rel·(x − x*)² is the mean (the edge's rule
+//                 above, with no edge; with one, that rule decides)
 //   regret        k_rel(B): the surface's curvature of the (log) relative loss per octave² at each fitted batch,
 //                 extrapolated to a target from the largest batch's k along the slope of ln k against log2 B over
 //                 the largest 3 batches (kept in [0, 1]; the sweep's batches only where anchor_above is set: a

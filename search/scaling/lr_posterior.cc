@@ -46,6 +46,12 @@ double EdgeDecision(const std::vector<std::pair<double, double>>& draws, double 
   return best;
 }
 
+double WeightedMean(const std::vector<std::pair<double, double>>& vw) {
+  double sum = 0, total = 0;
+  for (const auto& [v, w] : vw) sum += v * w, total += w;
+  return total > 0 ? sum / total : kNaN;
+}
+
 // The consistent laws' draws by law weight, before a censored anchor reweighs them (Mixture).
 std::vector<MixtureDraw> MixtureUncensored(const LawSet& set) {
   std::vector<MixtureDraw> out;
@@ -134,8 +140,11 @@ LrPosterior PosteriorAt(const LawSet& set, const std::vector<MixtureDraw>& mixtu
   for (const LawFit& l : set.laws) {
     if (l.consistent) fits.push_back({std::min(set.FitLog2(l, global_batch), set.edge_log2), l.weight});
   }
-  // (A censored anchor: the mixture's median, which the bound reweighed; the laws' full fits ignore the bound.)
-  out.log2_lr = fits.empty() || set.censored != 0 ? WeightedQuantile(vw, 0.5) : WeightedQuantile(fits, 0.5);
+  // (A censored anchor: the mixture the bound reweighed, its mean, the LR of least expected quadratic regret; the
+  // laws' full fits ignore the bound, and the one-sided draws' median sits by it.)
+  out.log2_lr = set.censored != 0 ? WeightedMean(vw)
+                : fits.empty()      ? WeightedQuantile(vw, 0.5)
+                                    : WeightedQuantile(fits, 0.5);
   if (std::isfinite(set.cap_log2)) out.log2_lr = std::min(out.log2_lr, set.cap_log2);  // nor is a plan at it
   if (std::isfinite(set.cap_log2)) {
     out.log2_lr = EdgeDecision(vw, set.edge_log2, set.cap_log2, set.KAt(global_batch));

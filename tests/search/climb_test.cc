@@ -234,6 +234,44 @@ TEST(Climb, AProbeThatDidNotBracketItsOptimumIsABoundNotAMeasurement) {
   EXPECT_GT(r.value->next_probe->lrs.front(), std::exp2(bound));
 }
 
+// Past a censored probe the posterior is one-sided: the bound cut the draws below it off, and their median sits
+// near the bound. The plan's LR is the one with the least expected regret under the basin's quadratic, the draws'
+// mean, not their median.
+TEST(Climb, PastACensoredProbeThePlanTakesTheLRWithTheLeastExpectedRegret) {
+  const NoisyQuadratic q = Task(0.9, 30, 524288);
+  Probe probe;
+  probe.global_batch = 4096, probe.micro_batches = 16, probe.target_batch = 4096;
+  const double truth = std::log2(q.Oracle(4096).lr);
+  probe.lrs = {std::exp2(truth - 3), std::exp2(truth - 2.5), std::exp2(truth - 2)};
+  // No sharpness measured (as for Adam here): no stability edge, whose own decision rule (EdgeDecision) would set
+  // the LR.
+  auto no_edge = [](std::vector<ScaleTrial> trials) {
+    for (ScaleTrial& t : trials) t.sharpness = 0;
+    return trials;
+  };
+  auto r = NextProbe(no_edge(Sweep(q)), no_edge(bench::SimulateProbe(q, probe, 101)), probe, {4096});
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_EQ(r.value->laws.censored, 1);
+  ASSERT_FALSE(std::isfinite(r.value->laws.cap_log2));
+  const LawSet& set = r.value->laws;
+  std::vector<std::pair<double, double>> draws;
+  for (const MixtureDraw& d : Mixture(set)) {
+    double x = DrawLog2(set, d, 4096);
+    if (std::isfinite(set.edge_log2)) x = std::min(x, set.edge_log2);
+    draws.push_back({x, d.weight});
+  }
+  auto expected_regret = [&](double at) {
+    double sum = 0, total = 0;
+    for (const auto& [x, w] : draws) sum += w * (x - at) * (x - at), total += w;
+    return sum / total;
+  };
+  const double plan = r.value->targets[0].after.log2_lr, median = WeightedQuantile(draws, 0.5);
+  EXPECT_GT(std::abs(plan - median), 0.05) << "the draws the bound left are skewed";
+  EXPECT_LT(expected_regret(plan), expected_regret(median));
+  EXPECT_LT(expected_regret(plan), expected_regret(plan + 0.02));
+  EXPECT_LT(expected_regret(plan), expected_regret(plan - 0.02));
+}
+
 TEST(ProbePlan, UnbracketedReadsTheSeedMeanBestLrAndADivergedLrAboveClosesIt) {
   auto run = [](double lr, double loss, int64_t seed) {
     ScaleTrial t;
