@@ -22,6 +22,15 @@
 // a second GP on the trials' largest signed constraint value (a classifier-weighted acquisition, as BoTorch's
 // outcome constraints; the chance alone before any feasible trial).
 //
+// Warm start (trials numbered below 0: an earlier search's, told before this one's first; SearchManager's
+// warm_start:): stacked GPs, as Google Vizier transfers between studies (Golovin et al. 2017). A GP on the earlier
+// trials gives the prior mean; this search's own trials are modelled by a second GP as residuals from it, with
+// hyperparameters of their own, about their mean (the shift between the tasks, which holds where the search has
+// no trial yet); EI reads the sum of the means and the residual's variance, against the search's own best. The earlier trials' values inform where to look, but they are another task's noisy values: the new
+// task's level and its differences are learnt from its own trials, and their best is not the one to beat. Before
+// the search's own first trial, the earlier GP alone, against its lowest mean at the trials it holds. Both sides
+// are standardized on the earlier trials' scale. (With constraints broken, the one GP over every trial, below.)
+//
 // Acquisition: EI maximized over 256 uniform candidates, 64 perturbations of each of the 5 best trials, then
 // three rounds of local perturbation (scales 0.05, 0.02, 0.008) around the 3 best candidates.
 #include <algorithm>
@@ -64,6 +73,59 @@ size_t FitPoint(size_t completed) {
 struct FeasibilityModel {
   GpPosterior post;
   double threshold = 0;
+};
+
+// What EI reads: a GP's posterior, plus (a warm start) the earlier trials' GP, whose mean is added (the variance
+// is the residual's alone: weighing in the earlier GP's, as Vizier does, left hpobench-segment's warm searches
+// short of the cold ones' final regret, docs/BENCHMARKS.md).
+struct Model {
+  GpPosterior post;
+  std::optional<GpPosterior> prior;
+  double offset = 0;  // the residuals' mean: how far the new task sits from the earlier one, where unmeasured
+  void Predict(const Eigen::MatrixXd& q, Eigen::VectorXd* mean, Eigen::VectorXd* var) const {
+    post.Predict(q, mean, var);
+    if (!prior) return;
+    Eigen::VectorXd pm, pv;
+    prior->Predict(q, &pm, &pv);
+    *mean += pm;
+    mean->array() += offset;
+  }
+};
+
+// The targets' scale: losses robustly standardized (median and IQR), the bad tail compressed logarithmically,
+// then to mean 0 and variance 1 over the losses it was made from.
+class TargetScale {
+ public:
+  explicit TargetScale(const std::vector<const Observation*>& obs) {
+    std::vector<double> s;
+    for (const Observation* o : obs) s.push_back(*o->loss);
+    std::sort(s.begin(), s.end());
+    auto quantile = [&](double q) { return s[static_cast<size_t>(q * static_cast<double>(s.size() - 1))]; };
+    med_ = quantile(0.5);
+    scale_ = (quantile(0.75) - quantile(0.25)) / 1.349;
+    if (!(scale_ > 0)) scale_ = std::max(1e-12, s.back() - s.front());
+    double sum = 0, sum2 = 0;
+    for (const Observation* o : obs) {
+      const double z = Compressed(*o->loss);
+      sum += z, sum2 += z * z;
+    }
+    const double n = static_cast<double>(obs.size());
+    mean_ = sum / n;
+    sd_ = std::sqrt(std::max(0.0, sum2 / n - mean_ * mean_));
+    if (!(sd_ > 1e-12)) sd_ = 1;
+  }
+  Eigen::VectorXd Of(const std::vector<const Observation*>& obs) const {
+    Eigen::VectorXd y(static_cast<Eigen::Index>(obs.size()));
+    for (size_t i = 0; i < obs.size(); ++i) y(static_cast<Eigen::Index>(i)) = (Compressed(*obs[i]->loss) - mean_) / sd_;
+    return y;
+  }
+
+ private:
+  double Compressed(double loss) const {
+    const double z = (loss - med_) / scale_;
+    return z > 2 ? 2 + std::log1p(z - 2) : z;  // compress the bad tail
+  }
+  double med_ = 0, scale_ = 1, mean_ = 0, sd_ = 1;
 };
 
 class GpSampler : public HistorySampler {
@@ -130,13 +192,17 @@ class GpSampler : public HistorySampler {
     std::vector<const Observation*> model_set = ModelSet();
     Eigen::MatrixXd x = Features(model_set);
     Eigen::VectorXd y = Targets(model_set);
-    GpPosterior post;
+    const bool violated =
+        std::any_of(model_set.begin(), model_set.end(), [](const Observation* o) { return o->violation > 0; });
+    if (model_set.front()->number < 0 && !violated) return SuggestWarm(trial_number, pending, rng);
+    Model model;
+    GpPosterior& post = model.post;
     if (!post.Condition(x, y, hyper_)) return Fallback(trial_number);
     // Constraints: every trial stays in the objective's model, EI is taken against the best feasible one and
     // weighed by the chance of feasibility (Feasibility); with no feasible trial yet, that chance alone.
     std::optional<FeasibilityModel> feasibility;
     double best_y = y.minCoeff();
-    if (std::any_of(model_set.begin(), model_set.end(), [](const Observation* o) { return o->violation > 0; })) {
+    if (violated) {
       feasibility = Feasibility(x, model_set);
       best_y = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < model_set.size(); ++i) {
@@ -154,7 +220,13 @@ class GpSampler : public HistorySampler {
       if (!post.Condition(xa, ya, hyper_)) return Fallback(trial_number);
     }
 
-    // Candidates.
+    return Maximize(model, model_set, best_y, feasibility ? &*feasibility : nullptr, rng);
+  }
+
+ private:
+  // EI (times the chance of feasibility) maximized over the candidates (see the header comment).
+  std::vector<double> Maximize(const Model& model, const std::vector<const Observation*>& model_set, double best_y,
+                               const FeasibilityModel* feasible, std::mt19937_64& rng) const {
     std::vector<std::vector<double>> cand;
     for (int i = 0; i < kRandomCandidates; ++i) {
       std::vector<double> u(unit().dims());
@@ -168,8 +240,7 @@ class GpSampler : public HistorySampler {
     for (size_t s = 0; s < by_loss.size() && s < static_cast<size_t>(kBestSeeds); ++s) {
       for (int i = 0; i < kPerturbPerSeed; ++i) cand.push_back(Perturb(by_loss[s]->u, 0.1, rng));
     }
-    const FeasibilityModel* feasible = feasibility ? &*feasibility : nullptr;
-    std::vector<double> ei = Ei(post, cand, best_y, feasible);
+    std::vector<double> ei = Ei(model, cand, best_y, feasible);
     for (double scale : kRefineScales) {
       std::vector<size_t> order(cand.size());
       std::iota(order.begin(), order.end(), 0);
@@ -180,7 +251,7 @@ class GpSampler : public HistorySampler {
       for (size_t t = 0; t < top; ++t) {
         for (int i = 0; i < kRefinePerRound; ++i) local.push_back(Perturb(cand[order[t]], scale, rng));
       }
-      std::vector<double> lei = Ei(post, local, best_y, feasible);
+      std::vector<double> lei = Ei(model, local, best_y, feasible);
       cand.insert(cand.end(), local.begin(), local.end());
       ei.insert(ei.end(), lei.begin(), lei.end());
     }
@@ -188,7 +259,64 @@ class GpSampler : public HistorySampler {
     return cand[best];
   }
 
- private:
+  // The warm start's stacked GPs (see the header comment). Each side holds at most max_history_ of its trials
+  // (Cap), so the earlier trials' GP is fitted once.
+  std::vector<double> SuggestWarm(int64_t trial_number, const std::vector<const Observation*>& pending,
+                                  std::mt19937_64& rng) {
+    const auto& done = done_.by_number();
+    const auto first_own = std::find_if(done.begin(), done.end(), [](const Observation* o) { return o->number >= 0; });
+    const std::vector<const Observation*> warm = Cap({done.begin(), first_own}), own = Cap({first_own, done.end()});
+    std::vector<const Observation*> model_set = warm;
+    model_set.insert(model_set.end(), own.begin(), own.end());
+    const TargetScale scale(warm);
+    const Eigen::VectorXd yw = scale.Of(warm);
+    const Eigen::MatrixXd xw = Features(warm), xo = Features(own);
+    std::vector<int64_t> key;
+    for (const Observation* o : warm) key.push_back(o->number);
+    if (key != warm_key_) {
+      std::mt19937_64 fit_rng = TrialRng(seed(), -static_cast<int64_t>(key.size()), 0x3a7);
+      warm_hyper_ = FitGpHyper(xw, yw, GpFitOptions{}, fit_rng);
+      warm_key_ = key;
+    }
+    Model model;
+    GpPosterior prior;
+    if (!prior.Condition(xw, yw, warm_hyper_)) return Fallback(trial_number);
+    Eigen::VectorXd mean, var;
+    if (own.empty()) {
+      prior.Predict(xw, &mean, &var);
+      model.post = std::move(prior);
+      return Maximize(model, model_set, mean.minCoeff(), nullptr, rng);
+    }
+    // The residuals of the search's own trials from the earlier trials' mean; their GP's hyperparameters are fitted
+    // on the first FitPoint(own) of them (cached, as the cold path's).
+    prior.Predict(xo, &mean, &var);
+    const Eigen::VectorXd yo = scale.Of(own);
+    model.offset = (yo - mean).mean();
+    const Eigen::VectorXd r = (yo - mean).array() - model.offset;
+    const size_t fit_n = FitPoint(own.size());
+    std::vector<int64_t> own_key;
+    for (size_t i = 0; i < fit_n; ++i) own_key.push_back(own[i]->number);
+    if (own_key != residual_key_ || key != residual_warm_key_) {
+      std::mt19937_64 fit_rng = TrialRng(seed(), static_cast<int64_t>(fit_n), 0x7e5);
+      residual_hyper_ = FitGpHyper(xo.topRows(static_cast<Eigen::Index>(fit_n)), r.head(static_cast<Eigen::Index>(fit_n)),
+                                   GpFitOptions{}, fit_rng);
+      residual_key_ = own_key, residual_warm_key_ = key;
+    }
+    if (!model.post.Condition(xo, r, residual_hyper_)) return Fallback(trial_number);
+    if (!pending.empty()) {  // kriging believer on the residual
+      const Eigen::MatrixXd xp = Features(pending);
+      Eigen::VectorXd mp, vp;
+      model.post.Predict(xp, &mp, &vp);
+      Eigen::MatrixXd xa(xo.rows() + xp.rows(), xo.cols());
+      xa << xo, xp;
+      Eigen::VectorXd ra(r.size() + mp.size());
+      ra << r, mp;
+      if (!model.post.Condition(xa, ra, residual_hyper_)) return Fallback(trial_number);
+    }
+    model.prior = std::move(prior);
+    return Maximize(model, model_set, yo.minCoeff(), nullptr, rng);
+  }
+
   std::vector<double> Fallback(int64_t trial_number) {
     std::mt19937_64 rng = TrialRng(seed(), trial_number, 0xfa11);
     std::vector<double> u(unit().dims());
@@ -246,26 +374,7 @@ class GpSampler : public HistorySampler {
     return x;
   }
 
-  static Eigen::VectorXd Targets(const std::vector<const Observation*>& obs) {
-    const auto n = static_cast<Eigen::Index>(obs.size());
-    std::vector<double> v;
-    for (const Observation* o : obs) v.push_back(*o->loss);
-    std::vector<double> s = v;
-    std::sort(s.begin(), s.end());
-    auto quantile = [&](double q) { return s[static_cast<size_t>(q * static_cast<double>(s.size() - 1))]; };
-    const double med = quantile(0.5);
-    double scale = (quantile(0.75) - quantile(0.25)) / 1.349;
-    if (!(scale > 0)) scale = std::max(1e-12, s.back() - s.front());
-    Eigen::VectorXd y(n);
-    for (Eigen::Index i = 0; i < n; ++i) {
-      double z = (v[static_cast<size_t>(i)] - med) / scale;
-      y(i) = z > 2 ? 2 + std::log1p(z - 2) : z;  // compress the bad tail
-    }
-    const double mean = y.mean();
-    double sd = std::sqrt((y.array() - mean).square().mean());
-    if (!(sd > 1e-12)) sd = 1;
-    return (y.array() - mean) / sd;
-  }
+  static Eigen::VectorXd Targets(const std::vector<const Observation*>& obs) { return TargetScale(obs).Of(obs); }
 
   std::vector<double> Perturb(const std::vector<double>& base, double scale, std::mt19937_64& rng) const {
     std::vector<double> u = base;
@@ -282,12 +391,12 @@ class GpSampler : public HistorySampler {
 
   // EI at each candidate; with constraints (`feasible`), times the chance the candidate is feasible (EI alone
   // when no trial is feasible yet: best = +inf).
-  std::vector<double> Ei(const GpPosterior& post, const std::vector<std::vector<double>>& cand, double best,
+  std::vector<double> Ei(const Model& model, const std::vector<std::vector<double>>& cand, double best,
                          const FeasibilityModel* feasible) const {
     Eigen::MatrixXd q(static_cast<Eigen::Index>(cand.size()), static_cast<Eigen::Index>(features_));
     for (size_t r = 0; r < cand.size(); ++r) FeatureRow(cand[r], q, static_cast<Eigen::Index>(r));
     Eigen::VectorXd mean, var, fmean, fvar;
-    post.Predict(q, &mean, &var);
+    model.Predict(q, &mean, &var);
     if (feasible) feasible->post.Predict(q, &fmean, &fvar);
     std::vector<double> ei(cand.size());
     for (size_t r = 0; r < cand.size(); ++r) {
@@ -331,6 +440,10 @@ class GpSampler : public HistorySampler {
   std::vector<int64_t> fit_key_;
   GpHyper hyper_;
   std::optional<GpHyper> constraint_hyper_;  // the constraint's kernel (Feasibility), fitted with hyper_
+  // A warm start's kernels (SuggestWarm): the earlier trials' GP, and the residuals' on this search's own trials,
+  // with the trial numbers they were fitted on.
+  GpHyper warm_hyper_, residual_hyper_;
+  std::vector<int64_t> warm_key_, residual_key_, residual_warm_key_;
   CompletedTrials done_;  // kept as trials are told
   // The fit set's cache: FitPoint when last computed, the number of its last trial, and whether a trial at or
   // before that one was told since.
