@@ -13,10 +13,13 @@
 namespace ladder::worker {
 namespace {
 
-// `sleep 60` with LADDER_TRIAL_DIR=trial_dir/trial-7 and LADDER_NODE_ID=node as its environment.
-pid_t SleepUnder(const std::filesystem::path& trial_dir, const std::string& node = "n1") {
+// `sleep 60` with LADDER_TRIAL_DIR=trial_dir/trial-7 and LADDER_NODE_ID=node as its environment; in Charliecloud
+// (`contained`), LADDER_TRIAL_DIR is the guest's /mnt/9 and LADDER_HOST_TRIAL_DIR=trial_dir/trial-7.
+pid_t SleepUnder(const std::filesystem::path& trial_dir, const std::string& node = "n1", bool contained = false) {
   std::string var = "LADDER_TRIAL_DIR=" + (trial_dir / "trial-7").string(), id = "LADDER_NODE_ID=" + node;
-  char* envp[] = {var.data(), id.data(), nullptr};
+  std::string host = "LADDER_HOST_TRIAL_DIR=" + (trial_dir / "trial-7").string();
+  if (contained) var = "LADDER_TRIAL_DIR=/mnt/9";
+  char* envp[] = {var.data(), id.data(), contained ? host.data() : nullptr, nullptr};
   std::string sleep = "/bin/sleep", secs = "60";
   char* argv[] = {sleep.data(), secs.data(), nullptr};
   pid_t pid = -1;
@@ -45,6 +48,25 @@ TEST(LeftoversTest, KillsTheProcessesLeftUnderThisTrialDirectoryAndNodeOnly) {
     kill(p, SIGKILL);
     waitpid(p, &status, 0);
   }
+}
+
+// A rank inside Charliecloud, whose LADDER_TRIAL_DIR is the guest's path: found by its LADDER_HOST_TRIAL_DIR.
+TEST(LeftoversTest, KillsARankLeftInAContainerByItsHostTrialDirectory) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ladder-leftovers-ct-" + std::to_string(getpid()));
+  const pid_t ours = SleepUnder(dir / "trials", "n1", /*contained=*/true);
+  const pid_t other = SleepUnder(dir / "trials-of-another-worker", "n1", /*contained=*/true);
+  ASSERT_GT(ours, 0);
+  ASSERT_GT(other, 0);
+  // glibc's posix_spawn returns once the child has exec'd (it reports exec's failure): its environment is there.
+  const auto killed = KillLeftoverTrialProcesses((dir / "trials").string(), "n1");
+  ASSERT_EQ(killed.size(), 1u);
+  EXPECT_EQ(killed[0], "pid " + std::to_string(ours) + " (trial-7)");
+  int status = 0;
+  ASSERT_EQ(waitpid(ours, &status, 0), ours);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(waitpid(other, &status, WNOHANG), 0) << "another trial directory's process runs on";
+  kill(other, SIGKILL);
+  waitpid(other, &status, 0);
 }
 
 }  // namespace
