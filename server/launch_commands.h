@@ -78,8 +78,8 @@ std::map<std::string, std::string> RunEnv(const search::SearchSpec& spec, const 
 std::vector<std::string> WithStaging(const search::SearchSpec& spec, const std::vector<std::string>& command);
 
 // `container:`: the rank's command inside the container (server/container_command.h), binding the trial directory
-// ("{trial_dir}", which the worker fills in: common/container_trial_dir.h), the checkpoint directory and the staged
-// directories and passing `env`'s variables and the worker's per-rank ones; `command` itself without a container. Staging stays outside: ladder-stage runs on the host and execs the container.
+// ("{trial_dir}", filled in by the worker: common/container_trial_dir.h), the checkpoint and staged directories,
+// passing `env`'s variables and the worker's per-rank ones; `command` itself without one. ladder-stage stays outside.
 std::vector<std::string> InContainer(const search::SearchSpec& spec, const std::string& checkpoint_dir,
                                      const std::map<std::string, std::string>& env,
                                      const std::vector<std::string>& command);

@@ -44,8 +44,8 @@ TEST(ContainerCommand, CharliecloudBindsTheTrialsDirectoriesAndPassesTheEnvironm
 
 TEST(ContainerCommand, ApptainerAddsNvOnlyWhenTheTrialHasGpus) {
   const auto options = Options(search::ContainerRuntime::kApptainer, "/images/ladder.sif");
-  const Words binds = {"--bind", "/home/me/ladder-trials/trial-7", "--bind", "/ckpt/search-3/trial-7", "--bind", "/local/stage", "--bind",
-                       "/lustre/me/code", "--bind", "/scratch/me/out:/out"};
+  const Words binds = {"--bind", "/home/me/ladder-trials/trial-7", "--bind", "/ckpt/search-3/trial-7",
+                       "--bind", "/local/stage", "--bind", "/lustre/me/code", "--bind", "/scratch/me/out:/out"};
   Words want = {"apptainer", "exec", "--nv"};
   want.insert(want.end(), binds.begin(), binds.end());
   want.push_back("/images/ladder.sif");
