@@ -9,6 +9,10 @@
 namespace ladder {
 
 inline constexpr char kTrialDirPlaceholder[] = "{trial_dir}";
+// Where a rank inside Charliecloud finds its trial directory, its LADDER_TRIAL_DIR there: ch-run needs a bind's
+// destination in the image, and /mnt/0-9 are in every image Charliecloud's ch-image makes (scripts/ch-image.sh
+// makes them too). The spec's own binds may not use it (search/spec/container_section.cc).
+inline constexpr char kCharliecloudTrialDir[] = "/mnt/9";
 // "charliecloud", "apptainer" or "podman": the rank runs in such a container.
 inline constexpr char kContainerVariable[] = "LADDER_CONTAINER";
 // The trial directory's path on the host, which a container run's ranks also get: inside Charliecloud,

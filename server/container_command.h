@@ -26,12 +26,10 @@
 #include <string>
 #include <vector>
 
+#include "common/container_trial_dir.h"
 #include "search/core/container_options.h"
 
 namespace ladder::server {
-
-// Where Charliecloud's ranks find their trial directory (LADDER_TRIAL_DIR inside the container).
-inline constexpr char kCharliecloudTrialDir[] = "/mnt/9";
 
 struct ContainerRun {
   std::string trial_dir;                // on the host; in a run, "{trial_dir}" (common/container_trial_dir.h)

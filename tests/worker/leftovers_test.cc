@@ -8,7 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
 
 namespace ladder::worker {
 namespace {
@@ -24,6 +28,19 @@ pid_t SleepUnder(const std::filesystem::path& trial_dir, const std::string& node
   char* argv[] = {sleep.data(), secs.data(), nullptr};
   pid_t pid = -1;
   EXPECT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv, envp), 0);
+  // posix_spawn returns once exec has switched to the new program, whose environment /proc shows a moment later
+  // (the kernel sets it up after it lets the parent go): wait for it, within a deadline.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+    const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (env.find(id) != std::string::npos) break;
+    if (std::chrono::steady_clock::now() > until) {
+      ADD_FAILURE() << "pid " << pid << ": no environment after 10 s";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return pid;
 }
 
@@ -35,7 +52,6 @@ TEST(LeftoversTest, KillsTheProcessesLeftUnderThisTrialDirectoryAndNodeOnly) {
   ASSERT_GT(ours, 0);
   ASSERT_GT(other, 0);
   ASSERT_GT(other_node, 0);
-  usleep(100000);  // until exec has put the environment in place
   const auto killed = KillLeftoverTrialProcesses((dir / "trials").string(), "n1");
   ASSERT_EQ(killed.size(), 1u);
   EXPECT_EQ(killed[0], "pid " + std::to_string(ours) + " (trial-7)");
@@ -57,7 +73,6 @@ TEST(LeftoversTest, KillsARankLeftInAContainerByItsHostTrialDirectory) {
   const pid_t other = SleepUnder(dir / "trials-of-another-worker", "n1", /*contained=*/true);
   ASSERT_GT(ours, 0);
   ASSERT_GT(other, 0);
-  // glibc's posix_spawn returns once the child has exec'd (it reports exec's failure): its environment is there.
   const auto killed = KillLeftoverTrialProcesses((dir / "trials").string(), "n1");
   ASSERT_EQ(killed.size(), 1u);
   EXPECT_EQ(killed[0], "pid " + std::to_string(ours) + " (trial-7)");
