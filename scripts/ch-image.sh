@@ -9,7 +9,8 @@
 #                         no ld.so.cache; and the loader itself
 #   IMAGE/usr/bin/sh ...  a minimal shell and tools (sh, env, cat, ls, mkdir) for `sh -c` commands
 #   IMAGE/etc/...         passwd, group, hosts, resolv.conf (ch-run binds the host's over them), and the mount
-#                         points ch-run needs (dev, proc, sys, tmp, home, mnt, run)
+#                         points ch-run needs (dev, proc, sys, tmp, home, mnt, run), with /mnt/0-9 as Charliecloud's
+#                         ch-image makes them: ladder binds each trial's directory (LADDER_TRIAL_DIR) at /mnt/9
 #
 # The host's merged /usr layout is kept (bin -> usr/bin, lib -> usr/lib, lib64 -> usr/lib64 as relative links).
 # The image is made readable by every user whatever the umask (ch-run runs as the user who starts it: the
@@ -58,6 +59,7 @@ for d in bin sbin lib lib32 lib64 libx32; do
   fi
 done
 for d in dev proc sys tmp home mnt run etc; do mkdir -p "$image/$d"; done
+for n in 0 1 2 3 4 5 6 7 8 9; do mkdir -p "$image/mnt/$n"; done  # /mnt/9: the trial's directory
 chmod 1777 "$image/tmp"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' >"$image/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"$image/etc/group"

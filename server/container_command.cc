@@ -6,14 +6,17 @@ namespace ladder::server {
 
 namespace {
 
-// The binds in order, each once: the checkpoint directory (or root), the staged directories, the spec's.
+// The binds in order, each once: the trial directory, the checkpoint directory (or root), the staged directories,
+// the spec's.
 std::vector<std::string> Binds(const search::ContainerOptions& options, const ContainerRun& run) {
   std::vector<std::string> out;
   std::set<std::string> seen;
   auto add = [&](const std::string& b) {
     if (!b.empty() && seen.insert(b).second) out.push_back(b);
   };
-  const bool root = options.runtime == search::ContainerRuntime::kCharliecloud && !run.checkpoint_root.empty();
+  const bool charliecloud = options.runtime == search::ContainerRuntime::kCharliecloud;
+  if (!run.trial_dir.empty()) add(charliecloud ? run.trial_dir + ":" + kCharliecloudTrialDir : run.trial_dir);
+  const bool root = charliecloud && !run.checkpoint_root.empty();
   add(root ? run.checkpoint_root : run.checkpoint_dir);
   for (const auto& d : run.stage_dirs) add(d);
   for (const auto& b : options.binds) add(b);
@@ -38,6 +41,7 @@ std::vector<std::string> ContainerLine(const search::ContainerOptions& options, 
     case ContainerRuntime::kCharliecloud:
       argv = {"ch-run"};
       for (const auto& b : binds) argv.push_back("--bind=" + b);
+      if (!run.trial_dir.empty()) argv.push_back(std::string("--set-env=LADDER_TRIAL_DIR=") + kCharliecloudTrialDir);
       argv.insert(argv.end(), {options.image, "--"});
       break;
     case ContainerRuntime::kApptainer:

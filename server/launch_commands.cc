@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "common/container_trial_dir.h"
 #include "common/id_set.h"
 #include "server/container_command.h"
 #include "server/params_codec.h"
@@ -64,6 +65,7 @@ std::vector<std::string> InContainer(const search::SearchSpec& spec, const std::
                                      const std::vector<std::string>& command) {
   if (spec.container.runtime == search::ContainerRuntime::kNone) return command;
   ContainerRun run;
+  run.trial_dir = kTrialDirPlaceholder;  // the worker's, filled in by it (common/container_trial_dir.h)
   run.checkpoint_dir = checkpoint_dir;
   // ROOT/search-S/trial-T (TrialManager::CheckpointDir): ROOT
   const std::filesystem::path trial_dir(checkpoint_dir);
@@ -72,8 +74,10 @@ std::vector<std::string> InContainer(const search::SearchSpec& spec, const std::
   }
   for (const auto& f : spec.stage) run.stage_dirs.push_back(f.to);
   for (const auto& [name, value] : env) run.env_names.push_back(name);
-  // What the worker sets per rank (RANK, LOCAL_RANK; CUDA_VISIBLE_DEVICES with GPUs), when not there already.
-  for (const char* name : {"RANK", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES"}) {
+  // What the worker sets per rank (RANK, LOCAL_RANK, LOCAL_WORLD_SIZE; CUDA_VISIBLE_DEVICES with GPUs; its trial
+  // directory, node and slots), when not there already.
+  for (const char* name : {"RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "CUDA_VISIBLE_DEVICES", "LADDER_TRIAL_DIR",
+                           kHostTrialDirVariable, "LADDER_NODE_ID", "LADDER_WORKER_SLOTS"}) {
     if (!env.count(name)) run.env_names.push_back(name);
   }
   run.gpus = spec.group.gpus_per_rank > 0;
@@ -138,6 +142,10 @@ std::vector<MemberStart> StartMessages(const search::SearchSpec& spec, const Lau
   const bool one_launch = launcher != search::Launcher::kPerNode;
   std::map<std::string, std::string> env = run.env;
   if (launcher != search::Launcher::kMpirun) AddTorchrunEnv(members, world, spec.group.ranks_per_node, settings, &env);
+  // In a container: its runtime, which also has the worker fill in the trial directory it binds (InContainer).
+  if (spec.container.runtime != search::ContainerRuntime::kNone) {
+    env[kContainerVariable] = search::ContainerRuntimeName(spec.container.runtime);
+  }
   std::vector<std::string> argv = WithStaging(spec, InContainer(spec, run.checkpoint_dir, env, run.command));
   if (launcher == search::Launcher::kMpirun) argv = MpirunLine(settings.mpirun, members, world, env, argv);
   if (launcher == search::Launcher::kSrun) {

@@ -77,9 +77,9 @@ std::map<std::string, std::string> RunEnv(const search::SearchSpec& spec, const 
 // `--shard node --from F1 --from F2 ... --to DIR`.
 std::vector<std::string> WithStaging(const search::SearchSpec& spec, const std::vector<std::string>& command);
 
-// `container:`: the rank's command inside the container (server/container_command.h), binding the checkpoint
-// directory and the staged directories and passing `env`'s variables and the worker's per-rank ones; `command`
-// itself without a container. Staging stays outside: ladder-stage runs on the host and execs the container.
+// `container:`: the rank's command inside the container (server/container_command.h), binding the trial directory
+// ("{trial_dir}", filled in by the worker: common/container_trial_dir.h), the checkpoint and staged directories,
+// passing `env`'s variables and the worker's per-rank ones; `command` itself without one. ladder-stage stays outside.
 std::vector<std::string> InContainer(const search::SearchSpec& spec, const std::string& checkpoint_dir,
                                      const std::map<std::string, std::string>& env,
                                      const std::vector<std::string>& command);
@@ -102,7 +102,7 @@ std::vector<std::string> SrunLine(const std::vector<std::string>& srun, int64_t 
                                   const std::vector<std::string>& command);
 
 // The run's starts, one per member that starts processes (every member per node; the first one with mpirun and
-// srun), in the members' order.
+// srun), in the members' order. With a container, each start's env has LADDER_CONTAINER (its runtime).
 std::vector<MemberStart> StartMessages(const search::SearchSpec& spec, const LaunchRun& run,
                                        const std::vector<LaunchMember>& members, const LaunchSettings& settings);
 

@@ -1,8 +1,8 @@
 #pragma once
 // Where the ranks of a one-node trial meet: a c10d FileStore file, a new one for each run (a killed run's keys must
 // not be read by the next), in a directory of this worker's under the system's temporary directory rather than in
-// the trial's directory. A container shares /tmp with the host (ch-run, apptainer) where a trial directory
-// elsewhere is not bound in, so ranks inside an image could never meet through it.
+// the trial's directory. A container shares /tmp with the host (ch-run, apptainer) at the same path, where the
+// trial's directory may be bound elsewhere (ch-run: at /mnt/9), so ranks inside an image meet through it.
 //
 // The directory is TMP/ladder-rendezvous-UID-NODE-PID, one per worker process (two coordinators' workers on one
 // host may share a node id): made 0700 when the worker first starts a one-node trial of several ranks (a worker

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/metrics_line.h"
 #include "common/printable.h"
+#include "worker/container_trial_dir.h"
 #include "worker/launcher_stop.h"
 #include "worker/log_tail.h"
 #include "worker/rendezvous_dir.h"
@@ -99,6 +100,8 @@ LaunchSpec Worker::RankSpec(const v1::StartTrial& m, const std::string& dir) con
   for (const auto& [k, v] : m.env()) spec.env[k] = v;
   spec.env["LADDER_TRIAL_DIR"] = std::filesystem::absolute(dir, ec).string();
   spec.env["LADDER_NODE_ID"] = opt_.node_id;  // with LADDER_TRIAL_DIR: what a restarted worker kills (leftovers.h)
+  // In a container: the coordinator's line binds "{trial_dir}", this run's directory (common/container_trial_dir.h).
+  FillContainerTrialDir(spec.env["LADDER_TRIAL_DIR"], &spec.argv, &spec.env);
   // The ranks this worker may run on the node at once, other trials' included: a rank's share of the node's cores
   // counts them (trainer/overlap_rule.h).
   spec.env["LADDER_WORKER_SLOTS"] =

@@ -1,5 +1,7 @@
 #include "search/spec/container_section.h"
 
+#include "common/container_trial_dir.h"
+
 namespace ladder::search::internal {
 
 namespace {
@@ -62,11 +64,20 @@ void ReadContainerSection(ErrorSink& sink, const YAML::Node& node, ContainerOpti
     } else {
       for (size_t i = 0; i < e->value.size(); ++i) {
         std::string bind;
-        if (ReadBind(sink, e->value[i], "container.binds[" + std::to_string(i) + "]", &bind)) {
-          c.binds.push_back(bind);
-        } else {
+        const std::string field = "container.binds[" + std::to_string(i) + "]";
+        if (!ReadBind(sink, e->value[i], field, &bind)) {
           ok = false;
+          continue;
         }
+        const std::string dst = bind.substr(bind.find(':') == std::string::npos ? 0 : bind.find(':') + 1);
+        const std::string taken = kCharliecloudTrialDir;
+        if (c.runtime == ContainerRuntime::kCharliecloud && (dst == taken || dst.rfind(taken + "/", 0) == 0)) {
+          sink.At(e->value[i], field, "'" + bind + "': " + taken + " is where a Charliecloud rank's trial directory "
+                                      "is bound (LADDER_TRIAL_DIR): bind elsewhere, such as /mnt/0");
+          ok = false;
+          continue;
+        }
+        c.binds.push_back(bind);
       }
     }
   }

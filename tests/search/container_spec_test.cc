@@ -32,6 +32,8 @@ TEST(ContainerSpec, ReadsTheRuntimeTheImageAndTheBinds) {
   EXPECT_EQ(podman.spec->container.image, "localhost/ladder:1") << "podman's images are names";
   EXPECT_EQ(ParseSpec(WithContainer("{runtime: apptainer, image: /i.sif}"), "s.yaml").spec->container.runtime,
             ContainerRuntime::kApptainer);
+  EXPECT_TRUE(ParseSpec(WithContainer("{runtime: podman, image: x, binds: ['/data:/mnt/9']}"), "s.yaml").ok())
+      << "only Charliecloud binds the trial directory at /mnt/9";
 }
 
 TEST(ContainerSpec, EachWrongFieldIsNamed) {
@@ -45,6 +47,10 @@ TEST(ContainerSpec, EachWrongFieldIsNamed) {
       {"{runtime: podman, image: x, binds: [/a, 'b:/c']}", "container.binds[1]: expected SRC or SRC:DST"},
       {"{runtime: podman, image: x, binds: ['/a,/b']}", "container.binds[0]: expected SRC or SRC:DST"},
       {"{runtime: podman, image: x, network: host}", "container.network: unknown field 'network'"},
+      // ladder binds the trial's directory there (common/container_trial_dir.h)
+      {"{runtime: charliecloud, image: /i, binds: ['/data:/mnt/9']}",
+       "container.binds[0]: '/data:/mnt/9': /mnt/9 is where a Charliecloud rank's trial directory is bound"},
+      {"{runtime: charliecloud, image: /i, binds: [/mnt/9/x]}", "container.binds[0]: '/mnt/9/x': /mnt/9 is where"},
       {"/images/ladder", "container: expected a mapping"},
   };
   for (const auto& [text, want] : cases) {
