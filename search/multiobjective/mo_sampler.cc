@@ -52,12 +52,13 @@ std::unique_ptr<MultiObjectiveSampler> MakeMultiObjectiveSampler(const SearchSpe
   const std::string name = ResolveMultiObjectiveSampler(spec, options).sampler;
   if (name == "tpe") return internal::MakeMoTpeSampler(spec, options);
   if (name == "nsga2") return internal::MakeNsga2Sampler(spec, options);
+  if (name == "gp") return internal::MakeParEgoSampler(spec, options);
   if (name == "random" || name == "sobol") {
     SearchSpec single = spec;
     single.sampler = name;
     return std::make_unique<ModelFree>(MakeSampler(single));
   }
-  *error = "sampler '" + name + "' has no multi-objective form (auto, tpe, nsga2, random or sobol)";
+  *error = "sampler '" + name + "' has no multi-objective form (auto, tpe, nsga2, gp, random or sobol)";
   return nullptr;
 }
 
