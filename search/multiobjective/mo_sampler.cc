@@ -1,5 +1,7 @@
 #include "search/multiobjective/mo_sampler.h"
 
+#include <algorithm>
+
 #include "search/multiobjective/mo_history.h"
 #include "search/samplers/sampler.h"
 
@@ -33,6 +35,12 @@ MultiObjectiveChoice ResolveMultiObjectiveSampler(const SearchSpec& spec, const 
   if (spec.parallelism >= population) {
     return {"nsga2", std::to_string(spec.parallelism) + " trials at a time, a generation of NSGA-II's population of " +
                          std::to_string(population)};
+  }
+  const bool continuous = std::none_of(spec.space.params.begin(), spec.space.params.end(),
+                                      [](const ParamSpec& p) { return p.kind == ParamKind::kCategorical; });
+  if (continuous && spec.max_trials <= kAutoMoGpMaxTrials) {
+    return {"gp", std::to_string(spec.max_trials) + " trials (at most " + std::to_string(kAutoMoGpMaxTrials) +
+                      "), every parameter float or int: ParEGO (GP-BO on a random scalarisation per suggestion)"};
   }
   if (spec.max_trials > kAutoMoTpeMaxTrials) {
     return {"nsga2", std::to_string(spec.max_trials) + " trials (more than " + std::to_string(kAutoMoTpeMaxTrials) +

@@ -1,6 +1,6 @@
-// Multi-objective samplers (search/multiobjective/mo_sampler.h): the determinism contract, parallel asks,
-// directions negated at the boundary, the auto rule, TopRanks against a brute-force ranking, and both samplers
-// ahead of random search on ZDT1.
+// Multi-objective samplers (search/multiobjective/mo_sampler.h): the determinism contract, parallel asks and
+// directions negated at the boundary (tpe, nsga2, gp), the auto rule, TopRanks against a brute-force ranking, and
+// tpe and nsga2 ahead of random search on ZDT1 (gp: parego_test.cc).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -155,8 +155,16 @@ TEST(MultiObjectiveAuto, RuleFromSpaceBudgetAndParallelism) {
   MultiObjectiveOptions o;
   o.maximize = {false, false};
   SearchSpec spec = SpecWith(Zdt1Space(3), "auto");
-  spec.max_trials = 200;
+  spec.max_trials = kAutoMoGpMaxTrials;
+  EXPECT_EQ(ResolveMultiObjectiveSampler(spec, o).sampler, "gp") << "a small budget on float and int parameters";
+  spec.max_trials = kAutoMoGpMaxTrials + 1;
   EXPECT_EQ(ResolveMultiObjectiveSampler(spec, o).sampler, "tpe");
+  SearchSpec mixed = SpecWith(MixedSpace(), "auto");
+  mixed.max_trials = 100;
+  EXPECT_EQ(ResolveMultiObjectiveSampler(mixed, o).sampler, "tpe") << "a categorical parameter";
+  mixed.space.params.pop_back();  // the conditional momentum
+  mixed.space.params.pop_back();  // the categorical opt: lr (float) and width (int) are left
+  EXPECT_EQ(ResolveMultiObjectiveSampler(mixed, o).sampler, "gp");
   spec.max_trials = 8;
   EXPECT_EQ(ResolveMultiObjectiveSampler(spec, o).sampler, "sobol");
   spec.max_trials = 200;
