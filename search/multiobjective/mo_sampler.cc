@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "search/multiobjective/mo_history.h"
+#include "search/samplers/auto_sampler.h"
 #include "search/samplers/sampler.h"
 
 namespace ladder::search {
@@ -36,11 +37,14 @@ MultiObjectiveChoice ResolveMultiObjectiveSampler(const SearchSpec& spec, const 
     return {"nsga2", std::to_string(spec.parallelism) + " trials at a time, a generation of NSGA-II's population of " +
                          std::to_string(population)};
   }
-  const bool continuous = std::none_of(spec.space.params.begin(), spec.space.params.end(),
-                                      [](const ParamSpec& p) { return p.kind == ParamKind::kCategorical; });
-  if (continuous && spec.max_trials <= kAutoMoGpMaxTrials) {
-    return {"gp", std::to_string(spec.max_trials) + " trials (at most " + std::to_string(kAutoMoGpMaxTrials) +
-                      "), every parameter float or int: ParEGO (GP-BO on a random scalarisation per suggestion)"};
+  const size_t params = spec.space.params.size();
+  const auto categorical = static_cast<size_t>(std::count_if(spec.space.params.begin(), spec.space.params.end(),
+                                                             [](const ParamSpec& p) { return p.kind == ParamKind::kCategorical; }));
+  if (spec.max_trials <= kAutoMoGpMaxTrials && params <= kAutoGpMaxParams &&
+      static_cast<double>(categorical) <= kAutoMaxCategoricalShare * static_cast<double>(params)) {
+    return {"gp", std::to_string(spec.max_trials) + " trials (at most " + std::to_string(kAutoMoGpMaxTrials) + "), " +
+                      std::to_string(categorical) + " of " + std::to_string(params) +
+                      " parameters categorical: ParEGO (GP-BO on a random scalarisation per suggestion)"};
   }
   if (spec.max_trials > kAutoMoTpeMaxTrials) {
     return {"nsga2", std::to_string(spec.max_trials) + " trials (more than " + std::to_string(kAutoMoTpeMaxTrials) +

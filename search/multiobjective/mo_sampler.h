@@ -81,12 +81,15 @@ constexpr int kMoTpeStartupTrials = 10;
 //   2. max_trials <= TPE's 10 startup points    -> sobol (no model would be used)
 //   3. parallelism >= NSGA-II's population      -> nsga2 (a whole generation runs at once; TPE's good group
 //                                                  would be learnt from a history mostly made of liars)
-//   4. every parameter float or int, and
-//      max_trials <= kAutoMoGpMaxTrials         -> gp (ParEGO: on ZDT1-3, DTLZ2 and two tables its median
-//                                                  hypervolume after 50, 100 and 200 evaluations is above
-//                                                  MOTPE's and NSGA-II's, docs/BENCHMARKS.md; a GP fit per
-//                                                  suggestion costs ~0.6 s at 200 trials and its model holds at
-//                                                  most 200, so it stops at the budgets it was measured at)
+//   4. max_trials <= kAutoMoGpMaxTrials, at most
+//      half the parameters categorical and at
+//      most 32 parameters (one objective's GP
+//      limits, auto_sampler.h)                  -> gp (ParEGO: on ZDT1-3, DTLZ2 and two tables, one of them a
+//                                                  third categorical, its median hypervolume after 50, 100 and
+//                                                  200 evaluations is above MOTPE's and NSGA-II's,
+//                                                  docs/BENCHMARKS.md; a GP fit per suggestion costs ~0.6 s at
+//                                                  200 trials and its model holds at most 200, so it stops at
+//                                                  the budgets it was measured at)
 //   5. max_trials > kAutoMoTpeMaxTrials         -> nsga2 (MOTPE reads every trial to build its bad mixture, so
 //                                                  its cost per suggestion grows with the history; NSGA-II's
 //                                                  does not)

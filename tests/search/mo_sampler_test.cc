@@ -11,6 +11,7 @@
 #include "search/multiobjective/mo_sampler.h"
 #include "search/multiobjective/pareto.h"
 #include "search/multiobjective/top_ranks.h"
+#include "search/samplers/auto_sampler.h"
 #include "tests/search/sampler_test_util.h"
 
 namespace ladder::search {
@@ -159,12 +160,17 @@ TEST(MultiObjectiveAuto, RuleFromSpaceBudgetAndParallelism) {
   EXPECT_EQ(ResolveMultiObjectiveSampler(spec, o).sampler, "gp") << "a small budget on float and int parameters";
   spec.max_trials = kAutoMoGpMaxTrials + 1;
   EXPECT_EQ(ResolveMultiObjectiveSampler(spec, o).sampler, "tpe");
-  SearchSpec mixed = SpecWith(MixedSpace(), "auto");
+  SearchSpec mixed = SpecWith(MixedSpace(), "auto");  // 1 of 4 parameters categorical
   mixed.max_trials = 100;
-  EXPECT_EQ(ResolveMultiObjectiveSampler(mixed, o).sampler, "tpe") << "a categorical parameter";
-  mixed.space.params.pop_back();  // the conditional momentum
-  mixed.space.params.pop_back();  // the categorical opt: lr (float) and width (int) are left
   EXPECT_EQ(ResolveMultiObjectiveSampler(mixed, o).sampler, "gp");
+  mixed.space.params.push_back(CatParam("act", {"relu", "gelu"}));
+  EXPECT_EQ(ResolveMultiObjectiveSampler(mixed, o).sampler, "gp") << "2 of 5: at most half";
+  mixed.space.params.push_back(CatParam("norm", {"layer", "batch"}));
+  mixed.space.params.push_back(CatParam("init", {"he", "xavier"}));
+  EXPECT_EQ(ResolveMultiObjectiveSampler(mixed, o).sampler, "tpe") << "4 of 7: more than half";
+  SearchSpec wide = SpecWith(Zdt1Space(static_cast<int>(kAutoGpMaxParams) + 1), "auto");
+  wide.max_trials = 100;
+  EXPECT_EQ(ResolveMultiObjectiveSampler(wide, o).sampler, "tpe") << "more parameters than GP-BO's ARD kernel takes";
   spec.max_trials = 8;
   EXPECT_EQ(ResolveMultiObjectiveSampler(spec, o).sampler, "sobol");
   spec.max_trials = 200;
