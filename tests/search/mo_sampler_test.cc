@@ -78,6 +78,30 @@ TEST_P(EachSampler, AskIsAFunctionOfSeedNumberAndTheToldSetNotTheOrderOfTells) {
   }
 }
 
+TEST_P(EachSampler, ARestartReplayingFinishedAndRunningTrialsSuggestsWhatTheFirstWould) {
+  const SearchSpec spec = SpecWith(MixedSpace(), GetParam(), 6);
+  auto a = Make(spec), b = Make(spec);
+  std::vector<Params> asked;
+  for (int n = 0; n < 60; ++n) {
+    asked.push_back(*a->Ask(n));
+    if (n < 56 || n == 57) a->Tell(n, asked.back(), Mixed(asked.back()));  // 56, 58, 59 still run
+  }
+  // b: the restarted coordinator's replay: the finished trials in reverse order, then the running ones.
+  for (int n = 57; n >= 0; --n) {
+    if (n != 56) b->Tell(n, asked[static_cast<size_t>(n)], Mixed(asked[static_cast<size_t>(n)]));
+  }
+  for (int n : {59, 56, 58}) b->AddPending(n, asked[static_cast<size_t>(n)]);
+  for (int n = 56; n < 60; ++n) EXPECT_EQ(*b->Ask(n), asked[static_cast<size_t>(n)]) << "trial " << n;
+  for (int n = 60; n < 64; ++n) {
+    const Params pa = *a->Ask(n), pb = *b->Ask(n);
+    EXPECT_EQ(pa, pb) << "trial " << n;
+    if (n % 2 == 0) {
+      a->Tell(n, pa, Mixed(pa));
+      b->Tell(n, pb, Mixed(pb));
+    }
+  }
+}
+
 TEST_P(EachSampler, ParallelAsksWithoutTellGiveDistinctValidConfigurations) {
   auto s = Make(SpecWith(MixedSpace(), GetParam(), 2));
   for (int n = 0; n < 60; ++n) {  // past TPE's startup and NSGA-II's first generation
