@@ -1,7 +1,8 @@
 """The multi-objective part of bench/search_vs_optuna (imported by it; see its --help).
 
 ladder's default multi-objective sampler (auto, search/multiobjective/mo_sampler.h: the sampler it picks from
-the problem's space and budget alone; its runs are that sampler's runs) and ladder-nsga2 against Optuna 3.1's
+the problem's space and budget alone; its runs are that sampler's runs), ladder-gp (ParEGO), ladder-tpe and
+ladder-nsga2 against Optuna 3.1's
 NSGAIISampler and multi-objective TPESampler, defaults, on ZDT1-3 (10 variables), DTLZ2 (3 objectives, 7
 variables) and two bench-data tables as (error, training cost) (bench/mo_problems.h has the cost model and
 the reference points). Cells: hypervolume after N evaluations, median [q1, q3] over the seeds. A problem is a
@@ -28,7 +29,7 @@ SYNTHETIC = ["zdt1", "zdt2", "zdt3", "dtlz2"]
 # cost of the cheapest perfect configuration found; phoneme's and protein's errors do not saturate.
 TABLES = ["hpobench-phoneme", "hpolib-protein_structure"]
 QUICK = ["zdt1", "hpolib-protein_structure"]
-SAMPLERS = ["ladder-tpe", "ladder-nsga2", "optuna-nsga2", "optuna-motpe"]
+SAMPLERS = ["ladder-gp", "ladder-tpe", "ladder-nsga2", "optuna-nsga2", "optuna-motpe"]
 QUICK_SEEDS = 8
 TIMING_HISTORY = 10000
 

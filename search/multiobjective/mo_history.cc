@@ -17,6 +17,9 @@ MoObservation MoHistorySampler::Make(int64_t number, const Params& params,
   MoObservation o;
   o.number = number;
   o.violation = Violation(constraints);
+  for (size_t i = 0; i < constraints.size(); ++i) {
+    o.constraint = i == 0 ? constraints[i] : std::max(o.constraint, constraints[i]);
+  }
   o.u = unit_.Encode(params, &o.active);
   if (values && values->size() == maximize_.size()) {
     ObjectiveVector loss(values->size());

@@ -21,6 +21,7 @@ struct MoObservation {
   std::vector<bool> active;             // which parameters the trial has
   std::optional<ObjectiveVector> loss;  // every objective minimized (maximized ones negated); nullopt: failed
   double violation = 0;                 // the sum of its positive constraint values (search::Violation); 0: feasible
+  double constraint = 0;                // the largest of its constraints' signed values (0 without any)
 };
 
 class MoHistorySampler : public MultiObjectiveSampler {
@@ -66,5 +67,6 @@ class MoHistorySampler : public MultiObjectiveSampler {
 // The samplers behind MakeMultiObjectiveSampler.
 std::unique_ptr<MultiObjectiveSampler> MakeNsga2Sampler(const SearchSpec& spec, const MultiObjectiveOptions& options);
 std::unique_ptr<MultiObjectiveSampler> MakeMoTpeSampler(const SearchSpec& spec, const MultiObjectiveOptions& options);
+std::unique_ptr<MultiObjectiveSampler> MakeParEgoSampler(const SearchSpec& spec, const MultiObjectiveOptions& options);
 
 }  // namespace ladder::search::internal

@@ -1,6 +1,9 @@
 #include "search/multiobjective/mo_sampler.h"
 
+#include <algorithm>
+
 #include "search/multiobjective/mo_history.h"
+#include "search/samplers/auto_sampler.h"
 #include "search/samplers/sampler.h"
 
 namespace ladder::search {
@@ -34,6 +37,15 @@ MultiObjectiveChoice ResolveMultiObjectiveSampler(const SearchSpec& spec, const 
     return {"nsga2", std::to_string(spec.parallelism) + " trials at a time, a generation of NSGA-II's population of " +
                          std::to_string(population)};
   }
+  const size_t params = spec.space.params.size();
+  const auto categorical = static_cast<size_t>(std::count_if(spec.space.params.begin(), spec.space.params.end(),
+                                                             [](const ParamSpec& p) { return p.kind == ParamKind::kCategorical; }));
+  if (spec.max_trials <= kAutoMoGpMaxTrials && params <= kAutoGpMaxParams &&
+      static_cast<double>(categorical) <= kAutoMaxCategoricalShare * static_cast<double>(params)) {
+    return {"gp", std::to_string(spec.max_trials) + " trials (at most " + std::to_string(kAutoMoGpMaxTrials) + "), " +
+                      std::to_string(categorical) + " of " + std::to_string(params) +
+                      " parameters categorical: ParEGO (GP-BO on a random scalarisation per suggestion)"};
+  }
   if (spec.max_trials > kAutoMoTpeMaxTrials) {
     return {"nsga2", std::to_string(spec.max_trials) + " trials (more than " + std::to_string(kAutoMoTpeMaxTrials) +
                          "): MOTPE's cost per suggestion grows with the history"};
@@ -52,12 +64,13 @@ std::unique_ptr<MultiObjectiveSampler> MakeMultiObjectiveSampler(const SearchSpe
   const std::string name = ResolveMultiObjectiveSampler(spec, options).sampler;
   if (name == "tpe") return internal::MakeMoTpeSampler(spec, options);
   if (name == "nsga2") return internal::MakeNsga2Sampler(spec, options);
+  if (name == "gp") return internal::MakeParEgoSampler(spec, options);
   if (name == "random" || name == "sobol") {
     SearchSpec single = spec;
     single.sampler = name;
     return std::make_unique<ModelFree>(MakeSampler(single));
   }
-  *error = "sampler '" + name + "' has no multi-objective form (auto, tpe, nsga2, random or sobol)";
+  *error = "sampler '" + name + "' has no multi-objective form (auto, tpe, nsga2, gp, random or sobol)";
   return nullptr;
 }
 

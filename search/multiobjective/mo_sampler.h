@@ -14,9 +14,15 @@
 //           a child is two binary-tournament parents crossed (probability 0.9; SBX for float/int coordinates,
 //           uniform for categoricals) and mutated (each coordinate with probability 1/parameters: polynomial
 //           mutation for float/int, a uniform choice for categoricals)
+//   gp      ParEGO (Knowles 2006) on the single-objective GP-BO (parego_sampler.cc): clamp(2 x parameters, 5, 20)
+//           Sobol points, then per suggestion a weight vector drawn uniformly from the simplex from the trial
+//           number's stream, the objectives normalized to [0, 1] over the completed trials and scalarized by the
+//           augmented Chebyshev function max_i(w_i f_i) + 0.05 sum_i(w_i f_i), and the single-objective GP sampler
+//           (refitted to those scalars) asked: its expected improvement, its kriging believer for pending trials.
+//           A GP fit per suggestion: ~0.1 s at 100 trials, ~0.6 s at 200 (capped there by max_history)
 //   random, sobol  as for one objective (the objectives are not read)
-// Other samplers (grid, gp, cmaes, scales) have no multi-objective form: MakeMultiObjectiveSampler returns
-// nullptr and says why.
+// Other samplers (grid, cmaes, scales) have no multi-objective form: MakeMultiObjectiveSampler returns nullptr and
+// says why.
 //
 // Objectives are given in the spec's units and order; the sampler negates the ones to maximize, so every
 // objective is minimized inside (search/multiobjective/pareto.h). A value that is NaN or infinite makes the
@@ -25,7 +31,8 @@
 // Determinism contract: as sampler.h's: Ask(n) is a function of (seed, n, the set of told trials, the set of
 // pending trials), sets keyed by trial number; a restarted coordinator replays Tell and AddPending and goes on
 // where it was; asking again for a pending trial returns its configuration. Several Ask calls without a Tell
-// give distinct configurations (tpe: constant liars; nsga2, random, sobol: the trial number's stream).
+// give distinct configurations (tpe: constant liars; gp: kriging believer; nsga2, random, sobol: the trial
+// number's stream).
 // Not thread-safe: one thread owns a sampler.
 #include <cstdint>
 #include <memory>
@@ -49,7 +56,9 @@ class MultiObjectiveSampler {
   // it holds); its violation is the sum of the positive ones. nsga2 sorts by Deb's constrained domination (a
   // feasible trial dominates an infeasible one, two infeasible ones compare by violation, two feasible ones by
   // Pareto dominance); tpe's good group is the first feasible trials by its rule, then, if it has room, the least
-  // violating infeasible ones (Optuna's constrained MOTPE). random and sobol ignore them.
+  // violating infeasible ones (Optuna's constrained MOTPE); gp weighs the scalarized expected improvement (against
+  // the best feasible scalar) by the chance of feasibility from a GP on the largest signed constraint value, as the
+  // single-objective GP does. random and sobol ignore them.
   virtual void TellConstrained(int64_t trial_number, const Params& params,
                                std::optional<std::vector<double>> objectives,
                                const std::vector<double>& /*constraints*/) {
@@ -72,21 +81,31 @@ constexpr int kMoTpeStartupTrials = 10;
 //   2. max_trials <= TPE's 10 startup points    -> sobol (no model would be used)
 //   3. parallelism >= NSGA-II's population      -> nsga2 (a whole generation runs at once; TPE's good group
 //                                                  would be learnt from a history mostly made of liars)
-//   4. max_trials > kAutoMoTpeMaxTrials         -> nsga2 (MOTPE reads every trial to build its bad mixture, so
+//   4. max_trials <= kAutoMoGpMaxTrials, at most
+//      half the parameters categorical and at
+//      most 32 parameters (one objective's GP
+//      limits, auto_sampler.h)                  -> gp (ParEGO: on ZDT1-3, DTLZ2 and two tables, one of them a
+//                                                  third categorical, its median hypervolume after 50, 100 and
+//                                                  200 evaluations is above MOTPE's and NSGA-II's,
+//                                                  docs/BENCHMARKS.md; a GP fit per suggestion costs ~0.6 s at
+//                                                  200 trials and its model holds at most 200, so it stops at
+//                                                  the budgets it was measured at)
+//   5. max_trials > kAutoMoTpeMaxTrials         -> nsga2 (MOTPE reads every trial to build its bad mixture, so
 //                                                  its cost per suggestion grows with the history; NSGA-II's
 //                                                  does not)
-//   5. otherwise                                -> tpe (a model learns faster than a population at the budgets
+//   6. otherwise                                -> tpe (a model learns faster than a population at the budgets
 //                                                  of a hyperparameter search: docs/BENCHMARKS.md)
+constexpr int kAutoMoGpMaxTrials = 200;
 constexpr int kAutoMoTpeMaxTrials = 10000;
 
 struct MultiObjectiveChoice {
-  std::string sampler;  // random, sobol, tpe or nsga2 for auto; the spec's sampler otherwise
+  std::string sampler;  // random, sobol, gp, tpe or nsga2 for auto; the spec's sampler otherwise
   std::string reason;   // one line for auto; empty when the spec named its sampler
 };
 MultiObjectiveChoice ResolveMultiObjectiveSampler(const SearchSpec& spec, const MultiObjectiveOptions& options);
 
 // The sampler spec.sampler names (auto resolved), for spec.space and spec.seed (spec.sampler_options'
-// n_startup_trials, n_ei_candidates and gamma apply to tpe). nullptr with *error set when the sampler has no
+// n_startup_trials, n_ei_candidates and gamma apply to tpe; n_startup_trials and max_history to gp). nullptr with *error set when the sampler has no
 // multi-objective form or options.maximize has fewer than 2 objectives.
 std::unique_ptr<MultiObjectiveSampler> MakeMultiObjectiveSampler(const SearchSpec& spec,
                                                                  const MultiObjectiveOptions& options,

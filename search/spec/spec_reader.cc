@@ -189,11 +189,11 @@ class SpecReader {
       }
       return;
     }
-    if (s != "auto" && s != "tpe" && s != "nsga2" && s != "random" && s != "sobol") {
+    if (s != "auto" && s != "tpe" && s != "nsga2" && s != "gp" && s != "random" && s != "sobol") {
       sink_.At(scales_present_ ? objectives_node_ : sampler_node_, scales_present_ ? "objectives" : "sampler",
                scales_present_ ? "scales: plans a batch x learning-rate sweep for one objective: not with objectives:"
                                : "the " + s + " sampler has one objective; with objectives: use auto, tpe, nsga2, "
-                                              "random or sobol");
+                                              "gp, random or sobol");
     }
     auto refuse = [&](const YAML::Node& at, const std::string& field, const std::string& what) {
       sink_.At(at, field, what + " ranks trials by one objective: not with objectives:");

@@ -152,7 +152,7 @@ TEST_P(EachConstrainedSampler, ReplayingConstrainedTrialsInAnyOrderGivesTheSameS
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(MultiObjective, EachConstrainedSampler, ::testing::Values("tpe", "nsga2"));
+INSTANTIATE_TEST_SUITE_P(MultiObjective, EachConstrainedSampler, ::testing::Values("tpe", "nsga2", "gp"));
 
 // MOTPE with nothing feasible: its good group is the least violating trials (here those nearest x0 = 0.5), so it
 // suggests near the feasible region's edge; told the objectives only, its good group follows the front toward

@@ -1,6 +1,6 @@
-// Multi-objective samplers (search/multiobjective/mo_sampler.h): the determinism contract, parallel asks,
-// directions negated at the boundary, the auto rule, TopRanks against a brute-force ranking, and both samplers
-// ahead of random search on ZDT1.
+// Multi-objective samplers (search/multiobjective/mo_sampler.h): the determinism contract, parallel asks and
+// directions negated at the boundary (tpe, nsga2, gp), the auto rule, TopRanks against a brute-force ranking, and
+// tpe and nsga2 ahead of random search on ZDT1 (gp: parego_test.cc).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include "search/multiobjective/mo_sampler.h"
 #include "search/multiobjective/pareto.h"
 #include "search/multiobjective/top_ranks.h"
+#include "search/samplers/auto_sampler.h"
 #include "tests/search/sampler_test_util.h"
 
 namespace ladder::search {
@@ -77,6 +78,30 @@ TEST_P(EachSampler, AskIsAFunctionOfSeedNumberAndTheToldSetNotTheOrderOfTells) {
   }
 }
 
+TEST_P(EachSampler, ARestartReplayingFinishedAndRunningTrialsSuggestsWhatTheFirstWould) {
+  const SearchSpec spec = SpecWith(MixedSpace(), GetParam(), 6);
+  auto a = Make(spec), b = Make(spec);
+  std::vector<Params> asked;
+  for (int n = 0; n < 60; ++n) {
+    asked.push_back(*a->Ask(n));
+    if (n < 56 || n == 57) a->Tell(n, asked.back(), Mixed(asked.back()));  // 56, 58, 59 still run
+  }
+  // b: the restarted coordinator's replay: the finished trials in reverse order, then the running ones.
+  for (int n = 57; n >= 0; --n) {
+    if (n != 56) b->Tell(n, asked[static_cast<size_t>(n)], Mixed(asked[static_cast<size_t>(n)]));
+  }
+  for (int n : {59, 56, 58}) b->AddPending(n, asked[static_cast<size_t>(n)]);
+  for (int n = 56; n < 60; ++n) EXPECT_EQ(*b->Ask(n), asked[static_cast<size_t>(n)]) << "trial " << n;
+  for (int n = 60; n < 64; ++n) {
+    const Params pa = *a->Ask(n), pb = *b->Ask(n);
+    EXPECT_EQ(pa, pb) << "trial " << n;
+    if (n % 2 == 0) {
+      a->Tell(n, pa, Mixed(pa));
+      b->Tell(n, pb, Mixed(pb));
+    }
+  }
+}
+
 TEST_P(EachSampler, ParallelAsksWithoutTellGiveDistinctValidConfigurations) {
   auto s = Make(SpecWith(MixedSpace(), GetParam(), 2));
   for (int n = 0; n < 60; ++n) {  // past TPE's startup and NSGA-II's first generation
@@ -133,7 +158,10 @@ double HypervolumeAfter(const std::string& sampler, uint64_t seed, int budget) {
   return Hypervolume(f, {1.1, 6.0});
 }
 
-TEST_P(EachSampler, BeatsRandomSearchOnZdt1) {
+// tpe and nsga2 at 250 evaluations (gp: parego_test.cc, at 60; 250 would take GP-BO a minute).
+class EachPopulationOrParzenSampler : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EachPopulationOrParzenSampler, BeatsRandomSearchOnZdt1) {
   // Median over 5 seeds of the hypervolume after 250 evaluations (fixed seeds: deterministic).
   std::vector<double> model, random;
   for (uint64_t seed = 0; seed < 5; ++seed) {
@@ -145,14 +173,28 @@ TEST_P(EachSampler, BeatsRandomSearchOnZdt1) {
   EXPECT_GT(model[2], random[2] + 0.1) << GetParam() << " " << model[2] << " vs random " << random[2];
 }
 
-INSTANTIATE_TEST_SUITE_P(MultiObjective, EachSampler, ::testing::Values("tpe", "nsga2"));
+INSTANTIATE_TEST_SUITE_P(MultiObjective, EachSampler, ::testing::Values("tpe", "nsga2", "gp"));
+INSTANTIATE_TEST_SUITE_P(MultiObjective, EachPopulationOrParzenSampler, ::testing::Values("tpe", "nsga2"));
 
 TEST(MultiObjectiveAuto, RuleFromSpaceBudgetAndParallelism) {
   MultiObjectiveOptions o;
   o.maximize = {false, false};
   SearchSpec spec = SpecWith(Zdt1Space(3), "auto");
-  spec.max_trials = 200;
+  spec.max_trials = kAutoMoGpMaxTrials;
+  EXPECT_EQ(ResolveMultiObjectiveSampler(spec, o).sampler, "gp") << "a small budget on float and int parameters";
+  spec.max_trials = kAutoMoGpMaxTrials + 1;
   EXPECT_EQ(ResolveMultiObjectiveSampler(spec, o).sampler, "tpe");
+  SearchSpec mixed = SpecWith(MixedSpace(), "auto");  // 1 of 4 parameters categorical
+  mixed.max_trials = 100;
+  EXPECT_EQ(ResolveMultiObjectiveSampler(mixed, o).sampler, "gp");
+  mixed.space.params.push_back(CatParam("act", {"relu", "gelu"}));
+  EXPECT_EQ(ResolveMultiObjectiveSampler(mixed, o).sampler, "gp") << "2 of 5: at most half";
+  mixed.space.params.push_back(CatParam("norm", {"layer", "batch"}));
+  mixed.space.params.push_back(CatParam("init", {"he", "xavier"}));
+  EXPECT_EQ(ResolveMultiObjectiveSampler(mixed, o).sampler, "tpe") << "4 of 7: more than half";
+  SearchSpec wide = SpecWith(Zdt1Space(static_cast<int>(kAutoGpMaxParams) + 1), "auto");
+  wide.max_trials = 100;
+  EXPECT_EQ(ResolveMultiObjectiveSampler(wide, o).sampler, "tpe") << "more parameters than GP-BO's ARD kernel takes";
   spec.max_trials = 8;
   EXPECT_EQ(ResolveMultiObjectiveSampler(spec, o).sampler, "sobol");
   spec.max_trials = 200;
@@ -171,8 +213,8 @@ TEST(MultiObjectiveAuto, SamplersWithoutAMultiObjectiveFormAreRefusedWithAReason
   MultiObjectiveOptions o;
   o.maximize = {false, true};
   std::string error;
-  EXPECT_EQ(MakeMultiObjectiveSampler(SpecWith(Zdt1Space(2), "gp"), o, &error), nullptr);
-  EXPECT_NE(error.find("'gp' has no multi-objective form"), std::string::npos) << error;
+  EXPECT_EQ(MakeMultiObjectiveSampler(SpecWith(Zdt1Space(2), "cmaes"), o, &error), nullptr);
+  EXPECT_NE(error.find("'cmaes' has no multi-objective form"), std::string::npos) << error;
   o.maximize = {false};
   EXPECT_EQ(MakeMultiObjectiveSampler(SpecWith(Zdt1Space(2), "tpe"), o, &error), nullptr);
   EXPECT_NE(error.find("at least 2"), std::string::npos) << error;
