@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace ladder::worker {
 namespace {
@@ -44,6 +46,20 @@ pid_t SleepUnder(const std::filesystem::path& trial_dir, const std::string& node
   return pid;
 }
 
+// `killed` names `ours` (trial 7) alone, which died of SIGKILL, while each of `others` runs on (then is ended).
+void ExpectOnlyKilled(const std::vector<std::string>& killed, pid_t ours, const std::vector<pid_t>& others) {
+  ASSERT_EQ(killed.size(), 1u);
+  EXPECT_EQ(killed[0], "pid " + std::to_string(ours) + " (trial-7)");
+  int status = 0;
+  ASSERT_EQ(waitpid(ours, &status, 0), ours);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  for (pid_t p : others) {
+    EXPECT_EQ(waitpid(p, &status, WNOHANG), 0) << "pid " << p << " (another directory's or node's) runs on";
+    kill(p, SIGKILL);
+    waitpid(p, &status, 0);
+  }
+}
+
 TEST(LeftoversTest, KillsTheProcessesLeftUnderThisTrialDirectoryAndNodeOnly) {
   const auto dir = std::filesystem::temp_directory_path() / ("ladder-leftovers-" + std::to_string(getpid()));
   const pid_t ours = SleepUnder(dir / "trials");
@@ -52,18 +68,7 @@ TEST(LeftoversTest, KillsTheProcessesLeftUnderThisTrialDirectoryAndNodeOnly) {
   ASSERT_GT(ours, 0);
   ASSERT_GT(other, 0);
   ASSERT_GT(other_node, 0);
-  const auto killed = KillLeftoverTrialProcesses((dir / "trials").string(), "n1");
-  ASSERT_EQ(killed.size(), 1u);
-  EXPECT_EQ(killed[0], "pid " + std::to_string(ours) + " (trial-7)");
-  int status = 0;
-  ASSERT_EQ(waitpid(ours, &status, 0), ours);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-  EXPECT_EQ(waitpid(other, &status, WNOHANG), 0) << "another trial directory's process runs on";
-  EXPECT_EQ(waitpid(other_node, &status, WNOHANG), 0) << "another node's process runs on";
-  for (pid_t p : {other, other_node}) {
-    kill(p, SIGKILL);
-    waitpid(p, &status, 0);
-  }
+  ExpectOnlyKilled(KillLeftoverTrialProcesses((dir / "trials").string(), "n1"), ours, {other, other_node});
 }
 
 // A rank inside Charliecloud, whose LADDER_TRIAL_DIR is the guest's path: found by its LADDER_HOST_TRIAL_DIR.
@@ -73,15 +78,7 @@ TEST(LeftoversTest, KillsARankLeftInAContainerByItsHostTrialDirectory) {
   const pid_t other = SleepUnder(dir / "trials-of-another-worker", "n1", /*contained=*/true);
   ASSERT_GT(ours, 0);
   ASSERT_GT(other, 0);
-  const auto killed = KillLeftoverTrialProcesses((dir / "trials").string(), "n1");
-  ASSERT_EQ(killed.size(), 1u);
-  EXPECT_EQ(killed[0], "pid " + std::to_string(ours) + " (trial-7)");
-  int status = 0;
-  ASSERT_EQ(waitpid(ours, &status, 0), ours);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-  EXPECT_EQ(waitpid(other, &status, WNOHANG), 0) << "another trial directory's process runs on";
-  kill(other, SIGKILL);
-  waitpid(other, &status, 0);
+  ExpectOnlyKilled(KillLeftoverTrialProcesses((dir / "trials").string(), "n1"), ours, {other});
 }
 
 }  // namespace
