@@ -130,7 +130,8 @@ class TargetScale {
 
 class GpSampler : public HistorySampler {
  public:
-  explicit GpSampler(const SearchSpec& spec) : HistorySampler(spec) {
+  explicit GpSampler(const SearchSpec& spec, std::optional<GpHyper> kernel = std::nullopt)
+      : HistorySampler(spec), kernel_(std::move(kernel)) {
     const SamplerOptions& o = spec.sampler_options;
     max_history_ = static_cast<size_t>(o.max_history > 0 ? o.max_history : kDefaultMaxHistory);
     const int dims = static_cast<int>(unit().dims());
@@ -153,6 +154,16 @@ class GpSampler : public HistorySampler {
     if (o.number <= fit_last_) fit_dirty_ = true;
   }
 
+  // The kernel fitted to every completed trial (at most max_history of them: Cap), as a refit would fit it.
+ public:
+  GpHyper FitAll() const {
+    const std::vector<const Observation*> fit_set = Cap(done_.by_number());
+    std::mt19937_64 fit_rng = TrialRng(seed(), static_cast<int64_t>(fit_set.size()), 0xf17);
+    return FitGpHyper(Features(fit_set), Targets(fit_set), GpFitOptions{}, fit_rng);
+  }
+
+ protected:
+
   std::vector<double> Suggest(int64_t trial_number, const std::vector<const Observation*>& /*told*/,
                               const std::vector<const Observation*>& pending) override {
     if (done_.size() < static_cast<size_t>(startup_)) {
@@ -173,9 +184,8 @@ class GpSampler : public HistorySampler {
       for (const Observation* o : fit_set) key.push_back(o->number);
       if (key != fit_key_) {
         Eigen::MatrixXd fx = Features(fit_set);
-        Eigen::VectorXd fy = Targets(fit_set);
         std::mt19937_64 fit_rng = TrialRng(seed(), static_cast<int64_t>(key.size()), 0xf17);
-        hyper_ = FitGpHyper(fx, fy, GpFitOptions{}, fit_rng);
+        hyper_ = kernel_ ? *kernel_ : FitGpHyper(fx, Targets(fit_set), GpFitOptions{}, fit_rng);
         // The constraint's own kernel, fitted on the same trials once any of them violates: a constraint's
         // length scales are not the objective's (a half-space is smooth where the objective is rugged).
         constraint_hyper_.reset();
@@ -433,6 +443,7 @@ class GpSampler : public HistorySampler {
     return ((c.array() - mean) / sd).matrix();
   }
 
+  std::optional<GpHyper> kernel_;  // given (MakeGpSampler's kernel): used as it is, never fitted
   size_t max_history_;
   int startup_;
   size_t features_ = 0;
@@ -454,6 +465,16 @@ class GpSampler : public HistorySampler {
 
 }  // namespace
 
-std::unique_ptr<Sampler> MakeGpSampler(const SearchSpec& spec) { return std::make_unique<GpSampler>(spec); }
+std::unique_ptr<Sampler> MakeGpSampler(const SearchSpec& spec, std::optional<GpHyper> kernel) {
+  return std::make_unique<GpSampler>(spec, std::move(kernel));
+}
+
+GpHyper FitGpKernel(const SearchSpec& spec, const std::vector<std::pair<Params, double>>& trials) {
+  GpSampler gp(spec);
+  for (size_t i = 0; i < trials.size(); ++i) gp.Tell(static_cast<int64_t>(i), trials[i].first, trials[i].second);
+  return gp.FitAll();
+}
+
+size_t GpFitPoint(size_t completed) { return FitPoint(completed); }
 
 }  // namespace ladder::search::internal
