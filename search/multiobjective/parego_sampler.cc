@@ -17,7 +17,7 @@
 // of (seed, n, told set, pending set) by construction (the determinism contract of mo_sampler.h). The kernel is
 // not refitted per scalarisation: one kernel, fitted where GP-BO refits its own (the first GpFitPoint(completed)
 // trials by number; every trial up to 10, then steps of 20%) to the equal-weight scalarisation, serves every
-// weight vector until the next refit. Fitting it per suggestion (as Knowles does) cost 0.6-1.3 s a suggestion at
+// weight vector until the next refit; so does the constraint's kernel, where a constraint is broken. Fitting it per suggestion (as Knowles does) cost 0.6-1.3 s a suggestion at
 // 200 trials, on the coordinator's loop; shared, 12 ms (docs/BENCHMARKS.md, with the hypervolumes of both).
 #include <algorithm>
 
@@ -75,7 +75,7 @@ class ParEgoSampler : public MoHistorySampler {
   // The kernel every scalarisation shares until the next refit: fitted as GP-BO refits (GpFitPoint), on the first
   // completed trials by number, scalarised with equal weights over their own normalisation. A function of the told
   // set, as a suggestion must be (a restarted sampler fits the same one).
-  const GpHyper& Kernel(const std::vector<const MoObservation*>& told) {
+  const GpKernels& Kernel(const std::vector<const MoObservation*>& told) {
     std::vector<const MoObservation*> done;
     for (const MoObservation* o : told) {
       if (o->loss) done.push_back(o);
@@ -87,18 +87,18 @@ class ParEgoSampler : public MoHistorySampler {
     if (key != kernel_key_) {
       const std::vector<ObjectiveVector> normalized = NormalizedObjectives(losses);
       const std::vector<double> equal(objectives(), 1.0 / static_cast<double>(objectives()));
-      std::vector<std::pair<Params, double>> trials;
+      std::vector<KernelTrial> trials;
       for (size_t i = 0; i < done.size(); ++i) {
-        trials.emplace_back(unit().Decode(done[i]->u), AugmentedChebyshev(normalized[i], equal));
+        trials.push_back({unit().Decode(done[i]->u), AugmentedChebyshev(normalized[i], equal), done[i]->constraint});
       }
-      kernel_ = FitGpKernel(single_, trials);
+      kernel_ = FitGpKernels(single_, trials);
       kernel_key_ = std::move(key);
     }
     return kernel_;
   }
 
   int startup_;
-  GpHyper kernel_;
+  GpKernels kernel_;
   std::vector<int64_t> kernel_key_;  // the trials kernel_ was fitted on
   SearchSpec single_;  // the single-objective GP's spec: the space, seed and options, one objective minimized
 };

@@ -130,8 +130,8 @@ class TargetScale {
 
 class GpSampler : public HistorySampler {
  public:
-  explicit GpSampler(const SearchSpec& spec, std::optional<GpHyper> kernel = std::nullopt)
-      : HistorySampler(spec), kernel_(std::move(kernel)) {
+  explicit GpSampler(const SearchSpec& spec, std::optional<GpKernels> kernels = std::nullopt)
+      : HistorySampler(spec), kernels_(std::move(kernels)) {
     const SamplerOptions& o = spec.sampler_options;
     max_history_ = static_cast<size_t>(o.max_history > 0 ? o.max_history : kDefaultMaxHistory);
     const int dims = static_cast<int>(unit().dims());
@@ -156,10 +156,16 @@ class GpSampler : public HistorySampler {
 
   // The kernel fitted to every completed trial (at most max_history of them: Cap), as a refit would fit it.
  public:
-  GpHyper FitAll() const {
+  GpKernels FitAll() const {
     const std::vector<const Observation*> fit_set = Cap(done_.by_number());
     std::mt19937_64 fit_rng = TrialRng(seed(), static_cast<int64_t>(fit_set.size()), 0xf17);
-    return FitGpHyper(Features(fit_set), Targets(fit_set), GpFitOptions{}, fit_rng);
+    const Eigen::MatrixXd fx = Features(fit_set);
+    GpKernels k;
+    k.objective = FitGpHyper(fx, Targets(fit_set), GpFitOptions{}, fit_rng);
+    if (std::any_of(fit_set.begin(), fit_set.end(), [](const Observation* o) { return o->violation > 0; })) {
+      k.constraint = FitGpHyper(fx, Standardized(ConstraintValues(fit_set)), GpFitOptions{}, fit_rng);
+    }
+    return k;
   }
 
  protected:
@@ -185,11 +191,13 @@ class GpSampler : public HistorySampler {
       if (key != fit_key_) {
         Eigen::MatrixXd fx = Features(fit_set);
         std::mt19937_64 fit_rng = TrialRng(seed(), static_cast<int64_t>(key.size()), 0xf17);
-        hyper_ = kernel_ ? *kernel_ : FitGpHyper(fx, Targets(fit_set), GpFitOptions{}, fit_rng);
+        hyper_ = kernels_ ? kernels_->objective : FitGpHyper(fx, Targets(fit_set), GpFitOptions{}, fit_rng);
         // The constraint's own kernel, fitted on the same trials once any of them violates: a constraint's
         // length scales are not the objective's (a half-space is smooth where the objective is rugged).
         constraint_hyper_.reset();
-        if (std::any_of(fit_set.begin(), fit_set.end(), [](const Observation* o) { return o->violation > 0; })) {
+        if (kernels_) {
+          constraint_hyper_ = kernels_->constraint;
+        } else if (std::any_of(fit_set.begin(), fit_set.end(), [](const Observation* o) { return o->violation > 0; })) {
           constraint_hyper_ = FitGpHyper(fx, Standardized(ConstraintValues(fit_set)), GpFitOptions{}, fit_rng);
         }
         fit_key_ = key;
@@ -443,7 +451,7 @@ class GpSampler : public HistorySampler {
     return ((c.array() - mean) / sd).matrix();
   }
 
-  std::optional<GpHyper> kernel_;  // given (MakeGpSampler's kernel): used as it is, never fitted
+  std::optional<GpKernels> kernels_;  // given (MakeGpSampler's): used as they are, never fitted
   size_t max_history_;
   int startup_;
   size_t features_ = 0;
@@ -465,13 +473,15 @@ class GpSampler : public HistorySampler {
 
 }  // namespace
 
-std::unique_ptr<Sampler> MakeGpSampler(const SearchSpec& spec, std::optional<GpHyper> kernel) {
-  return std::make_unique<GpSampler>(spec, std::move(kernel));
+std::unique_ptr<Sampler> MakeGpSampler(const SearchSpec& spec, std::optional<GpKernels> kernels) {
+  return std::make_unique<GpSampler>(spec, std::move(kernels));
 }
 
-GpHyper FitGpKernel(const SearchSpec& spec, const std::vector<std::pair<Params, double>>& trials) {
+GpKernels FitGpKernels(const SearchSpec& spec, const std::vector<KernelTrial>& trials) {
   GpSampler gp(spec);
-  for (size_t i = 0; i < trials.size(); ++i) gp.Tell(static_cast<int64_t>(i), trials[i].first, trials[i].second);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    gp.TellConstrained(static_cast<int64_t>(i), trials[i].params, trials[i].loss, {trials[i].constraint});
+  }
   return gp.FitAll();
 }
 
