@@ -17,8 +17,9 @@
 // of (seed, n, told set, pending set) by construction (the determinism contract of mo_sampler.h). The kernel is
 // not refitted per scalarisation: one kernel, fitted where GP-BO refits its own (the first GpFitPoint(completed)
 // trials by number; every trial up to 10, then steps of 20%) to the equal-weight scalarisation, serves every
-// weight vector until the next refit; so does the constraint's kernel, where a constraint is broken. Fitting it per suggestion (as Knowles does) cost 0.6-1.3 s a suggestion at
-// 200 trials, on the coordinator's loop; shared, 12 ms (docs/BENCHMARKS.md, with the hypervolumes of both).
+// weight vector until the next refit; so does the constraint's kernel, where a constraint is broken. Fitting it
+// per suggestion (as Knowles does) cost 0.6-1.3 s a suggestion at 200 trials, on the coordinator's loop; shared,
+// 12 ms (docs/BENCHMARKS.md, with the hypervolumes of both).
 #include <algorithm>
 
 #include "search/multiobjective/mo_history.h"

@@ -26,10 +26,11 @@
 // warm_start:): stacked GPs, as Google Vizier transfers between studies (Golovin et al. 2017). A GP on the earlier
 // trials gives the prior mean; this search's own trials are modelled by a second GP as residuals from it, with
 // hyperparameters of their own, about their mean (the shift between the tasks, which holds where the search has
-// no trial yet); EI reads the sum of the means and the residual's variance, against the search's own best. The earlier trials' values inform where to look, but they are another task's noisy values: the new
-// task's level and its differences are learnt from its own trials, and their best is not the one to beat. Before
-// the search's own first trial, the earlier GP alone, against its lowest mean at the trials it holds. Both sides
-// are standardized on the earlier trials' scale. (With constraints broken, the one GP over every trial, below.)
+// no trial yet); EI reads the sum of the means and the residual's variance, against the search's own best. The
+// earlier trials' values inform where to look, but they are another task's noisy values: the new task's level and
+// its differences are learnt from its own trials, and their best is not the one to beat. Before the search's own
+// first trial, the earlier GP alone, against its lowest mean at the trials it holds. Both sides are standardized on
+// the earlier trials' scale. (With constraints broken, the one GP over every trial, below.)
 //
 // Acquisition: EI maximized over 256 uniform candidates, 64 perturbations of each of the 5 best trials, then
 // three rounds of local perturbation (scales 0.05, 0.02, 0.008) around the 3 best candidates.
@@ -104,14 +105,10 @@ class TargetScale {
     med_ = quantile(0.5);
     scale_ = (quantile(0.75) - quantile(0.25)) / 1.349;
     if (!(scale_ > 0)) scale_ = std::max(1e-12, s.back() - s.front());
-    double sum = 0, sum2 = 0;
-    for (const Observation* o : obs) {
-      const double z = Compressed(*o->loss);
-      sum += z, sum2 += z * z;
-    }
-    const double n = static_cast<double>(obs.size());
-    mean_ = sum / n;
-    sd_ = std::sqrt(std::max(0.0, sum2 / n - mean_ * mean_));
+    Eigen::VectorXd y(static_cast<Eigen::Index>(obs.size()));
+    for (size_t i = 0; i < obs.size(); ++i) y(static_cast<Eigen::Index>(i)) = Compressed(*obs[i]->loss);
+    mean_ = y.mean();
+    sd_ = std::sqrt((y.array() - mean_).square().mean());
     if (!(sd_ > 1e-12)) sd_ = 1;
   }
   Eigen::VectorXd Of(const std::vector<const Observation*>& obs) const {
@@ -154,8 +151,8 @@ class GpSampler : public HistorySampler {
     if (o.number <= fit_last_) fit_dirty_ = true;
   }
 
-  // The kernel fitted to every completed trial (at most max_history of them: Cap), as a refit would fit it.
  public:
+  // The kernels fitted to every completed trial (at most max_history of them: Cap), as a refit would fit them.
   GpKernels FitAll() const {
     const std::vector<const Observation*> fit_set = Cap(done_.by_number());
     std::mt19937_64 fit_rng = TrialRng(seed(), static_cast<int64_t>(fit_set.size()), 0xf17);
@@ -169,7 +166,6 @@ class GpSampler : public HistorySampler {
   }
 
  protected:
-
   std::vector<double> Suggest(int64_t trial_number, const std::vector<const Observation*>& /*told*/,
                               const std::vector<const Observation*>& pending) override {
     if (done_.size() < static_cast<size_t>(startup_)) {
@@ -316,8 +312,8 @@ class GpSampler : public HistorySampler {
     for (size_t i = 0; i < fit_n; ++i) own_key.push_back(own[i]->number);
     if (own_key != residual_key_ || key != residual_warm_key_) {
       std::mt19937_64 fit_rng = TrialRng(seed(), static_cast<int64_t>(fit_n), 0x7e5);
-      residual_hyper_ = FitGpHyper(xo.topRows(static_cast<Eigen::Index>(fit_n)), r.head(static_cast<Eigen::Index>(fit_n)),
-                                   GpFitOptions{}, fit_rng);
+      const auto n = static_cast<Eigen::Index>(fit_n);
+      residual_hyper_ = FitGpHyper(xo.topRows(n), r.head(n), GpFitOptions{}, fit_rng);
       residual_key_ = own_key, residual_warm_key_ = key;
     }
     if (!model.post.Condition(xo, r, residual_hyper_)) return Fallback(trial_number);

@@ -4,6 +4,7 @@
 // as a shift, not as evidence against the earlier search's region, and the search stays there.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -28,7 +29,8 @@ int NearTheOptimum(uint64_t seed, int told, int own, double shift) {
   for (int i = 0; i < told; ++i) {
     // The earlier search's trials, crowding about its optimum as a model-based search's do.
     const double r = i < told / 2 ? 0.15 : 1.0;
-    Params p = {{"x", std::clamp(0.3 + r * (u(rng) - 0.5), 0.0, 1.0)}, {"y", std::clamp(0.7 + r * (u(rng) - 0.5), 0.0, 1.0)}};
+    Params p = {{"x", std::clamp(0.3 + r * (u(rng) - 0.5), 0.0, 1.0)},
+                {"y", std::clamp(0.7 + r * (u(rng) - 0.5), 0.0, 1.0)}};
     sampler->Tell(i - told, p, Earlier(p));
   }
   int near = 0;
