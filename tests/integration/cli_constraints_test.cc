@@ -26,16 +26,15 @@
 namespace ladder {
 namespace {
 
-// Trials 0-3 are known points (two infeasible: x < 0.5), 4-6 TPE's; trial 5 waits for `release` so that the
-// coordinator can be restarted while it runs (trial 6 is then asked of the sampler the restart rebuilt).
+// Trials 0-3 are known points (two infeasible: x < 0.5), 4-6 TPE's; trial 5 waits at the `release` gate
+// (testing::Gate: a lock, no polling) so that the coordinator can be restarted while it runs (trial 6 is then asked of the sampler the restart rebuilt).
 std::string SpecText(const std::filesystem::path& release) {
   return R"(name: mem
 objective: {metric: loss, mode: min}
 constraints: [{metric: mem, max: 0.5}]
 budget: {max_trials: 7, parallelism: 1}
 sampler: {type: tpe, n_startup_trials: 4, seed: 11}
-command: [/bin/sh, -c, 'if [ {trial_number} = 5 ]; then while [ ! -f )" +
-         release.string() + R"( ]; do sleep 0.05; done; fi; awk -v x={x} "BEGIN {{ printf \"{{\\\"loss\\\": %.17g, \\\"mem\\\": %.17g}}\\n\", x, 1 - x }}"']
+command: [/bin/sh, -c, 'if [ {trial_number} = 5 ]; then flock -s )" + release.string() + R"( true; fi; awk -v x={x} "BEGIN {{ printf \"{{\\\"loss\\\": %.17g, \\\"mem\\\": %.17g}}\\n\", x, 1 - x }}"']
 space:
   x: {type: float, low: 0, high: 1}
 enqueue: [{x: 0.1}, {x: 0.3}, {x: 0.7}, {x: 0.9}]
@@ -79,6 +78,7 @@ TEST(CliConstraints, InfeasibleTrialsAreMarkedNeverBestAndTheSamplerIsToldAgainA
     args.insert(args.begin(), {testing::BinDir() + "/ladder", "--server", address});
     return testing::RunCommand(args, dir);
   };
+  testing::Gate gate(dir / "release");  // trial waits here until the test opens it
   const std::string spec_text = SpecText(dir / "release");
   std::ofstream(dir / "mem.yaml") << spec_text;
   auto validate = ladder({"search", "validate", "mem.yaml", "--no-command-check"});
@@ -109,7 +109,7 @@ TEST(CliConstraints, InfeasibleTrialsAreMarkedNeverBestAndTheSamplerIsToldAgainA
   trials_when([&](const nlohmann::json& t) { return state_of(t, 5) == "TRIAL_RUNNING"; });
   server.Kill(SIGTERM);  // trial 5 runs on while the coordinator is away
   ASSERT_TRUE(start_server());
-  std::ofstream(dir / "release") << "go\n";
+  gate.Open();
   const nlohmann::json trials = trials_when([&](const nlohmann::json& t) {
     int completed = 0;
     for (const auto& x : t) completed += x["state"] == "TRIAL_COMPLETED" ? 1 : 0;

@@ -29,7 +29,8 @@ namespace ladder {
 namespace {
 
 // Trials 0-4 are known points: 0 (0.1, 0.9) and 1 (0.3, 0.8) infeasible, both dominating trial 4 (0.55, 0.95);
-// 2 (0.6, 0.6) and 3 (0.8, 0.2) feasible. 5-7 are TPE's; trial 6 waits for `release` so that the coordinator can
+// 2 (0.6, 0.6) and 3 (0.8, 0.2) feasible. 5-7 are TPE's; trial 6 waits at the `release` gate (testing::Gate: a
+// lock, no polling) so that the coordinator can
 // be restarted while it runs (trial 7 is then asked of the sampler the restart rebuilt).
 std::string SpecText(const std::filesystem::path& release) {
   return R"(name: memtrade
@@ -37,8 +38,7 @@ objectives: [{metric: loss, mode: min}, {metric: cost, mode: min}]
 constraints: [{metric: mem, max: 0.5}]
 budget: {max_trials: 8, parallelism: 1}
 sampler: {type: tpe, n_startup_trials: 4, seed: 5}
-command: [/bin/sh, -c, 'if [ {trial_number} = 6 ]; then while [ ! -f )" +
-         release.string() + R"( ]; do sleep 0.05; done; fi; awk -v x={x} -v y={y} "BEGIN {{ printf \"{{\\\"loss\\\": %.17g, \\\"cost\\\": %.17g, \\\"mem\\\": %.17g}}\\n\", x, 1 - x + y, 1 - x }}"']
+command: [/bin/sh, -c, 'if [ {trial_number} = 6 ]; then flock -s )" + release.string() + R"( true; fi; awk -v x={x} -v y={y} "BEGIN {{ printf \"{{\\\"loss\\\": %.17g, \\\"cost\\\": %.17g, \\\"mem\\\": %.17g}}\\n\", x, 1 - x + y, 1 - x }}"']
 space:
   x: {type: float, low: 0, high: 1}
   y: {type: float, low: 0, high: 1}
@@ -96,6 +96,7 @@ TEST(CliParetoConstraints, TheFrontHoldsFeasibleTrialsOnlyAndTheSamplerIsToldAga
     args.insert(args.begin(), {testing::BinDir() + "/ladder", "--server", address});
     return testing::RunCommand(args, dir);
   };
+  testing::Gate gate(dir / "release");  // trial waits here until the test opens it
   const std::string spec_text = SpecText(dir / "release");
   std::ofstream(dir / "memtrade.yaml") << spec_text;
   auto validate = ladder({"search", "validate", "memtrade.yaml", "--no-command-check"});
@@ -126,7 +127,7 @@ TEST(CliParetoConstraints, TheFrontHoldsFeasibleTrialsOnlyAndTheSamplerIsToldAga
   });
   server.Kill(SIGTERM);  // trial 6 runs on while the coordinator is away
   ASSERT_TRUE(start_server());
-  std::ofstream(dir / "release") << "go\n";
+  gate.Open();
   const nlohmann::json trials = trials_when([&](const nlohmann::json& t) {
     int completed = 0;
     for (const auto& x : t) completed += x["state"] == "TRIAL_COMPLETED" ? 1 : 0;

@@ -4,7 +4,9 @@
 #include <sqlite3.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,5 +95,19 @@ inline std::string ReadListenAddress(Child& server) {
   if (at == std::string::npos) return "";
   return banner.substr(at + 13, banner.find(' ', at + 13) - at - 13);
 }
+
+// A gate a trial waits at without polling: the test holds an exclusive flock(2) on `path` until Open(); a trial
+// waits with `flock -s PATH true`, which blocks until then and passes at once ever after (a requeued run too).
+struct Gate {
+  int fd = -1;
+  explicit Gate(const std::filesystem::path& path) : fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) ADD_FAILURE() << "cannot lock " << path;
+  }
+  void Open() {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+  ~Gate() { Open(); }
+};
 
 }  // namespace ladder::testing
