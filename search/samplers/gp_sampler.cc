@@ -174,6 +174,12 @@ class GpSampler : public HistorySampler {
       return u;
     }
     std::mt19937_64 rng = TrialRng(seed(), trial_number, 0x69);
+    // A warm start without a broken constraint: the stacked GPs, with kernels of their own (SuggestWarm).
+    const auto& all = done_.by_number();
+    if (all.front()->number < 0 &&
+        std::none_of(all.begin(), all.end(), [](const Observation* o) { return o->violation > 0; })) {
+      return SuggestWarm(trial_number, pending, rng);
+    }
 
     // Hyperparameters: fitted on the first FitPoint(n) completed trials (capped), cached; that set changes only
     // when FitPoint moves or a trial among them is told (again).
@@ -208,7 +214,6 @@ class GpSampler : public HistorySampler {
     Eigen::VectorXd y = Targets(model_set);
     const bool violated =
         std::any_of(model_set.begin(), model_set.end(), [](const Observation* o) { return o->violation > 0; });
-    if (model_set.front()->number < 0 && !violated) return SuggestWarm(trial_number, pending, rng);
     Model model;
     GpPosterior& post = model.post;
     if (!post.Condition(x, y, hyper_)) return Fallback(trial_number);

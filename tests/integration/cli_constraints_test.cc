@@ -27,7 +27,8 @@ namespace ladder {
 namespace {
 
 // Trials 0-3 are known points (two infeasible: x < 0.5), 4-6 TPE's; trial 5 waits at the `release` gate
-// (testing::Gate: a lock, no polling) so that the coordinator can be restarted while it runs (trial 6 is then asked of the sampler the restart rebuilt).
+// (testing::Gate: a lock, no polling) so that the coordinator can be restarted while it runs (trial 6 is then
+// asked of the sampler the restart rebuilt).
 std::string SpecText(const std::filesystem::path& release) {
   return R"(name: mem
 objective: {metric: loss, mode: min}
